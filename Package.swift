@@ -1,0 +1,137 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "notifsim", targets: ["notifsim"]),
+        .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
+        .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+    ],
+    targets: [
+        // Domain: notifications, routing, the sink protocol, the delivery engine.
+        // Imports no HTTP server, HTTP client or database module.
+        .target(
+            name: "HeraldCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Delivery sinks live under Plugins/: each is a library target of its own.
+        .target(
+            name: "HeraldHistorySink",
+            dependencies: ["HeraldCore"],
+            path: "Plugins/HistorySink",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldConsoleSink",
+            dependencies: ["HeraldCore"],
+            path: "Plugins/ConsoleSink",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldHistorySink",
+                "HeraldConsoleSink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "notifsim",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldCoreTests",
+            dependencies: ["HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldStoreTests",
+            dependencies: ["HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldSinkTests",
+            dependencies: ["HeraldHistorySink", "HeraldConsoleSink", "HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldServer",
+                "HeraldCore",
+                "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,30 @@
+public import HeraldCore
+
+/// A development push sink: instead of calling a provider it writes one line per device
+/// delivery, so a fresh checkout shows what would be pushed without any credentials.
+///
+/// Device tokens are never written, only device ids.
+public struct ConsoleSink: NotificationSink {
+    public let name: String
+    public let capabilities: SinkCapabilities = .push
+    private let write: @Sendable (String) -> Void
+
+    public init(name: String = "console", write: @escaping @Sendable (String) -> Void = { print($0) }) {
+        self.name = name
+        self.write = write
+    }
+
+    public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
+        batch.map { delivery in
+            guard let device = delivery.recipient.device else {
+                return .failed(reason: "device is no longer registered to this user")
+            }
+            let notification = delivery.notification
+            write(
+                "[\(name)] \(delivery.distribution.rawValue) \(notification.type) \(notification.id) → user \(delivery.recipient.userID) device \(device.id): "
+                    + "\(notification.title.debugDescription) \(notification.body.debugDescription) url=\(notification.url ?? "null")"
+            )
+            return .delivered
+        }
+    }
+}

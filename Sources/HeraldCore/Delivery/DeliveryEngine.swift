@@ -1,0 +1,160 @@
+public import Foundation
+public import Logging
+public import ServiceLifecycle
+
+/// How the delivery engine works its queue.
+public struct DeliveryEngineConfiguration: Sendable, Equatable {
+    /// Concurrent claim-and-deliver loops.
+    public var workers: Int = 2
+    /// Deliveries claimed at once by one worker.
+    public var batchSize: Int = 256
+    /// How long a claim is held; a worker that dies without recording leaves it to expire.
+    public var lease: Duration = .seconds(60)
+    /// The longest an idle worker waits before looking for due retries.
+    public var idlePoll: Duration = .seconds(1)
+    public var retry: RetryPolicy = RetryPolicy()
+
+    public init() {}
+}
+
+/// Claims due deliveries, hands them to their sinks in batches, and records the outcomes with
+/// retries (exponential backoff and jitter, the sink's retry-after honoured) until a delivery is
+/// delivered, failed, or dead after `retry.maxAttempts`.
+public final class DeliveryEngine: Service {
+    private let queue: any DeliveryQueue
+    private let sinks: SinkRegistry
+    private let configuration: DeliveryEngineConfiguration
+    private let logger: Logger
+    private let clock: @Sendable () -> Date
+    private let signal = WakeSignal()
+
+    public init(
+        queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
+        logger: Logger = Logger(label: "herald.delivery"), clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.queue = queue
+        self.sinks = sinks
+        self.configuration = configuration
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Tells idle workers that new deliveries were committed.
+    public func wake() { signal.notify() }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<max(1, configuration.workers) {
+                group.addTask { await self.workerLoop(worker) }
+            }
+        }
+    }
+
+    private func workerLoop(_ worker: Int) async {
+        var failures = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let processed = try await processDue()
+                failures = 0
+                if processed == 0 { await idle() }
+            } catch {
+                // Storage is unavailable: leased work stays safe in the queue; back off and retry.
+                failures += 1
+                logger.error("delivery worker \(worker) could not reach storage: \(error)")
+                let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            }
+        }
+    }
+
+    private func idle() async {
+        var timeout = configuration.idlePoll
+        if let due = try? await queue.nextDueDate() {
+            let wait = due.timeIntervalSince(clock())
+            timeout = min(timeout, .milliseconds(Int64(max(wait, 0.001) * 1000)))
+        }
+        let signal = self.signal
+        let limit = timeout
+        await withGracefulShutdownHandler { await signal.wait(timeout: limit) } onGracefulShutdown: { signal.notify() }
+    }
+
+    /// Claims one batch of due deliveries, delivers it and records the outcomes.
+    /// - Returns: how many deliveries were worked.
+    @discardableResult
+    public func processDue() async throws -> Int {
+        let batch = try await queue.claimDue(now: clock(), limit: configuration.batchSize, lease: configuration.lease)
+        guard !batch.isEmpty else { return 0 }
+        var bySink: [String: [Delivery]] = [:]
+        for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
+        let updates = await withTaskGroup(of: [DeliveryUpdate].self) { group in
+            for (name, deliveries) in bySink {
+                group.addTask { await self.deliver(deliveries, through: name) }
+            }
+            var all: [DeliveryUpdate] = []
+            for await part in group { all.append(contentsOf: part) }
+            return all
+        }
+        try await queue.record(updates, at: clock())
+        return batch.count
+    }
+
+    /// Works the queue until nothing is due now. For tests and one-shot tools.
+    public func drain() async throws {
+        while try await processDue() > 0 {}
+    }
+
+    private func deliver(_ deliveries: [Delivery], through name: String) async -> [DeliveryUpdate] {
+        let now = clock()
+        guard let sink = sinks[name] else {
+            return deliveries.map { update(for: $0, outcome: .retry(after: nil, reason: "sink '\(name)' is not configured"), now: now) }
+        }
+        var updates: [DeliveryUpdate] = []
+        var live: [Delivery] = []
+        for delivery in deliveries {
+            if sink.capabilities.contains(.push) && delivery.notification.isExpired(at: now) {
+                updates.append(update(for: delivery, outcome: .failed(reason: "expired before it could be pushed"), now: now))
+            } else {
+                live.append(delivery)
+            }
+        }
+        guard !live.isEmpty else { return updates }
+        let outcomes = await sink.deliver(live)
+        guard outcomes.count == live.count else {
+            logger.error("sink '\(name)' returned \(outcomes.count) outcomes for \(live.count) deliveries; retrying them")
+            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' returned a wrong number of outcomes")
+            return updates + live.map { update(for: $0, outcome: outcome, now: now) }
+        }
+        for (delivery, outcome) in zip(live, outcomes) {
+            let result = update(for: delivery, outcome: outcome, now: now)
+            logger.debug(
+                "delivery outcome",
+                metadata: [
+                    "notification_id": "\(delivery.notification.id)", "sink": "\(name)",
+                    "delivery_id": "\(delivery.id)", "state": "\(result.state.rawValue)", "attempt": "\(delivery.attempt)",
+                ]
+            )
+            updates.append(result)
+        }
+        return updates
+    }
+
+    func update(for delivery: Delivery, outcome: DeliveryOutcome, now: Date) -> DeliveryUpdate {
+        switch outcome {
+        case .delivered:
+            return DeliveryUpdate(id: delivery.id, state: .delivered, attempts: delivery.attempt)
+        case .failed(let reason):
+            return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason)
+        case .recipientGone(let reason):
+            return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason, removeDevice: delivery.recipient.device?.id)
+        case .retry(let after, let reason):
+            guard delivery.attempt < configuration.retry.maxAttempts else {
+                return DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "\(reason) (gave up after \(delivery.attempt) attempts)")
+            }
+            let delay = after ?? configuration.retry.delay(afterAttempt: delivery.attempt)
+            return DeliveryUpdate(
+                id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
+                nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))
+            )
+        }
+    }
+}

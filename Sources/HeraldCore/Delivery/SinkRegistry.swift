@@ -1,0 +1,30 @@
+/// The sinks a server delivers through, by name. Built once from configuration.
+public struct SinkRegistry: Sendable {
+    public let sinks: [any NotificationSink]
+    private let byName: [String: any NotificationSink]
+
+    /// - Throws: a configuration error for duplicate or malformed names.
+    public init(_ sinks: [any NotificationSink]) throws {
+        var byName: [String: any NotificationSink] = [:]
+        for sink in sinks {
+            guard SinkRegistry.isValidName(sink.name) else {
+                throw HeraldError(.unprocessable, code: "invalid_config", "sink name '\(sink.name)' must be 1-64 characters of a-z, 0-9, ':', '_' or '-'")
+            }
+            guard byName[sink.name] == nil else {
+                throw HeraldError(.unprocessable, code: "invalid_config", "two sinks are named '\(sink.name)'")
+            }
+            byName[sink.name] = sink
+        }
+        self.sinks = sinks
+        self.byName = byName
+    }
+
+    public subscript(name: String) -> (any NotificationSink)? { byName[name] }
+
+    public var names: [String] { sinks.map(\.name) }
+
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 || $0 == 58 }
+    }
+}

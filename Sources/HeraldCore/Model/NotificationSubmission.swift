@@ -1,0 +1,122 @@
+/// The body of `POST /api/notifications`, as decoded from JSON and before validation.
+///
+/// Field names are the wire names; ``NotificationValidator`` turns a submission into a
+/// ``HeraldNotification`` or a ``HeraldError`` naming the offending field.
+public struct NotificationSubmission: Decodable, Sendable {
+    public var type: String?
+    public var title: String?
+    public var body: String?
+    public var url: String?
+    public var data: [String: String]?
+    public var distribution: String?
+    public var priority: Int?
+    public var expiresAt: String?
+    public var collapseKey: String?
+    public var idempotencyKey: String?
+    public var userIDs: [String]?
+    public var topic: String?
+    public var audience: Audience?
+    public var broadcast: BroadcastTarget?
+
+    public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case type, title, body, url, data, distribution, priority, topic, audience, broadcast
+        case expiresAt = "expires_at"
+        case collapseKey = "collapse_key"
+        case idempotencyKey = "idempotency_key"
+        case userIDs = "user_ids"
+    }
+
+    public init(
+        type: String? = nil, title: String? = nil, body: String? = nil, url: String? = nil,
+        data: [String: String]? = nil, distribution: String? = nil, priority: Int? = nil,
+        expiresAt: String? = nil, collapseKey: String? = nil, idempotencyKey: String? = nil,
+        userIDs: [String]? = nil, topic: String? = nil, audience: Audience? = nil, broadcast: BroadcastTarget? = nil
+    ) {
+        self.type = type
+        self.title = title
+        self.body = body
+        self.url = url
+        self.data = data
+        self.distribution = distribution
+        self.priority = priority
+        self.expiresAt = expiresAt
+        self.collapseKey = collapseKey
+        self.idempotencyKey = idempotencyKey
+        self.userIDs = userIDs
+        self.topic = topic
+        self.audience = audience
+        self.broadcast = broadcast
+    }
+}
+
+/// `broadcast`: `true`, or an object with optional `regions`, `version` and `expires_at`.
+public struct BroadcastTarget: Decodable, Sendable, Equatable {
+    public var regions: [String]?
+    public var version: String?
+    public var expiresAt: String?
+
+    enum CodingKeys: String, CodingKey {
+        case regions, version
+        case expiresAt = "expires_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let flag = try? decoder.singleValueContainer().decode(Bool.self) {
+            guard flag else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "must be true or an object"))
+            }
+            return
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        regions = try container.decodeIfPresent([String].self, forKey: .regions)
+        version = try container.decodeIfPresent(String.self, forKey: .version)
+        expiresAt = try container.decodeIfPresent(String.self, forKey: .expiresAt)
+    }
+}
+
+extension Audience {
+    enum CodingKeys: String, CodingKey {
+        case all
+        case tierIDs = "tier_ids"
+        case groupIDs = "group_ids"
+        case userIDs = "user_ids"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            all: try container.decodeIfPresent(Bool.self, forKey: .all) ?? false,
+            tierIDs: try container.decodeIfPresent([LenientID].self, forKey: .tierIDs)?.map(\.value) ?? [],
+            groupIDs: try container.decodeIfPresent([LenientID].self, forKey: .groupIDs)?.map(\.value) ?? [],
+            userIDs: try container.decodeIfPresent([String].self, forKey: .userIDs) ?? []
+        )
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if all { try container.encode(true, forKey: .all) }
+        if !tierIDs.isEmpty { try container.encode(tierIDs, forKey: .tierIDs) }
+        if !groupIDs.isEmpty { try container.encode(groupIDs, forKey: .groupIDs) }
+        if !userIDs.isEmpty { try container.encode(userIDs, forKey: .userIDs) }
+    }
+}
+
+/// A tier or group id: a string, or an integer taken as its decimal text (SPEC §7).
+public struct LenientID: Decodable, Sendable, Equatable {
+    public var value: String
+
+    public init(_ value: String) { self.value = value }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            value = text
+        } else if let number = try? container.decode(Int64.self) {
+            value = String(number)
+        } else {
+            throw DecodingError.typeMismatch(String.self, .init(codingPath: decoder.codingPath, debugDescription: "expected a string or an integer"))
+        }
+    }
+}

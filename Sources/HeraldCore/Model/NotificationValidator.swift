@@ -1,0 +1,115 @@
+public import Foundation
+
+/// Checks a ``NotificationSubmission`` against SPEC §2 and builds the ``HeraldNotification``.
+public struct NotificationValidator: Sendable {
+    public static let maxRecipients = 1_000
+    public static let maxTitleBytes = 1_024
+    public static let maxBodyBytes = 8_192
+    public static let maxDataEntries = 100
+    public static let maxKeyBytes = 255
+
+    public var types: NotificationTypes
+    public var resources: ResourceResolver
+
+    public init(types: NotificationTypes, resources: ResourceResolver) {
+        self.types = types
+        self.resources = resources
+    }
+
+    public func validate(_ submission: NotificationSubmission, id: ObjectID, now: Date) throws -> HeraldNotification {
+        guard let type = submission.type else { throw HeraldError.missingField("type") }
+        try types.validate(type)
+        guard let title = submission.title else { throw HeraldError.missingField("title") }
+        guard title.utf8.count <= Self.maxTitleBytes else {
+            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) bytes")
+        }
+        let body = submission.body ?? ""
+        guard body.utf8.count <= Self.maxBodyBytes else {
+            throw HeraldError.invalidField("body", "must be at most \(Self.maxBodyBytes) bytes")
+        }
+
+        let distribution: Distribution
+        if let raw = submission.distribution {
+            guard let value = Distribution(rawValue: raw) else {
+                throw HeraldError.invalidField("distribution", "must be 'alert' or 'information'")
+            }
+            distribution = value
+        } else {
+            distribution = .alert
+        }
+        if distribution == .alert && title.isEmpty && body.isEmpty {
+            throw HeraldError.invalidField("title", "must not be empty for an alert (give a title or a body)")
+        }
+
+        let data = submission.data ?? [:]
+        guard data.count <= Self.maxDataEntries else {
+            throw HeraldError.invalidField("data", "must have at most \(Self.maxDataEntries) entries")
+        }
+        for key in data.keys where key.isEmpty {
+            throw HeraldError.invalidField("data", "keys must not be empty")
+        }
+
+        let priority = submission.priority ?? 0
+        guard (-1_000_000...1_000_000).contains(priority) else {
+            throw HeraldError.invalidField("priority", "must be between -1000000 and 1000000")
+        }
+
+        var expiresAt: Date?
+        if let raw = submission.expiresAt {
+            guard let date = Timestamp.parse(raw) else {
+                throw HeraldError.invalidField("expires_at", "must be an RFC 3339 timestamp such as 2030-01-01T00:00:00Z")
+            }
+            guard date > now else { throw HeraldError.invalidField("expires_at", "is in the past") }
+            expiresAt = date
+        }
+        try Self.checkKey(submission.collapseKey, field: "collapse_key")
+        try Self.checkKey(submission.idempotencyKey, field: "idempotency_key")
+
+        return HeraldNotification(
+            id: id, type: type, title: title, body: body,
+            url: try resources.resolve(submission.url),
+            data: data, timestamp: now, distribution: distribution, priority: priority,
+            expiresAt: expiresAt, collapseKey: submission.collapseKey,
+            idempotencyKey: submission.idempotencyKey, target: try target(of: submission)
+        )
+    }
+
+    private func target(of submission: NotificationSubmission) throws -> NotificationTarget {
+        var targets: [NotificationTarget] = []
+        if let ids = submission.userIDs { targets.append(.users(ids)) }
+        if let topic = submission.topic { targets.append(.topic(topic)) }
+        if let audience = submission.audience { targets.append(.audience(audience)) }
+        if submission.broadcast != nil { targets.append(.broadcast) }
+        guard targets.count == 1, let target = targets.first else {
+            throw HeraldError(
+                .unprocessable, code: targets.isEmpty ? "missing_target" : "ambiguous_target",
+                "give exactly one target: 'user_ids', 'topic', 'audience' or 'broadcast'"
+            )
+        }
+        switch target {
+        case .users(let ids):
+            guard !ids.isEmpty else { throw HeraldError.invalidField("user_ids", "must name at least one user") }
+            var unique: [String] = []
+            var seen = Set<String>()
+            for (index, id) in ids.enumerated() {
+                try UserID.validate(id, field: "user_ids[\(index)]")
+                if seen.insert(id).inserted { unique.append(id) }
+            }
+            guard unique.count <= Self.maxRecipients else {
+                throw HeraldError.invalidField("user_ids", "must name at most \(Self.maxRecipients) users; use a topic or an audience for more")
+            }
+            return .users(unique)
+        case .topic, .audience, .broadcast:
+            // Topic, audience and broadcast fan-out are built on the topic hierarchy and the pull
+            // feed, which this server does not have yet: refuse clearly instead of dropping them.
+            throw HeraldError(.unprocessable, code: "unsupported_target", "'\(target.kind.rawValue)' targets are not supported by this server yet; use 'user_ids'")
+        }
+    }
+
+    private static func checkKey(_ key: String?, field: String) throws {
+        guard let key else { return }
+        guard !key.isEmpty, key.utf8.count <= maxKeyBytes else {
+            throw HeraldError.invalidField(field, "must be 1-\(maxKeyBytes) bytes")
+        }
+    }
+}

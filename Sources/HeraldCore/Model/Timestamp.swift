@@ -1,0 +1,51 @@
+public import Foundation
+
+/// Herald's wire format for instants: RFC 3339 in UTC with microseconds, as apps already parse
+/// (`2022-04-08T15:17:41.900560Z`). Stored instants are whole microseconds since the epoch.
+public enum Timestamp {
+    public static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+
+    public static func date(microseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: TimeInterval(microseconds) / 1_000_000)
+    }
+
+    public static func format(_ date: Date) -> String {
+        format(microseconds: microseconds(date))
+    }
+
+    public static func format(microseconds: Int64) -> String {
+        let seconds = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
+        let fraction = microseconds - seconds * 1_000_000
+        let (year, month, day) = civilDate(daysSinceEpoch: seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
+        let secondOfDay = seconds - (seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400) * 86_400
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 6))Z"
+    }
+
+    /// Parses RFC 3339 / ISO 8601 instants with or without fractional seconds.
+    public static func parse(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+            return date
+        }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle())
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+
+    // Howard Hinnant's days-from-civil inverse: exact for the proleptic Gregorian calendar.
+    private static func civilDate(daysSinceEpoch: Int64) -> (Int64, Int64, Int64) {
+        let z = daysSinceEpoch + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

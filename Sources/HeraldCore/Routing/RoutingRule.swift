@@ -1,0 +1,83 @@
+import Foundation
+
+/// An operator's routing rule: when a notification matches, sinks are added or removed.
+///
+/// Written as one line in configuration, conditions then `=>` then sink changes:
+/// ```
+/// type=violation => +webhook:moderation
+/// type=hot,top distribution=information target=user_ids => -fcm +console
+/// topic=sports- => +webhook:sports
+/// ```
+/// Conditions (all must hold): `type=` (comma-separated list), `distribution=`,
+/// `target=` (`user_ids`, `topic`, `audience`, `broadcast`), `topic=` (a topic_key prefix).
+public struct RoutingRule: Sendable, Equatable {
+    public var types: Set<String>?
+    public var distribution: Distribution?
+    public var targetKind: TargetKind?
+    public var topicPrefix: String?
+    public var add: [String]
+    public var remove: [String]
+
+    public init(
+        types: Set<String>? = nil, distribution: Distribution? = nil, targetKind: TargetKind? = nil,
+        topicPrefix: String? = nil, add: [String] = [], remove: [String] = []
+    ) {
+        self.types = types
+        self.distribution = distribution
+        self.targetKind = targetKind
+        self.topicPrefix = topicPrefix
+        self.add = add
+        self.remove = remove
+    }
+
+    public func matches(_ notification: HeraldNotification) -> Bool {
+        if let types, !types.contains(notification.type) { return false }
+        if let distribution, distribution != notification.distribution { return false }
+        if let targetKind, targetKind != notification.target.kind { return false }
+        if let topicPrefix {
+            guard case .topic(let key) = notification.target, key.hasPrefix(topicPrefix) else { return false }
+        }
+        return true
+    }
+
+    /// Parses one rule line; the error names the rule and what is wrong with it.
+    public static func parse(_ line: String) throws -> RoutingRule {
+        func fail(_ problem: String) -> HeraldError {
+            HeraldError(.unprocessable, code: "invalid_config", "routing rule '\(line)': \(problem)")
+        }
+        let halves = line.components(separatedBy: "=>")
+        guard halves.count == 2 else { throw fail("expected 'conditions => +sink -sink'") }
+        var rule = RoutingRule()
+        for condition in halves[0].split(whereSeparator: \.isWhitespace) {
+            let parts = condition.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[1].isEmpty else { throw fail("condition '\(condition)' is not key=value") }
+            switch parts[0] {
+            case "type":
+                rule.types = Set(parts[1].split(separator: ",").map(String.init))
+            case "distribution":
+                guard let value = Distribution(rawValue: parts[1]) else { throw fail("distribution must be alert or information") }
+                rule.distribution = value
+            case "target":
+                guard let value = TargetKind(rawValue: parts[1]) else {
+                    throw fail("target must be one of \(TargetKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                rule.targetKind = value
+            case "topic":
+                rule.topicPrefix = parts[1]
+            default:
+                throw fail("unknown condition '\(parts[0])' (use type, distribution, target or topic)")
+            }
+        }
+        for action in halves[1].split(whereSeparator: \.isWhitespace) {
+            let name = String(action.dropFirst())
+            guard !name.isEmpty else { throw fail("'\(action)' names no sink") }
+            switch action.first {
+            case "+": rule.add.append(name)
+            case "-": rule.remove.append(name)
+            default: throw fail("'\(action)' must start with + (add) or - (remove)")
+            }
+        }
+        guard !rule.add.isEmpty || !rule.remove.isEmpty else { throw fail("changes no sink") }
+        return rule
+    }
+}

@@ -1,0 +1,68 @@
+public import Foundation
+
+/// API keys, stored by a hash of their secret.
+public protocol APIKeyStore: Sendable {
+    func createKey(_ key: APIKeyRecord, secretHash: String) async throws
+    /// The active (not revoked) key with this hash.
+    func key(secretHash: String) async throws -> APIKeyRecord?
+    func keys() async throws -> [APIKeyRecord]
+    /// - Returns: false when no active key has this id.
+    func revokeKey(id: ObjectID, at date: Date) async throws -> Bool
+}
+
+/// Users' settings, attributes and devices.
+public protocol UserStore: Sendable {
+    func settings(userID: String) async throws -> UserSettings
+    /// Reads, changes and saves a user's settings in one transaction.
+    func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
+    func setAttributes(_ attributes: UserAttributes, userID: String) async throws
+    func attributes(userID: String) async throws -> UserAttributes?
+    /// Registers `token` for `userID`, moving it from any other user (whose pending pushes to
+    /// it fail: they must never reach the new owner). Idempotent.
+    func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device
+    /// - Returns: false when the user had no such token.
+    func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool
+    func devices(userID: String) async throws -> [Device]
+    /// Settings and devices for each id, in the order given; unknown users get defaults.
+    func recipients(userIDs: [String]) async throws -> [RecipientContext]
+}
+
+/// Notifications and their deliveries.
+public protocol NotificationStore: Sendable {
+    /// Stores the notification and all its deliveries in one transaction, unless its
+    /// idempotency key was accepted since `idempotencySince`, in which case nothing is stored
+    /// and the first receipt is returned.
+    func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult
+    /// The first receipt for an idempotency key accepted since `since`.
+    func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt?
+    func status(of id: ObjectID) async throws -> NotificationStatus?
+}
+
+/// Work for the delivery engine.
+public protocol DeliveryQueue: Sendable {
+    /// Leases up to `limit` pending deliveries due at `now` until `now + lease`; a delivery
+    /// whose lease ran out (its worker died) is due again.
+    func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery]
+    /// Records outcomes and releases their leases; removes reported-gone devices.
+    func record(_ updates: [DeliveryUpdate], at date: Date) async throws
+    /// When the earliest pending delivery becomes due, if any.
+    func nextDueDate() async throws -> Date?
+}
+
+/// Per-user history (SPEC §3), written by the history sink.
+public protocol HistoryStore: Sendable {
+    /// Adds one row per (notification, user); a second write of the same pair changes nothing.
+    func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws
+    /// Newest first. `before` is a cursor from an earlier page.
+    func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage
+    /// Marks the given notifications read for the user and returns the unread count.
+    func markRead(userID: String, ids: [ObjectID]) async throws -> Int
+}
+
+/// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore {
+    /// Creates or upgrades the schema; safe to run again.
+    func migrate() async throws
+    /// Whether storage answers now (for `/health/ready`).
+    func ping() async throws
+}

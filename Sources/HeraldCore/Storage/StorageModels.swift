@@ -1,0 +1,154 @@
+public import Foundation
+
+/// The state of one delivery (SPEC §2).
+public enum DeliveryState: String, Sendable, Codable, CaseIterable {
+    case pending
+    case delivered
+    case failed
+    case dead
+}
+
+/// What `POST /api/notifications` answers, and answers again for a repeated idempotency key.
+public struct NotificationReceipt: Sendable, Equatable {
+    public var id: ObjectID
+    public var recipients: Int
+
+    public init(id: ObjectID, recipients: Int) {
+        self.id = id
+        self.recipients = recipients
+    }
+}
+
+public enum AcceptResult: Sendable, Equatable {
+    /// Stored now.
+    case accepted(NotificationReceipt)
+    /// The idempotency key was seen within its window: the first answer, nothing stored.
+    case replayed(NotificationReceipt)
+
+    public var receipt: NotificationReceipt {
+        switch self {
+        case .accepted(let receipt), .replayed(let receipt): receipt
+        }
+    }
+}
+
+/// A stored delivery as `GET /api/notifications/{id}` shows it.
+public struct DeliveryRecord: Sendable, Equatable {
+    public var id: Int64
+    public var sink: String
+    public var userID: String
+    public var deviceID: ObjectID?
+    public var distribution: Distribution
+    public var state: DeliveryState
+    public var attempts: Int
+    public var lastError: String?
+    public var nextAttemptAt: Date?
+    public var updatedAt: Date
+
+    public init(
+        id: Int64, sink: String, userID: String, deviceID: ObjectID?, distribution: Distribution, state: DeliveryState,
+        attempts: Int, lastError: String?, nextAttemptAt: Date?, updatedAt: Date
+    ) {
+        self.id = id
+        self.sink = sink
+        self.userID = userID
+        self.deviceID = deviceID
+        self.distribution = distribution
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError
+        self.nextAttemptAt = nextAttemptAt
+        self.updatedAt = updatedAt
+    }
+}
+
+public struct NotificationStatus: Sendable, Equatable {
+    public var notification: HeraldNotification
+    public var recipients: Int
+    public var deliveries: [DeliveryRecord]
+
+    public init(notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord]) {
+        self.notification = notification
+        self.recipients = recipients
+        self.deliveries = deliveries
+    }
+}
+
+/// The result of one delivery attempt, to be recorded.
+public struct DeliveryUpdate: Sendable, Equatable {
+    public var id: Int64
+    public var state: DeliveryState
+    public var attempts: Int
+    public var lastError: String?
+    /// For a delivery that stays pending: when to try again.
+    public var nextAttemptAt: Date?
+    /// A device to remove at once because the provider reported its token gone.
+    public var removeDevice: ObjectID?
+
+    public init(id: Int64, state: DeliveryState, attempts: Int, lastError: String? = nil, nextAttemptAt: Date? = nil, removeDevice: ObjectID? = nil) {
+        self.id = id
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError
+        self.nextAttemptAt = nextAttemptAt
+        self.removeDevice = removeDevice
+    }
+}
+
+/// One row of a user's history, in the shape apps parse (SPEC §3).
+public struct HistoryItem: Sendable, Equatable {
+    public var notificationID: ObjectID
+    public var title: String
+    public var body: String
+    public var type: String
+    public var url: String?
+    public var timestamp: Date
+    public var read: Bool
+
+    public init(notificationID: ObjectID, title: String, body: String, type: String, url: String?, timestamp: Date, read: Bool) {
+        self.notificationID = notificationID
+        self.title = title
+        self.body = body
+        self.type = type
+        self.url = url
+        self.timestamp = timestamp
+        self.read = read
+    }
+}
+
+public struct HistoryPage: Sendable, Equatable {
+    public var items: [HistoryItem]
+    /// Pass as `before` to get the next (older) page; nil on the last page.
+    public var next: String?
+
+    public init(items: [HistoryItem], next: String?) {
+        self.items = items
+        self.next = next
+    }
+}
+
+/// Roles an API key can have (SPEC §3).
+public enum Role: String, Sendable, Codable, CaseIterable {
+    /// Everything.
+    case admin
+    /// Topic messages, read the hierarchy.
+    case communicator
+    /// Send notifications, act for users.
+    case backend
+}
+
+public struct APIKeyRecord: Sendable, Equatable {
+    public var id: ObjectID
+    public var name: String
+    public var role: Role
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    public init(id: ObjectID, name: String, role: Role, createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.role = role
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+public import Hummingbird
+public import HeraldCore
+
+/// Reads `Authorization: Bearer …` and puts the caller into the context. A request without
+/// credentials passes through with no caller; routes that need one refuse it with 401.
+/// Bad credentials are refused here.
+public struct AuthMiddleware: RouterMiddleware {
+    public typealias Context = HeraldRequestContext
+
+    let keys: any APIKeyStore
+    let userTokens: UserTokenVerifier?
+
+    public init(keys: any APIKeyStore, userTokens: UserTokenVerifier?) {
+        self.keys = keys
+        self.userTokens = userTokens
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization] else {
+            return try await next(request, context)
+        }
+        guard header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+            throw HeraldError(.unauthorized, code: "invalid_credentials", "use 'Authorization: Bearer <token>'")
+        }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        var context = context
+        if token.hasPrefix(APIKeySecret.prefix) {
+            guard let key = try await keys.key(secretHash: APIKeySecret.hash(token)) else {
+                throw HeraldError(.unauthorized, code: "invalid_credentials", "the API key is unknown or revoked")
+            }
+            context.caller = .apiKey(key)
+        } else if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
+            guard let userTokens else {
+                throw HeraldError(.unauthorized, code: "invalid_token", "user tokens are not enabled on this server (set user_token_secret)")
+            }
+            context.caller = .user(try await userTokens.userID(from: token))
+        } else {
+            throw HeraldError(.unauthorized, code: "invalid_credentials", "the bearer token is neither an API key nor a user token")
+        }
+        return try await next(request, context)
+    }
+}

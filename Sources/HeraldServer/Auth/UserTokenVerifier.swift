@@ -1,0 +1,48 @@
+import Foundation
+public import HeraldCore
+public import JWTKit
+
+/// The claims of a user token: `sub` is the user id, `exp` must be in the future.
+public struct UserTokenClaims: JWTPayload {
+    public var sub: SubjectClaim
+    public var exp: ExpirationClaim
+
+    public init(sub: String, exp: Date) {
+        self.sub = SubjectClaim(value: sub)
+        self.exp = ExpirationClaim(value: exp)
+    }
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
+
+/// Verifies HS256 user tokens minted by a backend with `user_token_secret`.
+public struct UserTokenVerifier: Sendable {
+    private let keys: JWTKeyCollection
+
+    public init(secret: String) async {
+        keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+    }
+
+    /// - Returns: the user id the token was issued for.
+    /// - Throws: a 401 ``HeraldError`` for a forged, malformed or expired token.
+    public func userID(from token: String) async throws -> String {
+        let claims: UserTokenClaims
+        do {
+            claims = try await keys.verify(token, as: UserTokenClaims.self)
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            throw HeraldError(.unauthorized, code: "token_expired", "the user token has expired")
+        } catch {
+            throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid")
+        }
+        try UserID.validate(claims.sub.value, field: "sub")
+        return claims.sub.value
+    }
+
+    /// Signs a token; for tests and for backends that embed Herald's library.
+    public func sign(userID: String, expires: Date) async throws -> String {
+        try await keys.sign(UserTokenClaims(sub: userID, exp: expires))
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+public import Configuration
+public import HeraldCore
+import SystemPackage
+
+/// Everything a Herald server is configured with, read once at start-up.
+///
+/// Keys (file and environment, SPEC §9): a nested key maps to the environment by upper-casing
+/// it and replacing `.` with `_` after the `HERALD_` prefix, so `delivery.max_attempts` is
+/// `HERALD_DELIVERY_MAX_ATTEMPTS`. Command-line options win over the environment, which wins
+/// over the file.
+public struct HeraldConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// `sqlite:PATH` (default `sqlite:herald.sqlite`) or `sqlite::memory:`.
+    public var database: String = "sqlite:herald.sqlite"
+    /// Prefix for resource paths; defaults to `http://<host>:<port>`.
+    public var publicBaseURL: String?
+    /// An admin key created (or kept) at start-up, so a fresh server can be used at once.
+    public var bootstrapAdminKey: String?
+    /// Secret for HS256 user tokens; user tokens are refused when unset.
+    public var userTokenSecret: String?
+    public var extraTypes: [String] = []
+    /// Routing rules, one per line: `type=violation => +webhook:moderation` (see ``RoutingRule``).
+    public var routing: [String] = []
+    public var delivery: DeliveryEngineConfiguration = .init()
+    /// Enables the console push sink, which prints pushes instead of sending them.
+    public var consoleSink: Bool = false
+    public var logLevel: String = "info"
+
+    public init() {}
+
+    /// The URL resource paths are joined to.
+    public var resolvedPublicBaseURL: String {
+        publicBaseURL ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
+    /// Reads every key from `reader`, keeping the defaults above for keys that are absent.
+    /// - Throws: ``HeraldError`` naming the key when a value has the wrong type or range.
+    public init(reader: ConfigReader) throws {
+        self.init()
+        host = try reader.requiredString(forKey: "host", default: host)
+        port = try reader.requiredInt(forKey: "port", default: port)
+        guard (0...65535).contains(port) else { throw Self.invalid("port", "must be 0-65535") }
+        database = try reader.requiredString(forKey: "database", default: database)
+        publicBaseURL = try reader.optionalString(forKey: "public_base_url")
+        bootstrapAdminKey = try reader.optionalString(forKey: "bootstrap_admin_key", isSecret: true)
+        userTokenSecret = try reader.optionalString(forKey: "user_token_secret", isSecret: true)
+        extraTypes = try reader.optionalStringList(forKey: "types.extra") ?? []
+        routing = try reader.optionalStringList(forKey: "routing") ?? []
+        delivery.retry.maxAttempts = try reader.requiredInt(forKey: "delivery.max_attempts", default: delivery.retry.maxAttempts)
+        guard (1...100).contains(delivery.retry.maxAttempts) else { throw Self.invalid("delivery.max_attempts", "must be 1-100") }
+        let backoff = try reader.requiredDouble(forKey: "delivery.backoff", default: delivery.retry.baseDelay.seconds)
+        guard backoff > 0, backoff <= 3600 else { throw Self.invalid("delivery.backoff", "must be a number of seconds, 0-3600") }
+        delivery.retry.baseDelay = .milliseconds(Int64(backoff * 1000))
+        delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
+        guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
+        consoleSink = try reader.requiredBool(forKey: "sinks.console.enabled", default: consoleSink)
+        logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
+    }
+
+    static func invalid(_ key: String, _ problem: String) -> HeraldError {
+        HeraldError(.unprocessable, code: "invalid_config", "\(key) \(problem)")
+    }
+}
+
+extension HeraldConfiguration {
+    /// Builds the layered reader: `overrides` (command-line options), then `HERALD_*`
+    /// environment variables, then the YAML file at `configFile` (if it exists), then defaults.
+    public static func reader(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> ConfigReader {
+        var providers: [any ConfigProvider] = []
+        if !overrides.isEmpty {
+            // Command-line values are text, like environment values: serving them through the
+            // environment provider gives them the same parsing ("8080" reads as an int).
+            let asEnvironment = Dictionary(overrides.map { ($0.key.uppercased().replacingOccurrences(of: ".", with: "_"), $0.value) }) { _, last in last }
+            providers.append(EnvironmentVariablesProvider(environmentVariables: asEnvironment))
+        }
+        let env: EnvironmentVariablesProvider
+        if let environment {
+            env = EnvironmentVariablesProvider(environmentVariables: environment)
+        } else {
+            env = EnvironmentVariablesProvider()
+        }
+        providers.append(env.prefixKeys(with: "herald"))
+        if let configFile {
+            do {
+                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(configFile), allowMissing: false))
+            } catch {
+                throw HeraldError(.unprocessable, code: "invalid_config", "cannot read configuration file '\(configFile)': \(error)")
+            }
+        }
+        return ConfigReader(providers: providers)
+    }
+}
+
+extension ConfigReader {
+    // The library returns the default when a value has the wrong type; Herald refuses to start
+    // instead, naming the key, so a typo in a config file is never silently ignored.
+    func requiredString(forKey key: String, default value: String) throws -> String {
+        try wrap(key) { try self.requiredString(forKey: ConfigKey(key)) } ?? value
+    }
+
+    func optionalString(forKey key: String, isSecret: Bool = false) throws -> String? {
+        try wrap(key) { try self.requiredString(forKey: ConfigKey(key), isSecret: isSecret) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func requiredInt(forKey key: String, default value: Int) throws -> Int {
+        try wrap(key) { try self.requiredInt(forKey: ConfigKey(key)) } ?? value
+    }
+
+    func requiredDouble(forKey key: String, default value: Double) throws -> Double {
+        try wrap(key) { try self.requiredDouble(forKey: ConfigKey(key)) } ?? value
+    }
+
+    func requiredBool(forKey key: String, default value: Bool) throws -> Bool {
+        try wrap(key) { try self.requiredBool(forKey: ConfigKey(key)) } ?? value
+    }
+
+    /// A list from a YAML sequence, or from one string with entries separated by newlines or
+    /// commas-with-no-`=>` (environment variables cannot hold sequences).
+    func optionalStringList(forKey key: String) throws -> [String]? {
+        if let list = try? requiredStringArray(forKey: ConfigKey(key)) { return list }
+        guard let text = try optionalString(forKey: key) else { return nil }
+        let separator: Character = text.contains("\n") || text.contains("=>") ? "\n" : ","
+        return text.split(separator: separator).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    private func wrap<T>(_ key: String, _ read: () throws -> T) throws -> T? {
+        do {
+            return try read()
+        } catch {
+            // swift-configuration's error enum is package-internal; its description is the only
+            // way to tell "absent" (use the default) from "present but not convertible" (refuse).
+            if "\(error)".hasPrefix("Missing required config value") { return nil }
+            throw HeraldConfiguration.invalid(key, "has an invalid value: \(error)")
+        }
+    }
+}

@@ -1,0 +1,25 @@
+public import HeraldCore
+import HeraldStore
+
+/// Opens the storage named by the `database` setting.
+public enum StorageLocation {
+    /// `sqlite:PATH`, `sqlite://PATH` or `sqlite::memory:`.
+    public static func open(_ database: String) throws -> any HeraldStorage {
+        if database.hasPrefix("sqlite:") {
+            var path = String(database.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path.removeFirst(2) }
+            guard !path.isEmpty else {
+                throw HeraldError(.unprocessable, code: "invalid_config", "database 'sqlite:' needs a file path, e.g. sqlite:herald.sqlite")
+            }
+            do {
+                return try SQLiteStore(path: path)
+            } catch {
+                throw HeraldError(.unavailable, code: "storage_unavailable", "cannot open SQLite database '\(path)': \(error)")
+            }
+        }
+        if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
+            throw HeraldError(.unprocessable, code: "invalid_config", "PostgreSQL storage is not available in this build yet; use sqlite:PATH")
+        }
+        throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH, got '\(database)'")
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+public import Hummingbird
+public import HeraldCore
+import Logging
+
+/// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).
+/// Anything unexpected is logged and answered with a 500 that reveals no internals.
+public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HeraldError {
+            if error.kind == .internal { context.logger.error("internal error: \(error)") }
+            return Self.response(status: Self.status(error.kind), code: error.code, message: error.message)
+        } catch let error as any HTTPResponseError {
+            let (code, message) = Self.describe(error.status)
+            return Self.response(status: error.status, code: code, message: message)
+        } catch {
+            context.logger.error("unhandled error: \(error)")
+            return Self.response(status: .internalServerError, code: "internal", message: "an unexpected error occurred; it has been logged")
+        }
+    }
+
+    static func status(_ kind: HeraldError.Kind) -> HTTPResponse.Status {
+        switch kind {
+        case .badRequest: .badRequest
+        case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .payloadTooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .unprocessable: .unprocessableContent
+        case .unavailable: .serviceUnavailable
+        case .internal: .internalServerError
+        }
+    }
+
+    static func describe(_ status: HTTPResponse.Status) -> (String, String) {
+        switch status {
+        case .notFound: ("not_found", "no such route")
+        case .methodNotAllowed: ("method_not_allowed", "this route does not accept that method")
+        case .contentTooLarge: (JSONBody.tooLarge.code, JSONBody.tooLarge.message)
+        case .badRequest: ("bad_request", "the request is malformed")
+        case .unsupportedMediaType: ("unsupported_media_type", "send the body as 'Content-Type: application/json'")
+        default: (status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"), status.reasonPhrase)
+        }
+    }
+
+    static func response(status: HTTPResponse.Status, code: String, message: String) -> Response {
+        let data = (try? JSONEncoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// `{"error":{"code":"snake_case_code","message":"human sentence"}}`
+struct ErrorBody: Codable {
+    struct Detail: Codable {
+        var code: String
+        var message: String
+    }
+    var error: Detail
+}

@@ -1,0 +1,72 @@
+public import Hummingbird
+import HTTPTypes
+public import HeraldCore
+
+/// Who is calling: an API key with its role, or a user holding a user token.
+public enum Caller: Sendable, Equatable {
+    case apiKey(APIKeyRecord)
+    case user(String)
+}
+
+/// Request-scoped state: the authenticated caller, set by ``AuthMiddleware``.
+public struct HeraldRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var caller: Caller?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.caller = nil
+    }
+
+    /// Bodies over 64 KiB are refused with 413 (SPEC §3).
+    public var maxUploadSize: Int { JSONBody.maxBytes }
+}
+
+extension HeraldRequestContext {
+    /// The caller's key, which must have one of `roles`.
+    func requireKey(_ roles: Set<Role>) throws -> APIKeyRecord {
+        switch caller {
+        case .none:
+            throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <api key>'")
+        case .user:
+            throw HeraldError(.forbidden, code: "forbidden", "a user token cannot call this endpoint; use an API key with role \(Self.names(roles))")
+        case .apiKey(let key):
+            guard roles.contains(key.role) else {
+                throw HeraldError(.forbidden, code: "forbidden", "this endpoint needs an API key with role \(Self.names(roles)); this key is '\(key.role.rawValue)'")
+            }
+            return key
+        }
+    }
+
+    /// The user the request acts for: a user token's subject, or `X-User-ID` with a backend
+    /// or admin key. A user token reaches only its own user.
+    func actingUser(_ request: Request) throws -> String {
+        let header = request.headers[.xUserID]
+        switch caller {
+        case .none:
+            throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <user token or api key>'")
+        case .user(let userID):
+            if let header, header != userID {
+                throw HeraldError(.forbidden, code: "forbidden", "a user token can only act for its own user")
+            }
+            return userID
+        case .apiKey(let key):
+            guard key.role == .backend || key.role == .admin else {
+                throw HeraldError(.forbidden, code: "forbidden", "acting for a user needs a 'backend' or 'admin' key; this key is '\(key.role.rawValue)'")
+            }
+            guard let header else {
+                throw HeraldError(.badRequest, code: "missing_user_id", "send the user to act for in the 'X-User-ID' header")
+            }
+            try UserID.validate(header, field: "X-User-ID")
+            return header
+        }
+    }
+
+    private static func names(_ roles: Set<Role>) -> String {
+        roles.map { "'\($0.rawValue)'" }.sorted().joined(separator: " or ")
+    }
+}
+
+extension HTTPField.Name {
+    static let xUserID = Self("X-User-ID")!
+}

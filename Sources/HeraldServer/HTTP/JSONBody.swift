@@ -1,0 +1,103 @@
+import Foundation
+public import Hummingbird
+public import HeraldCore
+
+/// Reading JSON request bodies and writing JSON responses, with errors that name the field.
+public enum JSONBody {
+    public static let maxBytes = 64 * 1024
+
+    /// Decodes the request body as `T`.
+    /// - Parameter knownFields: when given, a top-level field outside the set is refused (422),
+    ///   so a misspelt field is reported instead of silently ignored.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: HeraldRequestContext, knownFields: Set<String>? = nil) async throws -> T {
+        if let contentType = request.headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
+            throw HeraldError(.unsupportedMediaType, code: "unsupported_media_type", "send the body as 'Content-Type: application/json'")
+        }
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maxBytes)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw tooLarge
+        }
+        let data = Data(buffer.readableBytesView)
+        guard !data.isEmpty else { throw HeraldError(.badRequest, code: "missing_body", "a JSON object body is required") }
+        let decoder = JSONDecoder()
+        let fields: [String: IgnoredJSON]
+        do {
+            fields = try decoder.decode([String: IgnoredJSON].self, from: data)
+        } catch DecodingError.typeMismatch {
+            throw HeraldError(.badRequest, code: "invalid_json", "the body must be a JSON object")
+        } catch {
+            throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
+        }
+        if let knownFields {
+            for name in fields.keys.sorted() where !knownFields.contains(name) {
+                throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")
+            }
+        }
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw fieldError(error)
+        }
+    }
+
+    static let tooLarge = HeraldError(.payloadTooLarge, code: "payload_too_large", "the body is larger than \(maxBytes / 1024) KiB")
+
+    static func fieldError(_ error: DecodingError) -> HeraldError {
+        switch error {
+        case .typeMismatch(let type, let context):
+            return .invalidField(path(context.codingPath), "must be \(describe(type))")
+        case .valueNotFound(let type, let context):
+            return .invalidField(path(context.codingPath), "must be \(describe(type)), not null")
+        case .keyNotFound(let key, let context):
+            return .missingField(path(context.codingPath + [key]))
+        case .dataCorrupted(let context):
+            return .invalidField(path(context.codingPath), context.debugDescription)
+        @unknown default:
+            return HeraldError(.unprocessable, code: "invalid_field", "the body has an invalid value")
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        guard !codingPath.isEmpty else { return "body" }
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+        return text
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        default:
+            "\(type)".hasPrefix("Array") ? "an array" : "\(type)".hasPrefix("Dictionary") ? "an object" : "of the documented type"
+        }
+    }
+
+    /// A JSON response; slashes stay unescaped so URLs read as URLs.
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        let data = try encoder.encode(value)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
+
+/// Decodes any JSON value and keeps nothing: used to list an object's keys.
+struct IgnoredJSON: Decodable {
+    init(from decoder: any Decoder) throws {}
+}

@@ -1,0 +1,103 @@
+import Foundation
+public import HeraldCore
+import HeraldConsoleSink
+import HeraldHistorySink
+public import Hummingbird
+public import Logging
+
+/// The composition root: storage, sinks, router, delivery engine and HTTP routes, built from
+/// one ``HeraldConfiguration``. `herald serve` and the tests build the server the same way.
+///
+/// ```swift
+/// let server = try await HeraldServer.start(configuration)
+/// try await server.application().runService()
+/// ```
+public struct HeraldServer: Sendable {
+    public let configuration: HeraldConfiguration
+    public let store: any HeraldStorage
+    public let sinks: SinkRegistry
+    public let engine: DeliveryEngine
+    public let service: NotificationService
+    public let routes: RouteTable
+    public let logger: Logger
+    let userTokens: UserTokenVerifier?
+    let types: NotificationTypes
+    let ids: ObjectIDGenerator
+
+    /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
+    /// - Parameter extraSinks: sinks an embedder adds beside the configured ones.
+    public static func start(_ configuration: HeraldConfiguration, extraSinks: [any NotificationSink] = [], logger: Logger? = nil) async throws -> HeraldServer {
+        var logger = logger ?? Logger(label: "herald")
+        if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
+        let store = try StorageLocation.open(configuration.database)
+        try await store.migrate()
+        let ids = ObjectIDGenerator()
+        if let key = configuration.bootstrapAdminKey {
+            try await ensureBootstrapKey(key, store: store, ids: ids)
+        }
+        let types = try NotificationTypes(extra: configuration.extraTypes)
+        var sinkList: [any NotificationSink] = [HistorySink(store: store)]
+        if configuration.consoleSink { sinkList.append(ConsoleSink()) }
+        sinkList.append(contentsOf: extraSinks)
+        let sinks = try SinkRegistry(sinkList)
+        let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger)
+        let service = NotificationService(
+            validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
+            router: router, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
+        )
+        var userTokens: UserTokenVerifier?
+        if let secret = configuration.userTokenSecret {
+            guard secret.utf8.count >= 16 else {
+                throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least 16 bytes")
+            }
+            userTokens = await UserTokenVerifier(secret: secret)
+        }
+        return HeraldServer(
+            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, routes: RouteTable(),
+            logger: logger, userTokens: userTokens, types: types, ids: ids
+        )
+    }
+
+    static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator) async throws {
+        guard secret.hasPrefix(APIKeySecret.prefix), secret.utf8.count >= APIKeySecret.prefix.utf8.count + 32 else {
+            throw HeraldError(.unprocessable, code: "invalid_config", "bootstrap_admin_key must start with '\(APIKeySecret.prefix)' and have at least 32 characters after it (herald keys generate prints one)")
+        }
+        let hash = APIKeySecret.hash(secret)
+        if try await store.key(secretHash: hash) == nil {
+            try await store.createKey(APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: Date()), secretHash: hash)
+        }
+    }
+
+    /// The Hummingbird router with every route, the auth and error middleware.
+    public func router() -> Router<HeraldRequestContext> {
+        let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
+        router.add(middleware: LogRequestsMiddleware(.info))
+        router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
+        OperationsRoutes(store: store).register(on: router, table: routes)
+        UserRoutes(store: store, types: types, ids: ids).register(on: router, table: routes)
+        NotificationRoutes(service: service, store: store).register(on: router, table: routes)
+        return router
+    }
+
+    /// The runnable application: the HTTP server, plus the delivery workers unless
+    /// `deliveryWorkers` is false (tests that drive ``DeliveryEngine/drain()`` themselves).
+    public func application(
+        deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Herald"),
+            services: deliveryWorkers ? [engine] : [],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger
+        )
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets in-flight deliveries
+    /// finish, and returns.
+    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onServerRunning: onServerRunning).runService()
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Hummingbird
+import HeraldCore
+
+/// The backend-facing endpoints: send, inspect a notification, set user attributes.
+struct NotificationRoutes {
+    let service: NotificationService
+    let store: any HeraldStorage
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .post, "/api/notifications", send)
+        table.add(router, .get, "/api/notifications/{id}", status)
+        table.add(router, .put, "/api/users/{id}", putUser)
+    }
+
+    @Sendable func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let submission = try await JSONBody.decode(
+            NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames
+        )
+        let receipt = try await service.send(submission).receipt
+        struct Body: Encodable {
+            var id: String
+            var recipients: Int
+        }
+        return try JSONBody.response(Body(id: receipt.id.hex, recipients: receipt.recipients), status: .accepted)
+    }
+
+    @Sendable func status(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let text = try context.parameters.require("id")
+        guard let id = ObjectID(text), let status = try await store.status(of: id) else {
+            throw HeraldError.notFound("notification '\(text)'")
+        }
+        return try JSONBody.response(NotificationStatusResponse(status))
+    }
+
+    @Sendable func putUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let userID = try context.parameters.require("id")
+        try UserID.validate(userID, field: "id")
+        let attributes = try await JSONBody.decode(UserAttributes.self, from: request, context: context, knownFields: UserAttributes.fieldNames)
+        try attributes.validate()
+        try await store.setAttributes(attributes, userID: userID)
+        struct Body: Encodable {
+            var id: String
+            var attributes: UserAttributes
+        }
+        return try JSONBody.response(Body(id: userID, attributes: attributes))
+    }
+}
+
+/// `GET /api/notifications/{id}`: the notification, and its deliveries per sink and state.
+struct NotificationStatusResponse: Encodable {
+    struct Body: Encodable {
+        var id: String
+        var type: String
+        var title: String
+        var body: String
+        var url: String?
+        var data: [String: String]
+        var timestamp: String
+        var distribution: String
+        var priority: Int
+        var expires_at: String?
+        var collapse_key: String?
+        var idempotency_key: String?
+        var target: [String: [String]]
+    }
+    struct DeliveryBody: Encodable {
+        var id: Int64
+        var sink: String
+        var user_id: String
+        var device_id: String?
+        var distribution: String
+        var state: String
+        var attempts: Int
+        var last_error: String?
+        var next_attempt_at: String?
+        var updated_at: String
+    }
+
+    var notification: Body
+    var recipients: Int
+    var deliveries: [DeliveryBody]
+    /// Count of deliveries per sink and state, e.g. `{"history":{"delivered":2}}`.
+    var summary: [String: [String: Int]]
+
+    init(_ status: NotificationStatus) {
+        let n = status.notification
+        let target: [String: [String]] =
+            switch n.target {
+            case .users(let ids): ["user_ids": ids]
+            case .topic(let key): ["topic": [key]]
+            case .audience(let audience): ["tier_ids": audience.tierIDs, "group_ids": audience.groupIDs, "user_ids": audience.userIDs]
+            case .broadcast: ["broadcast": []]
+            }
+        notification = Body(
+            id: n.id.hex, type: n.type, title: n.title, body: n.body, url: n.url, data: n.data,
+            timestamp: Timestamp.format(n.timestamp), distribution: n.distribution.rawValue, priority: n.priority,
+            expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target
+        )
+        recipients = status.recipients
+        deliveries = status.deliveries.map { d in
+            DeliveryBody(
+                id: d.id, sink: d.sink, user_id: d.userID, device_id: d.deviceID?.hex, distribution: d.distribution.rawValue,
+                state: d.state.rawValue, attempts: d.attempts, last_error: d.lastError,
+                next_attempt_at: d.state == .pending ? d.nextAttemptAt.map(Timestamp.format) : nil, updated_at: Timestamp.format(d.updatedAt)
+            )
+        }
+        var summary: [String: [String: Int]] = [:]
+        for d in status.deliveries { summary[d.sink, default: [:]][d.state.rawValue, default: 0] += 1 }
+        self.summary = summary
+    }
+}

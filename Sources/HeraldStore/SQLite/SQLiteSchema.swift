@@ -1,0 +1,90 @@
+import GRDB
+
+/// Versioned schema migrations for the SQLite store. Append new migrations; never edit one
+/// that has shipped.
+enum SQLiteSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-core") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE api_keys (
+                        id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        secret_hash TEXT NOT NULL UNIQUE,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    );
+                    CREATE TABLE users (
+                        id TEXT PRIMARY KEY,
+                        settings TEXT,
+                        attributes TEXT,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        fcm_token TEXT NOT NULL UNIQUE,
+                        platform TEXT,
+                        app_version TEXT,
+                        region TEXT,
+                        locale TEXT,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX devices_by_user ON devices(user_id);
+                    CREATE TABLE notifications (
+                        id TEXT PRIMARY KEY,
+                        type TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        url TEXT,
+                        data TEXT NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        distribution TEXT NOT NULL,
+                        priority INTEGER NOT NULL,
+                        expires_at INTEGER,
+                        collapse_key TEXT,
+                        idempotency_key TEXT,
+                        target TEXT NOT NULL,
+                        recipients INTEGER NOT NULL
+                    );
+                    CREATE TABLE idempotency_keys (
+                        key TEXT PRIMARY KEY,
+                        notification_id TEXT NOT NULL,
+                        recipients INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE deliveries (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        notification_id TEXT NOT NULL,
+                        sink TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT,
+                        distribution TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT,
+                        next_attempt_at INTEGER,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX deliveries_by_notification ON deliveries(notification_id);
+                    CREATE INDEX deliveries_pending_by_device ON deliveries(device_id) WHERE state = 'pending';
+                    CREATE TABLE history (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        notification_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        read INTEGER NOT NULL DEFAULT 0,
+                        created_at INTEGER NOT NULL,
+                        UNIQUE (notification_id, user_id)
+                    );
+                    CREATE INDEX history_by_user ON history(user_id, seq);
+                    CREATE INDEX history_unread ON history(user_id) WHERE read = 0;
+                    """
+            )
+        }
+        return migrator
+    }
+}

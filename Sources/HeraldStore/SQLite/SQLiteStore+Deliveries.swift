@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {
+        try await writer.write { db in
+            let nowMicros = Self.micros(now)
+            let ids = try Int64.fetchAll(
+                db, sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+                arguments: [nowMicros, limit]
+            )
+            guard !ids.isEmpty else { return [] }
+            // The lease is the next due time: a worker that dies before recording leaves the
+            // delivery due again once the lease runs out. The attempt is counted at claim time so
+            // a delivery that crashes its worker still runs out of attempts.
+            let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
+            let list = Self.placeholders(ids.count)
+            try db.execute(
+                sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (\(list))",
+                arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids)
+            )
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.id AS delivery_id, d.sink, d.user_id AS recipient_id, d.distribution AS delivery_distribution,
+                        d.attempts, d.device_id, n.*,
+                        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
+                        dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
+                        dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
+                    FROM deliveries d
+                    JOIN notifications n ON n.id = d.notification_id
+                    LEFT JOIN devices dev ON dev.id = d.device_id AND dev.user_id = d.user_id
+                    WHERE d.id IN (\(list))
+                    ORDER BY d.id
+                    """,
+                arguments: StatementArguments(ids)
+            )
+            var notifications: [String: HeraldNotification] = [:]
+            return try rows.map { row in
+                let notificationID: String = row["id"]
+                let notification = try notifications[notificationID] ?? Self.notification(row)
+                notifications[notificationID] = notification
+                var device: Device?
+                if let deviceID: String = row["dev_id"], let id = ObjectID(deviceID) {
+                    device = Device(
+                        id: id, userID: row["dev_user_id"], fcmToken: row["dev_fcm_token"], platform: row["dev_platform"],
+                        appVersion: row["dev_app_version"], region: row["dev_region"], locale: row["dev_locale"],
+                        createdAt: Timestamp.date(microseconds: row["dev_created_at"]),
+                        updatedAt: Timestamp.date(microseconds: row["dev_updated_at"])
+                    )
+                }
+                let distributionText: String = row["delivery_distribution"]
+                return Delivery(
+                    id: row["delivery_id"], sink: row["sink"], notification: notification,
+                    recipient: DeliveryRecipient(userID: row["recipient_id"], device: device),
+                    distribution: Distribution(rawValue: distributionText) ?? notification.distribution, attempt: row["attempts"]
+                )
+            }
+        }
+    }
+
+    public func record(_ updates: [DeliveryUpdate], at date: Date) async throws {
+        guard !updates.isEmpty else { return }
+        try await writer.write { db in
+            let now = Self.micros(date)
+            let statement = try db.makeStatement(
+                sql: "UPDATE deliveries SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?"
+            )
+            for update in updates {
+                try statement.execute(arguments: [
+                    update.state.rawValue, update.attempts, update.lastError,
+                    update.state == .pending ? update.nextAttemptAt.map(Self.micros) ?? now : nil, now, update.id,
+                ])
+            }
+            for update in updates {
+                if let device = update.removeDevice {
+                    try Self.removeDevice(db, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
+                }
+            }
+        }
+    }
+
+    public func nextDueDate() async throws -> Date? {
+        try await writer.read { db in
+            Self.date(try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'"))
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
+        guard !entries.isEmpty else { return }
+        try await writer.write { db in
+            let statement = try db.makeStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
+            let now = Self.micros(date)
+            for entry in entries {
+                try statement.execute(arguments: [entry.notificationID.hex, entry.userID, now])
+            }
+        }
+    }
+
+    public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {
+        var cursor = Int64.max
+        if let before {
+            guard let seq = Int64(before), seq > 0 else {
+                throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
+            }
+            cursor = seq
+        }
+        let beforeSeq = cursor
+        return try await writer.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                    FROM history h JOIN notifications n ON n.id = h.notification_id
+                    WHERE h.user_id = ? AND h.seq < ?
+                    ORDER BY h.seq DESC LIMIT ?
+                    """,
+                arguments: [userID, beforeSeq, limit + 1]
+            )
+            let page = rows.prefix(limit)
+            let items = try page.map { row in
+                HistoryItem(
+                    notificationID: try row.objectID("id"), title: row["title"], body: row["body"], type: row["type"], url: row["url"],
+                    timestamp: Timestamp.date(microseconds: row["timestamp"]), read: row["read"]
+                )
+            }
+            let next: String? = rows.count > limit ? page.last.map { row -> Int64 in row["seq"] }.map(String.init) : nil
+            return HistoryPage(items: items, next: next)
+        }
+    }
+
+    public func markRead(userID: String, ids: [ObjectID]) async throws -> Int {
+        try await writer.write { db in
+            for chunk in ids.map(\.hex).chunked(500) {
+                try db.execute(
+                    sql: "UPDATE history SET read = 1 WHERE user_id = ? AND read = 0 AND notification_id IN (\(Self.placeholders(chunk.count)))",
+                    arguments: StatementArguments([userID]) + StatementArguments(chunk)
+                )
+            }
+            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0", arguments: [userID]) ?? 0
+        }
+    }
+}

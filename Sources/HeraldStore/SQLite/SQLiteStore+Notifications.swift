@@ -1,0 +1,91 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
+        try await writer.write { db in
+            let now = Self.micros(notification.timestamp)
+            if let key = notification.idempotencyKey {
+                if let receipt = try Self.receipt(db, key: key, since: Self.micros(idempotencySince)) {
+                    return .replayed(receipt)
+                }
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO idempotency_keys (key, notification_id, recipients, created_at) VALUES (?, ?, ?, ?)",
+                    arguments: [key, notification.id.hex, recipients, now]
+                )
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
+                        collapse_key, idempotency_key, target, recipients)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    notification.id.hex, notification.type, notification.title, notification.body, notification.url,
+                    try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
+                    notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
+                    try StoredJSON.encode(target: notification.target), recipients,
+                ]
+            )
+            let insert = try db.makeStatement(
+                sql: """
+                    INSERT INTO deliveries (notification_id, sink, user_id, device_id, distribution, state, attempts, next_attempt_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                    """
+            )
+            for delivery in deliveries {
+                try insert.execute(arguments: [
+                    notification.id.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.distribution.rawValue, now, now,
+                ])
+            }
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    public func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt? {
+        try await writer.read { db in try Self.receipt(db, key: idempotencyKey, since: Self.micros(since)) }
+    }
+
+    public func status(of id: ObjectID) async throws -> NotificationStatus? {
+        try await writer.read { db -> NotificationStatus? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE id = ?", arguments: [id.hex]) else {
+                return nil
+            }
+            let deliveries = try Row.fetchAll(db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id", arguments: [id.hex])
+                .map(Self.deliveryRecord)
+            return NotificationStatus(notification: try Self.notification(row), recipients: row["recipients"], deliveries: deliveries)
+        }
+    }
+
+    static func receipt(_ db: Database, key: String, since: Int64) throws -> NotificationReceipt? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?", arguments: [key, since]
+        ) else { return nil }
+        return NotificationReceipt(id: try row.objectID("notification_id"), recipients: row["recipients"])
+    }
+
+    /// Reads a notification from a row of `notifications` (or a join that selects its columns).
+    static func notification(_ row: Row) throws -> HeraldNotification {
+        let distributionText: String = row["distribution"]
+        return HeraldNotification(
+            id: try row.objectID("id"), type: row["type"], title: row["title"], body: row["body"], url: row["url"],
+            data: try StoredJSON.decode([String: String].self, from: row["data"]) ?? [:],
+            timestamp: Timestamp.date(microseconds: row["timestamp"]),
+            distribution: Distribution(rawValue: distributionText) ?? .alert, priority: row["priority"],
+            expiresAt: date(row["expires_at"]), collapseKey: row["collapse_key"], idempotencyKey: row["idempotency_key"],
+            target: try StoredJSON.decodeTarget(row["target"])
+        )
+    }
+
+    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
+        let stateText: String = row["state"]
+        let distributionText: String = row["distribution"]
+        return DeliveryRecord(
+            id: row["id"], sink: row["sink"], userID: row["user_id"], deviceID: try row.optionalObjectID("device_id"),
+            distribution: Distribution(rawValue: distributionText) ?? .alert, state: DeliveryState(rawValue: stateText) ?? .pending,
+            attempts: row["attempts"], lastError: row["last_error"], nextAttemptAt: date(row["next_attempt_at"]),
+            updatedAt: Timestamp.date(microseconds: row["updated_at"])
+        )
+    }
+}

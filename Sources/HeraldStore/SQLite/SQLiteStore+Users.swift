@@ -1,0 +1,143 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func settings(userID: String) async throws -> UserSettings {
+        try await writer.read { db in try Self.settings(db, userID: userID) }
+    }
+
+    public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+        try await writer.write { db in
+            var settings = try Self.settings(db, userID: userID)
+            try change(&settings)
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, settings, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at
+                    """,
+                arguments: [userID, try StoredJSON.encode(settings), Self.micros(Date())]
+            )
+            return settings
+        }
+    }
+
+    public func setAttributes(_ attributes: UserAttributes, userID: String) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, attributes, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at
+                    """,
+                arguments: [userID, try StoredJSON.encode(attributes), Self.micros(Date())]
+            )
+        }
+    }
+
+    public func attributes(userID: String) async throws -> UserAttributes? {
+        try await writer.read { db in
+            let text = try String.fetchOne(db, sql: "SELECT attributes FROM users WHERE id = ?", arguments: [userID])
+            return try StoredJSON.decode(UserAttributes.self, from: text)
+        }
+    }
+
+    public func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        try await writer.write { db in
+            let now = Self.micros(date)
+            if let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) {
+                let previousOwner: String = row["user_id"]
+                let deviceID: String = row["id"]
+                if previousOwner != userID {
+                    // The token now belongs to someone else: what was queued for the old owner
+                    // must never reach the new one.
+                    try db.execute(
+                        sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
+                        arguments: ["device was registered by another user", now, deviceID]
+                    )
+                }
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET user_id = ?, platform = COALESCE(?, platform), app_version = COALESCE(?, app_version),
+                            region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [userID, registration.platform, registration.appVersion, registration.region, registration.locale, now, deviceID]
+                )
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO devices (id, user_id, fcm_token, platform, app_version, region, locale, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [newID.hex, userID, token, registration.platform, registration.appVersion, registration.region, registration.locale, now, now]
+                )
+            }
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) else {
+                throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
+            }
+            return try Self.device(row)
+        }
+    }
+
+    public func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool {
+        try await writer.write { db in
+            guard let deviceID = try String.fetchOne(db, sql: "SELECT id FROM devices WHERE fcm_token = ? AND user_id = ?", arguments: [token, userID]) else {
+                return false
+            }
+            try Self.removeDevice(db, id: deviceID, reason: "device was unregistered", at: Self.micros(date))
+            return true
+        }
+    }
+
+    public func devices(userID: String) async throws -> [Device] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map(Self.device)
+        }
+    }
+
+    public func recipients(userIDs: [String]) async throws -> [RecipientContext] {
+        try await writer.read { db in
+            var settings: [String: UserSettings] = [:]
+            var devices: [String: [Device]] = [:]
+            for chunk in userIDs.chunked(500) {
+                let list = Self.placeholders(chunk.count)
+                for row in try Row.fetchAll(db, sql: "SELECT id, settings FROM users WHERE id IN (\(list))", arguments: StatementArguments(chunk)) {
+                    settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
+                }
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id", arguments: StatementArguments(chunk)) {
+                    let device = try Self.device(row)
+                    devices[device.userID, default: []].append(device)
+                }
+            }
+            return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+        }
+    }
+
+    static func settings(_ db: Database, userID: String) throws -> UserSettings {
+        let text = try String.fetchOne(db, sql: "SELECT settings FROM users WHERE id = ?", arguments: [userID])
+        return try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
+    }
+
+    /// Deletes a device and fails whatever was still queued for it.
+    static func removeDevice(_ db: Database, id: String, reason: String, at now: Int64) throws {
+        try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
+        try db.execute(
+            sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
+            arguments: [reason, now, id]
+        )
+    }
+
+    static func device(_ row: Row) throws -> Device {
+        Device(
+            id: try row.objectID("id"), userID: row["user_id"], fcmToken: row["fcm_token"], platform: row["platform"],
+            appVersion: row["app_version"], region: row["region"], locale: row["locale"],
+            createdAt: Timestamp.date(microseconds: row["created_at"]), updatedAt: Timestamp.date(microseconds: row["updated_at"])
+        )
+    }
+}
+
+extension Array {
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

@@ -1,0 +1,65 @@
+public import Foundation
+import GRDB
+public import HeraldCore
+
+/// Herald's storage on an embedded SQLite database (GRDB), in WAL mode.
+///
+/// ```swift
+/// let store = try SQLiteStore(path: "herald.sqlite")
+/// try await store.migrate()
+/// ```
+public final class SQLiteStore: HeraldStorage {
+    let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        // Another Herald process (`herald keys create` beside a running server) may hold the
+        // write lock for a moment: wait for it rather than failing.
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        if path == ":memory:" {
+            writer = try DatabaseQueue(configuration: configuration)
+        } else {
+            writer = try DatabasePool(path: path, configuration: configuration)
+        }
+    }
+
+    public func migrate() async throws {
+        try SQLiteSchema.migrator.migrate(writer)
+    }
+
+    public func ping() async throws {
+        _ = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
+    static func date(_ micros: Int64?) -> Date? { micros.map(Timestamp.date(microseconds:)) }
+
+    /// `?, ?, ?` for an IN list of `count` values.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}
+
+extension Row {
+    /// A column that must hold a 24-hex id; a corrupt value is a storage error, not a crash.
+    func objectID(_ column: String) throws -> ObjectID {
+        let text: String = self[column]
+        guard let id = ObjectID(text) else {
+            throw HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(text)', not an id")
+        }
+        return id
+    }
+
+    func optionalObjectID(_ column: String) throws -> ObjectID? {
+        let text: String? = self[column]
+        guard let text else { return nil }
+        guard let id = ObjectID(text) else {
+            throw HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(text)', not an id")
+        }
+        return id
+    }
+}

@@ -1,0 +1,111 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldServer
+
+@main
+struct Herald: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "Herald, a self-hosted notification router.",
+        discussion: "Every option also reads HERALD_<NAME> from the environment (HERALD_PORT, HERALD_DATABASE, …).",
+        subcommands: [Serve.self, Migrate.self, Keys.self, Sinks.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// Options every subcommand that touches storage shares.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "Configuration file (YAML). Default: herald.yaml when it exists, or $HERALD_CONFIG.")
+    var config: String?
+
+    @Option(help: "sqlite:PATH (default sqlite:herald.sqlite).")
+    var database: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    /// Options given on the command line, as configuration keys; they win over everything.
+    var overrides: [String: String] {
+        var values: [String: String] = [:]
+        if let database { values["database"] = database }
+        if let logLevel { values["log_level"] = logLevel }
+        return values
+    }
+
+    func load(extra: [String: String] = [:]) async throws -> HeraldConfiguration {
+        var file = config ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
+        if file == nil, FileManager.default.fileExists(atPath: "herald.yaml") { file = "herald.yaml" }
+        let reader = try await HeraldConfiguration.reader(configFile: file, overrides: overrides.merging(extra) { _, new in new })
+        return try HeraldConfiguration(reader: reader)
+    }
+}
+
+/// Runs `body`, turning Herald's errors into one clear line on stderr and exit code 1.
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as HeraldError {
+        FileHandle.standardError.write(Data("herald: error: \(error.message)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the HTTP server and the delivery workers (the default).")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Address to listen on (default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on (default 8080; 0 picks a free port).")
+    var port: Int?
+
+    @Option(name: .customLong("public-base-url"), help: "Prefix for resource paths in delivered URLs.")
+    var publicBaseURL: String?
+
+    func run() async throws {
+        var extra: [String: String] = [:]
+        if let host { extra["host"] = host }
+        if let port { extra["port"] = String(port) }
+        if let publicBaseURL { extra["public_base_url"] = publicBaseURL }
+        let configuration = try await reportingErrors { try await common.load(extra: extra) }
+        let server = try await reportingErrors { try await HeraldServer.start(configuration) }
+        let host = configuration.host
+        try await server.run { port in
+            // Scripts and tests read this line to learn the port (with --port 0); written
+            // unbuffered so a pipe sees it at once.
+            FileHandle.standardOutput.write(Data("Herald listening on http://\(host):\(port)\n".utf8))
+        }
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create or upgrade the database schema, then exit.")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let configuration = try await reportingErrors { try await common.load() }
+        try await reportingErrors {
+            let store = try StorageLocation.open(configuration.database)
+            try await store.migrate()
+        }
+        print("migrated \(configuration.database)")
+    }
+}
+
+struct Sinks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the configured delivery sinks.")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let configuration = try await reportingErrors { try await common.load() }
+        let server = try await reportingErrors { try await HeraldServer.start(configuration) }
+        for sink in server.sinks.sinks {
+            print("\(sink.name)\tenabled\t\(sink.summary)")
+        }
+    }
+}

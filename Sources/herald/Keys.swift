@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldServer
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage API keys.",
+        subcommands: [Create.self, List.self, Revoke.self, Generate.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a key; it is printed once, as the last word of the output.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Option(help: "admin, communicator or backend.")
+        var role: String
+
+        @Option(help: "A name to recognise the key by (shown as a message's sender).")
+        var name: String?
+
+        func validate() throws {
+            guard Role(rawValue: role) != nil else {
+                throw ValidationError("--role must be one of: \(Role.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+
+        func run() async throws {
+            let configuration = try await reportingErrors { try await common.load() }
+            let role = Role(rawValue: role) ?? .backend
+            let secret = APIKeySecret.generate()
+            let record = APIKeyRecord(id: ObjectIDGenerator().next(), name: name ?? "\(role.rawValue)-key", role: role, createdAt: Date())
+            try await reportingErrors {
+                let store = try StorageLocation.open(configuration.database)
+                try await store.migrate()
+                try await store.createKey(record, secretHash: APIKeySecret.hash(secret))
+            }
+            print("created \(role.rawValue) key '\(record.name)' with id \(record.id); it is shown only now:")
+            print(secret)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys (never their secrets).")
+
+        @OptionGroup var common: CommonOptions
+
+        func run() async throws {
+            let configuration = try await reportingErrors { try await common.load() }
+            let keys = try await reportingErrors {
+                let store = try StorageLocation.open(configuration.database)
+                try await store.migrate()
+                return try await store.keys()
+            }
+            print("ID\tROLE\tNAME\tCREATED\tSTATUS")
+            for key in keys {
+                let status = key.revokedAt.map { "revoked \(Timestamp.format($0))" } ?? "active"
+                print("\(key.id)\t\(key.role.rawValue)\t\(key.name)\t\(Timestamp.format(key.createdAt))\t\(status)")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a key by id; it stops working at once.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: "The key's id, as `herald keys list` shows it.")
+        var id: String
+
+        func run() async throws {
+            guard let keyID = ObjectID(id) else {
+                throw ValidationError("'\(id)' is not a key id (24 lowercase hex characters)")
+            }
+            let configuration = try await reportingErrors { try await common.load() }
+            let revoked = try await reportingErrors {
+                let store = try StorageLocation.open(configuration.database)
+                try await store.migrate()
+                return try await store.revokeKey(id: keyID, at: Date())
+            }
+            guard revoked else {
+                FileHandle.standardError.write(Data("herald: error: no active key with id \(id)\n".utf8))
+                throw ExitCode.failure
+            }
+            print("revoked \(id)")
+        }
+    }
+
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a new random key without storing it (for HERALD_BOOTSTRAP_ADMIN_KEY).")
+
+        func run() {
+            print(APIKeySecret.generate())
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// The few Herald calls notifsim makes, over AsyncHTTPClient.
+final class HeraldClient: Sendable {
+    struct Receipt: Decodable {
+        var id: String
+        var recipients: Int
+    }
+
+    /// A request Herald refused, or could not be reached for.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let baseURL: String
+    private let apiKey: String
+    private let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(30))))
+
+    init(baseURL: String, apiKey: String) {
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        self.baseURL = base
+        self.apiKey = apiKey
+    }
+
+    func shutdown() {
+        try? http.syncShutdown()
+    }
+
+    func send(_ payload: [String: Any]) async throws -> Receipt {
+        let body = try JSONSerialization.data(withJSONObject: payload)
+        let (status, data) = try await request("POST", "/api/notifications", body: body)
+        guard status == 202 else { throw Failure(description: Self.describe(status: status, data: data)) }
+        return try JSONDecoder().decode(Receipt.self, from: data)
+    }
+
+    /// Deliveries per sink and state: `["history": ["delivered": 1]]`.
+    func status(of id: String) async throws -> [String: [String: Int]] {
+        struct Status: Decodable { var summary: [String: [String: Int]] }
+        let (status, data) = try await request("GET", "/api/notifications/\(id)", body: nil)
+        guard status == 200 else { throw Failure(description: Self.describe(status: status, data: data)) }
+        return try JSONDecoder().decode(Status.self, from: data).summary
+    }
+
+    private func request(_ method: String, _ path: String, body: Data?) async throws -> (Int, Data) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .RAW(value: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: body))
+        }
+        do {
+            let response = try await http.execute(request, timeout: .seconds(30))
+            let buffer = try await response.body.collect(upTo: 1 << 20)
+            return (Int(response.status.code), Data(buffer: buffer))
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(description: "cannot reach Herald at \(baseURL): \(error)")
+        }
+    }
+
+    /// Herald's own error message, so the user sees e.g. the list of valid types.
+    static func describe(status: Int, data: Data) -> String {
+        struct ErrorBody: Decodable {
+            struct Detail: Decodable {
+                var code: String
+                var message: String
+            }
+            var error: Detail
+        }
+        if let body = try? JSONDecoder().decode(ErrorBody.self, from: data) {
+            return "\(body.error.message) (HTTP \(status), \(body.error.code))"
+        }
+        return "HTTP \(status): \(String(decoding: data.prefix(500), as: UTF8.self))"
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// Sends `count` requests with at most `concurrency` in flight (and at most `rate` a second),
+/// printing a progress line to stderr and a summary to stdout.
+struct LoadRun {
+    var count: Int
+    var concurrency: Int
+    var rate: Double?
+
+    final class Progress: Sendable {
+        struct State {
+            var sent = 0
+            var errors = 0
+            var firstError: String?
+        }
+        let state = Mutex(State())
+    }
+
+    func run(_ send: @escaping @Sendable (Int) async throws -> some Sendable) async throws {
+        let progress = Progress()
+        let start = ContinuousClock.now
+        let interval = rate.map { Duration.seconds(1 / $0) }
+        let reporter = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                let state = progress.state.withLock { $0 }
+                let elapsed = (ContinuousClock.now - start).seconds
+                FileHandle.standardError.write(Data(String(format: "\rsent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors).utf8))
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func schedule(_ index: Int) {
+                group.addTask {
+                    do {
+                        _ = try await send(index)
+                        progress.state.withLock { $0.sent += 1 }
+                    } catch {
+                        progress.state.withLock { state in
+                            state.errors += 1
+                            if state.firstError == nil { state.firstError = "\(error)" }
+                        }
+                    }
+                }
+            }
+            while next < min(concurrency, count) {
+                schedule(next)
+                next += 1
+            }
+            while await group.next() != nil {
+                if next < count {
+                    if let interval {
+                        let due = start + interval * next
+                        if due > ContinuousClock.now { try? await Task.sleep(until: due) }
+                    }
+                    schedule(next)
+                    next += 1
+                }
+            }
+        }
+        reporter.cancel()
+        let state = progress.state.withLock { $0 }
+        let elapsed = (ContinuousClock.now - start).seconds
+        FileHandle.standardError.write(Data("\n".utf8))
+        print(String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors))
+        if let firstError = state.firstError {
+            FileHandle.standardError.write(Data("notifsim: error: \(firstError)\n".utf8))
+            throw ExitCodeError()
+        }
+    }
+}
+
+struct ExitCodeError: Error {}
+
+extension Duration {
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}

@@ -1,0 +1,123 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+
+/// Fires notifications at a running Herald, one or many.
+@main
+struct NotifSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifsim",
+        abstract: "Send notifications to a running Herald.",
+        discussion: """
+            Example: notifsim -u 62cc403b99efc110a9a73a55 -t generic -r /
+            Load: notifsim -u alice -t hot -n Title --count 10000 --concurrency 32
+            """
+    )
+
+    @Option(name: .short, help: "User id to send to (repeat for several).")
+    var user: [String] = []
+
+    @Option(name: .short, help: "Notification type (upvote, comment, hot, top, leader, message, reply, violation, generic, alert, or a configured one).")
+    var type: String = "generic"
+
+    @Option(name: .short, help: "Resource path such as /posts/ID, an absolute URL, or 'null'.")
+    var resource: String?
+
+    @Option(name: [.customShort("n"), .long], help: "Title.")
+    var title: String = "Hello from notifsim"
+
+    @Option(name: .short, help: "Body.")
+    var body: String = ""
+
+    @Option(help: "alert or information.")
+    var distribution: String?
+
+    @Option(help: "A data entry key=value (repeatable).")
+    var data: [String] = []
+
+    @Option(help: "Send to a topic_key instead of users.")
+    var topic: String?
+
+    @Option(help: "Idempotency key: the same key within 24 h sends nothing again.")
+    var idempotencyKey: String?
+
+    @Option(help: "Herald's base URL.")
+    var url: String = ProcessInfo.processInfo.environment["HERALD_URL"] ?? "http://127.0.0.1:8080"
+
+    @Option(help: "API key with role backend or admin (default $HERALD_API_KEY).")
+    var key: String?
+
+    @Option(help: "Send this many notifications (load mode).")
+    var count: Int = 1
+
+    @Option(help: "Requests in flight at once in load mode.")
+    var concurrency: Int = 8
+
+    @Option(help: "At most this many requests per second in load mode (default: as fast as possible).")
+    var rate: Double?
+
+    func validate() throws {
+        guard !user.isEmpty || topic != nil else { throw ValidationError("name a recipient with -u USER (repeatable) or --topic KEY") }
+        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+        guard (1...1024).contains(concurrency) else { throw ValidationError("--concurrency must be 1-1024") }
+        if let rate { guard rate > 0 else { throw ValidationError("--rate must be positive") } }
+        for entry in data where !entry.contains("=") { throw ValidationError("--data takes key=value, got '\(entry)'") }
+        guard URL(string: url)?.host != nil else { throw ValidationError("--url must be an absolute URL such as http://127.0.0.1:8080") }
+    }
+
+    func run() async throws {
+        guard let apiKey = key ?? ProcessInfo.processInfo.environment["HERALD_API_KEY"], !apiKey.isEmpty else {
+            throw ValidationError("give an API key with --key or HERALD_API_KEY (create one with: herald keys create --role backend)")
+        }
+        let client = HeraldClient(baseURL: url, apiKey: apiKey)
+        defer { client.shutdown() }
+        if count == 1 {
+            try await sendOne(client)
+        } else {
+            try await LoadRun(count: count, concurrency: concurrency, rate: rate).run { index in
+                try await client.send(payload(index: index))
+            }
+        }
+    }
+
+    private func sendOne(_ client: HeraldClient) async throws {
+        let receipt: HeraldClient.Receipt
+        do {
+            receipt = try await client.send(payload(index: nil))
+        } catch let error as HeraldClient.Failure {
+            FileHandle.standardError.write(Data("notifsim: error: \(error.description)\n".utf8))
+            throw ExitCode.failure
+        }
+        print(receipt.id)
+        // Where did it go? Ask Herald for the deliveries once the workers had a moment.
+        var summary: [String: [String: Int]] = [:]
+        for _ in 0..<20 {
+            try await Task.sleep(for: .milliseconds(100))
+            guard let status = try? await client.status(of: receipt.id) else { break }
+            summary = status
+            if !status.values.contains(where: { $0["pending"] != nil }) { break }
+        }
+        print("recipients: \(receipt.recipients)")
+        for (sink, states) in summary.sorted(by: { $0.key < $1.key }) {
+            let text = states.sorted(by: { $0.key < $1.key }).map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            print("  \(sink): \(text)")
+        }
+    }
+
+    func payload(index: Int?) -> [String: Any] {
+        var body: [String: Any] = ["type": type, "title": title, "body": self.body]
+        if let resource { body["url"] = resource == "null" ? NSNull() : resource }
+        if let distribution { body["distribution"] = distribution }
+        if !data.isEmpty {
+            body["data"] = Dictionary(data.map { entry in
+                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            }) { _, last in last }
+        }
+        if let topic { body["topic"] = topic } else { body["user_ids"] = user }
+        if let idempotencyKey { body["idempotency_key"] = index.map { "\(idempotencyKey)-\($0)" } ?? idempotencyKey }
+        return body
+    }
+}
