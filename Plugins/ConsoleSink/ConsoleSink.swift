@@ -16,12 +16,9 @@ public struct ConsoleSink: NotificationSink {
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
         batch.map { delivery in
-            guard let device = delivery.recipient.device else {
-                return .failed(reason: "device is no longer registered to this user")
-            }
             let notification = delivery.notification
             write(
-                "[\(name)] \(delivery.distribution.rawValue) \(notification.type) \(notification.id) → user \(delivery.recipient.userID) device \(device.id): "
+                "[\(name)] \(delivery.distribution.rawValue) \(notification.type) \(notification.id) → user \(delivery.recipient.userID) device \(delivery.recipient.device.map { "\($0.id)" } ?? "none"): "
                     + "\(notification.title.debugDescription) \(notification.body.debugDescription) url=\(notification.url ?? "null")"
             )
             return .delivered

@@ -50,7 +50,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     static func response(status: HTTPResponse.Status, code: String, message: String) -> Response {
-        let data = (try? JSONEncoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
+        let data = (try? JSONBody.encoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -84,11 +84,15 @@ public enum JSONBody {
         }
     }
 
-    /// A JSON response; slashes stay unescaped so URLs read as URLs.
-    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+    static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        let data = try encoder.encode(value)
+        return encoder
+    }
+
+    /// A JSON response; slashes stay unescaped so URLs read as URLs.
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try encoder().encode(value)
         return Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],

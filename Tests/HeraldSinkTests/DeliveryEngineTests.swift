@@ -1,0 +1,193 @@
+import Foundation
+import HeraldConsoleSink
+import HeraldCore
+import HeraldHistorySink
+import HeraldStore
+import Synchronization
+import Testing
+
+/// The delivery engine on a real SQLite queue, with recording sinks standing in for providers.
+@Suite struct DeliveryEngineTests {
+    final class TestClock: Sendable {
+        let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+        func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+        var date: Date { now.withLock { $0 } }
+    }
+
+    struct Fixture {
+        let store: SQLiteStore
+        let push = RecordingSink(name: "fcm", capabilities: .push)
+        let clock = TestClock()
+        let engine: DeliveryEngine
+        let service: NotificationService
+
+        init(maxAttempts: Int = 3) async throws {
+            store = try SQLiteStore(path: ":memory:")
+            try await store.migrate()
+            let clock = self.clock
+            let sinks = try SinkRegistry([HistorySink(store: store, clock: { clock.date }), push])
+            var configuration = DeliveryEngineConfiguration()
+            configuration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(10), maxDelay: .seconds(100))
+            engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, clock: { clock.date })
+            service = NotificationService(
+                validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example")),
+                router: try NotificationRouter(registry: sinks), store: store, ids: ObjectIDGenerator()
+            )
+        }
+
+        func send(to users: [String], type: String = "comment") async throws -> ObjectID {
+            try await service.send(NotificationSubmission(type: type, title: "T", body: "B", url: "/p/1", userIDs: users), now: clock.date).receipt.id
+        }
+
+        func register(_ user: String, _ token: String) async throws {
+            _ = try await store.registerDevice(userID: user, token: token, registration: .init(fcmToken: token), newID: ObjectIDGenerator().next(), at: clock.date)
+        }
+
+        func states(_ id: ObjectID) async throws -> [String: DeliveryState] {
+            let status = try #require(try await store.status(of: id))
+            return Dictionary(status.deliveries.map { ("\($0.sink):\($0.userID):\($0.deviceID?.hex ?? "-")", $0.state) }) { a, _ in a }
+        }
+    }
+
+    @Test func deliversToHistoryAndEveryDevice() async throws {
+        let f = try await Fixture()
+        try await f.register("alice", "a1")
+        try await f.register("alice", "a2")
+        let id = try await f.send(to: ["alice", "bob"])
+        try await f.engine.drain()
+        #expect(f.push.received.count == 2)
+        #expect(Set(f.push.received.compactMap(\.recipient.device?.fcmToken)) == ["a1", "a2"])
+        #expect(try await f.store.history(userID: "alice", limit: 10, before: nil).items.map(\.notificationID) == [id])
+        #expect(try await f.store.history(userID: "bob", limit: 10, before: nil).items.map(\.notificationID) == [id])
+        #expect(try await f.states(id).values.allSatisfy { $0 == .delivered })
+    }
+
+    @Test func retriesWithBackoffHonouringRetryAfterThenDies() async throws {
+        let f = try await Fixture(maxAttempts: 3)
+        try await f.register("alice", "a1")
+        f.push.script([.retry(after: .seconds(30), reason: "429 quota"), .retry(after: nil, reason: "503"), .retry(after: nil, reason: "503")])
+        let id = try await f.send(to: ["alice"])
+        try await f.engine.drain()
+        var status = try #require(try await f.store.status(of: id))
+        var push = try #require(status.deliveries.first { $0.sink == "fcm" })
+        #expect(push.state == .pending && push.attempts == 1 && push.lastError == "429 quota")
+        #expect(push.nextAttemptAt == f.clock.date.addingTimeInterval(30), "Retry-After is honoured exactly")
+
+        f.clock.advance(29)
+        try await f.engine.drain()
+        #expect(f.push.received.count == 1, "not retried before Retry-After")
+        f.clock.advance(1)
+        try await f.engine.drain()
+        #expect(f.push.received.count == 2)
+        status = try #require(try await f.store.status(of: id))
+        push = try #require(status.deliveries.first { $0.sink == "fcm" })
+        let wait = try #require(push.nextAttemptAt).timeIntervalSince(f.clock.date)
+        #expect(wait >= 10 && wait <= 20, "second failure backs off base*2 with jitter: \(wait)")
+
+        f.clock.advance(25)
+        try await f.engine.drain()
+        status = try #require(try await f.store.status(of: id))
+        push = try #require(status.deliveries.first { $0.sink == "fcm" })
+        #expect(push.state == .dead && push.attempts == 3)
+        #expect(push.lastError?.contains("gave up after 3 attempts") == true)
+        #expect(status.deliveries.first { $0.sink == "history" }?.state == .delivered, "history is not held back by push failures")
+    }
+
+    @Test func goneRecipientRemovesTheDeviceAtOnce() async throws {
+        let f = try await Fixture()
+        try await f.register("alice", "dead-token")
+        f.push.script([.recipientGone(reason: "UNREGISTERED")])
+        let first = try await f.send(to: ["alice"])
+        try await f.engine.drain()
+        #expect(try await f.store.devices(userID: "alice").isEmpty)
+        #expect(try await f.states(first).values.contains(.failed))
+        _ = try await f.send(to: ["alice"])
+        try await f.engine.drain()
+        #expect(f.push.received.count == 1, "a removed token is never tried again")
+    }
+
+    @Test func permanentFailureIsNotRetried() async throws {
+        let f = try await Fixture()
+        try await f.register("alice", "a1")
+        f.push.script([.failed(reason: "INVALID_ARGUMENT payload")])
+        let id = try await f.send(to: ["alice"])
+        try await f.engine.drain()
+        f.clock.advance(3600)
+        try await f.engine.drain()
+        #expect(f.push.received.count == 1)
+        let push = try #require(try await f.store.status(of: id)?.deliveries.first { $0.sink == "fcm" })
+        #expect(push.state == .failed && push.lastError == "INVALID_ARGUMENT payload")
+        #expect(try await f.store.devices(userID: "alice").count == 1, "a payload fault keeps the device")
+    }
+
+    @Test func expiredNotificationsAreNotPushedButStayInHistory() async throws {
+        let f = try await Fixture()
+        try await f.register("alice", "a1")
+        let expires = Timestamp.format(f.clock.date.addingTimeInterval(5))
+        let id = try await f.service.send(
+            NotificationSubmission(type: "hot", title: "T", expiresAt: expires, userIDs: ["alice"]), now: f.clock.date
+        ).receipt.id
+        f.clock.advance(10)
+        try await f.engine.drain()
+        #expect(f.push.received.isEmpty)
+        #expect(try await f.store.history(userID: "alice", limit: 10, before: nil).items.count == 1)
+        #expect(try await f.store.status(of: id)?.deliveries.first { $0.sink == "fcm" }?.lastError?.contains("expired") == true)
+    }
+
+    @Test func aDeliveryWhoseWorkerKeepsDyingEndsDead() async throws {
+        let f = try await Fixture(maxAttempts: 2)
+        let id = try await f.send(to: ["alice"])
+        // Three workers claim it and die before recording anything.
+        for _ in 0..<2 {
+            _ = try await f.store.claimDue(now: f.clock.date, limit: 10, lease: .seconds(60))
+            f.clock.advance(61)
+        }
+        try await f.engine.drain()
+        let history = try #require(try await f.store.status(of: id)?.deliveries.first)
+        #expect(history.state == .dead)
+    }
+
+    @Test func runningEngineWakesOnNewWorkAndStopsOnCancel() async throws {
+        let f = try await Fixture()
+        let realEngine = DeliveryEngine(queue: f.store, sinks: try SinkRegistry([HistorySink(store: f.store)]))
+        let running = Task { try await realEngine.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        let id = try await f.send(to: ["carol"])
+        realEngine.wake()
+        var delivered = false
+        for _ in 0..<100 where !delivered {
+            try await Task.sleep(for: .milliseconds(20))
+            delivered = try await f.states(id).values.allSatisfy { $0 == .delivered }
+        }
+        #expect(delivered)
+        running.cancel()
+        _ = await running.result
+    }
+}
+
+@Suite struct SinkTests {
+    @Test func consoleSinkPrintsDeviceIDsNeverTokens() async throws {
+        let lines = Mutex<[String]>([])
+        let sink = ConsoleSink { line in lines.withLock { $0.append(line) } }
+        let now = Date()
+        let device = Device(id: ObjectIDGenerator().next(), userID: "u", fcmToken: "SECRET-TOKEN", createdAt: now, updatedAt: now)
+        let notification = HeraldNotification(id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "there", url: nil, timestamp: now, target: .users(["u"]))
+        let outcomes = await sink.deliver([Delivery(id: 1, sink: "console", notification: notification, recipient: .init(userID: "u", device: device), distribution: .information, attempt: 1)])
+        #expect(outcomes == [.delivered])
+        let line = try #require(lines.withLock { $0.first })
+        #expect(line.contains("information") && line.contains("\"Hi\"") && line.contains(device.id.hex))
+        #expect(!line.contains("SECRET-TOKEN"))
+    }
+
+    @Test func historySinkRetriesWhenStorageFails() async throws {
+        let store = try SQLiteStore(path: ":memory:")  // never migrated: every write fails
+        let sink = HistorySink(store: store)
+        let now = Date()
+        let notification = HeraldNotification(id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "", url: nil, timestamp: now, target: .users(["u"]))
+        let outcomes = await sink.deliver([Delivery(id: 1, sink: "history", notification: notification, recipient: .init(userID: "u"), distribution: .alert, attempt: 1)])
+        guard case .retry = outcomes.first else {
+            Issue.record("expected a retry, got \(outcomes)")
+            return
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// One suite every storage engine must pass (SQLite now, PostgreSQL later).
+@Suite struct StoreConformanceTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func notification(_ users: [String], key: String? = nil, at date: Date? = nil) -> HeraldNotification {
+        HeraldNotification(
+            id: ids.next(at: date ?? t0), type: "comment", title: "T", body: "B", url: "https://x.example/p", data: ["k": "v"],
+            timestamp: date ?? t0, priority: 3, expiresAt: nil, collapseKey: "c", idempotencyKey: key, target: .users(users)
+        )
+    }
+
+    func historyDeliveries(_ users: [String]) -> [PlannedDelivery] {
+        users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func migrateTwiceIsHarmless(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        try await store.migrate()
+        try await store.ping()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func apiKeysCreateFindRevoke(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let key = APIKeyRecord(id: ids.next(), name: "be", role: .backend, createdAt: t0)
+        try await store.createKey(key, secretHash: "hash1")
+        #expect(try await store.key(secretHash: "hash1") == key)
+        #expect(try await store.key(secretHash: "other") == nil)
+        #expect(try await store.keys() == [key])
+        #expect(try await store.revokeKey(id: key.id, at: t0))
+        #expect(try await store.revokeKey(id: key.id, at: t0) == false)
+        #expect(try await store.key(secretHash: "hash1") == nil)
+        #expect(try await store.keys().first?.revokedAt == t0)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func settingsDefaultAndUpdate(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        #expect(try await store.settings(userID: "u") == UserSettings())
+        let updated = try await store.updateSettings(userID: "u") { $0.enabled = false; $0.types["hot"] = false }
+        #expect(updated.enabled == false)
+        #expect(try await store.settings(userID: "u") == updated)
+        await #expect(throws: HeraldError.self) {
+            _ = try await store.updateSettings(userID: "u") { settings in
+                settings.enabled = true
+                throw HeraldError.invalidField("x", "bad")
+            }
+        }
+        #expect(try await store.settings(userID: "u").enabled == false, "a failed change is rolled back")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func attributesRoundTrip(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        #expect(try await store.attributes(userID: "u") == nil)
+        let attributes = UserAttributes(tierID: "3", groupIDs: ["g1", "g2"], region: "QC", appVersion: "2.1.0", locale: "fr-CA")
+        try await store.setAttributes(attributes, userID: "u")
+        #expect(try await store.attributes(userID: "u") == attributes)
+        _ = try await store.updateSettings(userID: "u") { $0.delivery = .pull }
+        #expect(try await store.attributes(userID: "u") == attributes, "settings and attributes are independent")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func deviceRegistrationIsIdempotentAndTokensMove(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let first = try await store.registerDevice(userID: "alice", token: "tok", registration: .init(fcmToken: "tok", platform: "ios"), newID: ids.next(), at: t0)
+        let again = try await store.registerDevice(userID: "alice", token: "tok", registration: .init(fcmToken: "tok", appVersion: "2.0"), newID: ids.next(), at: t0)
+        #expect(first.id == again.id)
+        #expect(again.platform == "ios" && again.appVersion == "2.0")
+        #expect(try await store.devices(userID: "alice").count == 1)
+
+        // A push queued for alice on this token must not reach bob once the token is his.
+        let n = notification(["alice"])
+        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
+        let moved = try await store.registerDevice(userID: "bob", token: "tok", registration: .init(fcmToken: "tok"), newID: ids.next(), at: t0)
+        #expect(moved.userID == "bob")
+        #expect(try await store.devices(userID: "alice").isEmpty)
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.map(\.state) == [.failed])
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30)).isEmpty)
+
+        #expect(try await store.unregisterDevice(userID: "alice", token: "tok", at: t0) == false, "only the owner can unregister")
+        #expect(try await store.unregisterDevice(userID: "bob", token: "tok", at: t0))
+        #expect(try await store.devices(userID: "bob").isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func recipientsKeepOrderAndDefaultUnknownUsers(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        _ = try await store.updateSettings(userID: "b") { $0.enabled = false }
+        _ = try await store.registerDevice(userID: "b", token: "t1", registration: .init(fcmToken: "t1"), newID: ids.next(), at: t0)
+        _ = try await store.registerDevice(userID: "b", token: "t2", registration: .init(fcmToken: "t2"), newID: ids.next(), at: t0)
+        let recipients = try await store.recipients(userIDs: ["a", "b"])
+        #expect(recipients.map(\.userID) == ["a", "b"])
+        #expect(recipients[0].settings == UserSettings() && recipients[0].devices.isEmpty)
+        #expect(recipients[1].settings.enabled == false && recipients[1].devices.map(\.fcmToken) == ["t1", "t2"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func acceptStoresEverythingAndIdempotencyReplays(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = notification(["a", "b"], key: "k1")
+        let first = try await store.accept(n, recipients: 2, deliveries: historyDeliveries(["a", "b"]), idempotencySince: t0.addingTimeInterval(-86_400))
+        #expect(first == .accepted(NotificationReceipt(id: n.id, recipients: 2)))
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.notification == n)
+        #expect(status.deliveries.map(\.state) == [.pending, .pending])
+        #expect(status.deliveries.map(\.userID) == ["a", "b"])
+
+        let repeatKey = notification(["c"], key: "k1", at: t0.addingTimeInterval(60))
+        let replay = try await store.accept(repeatKey, recipients: 1, deliveries: historyDeliveries(["c"]), idempotencySince: t0.addingTimeInterval(-86_340))
+        #expect(replay == .replayed(NotificationReceipt(id: n.id, recipients: 2)))
+        #expect(try await store.status(of: repeatKey.id) == nil, "a replay stores nothing")
+        #expect(try await store.receipt(idempotencyKey: "k1", since: t0) == NotificationReceipt(id: n.id, recipients: 2))
+
+        // After the window the key is free again.
+        let later = notification(["c"], key: "k1", at: t0.addingTimeInterval(90_000))
+        let fresh = try await store.accept(later, recipients: 1, deliveries: historyDeliveries(["c"]), idempotencySince: t0.addingTimeInterval(90_000 - 86_400))
+        #expect(fresh == .accepted(NotificationReceipt(id: later.id, recipients: 1)))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func claimsLeaseAndExpiredLeasesAreClaimedAgain(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = notification(["a", "b", "c"])
+        _ = try await store.accept(n, recipients: 3, deliveries: historyDeliveries(["a", "b", "c"]), idempotencySince: t0)
+        #expect(try await store.nextDueDate() == t0)
+        let first = try await store.claimDue(now: t0, limit: 2, lease: .seconds(30))
+        #expect(first.map(\.recipient.userID) == ["a", "b"])
+        #expect(first.allSatisfy { $0.attempt == 1 && $0.notification == n && $0.sink == "history" })
+        let second = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        #expect(second.map(\.recipient.userID) == ["c"], "leased deliveries are not claimed twice")
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(29), limit: 10, lease: .seconds(30)).isEmpty)
+        // The worker holding "a" and "b" died: after the lease they are due again.
+        let retaken = try await store.claimDue(now: t0.addingTimeInterval(31), limit: 10, lease: .seconds(30))
+        #expect(Set(retaken.map(\.recipient.userID)) == ["a", "b", "c"])
+        #expect(retaken.allSatisfy { $0.attempt == 2 })
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func recordingOutcomes(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let device = try await store.registerDevice(userID: "a", token: "tok", registration: .init(fcmToken: "tok"), newID: ids.next(), at: t0)
+        let n = notification(["a"])
+        _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]) + [
+            PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),
+            PlannedDelivery(sink: "webhook", userID: "a", distribution: .alert),
+        ], idempotencySince: t0)
+        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        #expect(claimed.count == 3)
+        #expect(claimed.first { $0.sink == "fcm" }?.recipient.device == device)
+        let retryAt = t0.addingTimeInterval(5)
+        try await store.record([
+            DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
+            DeliveryUpdate(id: claimed[1].id, state: .failed, attempts: 1, lastError: "gone", removeDevice: device.id),
+            DeliveryUpdate(id: claimed[2].id, state: .pending, attempts: 1, lastError: "503", nextAttemptAt: retryAt),
+        ], at: t0)
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.map(\.state) == [.delivered, .failed, .pending])
+        #expect(status.deliveries[1].lastError == "gone")
+        #expect(status.deliveries[2].nextAttemptAt == retryAt)
+        #expect(try await store.devices(userID: "a").isEmpty, "a token reported gone is removed at once")
+        #expect(try await store.nextDueDate() == retryAt)
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(4), limit: 10, lease: .seconds(30)).isEmpty)
+        #expect(try await store.claimDue(now: retryAt, limit: 10, lease: .seconds(30)).map(\.id) == [claimed[2].id])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func historyIsExactlyOncePerNotificationAndUser(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = notification(["a"])
+        _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]), idempotencySince: t0)
+        try await store.appendHistory([(n.id, "a")], at: t0)
+        try await store.appendHistory([(n.id, "a"), (n.id, "a")], at: t0)
+        let page = try await store.history(userID: "a", limit: 50, before: nil)
+        #expect(page.items.count == 1)
+        #expect(page.items.first == HistoryItem(notificationID: n.id, title: "T", body: "B", type: "comment", url: "https://x.example/p", timestamp: t0, read: false))
+        #expect(page.next == nil)
+        #expect(try await store.history(userID: "b", limit: 50, before: nil).items.isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func historyPagesNewestFirstWithoutGapsOrRepeats(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        var sent: [ObjectID] = []
+        for i in 0..<53 {
+            let n = notification(["a"], at: t0.addingTimeInterval(Double(i)))
+            _ = try await store.accept(n, recipients: 1, deliveries: [], idempotencySince: t0)
+            try await store.appendHistory([(n.id, "a")], at: n.timestamp)
+            sent.append(n.id)
+        }
+        var seen: [ObjectID] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let page = try await store.history(userID: "a", limit: 10, before: cursor)
+            seen.append(contentsOf: page.items.map(\.notificationID))
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 20
+        #expect(pages == 6)
+        #expect(seen == sent.reversed())
+        await #expect(throws: HeraldError.self) { _ = try await store.history(userID: "a", limit: 10, before: "not-a-cursor") }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func readReceiptsCountUnread(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        var sent: [ObjectID] = []
+        for _ in 0..<3 {
+            let n = notification(["a"])
+            _ = try await store.accept(n, recipients: 1, deliveries: [], idempotencySince: t0)
+            try await store.appendHistory([(n.id, "a"), (n.id, "b")], at: t0)
+            sent.append(n.id)
+        }
+        #expect(try await store.markRead(userID: "a", ids: [sent[0], sent[1], ids.next()]) == 1)
+        #expect(try await store.markRead(userID: "a", ids: [sent[0]]) == 1, "marking twice is harmless")
+        #expect(try await store.markRead(userID: "b", ids: []) == 3, "one user's receipts leave others alone")
+        let page = try await store.history(userID: "a", limit: 10, before: nil)
+        #expect(page.items.map(\.read) == [false, true, true])
+    }
+}
