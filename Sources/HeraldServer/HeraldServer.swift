@@ -48,8 +48,9 @@ public struct HeraldServer: Sendable {
         )
         var userTokens: UserTokenVerifier?
         if let secret = configuration.userTokenSecret {
-            guard secret.utf8.count >= 16 else {
-                throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least 16 bytes")
+            // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
+            guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
+                throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
             }
             userTokens = await UserTokenVerifier(secret: secret)
         }

@@ -28,6 +28,31 @@ public struct NotificationSubmission: Decodable, Sendable {
         case userIDs = "user_ids"
     }
 
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decodeIfPresent(String.self, forKey: .type)
+        title = try c.decodeIfPresent(String.self, forKey: .title)
+        body = try c.decodeIfPresent(String.self, forKey: .body)
+        url = try c.decodeIfPresent(String.self, forKey: .url)
+        data = try c.decodeIfPresent([String: String].self, forKey: .data)
+        distribution = try c.decodeIfPresent(String.self, forKey: .distribution)
+        // Foundation reports a fractional number for an Int without the field's path; decode
+        // as a number and check, so the error names 'priority'.
+        if let number = try c.decodeIfPresent(Double.self, forKey: .priority) {
+            guard number.rounded() == number, let value = Int(exactly: number) else {
+                throw DecodingError.typeMismatch(Int.self, .init(codingPath: c.codingPath + [CodingKeys.priority], debugDescription: "not an integer"))
+            }
+            priority = value
+        }
+        expiresAt = try c.decodeIfPresent(String.self, forKey: .expiresAt)
+        collapseKey = try c.decodeIfPresent(String.self, forKey: .collapseKey)
+        idempotencyKey = try c.decodeIfPresent(String.self, forKey: .idempotencyKey)
+        userIDs = try c.decodeIfPresent([String].self, forKey: .userIDs)
+        topic = try c.decodeIfPresent(String.self, forKey: .topic)
+        audience = try c.decodeIfPresent(Audience.self, forKey: .audience)
+        broadcast = try c.decodeIfPresent(BroadcastTarget.self, forKey: .broadcast)
+    }
+
     public init(
         type: String? = nil, title: String? = nil, body: String? = nil, url: String? = nil,
         data: [String: String]? = nil, distribution: String? = nil, priority: Int? = nil,

@@ -19,6 +19,9 @@ public struct UserTokenClaims: JWTPayload {
 
 /// Verifies HS256 user tokens minted by a backend with `user_token_secret`.
 public struct UserTokenVerifier: Sendable {
+    /// HS256 needs a key at least as long as its 32-byte digest.
+    public static let minimumSecretBytes = 32
+
     private let keys: JWTKeyCollection
 
     public init(secret: String) async {

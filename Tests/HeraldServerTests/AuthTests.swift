@@ -1,0 +1,96 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite struct AuthTests {
+    @Test func authenticationAndRoleMatrix() async throws {
+        let herald = try await TestHerald.make()
+        let own = try await herald.userToken("alice")
+        let expired = try await herald.userToken("alice", expires: Date().addingTimeInterval(-60))
+        let forged = try await herald.userToken("alice", secret: "another-secret-0123456789abcdef-0123456789")
+        let send = js(["type": "generic", "title": "t", "user_ids": ["alice"]])
+
+        struct Row: Sendable {
+            var name: String
+            var method: HTTPRequest.Method
+            var uri: String
+            var headers: HTTPFields
+            var body: String?
+            var status: Int
+            var code: String?
+        }
+        let rows: [Row] = [
+            Row(name: "no credentials", method: .get, uri: "/api/notifications/settings", headers: headers(), status: 401, code: "missing_credentials"),
+            Row(name: "unknown key", method: .get, uri: "/api/notifications/settings", headers: headers("hk_0000000000000000000000000000000000000000000000", user: "alice"), status: 401, code: "invalid_credentials"),
+            Row(name: "not a bearer", method: .get, uri: "/api/notifications/settings", headers: { var h = headers(); h[.authorization] = "Basic abc"; return h }(), status: 401, code: "invalid_credentials"),
+            Row(name: "garbage token", method: .get, uri: "/api/notifications/settings", headers: headers("garbage"), status: 401, code: "invalid_credentials"),
+            Row(name: "backend without X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend), status: 400, code: "missing_user_id"),
+            Row(name: "backend acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "alice"), status: 200),
+            Row(name: "admin acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.admin, user: "alice"), status: 200),
+            Row(name: "communicator acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.communicator, user: "alice"), status: 403, code: "forbidden"),
+            Row(name: "user token, own data", method: .get, uri: "/api/notifications/settings", headers: headers(own), status: 200),
+            Row(name: "user token naming itself", method: .get, uri: "/api/notifications/history", headers: headers(own, user: "alice"), status: 200),
+            Row(name: "user token for another user", method: .get, uri: "/api/notifications/history", headers: headers(own, user: "bob"), status: 403, code: "forbidden"),
+            Row(name: "expired user token", method: .get, uri: "/api/notifications/settings", headers: headers(expired), status: 401, code: "token_expired"),
+            Row(name: "forged user token", method: .get, uri: "/api/notifications/settings", headers: headers(forged), status: 401, code: "invalid_token"),
+            Row(name: "bad X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "has space"), status: 422, code: "invalid_field"),
+            Row(name: "send without key", method: .post, uri: "/api/notifications", headers: headers(), body: send, status: 401),
+            Row(name: "send as communicator", method: .post, uri: "/api/notifications", headers: headers(herald.communicator), body: send, status: 403),
+            Row(name: "send with user token", method: .post, uri: "/api/notifications", headers: headers(own), body: send, status: 403),
+            Row(name: "send as backend", method: .post, uri: "/api/notifications", headers: headers(herald.backend), body: send, status: 202),
+            Row(name: "send as admin", method: .post, uri: "/api/notifications", headers: headers(herald.admin), body: send, status: 202),
+            Row(name: "set user as communicator", method: .put, uri: "/api/users/alice", headers: headers(herald.communicator), body: js(["region": "QC"]), status: 403),
+            Row(name: "set user with user token", method: .put, uri: "/api/users/alice", headers: headers(own), body: js(["region": "QC"]), status: 403),
+            Row(name: "status with user token", method: .get, uri: "/api/notifications/62505215624257b417055bc4", headers: headers(own), status: 403),
+            Row(name: "health needs nothing", method: .get, uri: "/health/live", headers: headers(), status: 200),
+        ]
+        try await herald.test { client in
+            for row in rows {
+                let response = try await client.call(row.method, row.uri, row.headers, json: row.body)
+                #expect(response.status.code == row.status, "\(row.name): got \(response.status) \(String(buffer: response.body))")
+                if let code = row.code {
+                    #expect(response.errorCode == code, "\(row.name): \(String(buffer: response.body))")
+                }
+            }
+        }
+    }
+
+    @Test func revokedKeysStopWorking() async throws {
+        let herald = try await TestHerald.make()
+        let keys = try await herald.server.store.keys()
+        let backend = try #require(keys.first { $0.role == .backend })
+        #expect(try await herald.server.store.revokeKey(id: backend.id, at: Date()))
+        try await herald.test { client in
+            let response = try await client.call(.get, "/api/notifications/settings", headers(herald.backend, user: "u"))
+            #expect(response.status == .unauthorized)
+        }
+    }
+
+    @Test func userTokensAreRefusedWhenNoSecretIsConfigured() async throws {
+        let herald = try await TestHerald.make { $0.userTokenSecret = nil }
+        let token = try await herald.userToken("alice")
+        try await herald.test { client in
+            let response = try await client.call(.get, "/api/notifications/settings", headers(token))
+            #expect(response.status == .unauthorized)
+            #expect(response.errorMessage.contains("user_token_secret"))
+        }
+    }
+
+    @Test func keysAreStoredHashed() async throws {
+        let herald = try await TestHerald.make()
+        #expect(try await herald.server.store.key(secretHash: herald.backend) == nil)
+        #expect(try await herald.server.store.key(secretHash: APIKeySecret.hash(herald.backend))?.role == .backend)
+    }
+
+    @Test func shortUserTokenSecretsAreRefused() async throws {
+        await #expect(throws: HeraldError.self) { _ = try await TestHerald.make { $0.userTokenSecret = "too-short" } }
+    }
+
+    @Test func bootstrapKeyMustLookLikeAKey() async throws {
+        await #expect(throws: HeraldError.self) { _ = try await TestHerald.make { $0.bootstrapAdminKey = "admin" } }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite struct OperationsTests {
+    @Test func healthProbes() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let live = try await client.call(.get, "/health/live")
+            #expect(live.status == .ok)
+            let ready = try await client.call(.get, "/health/ready")
+            #expect(ready.status == .ok)
+            #expect(ready.object["status"] as? String == "ready")
+        }
+    }
+
+    @Test func unknownRoutesAndMethodsGetTheJSONErrorShape() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let missing = try await client.call(.get, "/nope")
+            #expect(missing.status == .notFound)
+            #expect(missing.errorCode == "not_found")
+            let method = try await client.call(.put, "/health/live")
+            #expect(method.status.code == 404 || method.status.code == 405)
+            #expect(method.errorCode != nil)
+        }
+    }
+
+    /// Every route the router serves is in openapi.yaml, and openapi.yaml names no route that
+    /// is not served.
+    @Test func openAPIDocumentsEveryRoute() async throws {
+        let herald = try await TestHerald.make()
+        _ = herald.server.router()
+        let served = Set(herald.server.routes.routes.map { "\($0.method.lowercased()) \($0.path)" })
+        #expect(served.count >= 12)
+        let document = try OpenAPIDocument.text()
+        #expect(document.hasPrefix("openapi: 3.1"))
+        var documented = Set<String>()
+        var currentPath: String?
+        for line in document.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if line.hasPrefix("    "), !line.hasPrefix("     "), let path = currentPath {
+                let key = line.trimmingCharacters(in: .whitespaces).dropLast()
+                if ["get", "put", "post", "delete", "patch"].contains(String(key)) { documented.insert("\(key) \(path)") }
+            } else if !line.hasPrefix(" ") && !line.isEmpty {
+                currentPath = nil
+            }
+        }
+        #expect(served.subtracting(documented).isEmpty, "served but undocumented: \(served.subtracting(documented).sorted())")
+        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+        try await herald.test { client in
+            let response = try await client.call(.get, "/openapi.yaml")
+            #expect(response.status == .ok)
+            #expect(String(buffer: response.body) == document)
+        }
+    }
+}
+
+@Suite struct ConfigurationTests {
+    @Test func environmentOverridesFileAndCommandLineOverridesBoth() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
+        try """
+            port: 9000
+            public_base_url: https://file.example
+            delivery:
+              max_attempts: 4
+            types:
+              extra: [digest, weekly]
+            routing:
+              - "type=violation => +console"
+            sinks:
+              console:
+                enabled: true
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let reader = try await HeraldConfiguration.reader(
+            configFile: file.path, overrides: ["port": "9100"],
+            environment: ["HERALD_PORT": "9050", "HERALD_PUBLIC_BASE_URL": "https://env.example", "HERALD_DELIVERY_BACKOFF": "0.5"]
+        )
+        let configuration = try HeraldConfiguration(reader: reader)
+        #expect(configuration.port == 9100)
+        #expect(configuration.publicBaseURL == "https://env.example")
+        #expect(configuration.delivery.retry.maxAttempts == 4)
+        #expect(configuration.delivery.retry.baseDelay == .milliseconds(500))
+        #expect(configuration.extraTypes == ["digest", "weekly"])
+        #expect(configuration.routing == ["type=violation => +console"])
+        #expect(configuration.consoleSink)
+        #expect(configuration.host == "127.0.0.1")
+    }
+
+    @Test func defaultsRunOnAFreshMachine() async throws {
+        let configuration = try HeraldConfiguration(reader: try await HeraldConfiguration.reader(configFile: nil, environment: [:]))
+        #expect(configuration.database == "sqlite:herald.sqlite")
+        #expect(configuration.port == 8080)
+        #expect(configuration.resolvedPublicBaseURL == "http://127.0.0.1:8080")
+    }
+
+    @Test(arguments: [["HERALD_PORT": "eighty"], ["HERALD_PORT": "70000"], ["HERALD_DELIVERY_MAX_ATTEMPTS": "0"], ["HERALD_SINKS_CONSOLE_ENABLED": "maybe"]])
+    func badValuesAreRefusedNamingTheKey(_ environment: [String: String]) async throws {
+        let reader = try await HeraldConfiguration.reader(configFile: nil, environment: environment)
+        #expect(throws: HeraldError.self) { try HeraldConfiguration(reader: reader) }
+    }
+
+    @Test func missingConfigFileIsAClearError() async throws {
+        await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
+    }
+}

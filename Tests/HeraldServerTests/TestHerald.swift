@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import Hummingbird
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// A Herald server on a fresh SQLite file, with one key per role and user tokens enabled.
+/// Delivery workers do not run in the background: tests call `deliver()` so every assertion
+/// about deliveries and history is deterministic.
+struct TestHerald {
+    static let userTokenSecret = "test-user-token-secret-0123456789"
+
+    let server: HeraldServer
+    let admin: String
+    let backend: String
+    let communicator: String
+    let push: RecordingSink
+
+    static func make(_ configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = HeraldConfiguration()
+        configuration.database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
+        configuration.publicBaseURL = "https://pong.example"
+        configuration.userTokenSecret = userTokenSecret
+        configuration.bootstrapAdminKey = APIKeySecret.generate()
+        configure(&configuration)
+        let push = RecordingSink(name: "fcm", capabilities: .push)
+        let server = try await HeraldServer.start(configuration, extraSinks: [push])
+        func key(_ role: Role) async throws -> String {
+            let secret = APIKeySecret.generate()
+            try await server.store.createKey(APIKeyRecord(id: ObjectIDGenerator().next(), name: "\(role.rawValue)-test", role: role, createdAt: Date()), secretHash: APIKeySecret.hash(secret))
+            return secret
+        }
+        return TestHerald(
+            server: server, admin: configuration.bootstrapAdminKey ?? "", backend: try await key(.backend),
+            communicator: try await key(.communicator), push: push
+        )
+    }
+
+    func test<Value>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+        try await server.application(deliveryWorkers: false).test(.router, body)
+    }
+
+    func deliver() async throws { try await server.engine.drain() }
+
+    func userToken(_ userID: String, expires: Date = Date().addingTimeInterval(3600), secret: String = userTokenSecret) async throws -> String {
+        try await UserTokenVerifier(secret: secret).sign(userID: userID, expires: expires)
+    }
+}
+
+/// Builds request headers: a bearer token, optionally acting for a user, JSON body type.
+func headers(_ token: String? = nil, user: String? = nil, contentType: String? = "application/json") -> HTTPFields {
+    var fields = HTTPFields()
+    if let token { fields[.authorization] = "Bearer \(token)" }
+    if let user { fields[HTTPField.Name("X-User-ID")!] = user }
+    if let contentType { fields[.contentType] = contentType }
+    return fields
+}
+
+extension TestClientProtocol {
+    /// Sends `json` (a JSON-serialisable value, or a raw string sent as-is).
+    func call(_ method: HTTPRequest.Method, _ uri: String, _ headers: HTTPFields = [:], json: Any? = nil) async throws -> TestResponse {
+        var body: ByteBuffer?
+        if let text = json as? String {
+            body = ByteBuffer(string: text)
+        } else if let json {
+            body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
+        }
+        return try await execute(uri: uri, method: method, headers: headers, body: body)
+    }
+}
+
+/// Serialises a JSON value up front, so request tables stay `Sendable`.
+func js(_ value: Any) -> String {
+    guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed]) else { return "" }
+    return String(decoding: data, as: UTF8.self)
+}
+
+extension TestResponse {
+    var json: Any? { try? JSONSerialization.jsonObject(with: Data(buffer: body)) }
+    var object: [String: Any] { json as? [String: Any] ?? [:] }
+    var errorCode: String? { (object["error"] as? [String: Any])?["code"] as? String }
+    var errorMessage: String { (object["error"] as? [String: Any])?["message"] as? String ?? "" }
+}
+
+extension Data {
+    init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
+}
