@@ -1,0 +1,130 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// The real `herald` binary on a free port, driven by the real `notifsim`, over loopback HTTP.
+@Suite(.serialized) struct EndToEndTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    var database: String { "sqlite:" + directory.appendingPathComponent("herald.sqlite").path }
+
+    func createKey(_ role: String) async throws -> String {
+        let result = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", role, "--name", "e2e", "--database", database], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let key = try #require(result.stdout.split(whereSeparator: \.isWhitespace).last.map(String.init))
+        #expect(key.hasPrefix("hk_"))
+        return key
+    }
+
+    func get(_ url: String, key: String, user: String) async throws -> [String: Any] {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: "Bearer \(key)")
+        request.headers.add(name: "X-User-ID", value: user)
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] ?? [:]
+    }
+
+    @Test func notifsimSendsAndTheItemAppearsInHistory() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database, "--public-base-url", "https://pong.example"], in: directory)
+        let user = "62cc403b99efc110a9a73a55"
+
+        let sent = try await runCommand(Binaries.path("notifsim"), ["-u", user, "-t", "generic", "-r", "/", "--url", herald.url, "--key", key], in: directory)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let id = try #require(sent.stdout.split(separator: "\n").first.map(String.init))
+        #expect(id.range(of: "^[0-9a-f]{24}$", options: .regularExpression) != nil, "first line is the id: \(sent.stdout)")
+        #expect(sent.stdout.contains("history: delivered 1"), "\(sent.stdout)")
+
+        let history = try await get("\(herald.url)/api/notifications/history", key: key, user: user)
+        let item = try #require((history["history"] as? [[String: Any]])?.first)
+        let data = try #require(item["data"] as? [String: Any])
+        #expect(data["id"] as? String == id)
+        #expect(data["url"] as? String == "https://pong.example/")
+        #expect(data["type"] as? String == "generic")
+
+        // The key given through the environment works the same.
+        let viaEnv = try await runCommand(Binaries.path("notifsim"), ["-u", user, "-t", "hot", "-n", "Hot now", "--url", herald.url], environment: ["HERALD_API_KEY": key], in: directory)
+        #expect(viaEnv.status == 0, "\(viaEnv.stderr)")
+
+        #expect(await herald.stop() == 0, "SIGTERM drains and exits cleanly")
+    }
+
+    @Test func notifsimReportsServerErrorsAndExitsNonZero() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let unknownType = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "-t", "bogus", "--url", herald.url, "--key", key], in: directory)
+        #expect(unknownType.status != 0)
+        #expect(unknownType.stderr.contains("unknown type 'bogus'"), "\(unknownType.stderr)")
+        #expect(unknownType.stderr.contains("upvote, comment, hot"), "lists the valid types: \(unknownType.stderr)")
+
+        let badKey = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", "hk_nope"], in: directory)
+        #expect(badKey.status != 0)
+        #expect(badKey.stderr.contains("401"), "\(badKey.stderr)")
+
+        let noKey = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url], in: directory)
+        #expect(noKey.status != 0)
+        #expect(noKey.stderr.contains("HERALD_API_KEY"), "\(noKey.stderr)")
+        _ = await herald.stop()
+
+        let unreachable = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", key], in: directory)
+        #expect(unreachable.status != 0)
+        #expect(unreachable.stderr.contains("cannot reach Herald"), "\(unreachable.stderr)")
+    }
+
+    @Test func loadModeReportsThroughputAndEveryNotificationLands() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let load = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "loaded", "-t", "comment", "--count", "150", "--concurrency", "16", "--url", herald.url, "--key", key], in: directory
+        )
+        #expect(load.status == 0, "\(load.stderr)")
+        #expect(load.stdout.contains("sent 150 in"), "\(load.stdout)")
+        #expect(load.stdout.contains("errors 0"))
+        var count = 0
+        for _ in 0..<50 {
+            let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: "loaded")
+            count = (page["history"] as? [Any])?.count ?? 0
+            if count == 150 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(count == 150)
+        _ = await herald.stop()
+    }
+
+    @Test func keysCanBeListedAndRevoked() async throws {
+        let key = try await createKey("backend")
+        let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
+        #expect(list.status == 0)
+        #expect(!list.stdout.contains(key), "secrets are never listed")
+        let id = try #require(list.stdout.split(separator: "\n").dropFirst().first?.split(separator: "\t").first.map(String.init))
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let revoke = try await runCommand(Binaries.path("herald"), ["keys", "revoke", id, "--database", database], in: directory)
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let refused = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", key], in: directory)
+        #expect(refused.status != 0, "a revoked key stops working while the server runs")
+        let again = try await runCommand(Binaries.path("herald"), ["keys", "revoke", id, "--database", database], in: directory)
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("no active key"))
+        _ = await herald.stop()
+    }
+
+    @Test func badConfigurationIsOneClearLine() async throws {
+        let badPort = try await runCommand(Binaries.path("herald"), ["migrate", "--database", "mysql://x"], in: directory)
+        #expect(badPort.status != 0)
+        #expect(badPort.stderr.contains("herald: error: database must be sqlite:PATH"), "\(badPort.stderr)")
+        let badEnv = try await runCommand(Binaries.path("herald"), ["migrate", "--database", database], environment: ["HERALD_DELIVERY_MAX_ATTEMPTS": "lots"], in: directory)
+        #expect(badEnv.status != 0)
+        #expect(badEnv.stderr.contains("delivery.max_attempts"), "\(badEnv.stderr)")
+        let badRole = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "root", "--database", database], in: directory)
+        #expect(badRole.status != 0)
+        #expect(badRole.stderr.contains("admin, communicator, backend"))
+    }
+}

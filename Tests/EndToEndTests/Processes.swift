@@ -1,0 +1,112 @@
+import Foundation
+import Synchronization
+
+/// Finds the built `herald` and `notifsim` next to the test bundle.
+enum Binaries {
+    static var directory: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if FileManager.default.isExecutableFile(atPath: beside.appendingPathComponent("herald").path) { return beside }
+        // Fallback: the package's default debug build folder.
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug")
+    }
+
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+}
+
+struct CommandResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a command to completion without blocking a concurrency thread.
+func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL) async throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    let collected = OutputCollector()
+    out.fileHandleForReading.readabilityHandler = { collected.append(out: $0.availableData) }
+    err.fileHandleForReading.readabilityHandler = { collected.append(err: $0.availableData) }
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do { try process.run() } catch { continuation.resume(throwing: error) }
+    }
+    out.fileHandleForReading.readabilityHandler = nil
+    err.fileHandleForReading.readabilityHandler = nil
+    collected.append(out: out.fileHandleForReading.readDataToEndOfFile())
+    collected.append(err: err.fileHandleForReading.readDataToEndOfFile())
+    return CommandResult(status: status, stdout: collected.stdout, stderr: collected.stderr)
+}
+
+final class OutputCollector: Sendable {
+    private let state = Mutex<(out: Data, err: Data)>((Data(), Data()))
+    func append(out data: Data) { state.withLock { $0.out.append(data) } }
+    func append(err data: Data) { state.withLock { $0.err.append(data) } }
+    var stdout: String { state.withLock { String(decoding: $0.out, as: UTF8.self) } }
+    var stderr: String { state.withLock { String(decoding: $0.err, as: UTF8.self) } }
+}
+
+/// A `herald serve` process on a free loopback port, stopped by `stop()`.
+final class RunningHerald: Sendable {
+    let process: Process
+    let output = OutputCollector()
+    let port: Int
+
+    init(arguments: [String], in directory: URL) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.path("herald"))
+        process.arguments = ["serve", "--port", "0"] + arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let output = self.output
+        out.fileHandleForReading.readabilityHandler = { output.append(out: $0.availableData) }
+        err.fileHandleForReading.readabilityHandler = { output.append(err: $0.availableData) }
+        try process.run()
+        self.process = process
+        var port: Int?
+        for _ in 0..<300 {
+            if let match = output.stdout.firstMatch(of: /Herald listening on http:\/\/127\.0\.0\.1:(\d+)/) {
+                port = Int(match.1)
+                break
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard let port else {
+            process.terminate()
+            throw StartError(output: output.stdout + output.stderr)
+        }
+        self.port = port
+    }
+
+    struct StartError: Error, CustomStringConvertible {
+        var output: String
+        var description: String { "herald did not start:\n\(output)" }
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Sends SIGTERM and waits for the exit status.
+    func stop() async -> Int32 {
+        process.terminate()
+        for _ in 0..<200 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            return -1
+        }
+        return process.terminationStatus
+    }
+}
