@@ -18,7 +18,6 @@ public struct HeraldServer: Sendable {
     public let sinks: SinkRegistry
     public let engine: DeliveryEngine
     public let service: NotificationService
-    public let routes: RouteTable
     public let logger: Logger
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
@@ -55,7 +54,7 @@ public struct HeraldServer: Sendable {
             userTokens = await UserTokenVerifier(secret: secret)
         }
         return HeraldServer(
-            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, routes: RouteTable(),
+            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service,
             logger: logger, userTokens: userTokens, types: types, ids: ids
         )
     }
@@ -72,6 +71,17 @@ public struct HeraldServer: Sendable {
 
     /// The Hummingbird router with every route, the auth and error middleware.
     public func router() -> Router<HeraldRequestContext> {
+        makeRouter(recordingInto: RouteTable())
+    }
+
+    /// Every (method, path) the router serves, for checking the OpenAPI document.
+    public var routes: [RouteTable.Route] {
+        let table = RouteTable()
+        _ = makeRouter(recordingInto: table)
+        return table.routes
+    }
+
+    private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: LogRequestsMiddleware(.info))

@@ -39,6 +39,16 @@ struct CommonOptions: ParsableArguments {
         let reader = try await HeraldConfiguration.reader(configFile: file, overrides: overrides.merging(extra) { _, new in new })
         return try HeraldConfiguration(reader: reader)
     }
+
+    /// The configured storage, migrated, for the admin subcommands.
+    func openStore() async throws -> any HeraldStorage {
+        try await reportingErrors {
+            let configuration = try await load()
+            let store = try StorageLocation.open(configuration.database)
+            try await store.migrate()
+            return store
+        }
+    }
 }
 
 /// Runs `body`, turning Herald's errors into one clear line on stderr and exit code 1.
@@ -87,12 +97,8 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let configuration = try await reportingErrors { try await common.load() }
-        try await reportingErrors {
-            let store = try StorageLocation.open(configuration.database)
-            try await store.migrate()
-        }
-        print("migrated \(configuration.database)")
+        _ = try await common.openStore()
+        print("migrated")
     }
 }
 

@@ -27,15 +27,11 @@ struct Keys: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let configuration = try await reportingErrors { try await common.load() }
+            let store = try await common.openStore()
             let role = Role(rawValue: role) ?? .backend
             let secret = APIKeySecret.generate()
             let record = APIKeyRecord(id: ObjectIDGenerator().next(), name: name ?? "\(role.rawValue)-key", role: role, createdAt: Date())
-            try await reportingErrors {
-                let store = try StorageLocation.open(configuration.database)
-                try await store.migrate()
-                try await store.createKey(record, secretHash: APIKeySecret.hash(secret))
-            }
+            try await reportingErrors { try await store.createKey(record, secretHash: APIKeySecret.hash(secret)) }
             print("created \(role.rawValue) key '\(record.name)' with id \(record.id); it is shown only now:")
             print(secret)
         }
@@ -47,12 +43,8 @@ struct Keys: AsyncParsableCommand {
         @OptionGroup var common: CommonOptions
 
         func run() async throws {
-            let configuration = try await reportingErrors { try await common.load() }
-            let keys = try await reportingErrors {
-                let store = try StorageLocation.open(configuration.database)
-                try await store.migrate()
-                return try await store.keys()
-            }
+            let store = try await common.openStore()
+            let keys = try await reportingErrors { try await store.keys() }
             print("ID\tROLE\tNAME\tCREATED\tSTATUS")
             for key in keys {
                 let status = key.revokedAt.map { "revoked \(Timestamp.format($0))" } ?? "active"
@@ -73,12 +65,8 @@ struct Keys: AsyncParsableCommand {
             guard let keyID = ObjectID(id) else {
                 throw ValidationError("'\(id)' is not a key id (24 lowercase hex characters)")
             }
-            let configuration = try await reportingErrors { try await common.load() }
-            let revoked = try await reportingErrors {
-                let store = try StorageLocation.open(configuration.database)
-                try await store.migrate()
-                return try await store.revokeKey(id: keyID, at: Date())
-            }
+            let store = try await common.openStore()
+            let revoked = try await reportingErrors { try await store.revokeKey(id: keyID, at: Date()) }
             guard revoked else {
                 FileHandle.standardError.write(Data("herald: error: no active key with id \(id)\n".utf8))
                 throw ExitCode.failure

@@ -34,8 +34,7 @@ import Testing
     /// is not served.
     @Test func openAPIDocumentsEveryRoute() async throws {
         let herald = try await TestHerald.make()
-        _ = herald.server.router()
-        let served = Set(herald.server.routes.routes.map { "\($0.method.lowercased()) \($0.path)" })
+        let served = Set(herald.server.routes.map { "\($0.method.lowercased()) \($0.path)" })
         #expect(served.count >= 12)
         let document = try OpenAPIDocument.text()
         #expect(document.hasPrefix("openapi: 3.1"))
@@ -103,6 +102,22 @@ import Testing
     func badValuesAreRefusedNamingTheKey(_ environment: [String: String]) async throws {
         let reader = try await HeraldConfiguration.reader(configFile: nil, environment: environment)
         #expect(throws: HeraldError.self) { try HeraldConfiguration(reader: reader) }
+    }
+
+    @Test func theShippedExampleConfigurationLoads() async throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Deploy/herald.example.yaml")
+        let configuration = try HeraldConfiguration(reader: try await HeraldConfiguration.reader(configFile: example.path, environment: [:]))
+        #expect(configuration.extraTypes == ["digest"])
+        #expect(configuration.routing == ["type=digest => -console"])
+        #expect(configuration.consoleSink)
+        #expect(configuration.publicBaseURL == "https://app.example.com")
+        // The example's rules must name sinks the example enables.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-example-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var runnable = configuration
+        runnable.database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
+        _ = try await HeraldServer.start(runnable)
     }
 
     @Test func missingConfigFileIsAClearError() async throws {

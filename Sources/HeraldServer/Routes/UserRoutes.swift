@@ -52,8 +52,7 @@ struct UserRoutes {
         let userID = try context.actingUser(request)
         let patch = try await JSONBody.decode(SettingsPatch.self, from: request, context: context, knownFields: SettingsPatch.fieldNames)
         let types = self.types
-        var check = UserSettings()
-        try patch.apply(to: &check, types: types)  // refuse bad input before touching storage
+        // A bad value throws inside the transaction, which rolls back: nothing changes.
         let settings = try await store.updateSettings(userID: userID) { settings in
             try patch.apply(to: &settings, types: types)
         }
