@@ -157,6 +157,12 @@ import Testing
             #expect(attributes["group_ids"] as? [String] == ["g1", "7"])
             #expect(try await herald.server.store.attributes(userID: "alice")?.region == "QC")
 
+            let encoded = try await client.call(.put, "/api/users/user%40example.com", headers(herald.backend), json: js(["region": "ON"]))
+            #expect(encoded.object["id"] as? String == "user@example.com")
+            #expect(try await herald.server.store.attributes(userID: "user@example.com")?.region == "ON")
+            let spaced = try await client.call(.put, "/api/users/a%20b", headers(herald.backend), json: js(["region": "ON"]))
+            #expect(spaced.status == .unprocessableContent)
+
             for (body, fragment) in [(js(["tier_id": true]), "tier_id"), (js(["group_ids": "g1"]), "group_ids"), (js(["colour": "red"]), "colour"), (js(["region": ""]), "region")] {
                 let bad = try await client.call(.put, "/api/users/alice", headers(herald.backend), json: body)
                 #expect(bad.status == .unprocessableContent, "\(body)")

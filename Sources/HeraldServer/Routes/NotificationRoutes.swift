@@ -37,7 +37,9 @@ struct NotificationRoutes {
 
     @Sendable func putUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
-        let userID = try context.parameters.require("id")
+        // Path segments arrive percent-encoded; user ids are stored as the backend knows them.
+        let raw = try context.parameters.require("id")
+        let userID = raw.removingPercentEncoding ?? raw
         try UserID.validate(userID, field: "id")
         let attributes = try await JSONBody.decode(UserAttributes.self, from: request, context: context, knownFields: UserAttributes.fieldNames)
         try attributes.validate()
