@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
+        .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
+        .library(name: "HeraldFCMEmulator", targets: ["HeraldFCMEmulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -64,12 +66,41 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "HeraldFCMSink",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "Plugins/FCMSink",
+            swiftSettings: swiftSettings
+        ),
+        // A local stand-in for Google's token endpoint and FCM v1, for developers and tests.
+        .target(
+            name: "HeraldFCMEmulator",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldServer",
             dependencies: [
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldHistorySink",
                 "HeraldConsoleSink",
+                "HeraldFCMSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -84,6 +115,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldServer",
+                "HeraldFCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

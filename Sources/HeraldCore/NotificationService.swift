@@ -8,17 +8,19 @@ public struct NotificationService: Sendable {
 
     public let validator: NotificationValidator
     public let router: NotificationRouter
+    public let sinks: SinkRegistry
     public let store: any (NotificationStore & UserStore)
     public let ids: ObjectIDGenerator
     private let onAccepted: @Sendable () -> Void
 
     /// - Parameter onAccepted: called after each commit, typically ``DeliveryEngine/wake()``.
     public init(
-        validator: NotificationValidator, router: NotificationRouter, store: any (NotificationStore & UserStore),
+        validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore),
         ids: ObjectIDGenerator, onAccepted: @escaping @Sendable () -> Void = {}
     ) {
         self.validator = validator
         self.router = router
+        self.sinks = sinks
         self.store = store
         self.ids = ids
         self.onAccepted = onAccepted
@@ -26,6 +28,9 @@ public struct NotificationService: Sendable {
 
     public func send(_ submission: NotificationSubmission, now: Date = Date()) async throws -> AcceptResult {
         let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        for name in router.sinkNames(for: notification) {
+            try sinks[name]?.validate(notification)
+        }
         let since = now.addingTimeInterval(-Self.idempotencyWindow)
         if let key = notification.idempotencyKey, let receipt = try await store.receipt(idempotencyKey: key, since: since) {
             return .replayed(receipt)

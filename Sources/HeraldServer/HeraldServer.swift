@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldCore
 import HeraldConsoleSink
+import HeraldFCMSink
 import HeraldHistorySink
 public import Hummingbird
 public import Logging
@@ -37,13 +38,16 @@ public struct HeraldServer: Sendable {
         let types = try NotificationTypes(extra: configuration.extraTypes)
         var sinkList: [any NotificationSink] = [HistorySink(store: store)]
         if configuration.consoleSink { sinkList.append(ConsoleSink()) }
+        if let fcm = configuration.fcm {
+            sinkList.append(try await makeFCMSink(fcm, logger: logger))
+        }
         sinkList.append(contentsOf: extraSinks)
         let sinks = try SinkRegistry(sinkList)
         let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger)
         let service = NotificationService(
             validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
-            router: router, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
+            router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
         )
         var userTokens: UserTokenVerifier?
         if let secret = configuration.userTokenSecret {
@@ -57,6 +61,17 @@ public struct HeraldServer: Sendable {
             configuration: configuration, store: store, sinks: sinks, engine: engine, service: service,
             logger: logger, userTokens: userTokens, types: types, ids: ids
         )
+    }
+
+    static func makeFCMSink(_ settings: HeraldConfiguration.FCMSettings, logger: Logger) async throws -> FCMSink {
+        do {
+            let account = try ServiceAccount.load(path: settings.credentials)
+            return try await FCMSink(
+                configuration: FCMConfiguration(account: account, endpoint: settings.endpoint, maxConcurrency: settings.maxConcurrency), logger: logger
+            )
+        } catch let error as FCMError {
+            throw HeraldError(.unprocessable, code: "invalid_config", error.description)
+        }
     }
 
     static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator) async throws {

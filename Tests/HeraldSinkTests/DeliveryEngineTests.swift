@@ -31,7 +31,7 @@ import Testing
             engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, clock: { clock.date })
             service = NotificationService(
                 validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example")),
-                router: try NotificationRouter(registry: sinks), store: store, ids: ObjectIDGenerator()
+                router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
             )
         }
 

@@ -71,9 +71,15 @@ public protocol NotificationSink: Sendable {
     var name: String { get }
     var capabilities: SinkCapabilities { get }
     func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome]
+    /// Refuses, when it is accepted, a notification this sink could never deliver (a payload
+    /// over the provider's limit, a reserved key), so the sender gets a 422 before anything is
+    /// stored. The default accepts everything.
+    func validate(_ notification: HeraldNotification) throws
 }
 
 extension NotificationSink {
+    public func validate(_ notification: HeraldNotification) throws {}
+
     /// A short description for `herald sinks` and logs.
     public var summary: String {
         capabilities.contains(.push) ? "push (one delivery per device)" : "per user"

@@ -26,6 +26,8 @@ public struct HeraldConfiguration: Sendable {
     public var delivery: DeliveryEngineConfiguration = .init()
     /// Enables the console push sink, which prints pushes instead of sending them.
     public var consoleSink: Bool = false
+    /// FCM HTTP v1: enabled when `fcm.credentials` names a service-account JSON file.
+    public var fcm: FCMSettings?
     public var logLevel: String = "info"
 
     public init() {}
@@ -56,7 +58,23 @@ public struct HeraldConfiguration: Sendable {
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         consoleSink = try reader.requiredBool(forKey: "sinks.console.enabled", default: consoleSink)
+        if let credentials = try reader.optionalString(forKey: "fcm.credentials") {
+            var fcm = FCMSettings(credentials: credentials)
+            fcm.endpoint = try reader.requiredString(forKey: "fcm.endpoint", default: fcm.endpoint)
+            fcm.maxConcurrency = try reader.requiredInt(forKey: "fcm.max_concurrency", default: fcm.maxConcurrency)
+            guard (1...1024).contains(fcm.maxConcurrency) else { throw Self.invalid("fcm.max_concurrency", "must be 1-1024") }
+            self.fcm = fcm
+        }
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
+    }
+
+    public struct FCMSettings: Sendable, Equatable {
+        /// Path to a Google service-account JSON file.
+        public var credentials: String
+        public var endpoint = "https://fcm.googleapis.com"
+        public var maxConcurrency = 64
+
+        public init(credentials: String) { self.credentials = credentials }
     }
 
     static func invalid(_ key: String, _ problem: String) -> HeraldError {

@@ -1,0 +1,111 @@
+import AsyncHTTPClient
+import Foundation
+import JWTKit
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// OAuth 2.0 access tokens for FCM from a service account (JWT-bearer grant, RS256).
+///
+/// Tokens are cached and refreshed a few minutes before they expire; concurrent callers share
+/// one refresh in flight.
+public actor FCMAccessTokenProvider {
+    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+
+    struct Token {
+        var value: String
+        var refreshAt: Date
+    }
+
+    private let account: ServiceAccount
+    private let http: HTTPClient
+    private let keys: JWTKeyCollection
+    private let clock: @Sendable () -> Date
+    private var current: Token?
+    private var refreshing: Task<Token, any Error>?
+    /// Token requests made so far (for `herald sinks` and tests).
+    public private(set) var refreshCount = 0
+
+    public init(account: ServiceAccount, http: HTTPClient, clock: @escaping @Sendable () -> Date = { Date() }) async throws {
+        let key: Insecure.RSA.PrivateKey
+        do {
+            key = try Insecure.RSA.PrivateKey(pem: account.privateKey)
+        } catch {
+            throw FCMError.configuration("the service account's private_key is not an RSA private key in PEM form")
+        }
+        self.account = account
+        self.http = http
+        self.clock = clock
+        self.keys = JWTKeyCollection()
+        await keys.add(rsa: key, digestAlgorithm: .sha256)
+    }
+
+    /// A valid access token, fetching one if none is cached or the cached one is due for refresh.
+    public func token() async throws -> String {
+        if let current, clock() < current.refreshAt { return current.value }
+        return try await refresh().value
+    }
+
+    /// Drops `value` after FCM refused it (401), so the next call fetches a new token.
+    public func invalidate(_ value: String) {
+        if current?.value == value { current = nil }
+    }
+
+    private func refresh() async throws -> Token {
+        if let refreshing { return try await refreshing.value }
+        let task = Task { try await self.fetch() }
+        refreshing = task
+        defer { refreshing = nil }
+        let token = try await task.value
+        current = token
+        return token
+    }
+
+    struct Assertion: JWTPayload {
+        var iss: IssuerClaim
+        var scope: String
+        var aud: AudienceClaim
+        var iat: IssuedAtClaim
+        var exp: ExpirationClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    private func fetch() async throws -> Token {
+        refreshCount += 1
+        let now = clock()
+        let assertion = try await keys.sign(
+            Assertion(
+                iss: .init(value: account.clientEmail), scope: Self.scope, aud: .init(value: [account.tokenURI]),
+                iat: .init(value: now), exp: .init(value: now.addingTimeInterval(3600))
+            ),
+            kid: account.privateKeyID.map { JWKIdentifier(string: $0) }
+        )
+        var request = HTTPClientRequest(url: account.tokenURI)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
+        let response: HTTPClientResponse
+        let body: ByteBuffer
+        do {
+            response = try await http.execute(request, timeout: .seconds(30))
+            body = try await response.body.collect(upTo: 1 << 20)
+        } catch {
+            throw FCMError.tokenRequest("token request to \(account.tokenURI) failed: \(error)")
+        }
+        struct Answer: Decodable {
+            var access_token: String?
+            var expires_in: Double?
+            var error: String?
+            var error_description: String?
+        }
+        let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: body))
+        guard response.status == .ok, let value = answer?.access_token, !value.isEmpty else {
+            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
+            throw FCMError.tokenRequest("token endpoint answered \(response.status.code)\(detail.isEmpty ? "" : " (\(detail))")")
+        }
+        let lifetime = max(answer?.expires_in ?? 3600, 1)
+        // Refresh five minutes early, or halfway through for short-lived tokens.
+        let margin = min(300, lifetime / 2)
+        return Token(value: value, refreshAt: now.addingTimeInterval(lifetime - margin))
+    }
+}

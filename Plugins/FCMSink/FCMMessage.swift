@@ -1,0 +1,177 @@
+import Foundation
+public import HeraldCore
+
+/// The body of `POST /v1/projects/{project}/messages:send`.
+public struct FCMSendRequest: Codable, Sendable, Equatable {
+    public var message: FCMMessage
+    /// FCM's dry run: validated, never delivered.
+    public var validateOnly: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case message
+        case validateOnly = "validate_only"
+    }
+}
+
+/// One FCM HTTP v1 message, with exactly the fields Herald uses.
+public struct FCMMessage: Codable, Sendable, Equatable {
+    public struct Notification: Codable, Sendable, Equatable {
+        public var title: String
+        public var body: String
+    }
+
+    public struct Android: Codable, Sendable, Equatable {
+        public var priority: String
+        public var collapseKey: String?
+
+        enum CodingKeys: String, CodingKey {
+            case priority
+            case collapseKey = "collapse_key"
+        }
+    }
+
+    public struct APNs: Codable, Sendable, Equatable {
+        public struct Payload: Codable, Sendable, Equatable {
+            public var aps: APS
+        }
+
+        public struct APS: Codable, Sendable, Equatable {
+            public var alert: Notification?
+            public var sound: String?
+            public var contentAvailable: Int?
+
+            enum CodingKeys: String, CodingKey {
+                case alert, sound
+                case contentAvailable = "content-available"
+            }
+        }
+
+        public var headers: [String: String]?
+        public var payload: Payload
+    }
+
+    public var token: String?
+    public var topic: String?
+    public var notification: Notification?
+    public var data: [String: String]?
+    public var android: Android?
+    public var apns: APNs?
+}
+
+/// A Message Hub message as sent to an FCM topic (SPEC §4): one or two components.
+public struct FCMTopicMessage: Sendable, Equatable {
+    public var msiKey: String
+    public var topicKey: String
+    public var distribution: Distribution
+    public var title: String
+    public var desc: String
+    public var message: String
+    /// Milliseconds since the epoch.
+    public var timestamp: Int64
+
+    public init(msiKey: String, topicKey: String, distribution: Distribution, title: String, desc: String, message: String, timestamp: Int64) {
+        self.msiKey = msiKey
+        self.topicKey = topicKey
+        self.distribution = distribution
+        self.title = title
+        self.desc = desc
+        self.message = message
+        self.timestamp = timestamp
+    }
+}
+
+/// Maps Herald's notifications onto FCM messages and checks FCM's limits.
+public enum FCMMessageBuilder {
+    /// FCM's payload limits, in bytes of the `notification` and `data` parts.
+    public static let tokenPayloadLimit = 4096
+    public static let topicPayloadLimit = 2048
+    /// Keys Herald writes into `data` itself.
+    public static let heraldDataKeys: Set<String> = ["id", "timestamp", "type", "url", "title", "body"]
+
+    /// One message for one device: an alert shows a notification; information is silent data.
+    public static func tokenMessage(for delivery: Delivery, token: String) -> FCMMessage {
+        let n = delivery.notification
+        var data = n.data
+        data["id"] = n.id.hex
+        data["timestamp"] = Timestamp.format(n.timestamp)
+        data["type"] = n.type
+        if let url = n.url { data["url"] = url }
+        let android = FCMMessage.Android(priority: "high", collapseKey: n.collapseKey)
+        switch delivery.distribution {
+        case .alert:
+            let content = FCMMessage.Notification(title: n.title, body: n.body)
+            var headers = ["apns-priority": "10"]
+            if let collapse = n.collapseKey { headers["apns-collapse-id"] = collapse }
+            return FCMMessage(
+                token: token, notification: content, data: data, android: android,
+                apns: .init(headers: headers, payload: .init(aps: .init(alert: content, sound: "default")))
+            )
+        case .information:
+            // Silent: the app stores it in-app, so the content travels as data.
+            data["title"] = n.title
+            data["body"] = n.body
+            return FCMMessage(token: token, data: data, android: android, apns: silentAPNs)
+        }
+    }
+
+    /// The components of a topic send: an alert is (a) a visible notification plus (b) the
+    /// data component; information is (b) only.
+    public static func topicMessages(_ m: FCMTopicMessage) -> [FCMMessage] {
+        let dataComponent = FCMMessage(
+            topic: m.topicKey,
+            data: [
+                "msi_key": m.msiKey, "topic_key": m.topicKey, "dist": m.distribution == .alert ? "Alert" : "Information",
+                "title": m.title, "desc": m.desc, "message": m.message, "timestamp": String(m.timestamp),
+            ],
+            android: .init(priority: "high"), apns: silentAPNs
+        )
+        guard m.distribution == .alert else { return [dataComponent] }
+        let visible = FCMMessage(topic: m.topicKey, notification: .init(title: m.title, body: m.desc), data: ["msi_key": m.msiKey])
+        return [visible, dataComponent]
+    }
+
+    static let silentAPNs = FCMMessage.APNs(
+        headers: ["apns-push-type": "background", "apns-priority": "5"], payload: .init(aps: .init(contentAvailable: 1))
+    )
+
+    /// Bytes of the `notification` and `data` parts, which FCM's limits apply to.
+    public static func payloadSize(_ message: FCMMessage) -> Int {
+        struct Payload: Encodable {
+            var notification: FCMMessage.Notification?
+            var data: [String: String]?
+        }
+        return (try? JSONEncoder().encode(Payload(notification: message.notification, data: message.data)).count) ?? Int.max
+    }
+
+    /// Refuses a notification FCM would refuse: reserved data keys, or a payload over 4096 bytes.
+    public static func validate(_ notification: HeraldNotification) throws {
+        for key in notification.data.keys.sorted() {
+            let lower = key.lowercased()
+            if lower == "from" || lower == "gcm" || lower.hasPrefix("google") || lower == "message_type" {
+                throw HeraldError.invalidField("data.\(key)", "is reserved by FCM")
+            }
+            if heraldDataKeys.contains(key) {
+                throw HeraldError.invalidField("data.\(key)", "is reserved: Herald sets \(heraldDataKeys.sorted().joined(separator: ", ")) itself")
+            }
+        }
+        // The larger of the two shapes: information carries title and body as data as well.
+        var largest = 0
+        for distribution in Distribution.allCases {
+            let probe = Delivery(id: 0, sink: "fcm", notification: notification, recipient: .init(userID: ""), distribution: distribution, attempt: 1)
+            largest = max(largest, payloadSize(tokenMessage(for: probe, token: "")))
+        }
+        guard largest <= tokenPayloadLimit else {
+            throw HeraldError(.unprocessable, code: "payload_too_large_for_fcm", "the push payload would be \(largest) bytes; FCM allows \(tokenPayloadLimit) (shorten title, body or data)")
+        }
+    }
+
+    /// Refuses a topic message over FCM's 2048-byte topic limit.
+    public static func validate(_ message: FCMTopicMessage) throws {
+        for component in topicMessages(message) {
+            let size = payloadSize(component)
+            guard size <= topicPayloadLimit else {
+                throw HeraldError(.unprocessable, code: "payload_too_large_for_fcm", "the topic payload would be \(size) bytes; FCM allows \(topicPayloadLimit) for topic messages")
+            }
+        }
+    }
+}

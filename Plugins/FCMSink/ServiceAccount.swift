@@ -1,0 +1,66 @@
+public import Foundation
+
+/// A Google service-account key file, used as it is: `project_id`, `client_email`,
+/// `private_key` (PEM) and `token_uri`.
+public struct ServiceAccount: Codable, Sendable, Equatable {
+    public var type: String?
+    public var projectID: String
+    public var privateKeyID: String?
+    public var privateKey: String
+    public var clientEmail: String
+    public var tokenURI: String
+
+    enum CodingKeys: String, CodingKey {
+        case type
+        case projectID = "project_id"
+        case privateKeyID = "private_key_id"
+        case privateKey = "private_key"
+        case clientEmail = "client_email"
+        case tokenURI = "token_uri"
+    }
+
+    public init(projectID: String, privateKeyID: String?, privateKey: String, clientEmail: String, tokenURI: String) {
+        self.type = "service_account"
+        self.projectID = projectID
+        self.privateKeyID = privateKeyID
+        self.privateKey = privateKey
+        self.clientEmail = clientEmail
+        self.tokenURI = tokenURI
+    }
+
+    /// Reads and checks a service-account JSON file.
+    /// - Throws: ``FCMError`` saying which file and which field is wrong.
+    public static func load(path: String) throws -> ServiceAccount {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw FCMError.configuration("cannot read fcm.credentials '\(path)': \(error.localizedDescription)")
+        }
+        let account: ServiceAccount
+        do {
+            account = try JSONDecoder().decode(ServiceAccount.self, from: data)
+        } catch DecodingError.keyNotFound(let key, _) {
+            throw FCMError.configuration("fcm.credentials '\(path)' has no '\(key.stringValue)': use the service-account JSON key file from the Firebase console")
+        } catch {
+            throw FCMError.configuration("fcm.credentials '\(path)' is not a service-account JSON file")
+        }
+        guard URL(string: account.tokenURI)?.scheme?.hasPrefix("http") == true else {
+            throw FCMError.configuration("fcm.credentials '\(path)': token_uri '\(account.tokenURI)' is not an http(s) URL")
+        }
+        guard !account.projectID.isEmpty, !account.clientEmail.isEmpty else {
+            throw FCMError.configuration("fcm.credentials '\(path)': project_id and client_email must not be empty")
+        }
+        return account
+    }
+}
+
+/// What went wrong talking to FCM or its token endpoint.
+public struct FCMError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable { case configuration, tokenRequest, transport }
+    public var kind: Kind
+    public var description: String
+
+    static func configuration(_ text: String) -> FCMError { FCMError(kind: .configuration, description: text) }
+    static func tokenRequest(_ text: String) -> FCMError { FCMError(kind: .tokenRequest, description: text) }
+}

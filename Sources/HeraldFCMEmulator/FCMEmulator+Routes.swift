@@ -1,0 +1,161 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JWTKit
+import NIOCore
+import Synchronization
+
+extension FCMEmulator {
+    struct Assertion: JWTPayload {
+        var iss: IssuerClaim
+        var scope: String
+        var aud: AudienceClaim
+        var iat: IssuedAtClaim
+        var exp: ExpirationClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws { try exp.verifyNotExpired() }
+    }
+
+    /// The OAuth 2.0 token endpoint: JWT-bearer grant with an RS256 assertion.
+    func token(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        var request = request
+        let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
+        var form: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0) }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        state.withLock { $0.tokenRequests += 1 }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
+            return oauthError("unsupported_grant_type", "grant_type must be urn:ietf:params:oauth:grant-type:jwt-bearer")
+        }
+        guard let assertion = form["assertion"] else { return oauthError("invalid_request", "assertion is missing") }
+        let keys = JWTKeyCollection()
+        await keys.add(rsa: privateKey.publicKey, digestAlgorithm: .sha256)
+        let claims: Assertion
+        do {
+            claims = try await keys.verify(assertion, as: Assertion.self)
+        } catch {
+            return oauthError("invalid_grant", "the assertion is not signed by this service account or has expired: \(error)")
+        }
+        guard claims.iss.value == configuration.clientEmail else { return oauthError("invalid_grant", "iss is not the service account's client_email") }
+        guard claims.aud.value.contains("\(baseURL)/token") else { return oauthError("invalid_grant", "aud must be the token_uri") }
+        guard claims.scope.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging") else {
+            return oauthError("invalid_scope", "scope must include https://www.googleapis.com/auth/firebase.messaging")
+        }
+        guard claims.exp.value.timeIntervalSince(claims.iat.value) <= 3600 else {
+            return oauthError("invalid_grant", "exp may be at most one hour after iat")
+        }
+        let token = "ya29.emulator-" + UUID().uuidString.lowercased()
+        state.withLock { _ = $0.issuedTokens.insert(token) }
+        return try json(["access_token": token, "expires_in": configuration.tokenLifetime, "token_type": "Bearer"], status: .ok)
+    }
+
+    /// `messages:send`: checks the bearer token and the message, then answers per token prefix.
+    func send(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        var request = request
+        let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, state.withLock({ $0.issuedTokens.contains(bearer) }) else {
+            return fcmError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", errorCode: nil)
+        }
+        guard context.parameters.get("project") == configuration.projectID else {
+            return fcmError(403, "PERMISSION_DENIED", "Permission denied for project \(context.parameters.get("project") ?? "?")", errorCode: "SENDER_ID_MISMATCH")
+        }
+        let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+        let (response, validateOnly) = await answer(data)
+        state.withLock { $0.received.append(Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly)) }
+        return response
+    }
+
+    private func answer(_ data: Data) async -> (Response, Bool) {
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let message = root["message"] as? [String: Any] else {
+            return (badRequest("message", "the body must be {\"message\":{…}}"), false)
+        }
+        let validateOnly = root["validate_only"] as? Bool ?? false
+        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
+        guard targets.count == 1 else { return (badRequest("message", "exactly one of token, topic or condition is required"), validateOnly) }
+        if let values = message["data"] {
+            guard let data = values as? [String: Any] else { return (badRequest("message.data", "data must be an object"), validateOnly) }
+            for (key, value) in data {
+                guard value is String else { return (badRequest("message.data.\(key)", "data values must be strings"), validateOnly) }
+                let lower = key.lowercased()
+                if lower == "from" || lower == "gcm" || lower.hasPrefix("google") || lower == "message_type" {
+                    return (badRequest("message.data.\(key)", "'\(key)' is a reserved key"), validateOnly)
+                }
+            }
+        }
+        var payload: [String: Any] = [:]
+        payload["notification"] = message["notification"]
+        payload["data"] = message["data"]
+        let size = (try? JSONSerialization.data(withJSONObject: payload).count) ?? 0
+        let limit = message["topic"] != nil ? 2048 : 4096
+        guard size <= limit else { return (badRequest("message", "payload of \(size) bytes exceeds \(limit)"), validateOnly) }
+
+        let target = (message["token"] as? String) ?? (message["topic"] as? String) ?? ""
+        let attempt = state.withLock { state -> Int in
+            state.attemptsByToken[target, default: 0] += 1
+            return state.attemptsByToken[target] ?? 1
+        }
+        print("fcm-emulator: \(validateOnly ? "validated" : "message") #\(attempt) to \(message["token"] != nil ? "token" : "topic") \(target): \(String(decoding: data, as: UTF8.self))")
+        if target.hasPrefix("dead-") {
+            return (fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED"), validateOnly)
+        }
+        if target.hasPrefix("invalid-") {
+            return (fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", errorCode: "INVALID_ARGUMENT"), validateOnly)
+        }
+        if target.hasPrefix("mismatch-") {
+            return (fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH"), validateOnly)
+        }
+        if target.hasPrefix("flaky-") && attempt <= 2 {
+            return (fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE"), validateOnly)
+        }
+        if target.hasPrefix("quota-") && attempt == 1 {
+            var response = fcmError(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED")
+            response.headers[HTTPField.Name("Retry-After")!] = String(configuration.quotaRetryAfter)
+            return (response, validateOnly)
+        }
+        if target.hasPrefix("slow-") {
+            try? await Task.sleep(for: configuration.slowLatency)
+        }
+        let name = "projects/\(configuration.projectID)/messages/\(UInt64.random(in: 1..<UInt64.max))"
+        return ((try? json(["name": name], status: .ok)) ?? Response(status: .ok), validateOnly)
+    }
+
+    func inspection() throws -> Response {
+        let items: [[String: Any]] = received.map { item in
+            var entry: [String: Any] = ["status": item.status, "at": item.at.timeIntervalSince1970, "validate_only": item.validateOnly]
+            entry["request"] = try? JSONSerialization.jsonObject(with: item.body)
+            return entry
+        }
+        return try json(["token_requests": tokenRequests, "requests": items], status: .ok)
+    }
+
+    private func json(_ value: Any, status: HTTPResponse.Status) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+        return Response(status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    private func oauthError(_ error: String, _ description: String) -> Response {
+        (try? json(["error": error, "error_description": description], status: .badRequest)) ?? Response(status: .badRequest)
+    }
+
+    /// An error in FCM v1's shape, with an `FcmError` detail when `errorCode` is given.
+    func fcmError(_ code: Int, _ status: String, _ message: String, errorCode: String?) -> Response {
+        var error: [String: Any] = ["code": code, "message": message, "status": status]
+        if let errorCode {
+            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+        }
+        return (try? json(["error": error], status: .init(code: code))) ?? Response(status: .init(code: code))
+    }
+
+    /// A payload fault: 400 INVALID_ARGUMENT with a `google.rpc.BadRequest` field violation.
+    private func badRequest(_ field: String, _ description: String) -> Response {
+        let error: [String: Any] = [
+            "code": 400, "message": "Invalid JSON payload received. \(description)", "status": "INVALID_ARGUMENT",
+            "details": [
+                ["@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [["field": field, "description": description]]],
+                ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "INVALID_ARGUMENT"],
+            ],
+        ]
+        return (try? json(["error": error], status: .badRequest)) ?? Response(status: .badRequest)
+    }
+}

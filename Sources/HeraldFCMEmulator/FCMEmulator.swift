@@ -1,0 +1,131 @@
+public import Foundation
+import HTTPTypes
+public import Hummingbird
+import JWTKit
+import Logging
+import NIOCore
+import Synchronization
+import _CryptoExtras
+
+/// A local stand-in for Google's OAuth token endpoint and FCM HTTP v1, for developers and tests.
+///
+/// It makes its own service account (an RSA key pair), verifies the RS256 JWT-bearer assertion
+/// against it, issues access tokens and checks them on every send, validates each message's
+/// shape, records it, and scripts failures by token prefix:
+///
+/// | prefix | answer |
+/// |---|---|
+/// | `dead-` | 404 UNREGISTERED |
+/// | `invalid-` | 400 INVALID_ARGUMENT with an FcmError (bad registration token) |
+/// | `mismatch-` | 403 SENDER_ID_MISMATCH |
+/// | `flaky-` | 503 UNAVAILABLE twice, then success |
+/// | `quota-` | 429 QUOTA_EXCEEDED with `Retry-After: 2` once, then success |
+/// | `slow-` | success after 2 s |
+public final class FCMEmulator: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var projectID = "herald-emulator"
+        public var clientEmail = "herald@herald-emulator.iam.gserviceaccount.com"
+        /// `expires_in` of issued access tokens, in seconds.
+        public var tokenLifetime = 3600
+        /// `Retry-After` seconds for `quota-` tokens.
+        public var quotaRetryAfter = 2
+        /// Latency of `slow-` tokens.
+        public var slowLatency: Duration = .seconds(2)
+
+        public init() {}
+    }
+
+    /// One request to messages:send, as the emulator saw and answered it.
+    public struct Received: Sendable {
+        public var status: Int
+        public var body: Data
+        public var at: Date
+        public var validateOnly: Bool
+    }
+
+    struct State {
+        var issuedTokens: Set<String> = []
+        var tokenRequests = 0
+        var received: [Received] = []
+        var attemptsByToken: [String: Int] = [:]
+        var port: Int?
+    }
+
+    public let configuration: Configuration
+    let privateKey: JWTKit.Insecure.RSA.PrivateKey
+    let keyID = UUID().uuidString.lowercased()
+    let state = Mutex(State())
+    let print: @Sendable (String) -> Void
+
+    public init(configuration: Configuration = .init(), print: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        self.configuration = configuration
+        self.privateKey = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+        self.print = print
+    }
+
+    /// The port the emulator listens on, once it runs.
+    public var port: Int? { state.withLock { $0.port } }
+
+    public var baseURL: String { "http://\(configuration.host):\(port ?? configuration.port)" }
+
+    /// A Google-style service-account JSON file for this emulator (PKCS#8 private key).
+    public func serviceAccountJSON() throws -> Data {
+        let account: [String: String] = [
+            "type": "service_account",
+            "project_id": configuration.projectID,
+            "private_key_id": keyID,
+            "private_key": try _RSA.Signing.PrivateKey(pemRepresentation: privateKey.pemRepresentation).pkcs8PEMRepresentation,
+            "client_email": configuration.clientEmail,
+            "client_id": "0",
+            "token_uri": "\(baseURL)/token",
+        ]
+        return try JSONSerialization.data(withJSONObject: account, options: [.prettyPrinted, .sortedKeys])
+    }
+
+    public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
+
+    /// Every send request so far, answered or refused.
+    public var received: [Received] { state.withLock { $0.received } }
+
+    /// The messages FCM would have delivered: accepted sends that were not dry runs.
+    public var deliveredMessages: [[String: Any]] {
+        received.filter { $0.status == 200 && !$0.validateOnly }.compactMap { item in
+            (try? JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["message"] as? [String: Any]
+        }
+    }
+
+    public func reset() {
+        state.withLock { state in
+            state.received = []
+            state.attemptsByToken = [:]
+            state.tokenRequests = 0
+        }
+    }
+
+    /// Runs until cancelled; `onRunning` gets the bound port.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let router = Router()
+        router.post("/token") { request, context in try await self.token(request, context: context) }
+        router.post("/v1/projects/{project}/messages:send") { request, context in try await self.send(request, context: context) }
+        router.get("/emulator/messages") { _, _ in try self.inspection() }
+        router.delete("/emulator/messages") { _, _ in
+            self.reset()
+            return Response(status: .noContent)
+        }
+        var logger = Logger(label: "fcm-emulator")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-emulator"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? self.configuration.port
+                self.state.withLock { $0.port = port }
+                await onRunning(port)
+            },
+            logger: logger
+        )
+        try await app.run()
+    }
+}

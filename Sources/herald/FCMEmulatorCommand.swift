@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import HeraldFCMEmulator
+
+struct FCMEmulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fcm-emulator",
+        abstract: "Run a local stand-in for Google's token endpoint and FCM HTTP v1.",
+        discussion: """
+            Writes a service account for itself, then point Herald at it:
+              herald fcm-emulator --port 9099 --write-service-account fcm-emulator.json
+              HERALD_FCM_CREDENTIALS=fcm-emulator.json HERALD_FCM_ENDPOINT=http://127.0.0.1:9099 herald serve
+            Tokens starting with dead-, invalid-, mismatch-, flaky-, quota- or slow- get scripted failures.
+            GET /emulator/messages lists what it received.
+            """
+    )
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port: Int = 9099
+
+    @Option(help: "Address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .customLong("write-service-account"), help: "Write this emulator's service-account JSON to FILE once it listens.")
+    var serviceAccountFile: String?
+
+    @Option(name: .customLong("project-id"), help: "The Firebase project id it accepts.")
+    var projectID: String = "herald-emulator"
+
+    @Option(name: .customLong("token-lifetime"), help: "Seconds an access token lives.")
+    var tokenLifetime: Int = 3600
+
+    func run() async throws {
+        var configuration = FCMEmulator.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.projectID = projectID
+        configuration.tokenLifetime = tokenLifetime
+        let emulator = try FCMEmulator(configuration: configuration) { line in
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+        let file = serviceAccountFile
+        try await emulator.run { port in
+            if let file {
+                do {
+                    try emulator.serviceAccountJSON().write(to: URL(fileURLWithPath: file))
+                } catch {
+                    FileHandle.standardError.write(Data("herald: error: cannot write \(file): \(error)\n".utf8))
+                }
+            }
+            FileHandle.standardOutput.write(Data("FCM emulator listening on http://\(host):\(port)\n".utf8))
+        }
+    }
+}
