@@ -147,6 +147,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldFCMSinkTests",
+            dependencies: ["HeraldFCMSink", "HeraldFCMEmulator", "HeraldHistorySink", "HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldServer",

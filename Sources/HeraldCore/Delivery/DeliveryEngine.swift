@@ -124,13 +124,15 @@ public final class DeliveryEngine: Service {
         }
         guard !live.isEmpty else { return updates }
         let outcomes = await sink.deliver(live)
+        // Retry-After and backoff count from the provider's answer, not from the send.
+        let answered = clock()
         guard outcomes.count == live.count else {
             logger.error("sink '\(name)' returned \(outcomes.count) outcomes for \(live.count) deliveries; retrying them")
             let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' returned a wrong number of outcomes")
-            return updates + live.map { update(for: $0, outcome: outcome, now: now) }
+            return updates + live.map { update(for: $0, outcome: outcome, now: answered) }
         }
         for (delivery, outcome) in zip(live, outcomes) {
-            let result = update(for: delivery, outcome: outcome, now: now)
+            let result = update(for: delivery, outcome: outcome, now: answered)
             logger.debug(
                 "delivery outcome",
                 metadata: [

@@ -1,0 +1,93 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldFCMEmulator
+import HeraldFCMSink
+import HeraldHistorySink
+import HeraldStore
+import Synchronization
+import Testing
+
+/// An FCM emulator on a free loopback port, an FCM sink pointed at it, and a delivery engine
+/// on a real SQLite store.
+final class EmulatorFixture: Sendable {
+    let emulator: FCMEmulator
+    let running: Task<Void, any Error>
+    let sink: FCMSink
+    let store: SQLiteStore
+    let engine: DeliveryEngine
+    let service: NotificationService
+
+    static func start(
+        maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600
+    ) async throws -> EmulatorFixture {
+        var configuration = FCMEmulator.Configuration()
+        configuration.quotaRetryAfter = quotaRetryAfter
+        configuration.tokenLifetime = tokenLifetime
+        configuration.slowLatency = .milliseconds(300)
+        let emulator = try FCMEmulator(configuration: configuration)
+        let port = Mutex<Int?>(nil)
+        let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
+        for _ in 0..<200 where port.withLock({ $0 }) == nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        guard port.withLock({ $0 }) != nil else { throw CancellationError() }
+        let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
+        let sink = try await FCMSink(configuration: FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5)))
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let sinks = try SinkRegistry([HistorySink(store: store), sink])
+        var engineConfiguration = DeliveryEngineConfiguration()
+        engineConfiguration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: backoff, maxDelay: .seconds(5))
+        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: engineConfiguration)
+        let service = NotificationService(
+            validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://pong.example")),
+            router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
+        )
+        return EmulatorFixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service)
+    }
+
+    private init(emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService) {
+        self.emulator = emulator
+        self.running = running
+        self.sink = sink
+        self.store = store
+        self.engine = engine
+        self.service = service
+    }
+
+    func stop() async {
+        running.cancel()
+        _ = await running.result
+    }
+
+    func register(_ user: String, _ token: String) async throws {
+        _ = try await store.registerDevice(userID: user, token: token, registration: .init(fcmToken: token), newID: ObjectIDGenerator().next(), at: Date())
+    }
+
+    func send(_ submission: NotificationSubmission) async throws -> ObjectID {
+        try await service.send(submission).receipt.id
+    }
+
+    /// Works the queue until nothing is pending or `timeout` passes.
+    func deliverAll(timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            try await engine.drain()
+            guard let due = try await store.nextDueDate() else { return }
+            try await Task.sleep(for: .milliseconds(Int64(max(due.timeIntervalSinceNow, 0.01) * 1000)))
+        }
+    }
+
+    /// Send requests the emulator saw for `token`, in order.
+    func attempts(to token: String) -> [FCMEmulator.Received] {
+        emulator.received.filter { item in
+            let message = (try? JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["message"] as? [String: Any]
+            return message?["token"] as? String == token
+        }
+    }
+
+    func messages(to token: String) -> [[String: Any]] {
+        emulator.deliveredMessages.filter { $0["token"] as? String == token }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import HeraldCore
+import HeraldFCMEmulator
+import HeraldFCMSink
+import HeraldStore
+import Testing
+
+/// The FCM sink against the local emulator, over real HTTP on loopback.
+@Suite struct FCMSinkTests {
+    @Test func alertReachesEveryDeviceWithTheDocumentedMapping() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("alice", "phone-1")
+        try await f.register("alice", "tablet-1")
+        let id = try await f.send(NotificationSubmission(
+            type: "upvote", title: "Your post got an upvote", body: "Nice", url: "/posts/DKJW", data: ["thread": "9"], collapseKey: "votes", userIDs: ["alice"]
+        ))
+        try await f.deliverAll()
+        for token in ["phone-1", "tablet-1"] {
+            let message = try #require(f.messages(to: token).first, "\(token) got the alert")
+            let notification = try #require(message["notification"] as? [String: String])
+            #expect(notification == ["title": "Your post got an upvote", "body": "Nice"])
+            let data = try #require(message["data"] as? [String: Any])
+            #expect(data.values.allSatisfy { $0 is String }, "every data value is a string")
+            #expect(data["id"] as? String == id.hex)
+            #expect(data["type"] as? String == "upvote")
+            #expect(data["url"] as? String == "https://pong.example/posts/DKJW")
+            #expect(data["thread"] as? String == "9")
+            #expect((data["timestamp"] as? String)?.hasSuffix("Z") == true)
+            let android = try #require(message["android"] as? [String: Any])
+            #expect(android["priority"] as? String == "high")
+            #expect(android["collapse_key"] as? String == "votes")
+            let apns = try #require(message["apns"] as? [String: Any])
+            let aps = try #require((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])
+            #expect(aps["sound"] as? String == "default")
+            #expect((aps["alert"] as? [String: String])?["title"] == "Your post got an upvote")
+        }
+        #expect(try await f.store.status(of: id)?.deliveries.allSatisfy { $0.state == .delivered } == true)
+        await f.stop()
+    }
+
+    @Test func informationIsSilentData() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("bob", "phone-2")
+        let id = try await f.send(NotificationSubmission(type: "hot", title: "Trending", body: "quietly", url: nil, distribution: "information", userIDs: ["bob"]))
+        try await f.deliverAll()
+        let message = try #require(f.messages(to: "phone-2").first)
+        #expect(message["notification"] == nil, "no notification block")
+        let data = try #require(message["data"] as? [String: String])
+        #expect(data["id"] == id.hex)
+        #expect(data["url"] == nil, "a null url is left out")
+        #expect(data["title"] == "Trending")
+        let apns = try #require(message["apns"] as? [String: Any])
+        #expect((apns["headers"] as? [String: String]) == ["apns-push-type": "background", "apns-priority": "5"])
+        let aps = try #require((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])
+        #expect(aps["content-available"] as? Int == 1)
+        #expect(aps["alert"] == nil)
+        #expect((message["android"] as? [String: Any])?["priority"] as? String == "high")
+        await f.stop()
+    }
+
+    @Test func deadTokenIsTriedExactlyOnceEver() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("carol", "dead-1")
+        try await f.register("carol", "alive-1")
+        let first = try await f.send(NotificationSubmission(type: "comment", title: "one", userIDs: ["carol"]))
+        try await f.deliverAll()
+        _ = try await f.send(NotificationSubmission(type: "comment", title: "two", userIDs: ["carol"]))
+        try await f.deliverAll()
+        #expect(f.attempts(to: "dead-1").count == 1)
+        #expect(f.messages(to: "alive-1").count == 2)
+        #expect(try await f.store.devices(userID: "carol").map(\.fcmToken) == ["alive-1"], "the dead token is gone from the device list")
+        let failed = try #require(try await f.store.status(of: first)?.deliveries.first { $0.state == .failed })
+        #expect(failed.lastError?.contains("UNREGISTERED") == true)
+        await f.stop()
+    }
+
+    @Test func invalidTokenIsRemovedButPayloadFaultsKeepTheDevice() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("dave", "invalid-1")
+        try await f.register("dave", "good-1")
+        _ = try await f.send(NotificationSubmission(type: "comment", title: "hi", userIDs: ["dave"]))
+        try await f.deliverAll()
+        #expect(try await f.store.devices(userID: "dave").map(\.fcmToken) == ["good-1"])
+        await f.stop()
+    }
+
+    @Test func flakyTokenIsDeliveredOnTheThirdAttemptWithGrowingBackoff() async throws {
+        let f = try await EmulatorFixture.start(backoff: .milliseconds(200))
+        try await f.register("erin", "flaky-1")
+        let id = try await f.send(NotificationSubmission(type: "reply", title: "hi", userIDs: ["erin"]))
+        try await f.deliverAll()
+        let attempts = f.attempts(to: "flaky-1")
+        #expect(attempts.map(\.status) == [503, 503, 200])
+        let firstGap = attempts[1].at.timeIntervalSince(attempts[0].at)
+        let secondGap = attempts[2].at.timeIntervalSince(attempts[1].at)
+        #expect(firstGap >= 0.1, "backoff after the first failure: \(firstGap)")
+        #expect(secondGap >= 0.2, "backoff doubles after the second: \(secondGap)")
+        let push = try #require(try await f.store.status(of: id)?.deliveries.first { $0.sink == "fcm" })
+        #expect(push.state == .delivered && push.attempts == 3)
+        await f.stop()
+    }
+
+    @Test func quotaIsRetriedNoSoonerThanRetryAfter() async throws {
+        let f = try await EmulatorFixture.start(backoff: .milliseconds(50), quotaRetryAfter: 1)
+        try await f.register("fay", "quota-1")
+        _ = try await f.send(NotificationSubmission(type: "hot", title: "hi", userIDs: ["fay"]))
+        try await f.deliverAll()
+        let attempts = f.attempts(to: "quota-1")
+        #expect(attempts.map(\.status) == [429, 200])
+        #expect(attempts[1].at.timeIntervalSince(attempts[0].at) >= 1.0, "Retry-After: 1 is honoured")
+        await f.stop()
+    }
+
+    @Test func thirtySendsCostOneTokenRequest() async throws {
+        let f = try await EmulatorFixture.start()
+        for i in 0..<30 { try await f.register("u\(i)", "tok-\(i)") }
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "all", userIDs: (0..<30).map { "u\($0)" }))
+        try await f.deliverAll()
+        #expect(f.emulator.deliveredMessages.count == 30)
+        #expect(f.emulator.tokenRequests == 1)
+        #expect(await f.sink.tokenRequests == 1)
+        await f.stop()
+    }
+
+    @Test func anExpiredAccessTokenIsRefreshed() async throws {
+        // Tokens that live 2 s are refreshed halfway through.
+        let f = try await EmulatorFixture.start(tokenLifetime: 2)
+        try await f.register("gus", "tok-g")
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "one", userIDs: ["gus"]))
+        try await f.deliverAll()
+        try await Task.sleep(for: .milliseconds(1100))
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "two", userIDs: ["gus"]))
+        try await f.deliverAll()
+        #expect(f.messages(to: "tok-g").count == 2)
+        #expect(f.emulator.tokenRequests == 2)
+        await f.stop()
+    }
+
+    @Test func senderMismatchOnEveryTokenKeepsTheDevices() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("hal", "mismatch-1")
+        try await f.register("hal", "mismatch-2")
+        let id = try await f.send(NotificationSubmission(type: "generic", title: "x", userIDs: ["hal"]))
+        try await f.engine.drain()
+        #expect(try await f.store.devices(userID: "hal").count == 2, "wrong credentials do not wipe the device table")
+        let pushes = try #require(try await f.store.status(of: id)?.deliveries.filter { $0.sink == "fcm" })
+        #expect(pushes.allSatisfy { $0.state == .pending && $0.lastError?.contains("check fcm.credentials") == true })
+        await f.stop()
+    }
+
+    @Test func settingsAreRespected() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("muted", "tok-muted")
+        try await f.register("picky", "tok-picky")
+        _ = try await f.store.updateSettings(userID: "muted") { $0.enabled = false }
+        _ = try await f.store.updateSettings(userID: "picky") { $0.types["hot"] = false }
+        _ = try await f.send(NotificationSubmission(type: "hot", title: "hot", userIDs: ["muted", "picky"]))
+        _ = try await f.send(NotificationSubmission(type: "comment", title: "comment", userIDs: ["muted", "picky"]))
+        try await f.deliverAll()
+        #expect(f.messages(to: "tok-muted").isEmpty, "push disabled")
+        #expect(f.messages(to: "tok-picky").compactMap { ($0["data"] as? [String: String])?["type"] } == ["comment"], "hot opted out")
+        #expect(try await f.store.history(userID: "muted", limit: 10, before: nil).items.count == 2, "history is never suppressed")
+        await f.stop()
+    }
+
+    @Test func payloadOverTheLimitIsRefusedBeforeAnythingIsStored() async throws {
+        let f = try await EmulatorFixture.start()
+        let big = String(repeating: "x", count: 4000)
+        await #expect {
+            _ = try await f.send(NotificationSubmission(type: "generic", title: "t", body: big, userIDs: ["ivy"]))
+        } throws: { ($0 as? HeraldError)?.code == "payload_too_large_for_fcm" }
+        await #expect {
+            _ = try await f.send(NotificationSubmission(type: "generic", title: "t", data: ["google.sent_time": "1"], userIDs: ["ivy"]))
+        } throws: { ($0 as? HeraldError)?.message.contains("reserved") == true }
+        await #expect {
+            _ = try await f.send(NotificationSubmission(type: "generic", title: "t", data: ["id": "mine"], userIDs: ["ivy"]))
+        } throws: { ($0 as? HeraldError)?.message.contains("data.id") == true }
+        #expect(try await f.store.history(userID: "ivy", limit: 10, before: nil).items.isEmpty)
+        await f.stop()
+    }
+
+    @Test func topicSendsHaveTwoComponentsForAlertsAndOneForInformation() async throws {
+        let f = try await EmulatorFixture.start()
+        let alert = FCMTopicMessage(msiKey: "m1", topicKey: "c-a-s", distribution: .alert, title: "Storm", desc: "Stay in", message: "Details", timestamp: 1_700_000_000_000)
+        #expect(await f.sink.sendToTopic(alert) == [.delivered, .delivered])
+        let info = FCMTopicMessage(msiKey: "m2", topicKey: "c-a-s", distribution: .information, title: "FYI", desc: "", message: "More", timestamp: 1_700_000_000_001)
+        #expect(await f.sink.sendToTopic(info) == [.delivered])
+        let sent = f.emulator.deliveredMessages.filter { $0["topic"] as? String == "c-a-s" }
+        #expect(sent.count == 3)
+        #expect((sent[0]["notification"] as? [String: String]) == ["title": "Storm", "body": "Stay in"])
+        #expect((sent[0]["data"] as? [String: String]) == ["msi_key": "m1"])
+        #expect(sent[1]["notification"] == nil)
+        #expect((sent[1]["data"] as? [String: String]) == [
+            "msi_key": "m1", "topic_key": "c-a-s", "dist": "Alert", "title": "Storm", "desc": "Stay in", "message": "Details", "timestamp": "1700000000000",
+        ])
+        #expect((sent[2]["data"] as? [String: String])?["dist"] == "Information")
+        let aps = ((sent[2]["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any]
+        #expect(aps?["content-available"] as? Int == 1)
+        #expect(throws: HeraldError.self) {
+            try FCMMessageBuilder.validate(FCMTopicMessage(msiKey: "m", topicKey: "c-a-s", distribution: .alert, title: "t", desc: "d", message: String(repeating: "m", count: 2100), timestamp: 0))
+        }
+        await f.stop()
+    }
+}
+
+@Suite struct FCMResultTests {
+    func body(_ status: String, _ errorCode: String?, badRequest: Bool = false) -> Data {
+        var details: [[String: Any]] = []
+        if let errorCode { details.append(["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]) }
+        if badRequest { details.append(["@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [["field": "message.data"]]]) }
+        return try! JSONSerialization.data(withJSONObject: ["error": ["code": 400, "message": "m", "status": status, "details": details]])
+    }
+
+    @Test func classifiesByStatusAndErrorCode() {
+        #expect(FCMResult.classify(status: 200, body: Data(), retryAfter: nil) == .sent)
+        guard case .unregistered = FCMResult.classify(status: 404, body: body("NOT_FOUND", "UNREGISTERED"), retryAfter: nil) else { Issue.record("404 UNREGISTERED"); return }
+        // The status can read NOT_FOUND or INVALID_ARGUMENT while the errorCode says UNREGISTERED.
+        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "UNREGISTERED"), retryAfter: nil) else { Issue.record("400 UNREGISTERED"); return }
+        guard case .senderMismatch = FCMResult.classify(status: 403, body: body("PERMISSION_DENIED", "SENDER_ID_MISMATCH"), retryAfter: nil) else { Issue.record("403"); return }
+        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT"), retryAfter: nil) else { Issue.record("bad token"); return }
+        guard case .payloadFault = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT", badRequest: true), retryAfter: nil) else { Issue.record("payload"); return }
+        guard case .transient(let after, _) = FCMResult.classify(status: 429, body: body("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), retryAfter: "7") else { Issue.record("429"); return }
+        #expect(after == .seconds(7))
+        guard case .transient(nil, _) = FCMResult.classify(status: 503, body: body("UNAVAILABLE", "UNAVAILABLE"), retryAfter: nil) else { Issue.record("503"); return }
+        guard case .transient = FCMResult.classify(status: 500, body: Data("oops".utf8), retryAfter: nil) else { Issue.record("500"); return }
+        guard case .unauthorized = FCMResult.classify(status: 401, body: body("UNAUTHENTICATED", nil), retryAfter: nil) else { Issue.record("401"); return }
+        guard case .refused(let text) = FCMResult.classify(status: 404, body: body("NOT_FOUND", nil), retryAfter: nil) else { Issue.record("other 4xx"); return }
+        #expect(text.contains("FCM 404"))
+    }
+
+    @Test func retryAfterInSecondsOrAsAnHTTPDate() {
+        let now = Date(timeIntervalSince1970: 1_445_412_470)  // Wed, 21 Oct 2015 07:27:50 GMT
+        #expect(FCMResult.parseRetryAfter("120", now: now) == .seconds(120))
+        #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
+        #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
+        #expect(FCMResult.parseRetryAfter("soon", now: now) == nil)
+    }
+}
