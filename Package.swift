@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
         .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
         .library(name: "HeraldFCMEmulator", targets: ["HeraldFCMEmulator"]),
+        .library(name: "HeraldWebhookSink", targets: ["HeraldWebhookSink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // Domain: notifications, routing, the sink protocol, the delivery engine.
@@ -79,6 +81,20 @@ let package = Package(
             path: "Plugins/FCMSink",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "HeraldWebhookSink",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "Plugins/WebhookSink",
+            swiftSettings: swiftSettings
+        ),
         // A local stand-in for Google's token endpoint and FCM v1, for developers and tests.
         .target(
             name: "HeraldFCMEmulator",
@@ -101,7 +117,9 @@ let package = Package(
                 "HeraldHistorySink",
                 "HeraldConsoleSink",
                 "HeraldFCMSink",
+                "HeraldWebhookSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -149,6 +167,16 @@ let package = Package(
         .testTarget(
             name: "HeraldFCMSinkTests",
             dependencies: ["HeraldFCMSink", "HeraldFCMEmulator", "HeraldHistorySink", "HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldWebhookSinkTests",
+            dependencies: [
+                "HeraldWebhookSink", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -122,7 +122,7 @@ public final class FCMSink: NotificationSink {
             request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(FCMSendRequest(message: message))))
-            let response = try await http.execute(request, timeout: .nanoseconds(Int64(configuration.requestTimeout.components.seconds * 1_000_000_000)))
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(configuration.requestTimeout.seconds * 1000)))
             let body = try await response.body.collect(upTo: 1 << 20)
             let classified = FCMResult.classify(status: Int(response.status.code), body: Data(buffer: body), retryAfter: response.headers.first(name: "Retry-After"), now: clock())
             if case .unauthorized = classified, !refreshed {

@@ -3,6 +3,7 @@ public import HeraldCore
 import HeraldConsoleSink
 import HeraldFCMSink
 import HeraldHistorySink
+import HeraldWebhookSink
 public import Hummingbird
 public import Logging
 
@@ -41,9 +42,14 @@ public struct HeraldServer: Sendable {
         if let fcm = configuration.fcm {
             sinkList.append(try await makeFCMSink(fcm, logger: logger))
         }
+        for webhook in configuration.webhooks {
+            sinkList.append(WebhookSink(configuration: .init(name: webhook.name, url: webhook.url, secret: webhook.secret), logger: logger))
+        }
         sinkList.append(contentsOf: extraSinks)
         let sinks = try SinkRegistry(sinkList)
-        let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+        // Webhook matches first, so an operator's routing rule can still remove a webhook.
+        let rules = try configuration.webhooks.flatMap(\.rules) + configuration.routing.map(RoutingRule.parse)
+        let router = try NotificationRouter(registry: sinks, rules: rules)
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger)
         let service = NotificationService(
             validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),

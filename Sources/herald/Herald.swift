@@ -36,8 +36,7 @@ struct CommonOptions: ParsableArguments {
     func load(extra: [String: String] = [:]) async throws -> HeraldConfiguration {
         var file = config ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
         if file == nil, FileManager.default.fileExists(atPath: "herald.yaml") { file = "herald.yaml" }
-        let reader = try await HeraldConfiguration.reader(configFile: file, overrides: overrides.merging(extra) { _, new in new })
-        return try HeraldConfiguration(reader: reader)
+        return try await HeraldConfiguration.load(configFile: file, overrides: overrides.merging(extra) { _, new in new })
     }
 
     /// The configured storage, migrated, for the admin subcommands.

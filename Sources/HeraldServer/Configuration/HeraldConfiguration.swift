@@ -2,6 +2,7 @@ import Foundation
 public import Configuration
 public import HeraldCore
 import SystemPackage
+import Yams
 
 /// Everything a Herald server is configured with, read once at start-up.
 ///
@@ -28,6 +29,8 @@ public struct HeraldConfiguration: Sendable {
     public var consoleSink: Bool = false
     /// FCM HTTP v1: enabled when `fcm.credentials` names a service-account JSON file.
     public var fcm: FCMSettings?
+    /// Webhook sinks (`sinks.<name>: {type: webhook, url, secret, match}`).
+    public var webhooks: [WebhookSettings] = []
     public var logLevel: String = "info"
 
     public init() {}
@@ -38,8 +41,10 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// Reads every key from `reader`, keeping the defaults above for keys that are absent.
+    /// - Parameter webhookNames: names of `sinks.<name>` entries with `type: webhook` (the
+    ///   reader cannot list keys); names in `sinks.webhooks` are added to them.
     /// - Throws: ``HeraldError`` naming the key when a value has the wrong type or range.
-    public init(reader: ConfigReader) throws {
+    public init(reader: ConfigReader, webhookNames: [String] = []) throws {
         self.init()
         host = try reader.requiredString(forKey: "host", default: host)
         port = try reader.requiredInt(forKey: "port", default: port)
@@ -66,6 +71,26 @@ public struct HeraldConfiguration: Sendable {
             self.fcm = fcm
         }
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
+        var names = webhookNames
+        for name in try reader.optionalStringList(forKey: "sinks.webhooks") ?? [] where !names.contains(name) { names.append(name) }
+        webhooks = try names.map { try WebhookSettings(name: $0, reader: reader) }
+    }
+
+    /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),
+    /// including the webhook sinks declared in the file.
+    public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
+        let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment)
+        return try HeraldConfiguration(reader: reader, webhookNames: try configFile.map(webhookNames(inFile:)) ?? [])
+    }
+
+    /// The names under `sinks:` in a YAML file whose `type` is `webhook`, in file order.
+    static func webhookNames(inFile path: String) throws -> [String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+            let root = try? Yams.compose(yaml: text), let sinks = root["sinks"]?.mapping
+        else { return [] }
+        return sinks.compactMap { key, value in
+            value.mapping?["type"]?.string == "webhook" ? key.string : nil
+        }
     }
 
     public struct FCMSettings: Sendable, Equatable {
@@ -75,6 +100,56 @@ public struct HeraldConfiguration: Sendable {
         public var maxConcurrency = 64
 
         public init(credentials: String) { self.credentials = credentials }
+    }
+
+    /// One webhook sink: `sinks.<name>.url`, `.secret`, `.match.types`, `.match.distributions`.
+    public struct WebhookSettings: Sendable, Equatable {
+        public var name: String
+        public var url: String
+        public var secret: String
+        /// Notification types sent to the webhook; empty means every type.
+        public var types: [String] = []
+        /// Distributions sent to the webhook; empty means both.
+        public var distributions: [Distribution] = []
+
+        public init(name: String, url: String, secret: String, types: [String] = [], distributions: [Distribution] = []) {
+            self.name = name
+            self.url = url
+            self.secret = secret
+            self.types = types
+            self.distributions = distributions
+        }
+
+        init(name: String, reader: ConfigReader) throws {
+            let prefix = "sinks.\(name)"
+            guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" || $0 == "-" }), name != "webhooks", name != "console" else {
+                throw HeraldConfiguration.invalid(prefix, "is not a valid webhook sink name (a-z, 0-9, '_', '-')")
+            }
+            guard let url = try reader.optionalString(forKey: "\(prefix).url") else { throw HeraldConfiguration.invalid("\(prefix).url", "is required for a webhook sink") }
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw HeraldConfiguration.invalid("\(prefix).url", "must be an http(s) URL") }
+            guard let secret = try reader.optionalString(forKey: "\(prefix).secret", isSecret: true), secret.utf8.count >= 16 else {
+                throw HeraldConfiguration.invalid("\(prefix).secret", "is required and must be at least 16 bytes")
+            }
+            self.init(name: name, url: url, secret: secret)
+            types = try reader.optionalStringList(forKey: "\(prefix).match.types") ?? []
+            distributions = try (reader.optionalStringList(forKey: "\(prefix).match.distributions") ?? []).map { text in
+                guard let value = Distribution(rawValue: text.lowercased()) else {
+                    throw HeraldConfiguration.invalid("\(prefix).match.distributions", "must list alert and/or information")
+                }
+                return value
+            }
+        }
+
+        /// The routing rules that send matching notifications to this sink.
+        var rules: [RoutingRule] {
+            let sink = "webhook:\(name)"
+            let typeSet = types.isEmpty ? nil : Set(types)
+            let chosen = Set(distributions)
+            if chosen.count == 1, let only = chosen.first {
+                return [RoutingRule(types: typeSet, distribution: only, add: [sink])]
+            }
+            return [RoutingRule(types: typeSet, add: [sink])]
+        }
     }
 
     static func invalid(_ key: String, _ problem: String) -> HeraldError {

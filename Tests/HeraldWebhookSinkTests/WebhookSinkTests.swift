@@ -1,0 +1,162 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldWebhookSink
+import Hummingbird
+import NIOCore
+import Synchronization
+import Testing
+
+/// A webhook receiver on a free loopback port that records requests and answers scripted statuses.
+final class Receiver: Sendable {
+    struct Hit: Sendable {
+        var headers: [String: String]
+        var body: Data
+        var at: Date
+    }
+
+    let hits = Mutex<[Hit]>([])
+    let script = Mutex<[(Int, [String: String])]>([])
+    let port = Mutex<Int?>(nil)
+    private let task = Mutex<Task<Void, any Error>?>(nil)
+
+    var url: String { "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/hook" }
+    var received: [Hit] { hits.withLock { $0 } }
+
+    func answer(_ status: Int, headers: [String: String] = [:]) { script.withLock { $0.append((status, headers)) } }
+
+    func start() async throws {
+        let router = Router()
+        router.post("/hook") { request, _ -> Response in
+            var request = request
+            let body = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
+            self.hits.withLock { $0.append(Hit(headers: headers, body: body, at: Date())) }
+            let (status, extra) = self.script.withLock { $0.isEmpty ? (204, [:]) : $0.removeFirst() }
+            var response = Response(status: .init(code: status))
+            for (name, value) in extra { response.headers[HTTPField.Name(name)!] = value }
+            return response
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { channel in
+            self.port.withLock { $0 = channel.localAddress?.port }
+        })
+        task.withLock { $0 = Task { try await app.run() } }
+        for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    func stop() async {
+        let running = task.withLock { $0 }
+        running?.cancel()
+        _ = await running?.result
+    }
+}
+
+@Suite struct WebhookSinkTests {
+    static let secret = "whsec_" + Data("a very secret key for tests".utf8).base64EncodedString()
+
+    func delivery(id: Int64 = 1, type: String = "violation") -> Delivery {
+        let n = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: type, title: "Flagged", body: "post 9", url: "https://pong.example/posts/9",
+            data: ["reason": "spam"], timestamp: Date(), distribution: .alert, target: .users(["u1"])
+        )
+        return Delivery(id: id, sink: "webhook:moderation", notification: n, recipient: .init(userID: "u1"), distribution: .alert, attempt: 1)
+    }
+
+    func sink(_ receiver: Receiver) -> WebhookSink {
+        WebhookSink(configuration: .init(name: "moderation", url: receiver.url, secret: Self.secret))
+    }
+
+    @Test func postsSignedJSONThatIndependentVerifiersAccept() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let sink = sink(receiver)
+        #expect(sink.name == "webhook:moderation")
+        let d = delivery()
+        #expect(await sink.deliver([d]) == [.delivered])
+        let hit = try #require(receiver.received.first)
+        #expect(hit.headers["content-type"] == "application/json")
+        let id = try #require(hit.headers["webhook-id"])
+        let timestamp = try #require(hit.headers["webhook-timestamp"])
+        let signature = try #require(hit.headers["webhook-signature"])
+        #expect(id == "msg_\(d.notification.id.hex)_1")
+        #expect(abs(Double(timestamp)! - Date().timeIntervalSince1970) < 60)
+        #expect(signature.hasPrefix("v1,"))
+
+        let body = try #require(try JSONSerialization.jsonObject(with: hit.body) as? [String: Any])
+        #expect(body["type"] as? String == "notification.delivery")
+        let data = try #require(body["data"] as? [String: Any])
+        #expect((data["recipient"] as? [String: String]) == ["user_id": "u1"])
+        let notification = try #require(data["notification"] as? [String: Any])
+        #expect(notification["id"] as? String == d.notification.id.hex)
+        #expect((notification["data"] as? [String: String]) == ["reason": "spam"])
+
+        // Independent implementations: the verification code shipped in docs/webhooks.
+        let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-\(UUID().uuidString).json")
+        try hit.body.write(to: bodyFile)
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/webhooks")
+        var verifiers = [("/usr/bin/env", ["python3", docs.appendingPathComponent("verify.py").path])]
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/node") || FileManager.default.isExecutableFile(atPath: "/usr/local/bin/node") {
+            verifiers.append(("/usr/bin/env", ["node", docs.appendingPathComponent("verify.mjs").path]))
+        }
+        for (executable, command) in verifiers {
+            #expect(try run(executable, command + [Self.secret, id, timestamp, signature, bodyFile.path]) == 0, "\(command[0]) accepts the signature")
+            #expect(try run(executable, command + [Self.secret, id, timestamp, "v1,AAAA" + signature.dropFirst(7), bodyFile.path]) != 0, "\(command[0]) rejects a forged signature")
+            #expect(try run(executable, command + ["whsec_" + Data("another key entirely".utf8).base64EncodedString(), id, timestamp, signature, bodyFile.path]) != 0, "\(command[0]) rejects another secret")
+        }
+        await receiver.stop()
+    }
+
+    @Test func retriesOnServerErrorsHonouringRetryAfterAndFailsOnOther4xx() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        receiver.answer(503)
+        receiver.answer(429, headers: ["Retry-After": "7"])
+        receiver.answer(400)
+        let outcomes = await sink(receiver).deliver([delivery(id: 1)])
+            + (await sink(receiver).deliver([delivery(id: 2)]))
+            + (await sink(receiver).deliver([delivery(id: 3)]))
+        guard case .retry(nil, let first) = outcomes[0], case .retry(let after, _) = outcomes[1], case .failed(let reason) = outcomes[2] else {
+            Issue.record("unexpected outcomes \(outcomes)")
+            return
+        }
+        #expect(first.contains("503"))
+        #expect(after == .seconds(7))
+        #expect(reason.contains("400"))
+        await receiver.stop()
+    }
+
+    @Test func goneDisablesTheSink() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let sink = sink(receiver)
+        receiver.answer(410)
+        let first = await sink.deliver([delivery(id: 1)])
+        let later = await sink.deliver([delivery(id: 2), delivery(id: 3)])
+        guard case .failed(let reason) = first.first else { Issue.record("\(first)"); return }
+        #expect(reason.contains("410"))
+        #expect(sink.disabled != nil)
+        #expect(later.allSatisfy { if case .failed = $0 { true } else { false } })
+        #expect(receiver.received.count == 1, "nothing is sent after 410 Gone")
+        await receiver.stop()
+    }
+
+    @Test func unreachableEndpointIsRetried() async throws {
+        var configuration = WebhookSink.Configuration(name: "down", url: "http://127.0.0.1:1/hook", secret: Self.secret)
+        configuration.timeout = .milliseconds(500)
+        let sink = WebhookSink(configuration: configuration)
+        guard case .retry = (await sink.deliver([delivery()])).first else {
+            Issue.record("expected a retry")
+            return
+        }
+    }
+
+    private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
