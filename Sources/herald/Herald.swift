@@ -102,15 +102,28 @@ struct Migrate: AsyncParsableCommand {
 }
 
 struct Sinks: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the configured delivery sinks.")
+    static let configuration = CommandConfiguration(abstract: "List the configured delivery sinks with their delivery counters.")
 
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
-        for sink in server.sinks.sinks {
-            print("\(sink.name)\tenabled\t\(sink.summary)")
+        let counters = try await reportingErrors { try await server.store.sinkCounters() }
+        func row(_ name: String, _ kind: String, _ state: String) -> [String] {
+            let counts = counters.first { $0.sink == name }
+            let numbers = DeliveryState.allCases.map { String(counts?.counts[$0] ?? 0) }
+            return [name, kind, state] + numbers + [counts?.lastError.map { String($0.prefix(80)) } ?? ""]
+        }
+        // Sinks with stored deliveries that this configuration no longer has are listed too:
+        // their pending deliveries wait for the sink to come back.
+        let configured = Set(server.sinks.names)
+        let rows = server.sinks.sinks.map { row($0.name, $0.summary, "enabled") }
+            + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "not configured") }
+        let header = ["SINK", "KIND", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        for row in [header] + rows {
+            print(zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
     }
 }

@@ -55,6 +55,43 @@ import Testing
         #expect(viaEnv.status == 0, "\(viaEnv.stderr)")
 
         #expect(await herald.stop() == 0, "SIGTERM drains and exits cleanly")
+
+        let sinks = try await runCommand(Binaries.path("herald"), ["sinks", "--database", database], in: directory)
+        #expect(sinks.status == 0, "\(sinks.stderr)")
+        let historyRow = try #require(sinks.stdout.split(separator: "\n").first { $0.hasPrefix("history") })
+        #expect(historyRow.split(separator: " ", omittingEmptySubsequences: true).contains("2"), "two delivered to history: \(historyRow)")
+    }
+
+    @Test func pushesThroughTheFCMEmulatorProcess() async throws {
+        let account = directory.appendingPathComponent("fcm-emulator.json").path
+        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(
+            arguments: ["--database", database], environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url], in: directory
+        )
+        for token in ["phone-token", "tablet-token"] {
+            var request = HTTPClientRequest(url: "\(herald.url)/api/notifications/register")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(key)")
+            request.headers.add(name: "X-User-ID", value: "zoe")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: "{\"fcm_token\":\"\(token)\"}"))
+            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
+        }
+        let sent = try await runCommand(Binaries.path("notifsim"), ["-u", "zoe", "-t", "message", "-n", "New message", "--url", herald.url, "--key", key], in: directory)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
+        let id = String(sent.stdout.prefix(24))
+        let inspection = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/messages"), timeout: .seconds(10))
+        let body = try JSONSerialization.jsonObject(with: Data(try await inspection.body.collect(upTo: 1 << 20).readableBytesView)) as? [String: Any]
+        let requests = (body?["requests"] as? [[String: Any]]) ?? []
+        let messages = requests.compactMap { ($0["request"] as? [String: Any])?["message"] as? [String: Any] }
+        #expect(Set(messages.compactMap { $0["token"] as? String }) == ["phone-token", "tablet-token"])
+        #expect(messages.allSatisfy { ($0["data"] as? [String: String])?["id"] == id })
+        #expect(body?["token_requests"] as? Int == 1)
+        #expect(emulator.output.stdout.contains("message #1 to token phone-token"), "the emulator prints each message")
+        _ = await herald.stop()
+        _ = await emulator.stop()
     }
 
     @Test func notifsimReportsServerErrorsAndExitsNonZero() async throws {

@@ -59,12 +59,13 @@ final class RunningHerald: Sendable {
     let output = OutputCollector()
     let port: Int
 
-    init(arguments: [String], in directory: URL) async throws {
+    /// Starts `herald <command> --port 0 <arguments>` and waits for its "<banner> http://127.0.0.1:PORT" line.
+    init(command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binaries.path("herald"))
-        process.arguments = ["serve", "--port", "0"] + arguments
+        process.arguments = [command, "--port", "0"] + arguments
         process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -76,7 +77,9 @@ final class RunningHerald: Sendable {
         self.process = process
         var port: Int?
         for _ in 0..<300 {
-            if let match = output.stdout.firstMatch(of: /Herald listening on http:\/\/127\.0\.0\.1:(\d+)/) {
+            if let line = output.stdout.split(separator: "\n").first(where: { $0.hasPrefix(banner) }),
+                let match = line.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/)
+            {
                 port = Int(match.1)
                 break
             }

@@ -120,6 +120,44 @@ import Testing
         _ = try await HeraldServer.start(runnable)
     }
 
+    @Test func webhookSinksFromTheFileAndTheEnvironment() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
+        try """
+            sinks:
+              console:
+                enabled: false
+              moderation:
+                type: webhook
+                url: https://mod.example/hook
+                secret: moderation-secret-123
+                match:
+                  types: [violation]
+                  distributions: [alert]
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let configuration = try await HeraldConfiguration.load(
+            configFile: file.path,
+            environment: [
+                "HERALD_SINKS_MODERATION_SECRET": "rotated-secret-456789", "HERALD_SINKS_WEBHOOKS": "audit",
+                "HERALD_SINKS_AUDIT_URL": "http://127.0.0.1:9/audit", "HERALD_SINKS_AUDIT_SECRET": "audit-secret-0123456",
+            ]
+        )
+        #expect(configuration.webhooks == [
+            .init(name: "moderation", url: "https://mod.example/hook", secret: "rotated-secret-456789", types: ["violation"], distributions: [.alert]),
+            .init(name: "audit", url: "http://127.0.0.1:9/audit", secret: "audit-secret-0123456"),
+        ])
+    }
+
+    @Test(arguments: [
+        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_SECRET": "long-enough-secret"],
+        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "ftp://x", "HERALD_SINKS_X_SECRET": "long-enough-secret"],
+        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "short"],
+        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "long-enough-secret", "HERALD_SINKS_X_MATCH_DISTRIBUTIONS": "loud"],
+        ["HERALD_SINKS_WEBHOOKS": "Bad Name"],
+    ])
+    func badWebhookSettingsAreRefused(_ environment: [String: String]) async throws {
+        await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.load(configFile: nil, environment: environment) }
+    }
+
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }

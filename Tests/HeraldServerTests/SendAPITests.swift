@@ -146,6 +146,22 @@ import Testing
         }
     }
 
+    @Test func webhookMatchRoutesOnlyMatchingNotifications() async throws {
+        let herald = try await TestHerald.make {
+            $0.webhooks = [.init(name: "moderation", url: "http://127.0.0.1:1/hook", secret: "moderation-secret-123", types: ["violation"])]
+        }
+        try await herald.test { client in
+            let violation = try await client.call(.post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "violation", "user_ids": ["a", "b"]]))
+            let comment = try await client.call(.post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "comment"]))
+            for (response, expected) in [(violation, 2), (comment, 0)] {
+                let id = try #require(response.object["id"] as? String)
+                let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
+                let sinks = (status.object["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["sink"] as? String }
+                #expect(sinks.filter { $0 == "webhook:moderation" }.count == expected, "one webhook delivery per user recipient of a match")
+            }
+        }
+    }
+
     @Test func putUserSetsAttributes() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

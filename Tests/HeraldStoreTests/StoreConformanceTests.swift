@@ -172,6 +172,24 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func sinkCountersCountByState(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        #expect(try await store.sinkCounters().isEmpty)
+        let n = notification(["a", "b"])
+        _ = try await store.accept(n, recipients: 2, deliveries: historyDeliveries(["a", "b"]) + [PlannedDelivery(sink: "webhook:x", userID: "a", distribution: .alert)], idempotencySince: t0)
+        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        try await store.record([
+            DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
+            DeliveryUpdate(id: claimed[2].id, state: .dead, attempts: 1, lastError: "410 Gone"),
+        ], at: t0)
+        let counters = try await store.sinkCounters()
+        #expect(counters == [
+            SinkCounters(sink: "history", counts: [.delivered: 1, .pending: 1], lastError: nil),
+            SinkCounters(sink: "webhook:x", counts: [.dead: 1], lastError: "410 Gone"),
+        ])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func historyIsExactlyOncePerNotificationAndUser(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         let n = notification(["a"])

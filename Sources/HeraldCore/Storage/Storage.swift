@@ -36,6 +36,8 @@ public protocol NotificationStore: Sendable {
     /// The first receipt for an idempotency key accepted since `since`.
     func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt?
     func status(of id: ObjectID) async throws -> NotificationStatus?
+    /// Deliveries per sink and state, with each sink's latest error, sorted by sink name.
+    func sinkCounters() async throws -> [SinkCounters]
 }
 
 /// Work for the delivery engine.

@@ -152,3 +152,17 @@ public struct APIKeyRecord: Sendable, Equatable {
         self.revokedAt = revokedAt
     }
 }
+
+/// Deliveries of one sink counted by state, for `herald sinks`.
+public struct SinkCounters: Sendable, Equatable {
+    public var sink: String
+    public var counts: [DeliveryState: Int]
+    /// The most recently recorded error, if any.
+    public var lastError: String?
+
+    public init(sink: String, counts: [DeliveryState: Int], lastError: String?) {
+        self.sink = sink
+        self.counts = counts
+        self.lastError = lastError
+    }
+}

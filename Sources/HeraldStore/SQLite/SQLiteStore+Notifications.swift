@@ -58,6 +58,25 @@ extension SQLiteStore {
         }
     }
 
+    public func sinkCounters() async throws -> [SinkCounters] {
+        try await writer.read { db in
+            var counters: [String: SinkCounters] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state") {
+                let sink: String = row["sink"]
+                let stateText: String = row["state"]
+                guard let state = DeliveryState(rawValue: stateText) else { continue }
+                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = row["n"]
+            }
+            for sink in counters.keys {
+                counters[sink]?.lastError = try String.fetchOne(
+                    db, sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1",
+                    arguments: [sink]
+                )
+            }
+            return counters.values.sorted { $0.sink < $1.sink }
+        }
+    }
+
     static func receipt(_ db: Database, key: String, since: Int64) throws -> NotificationReceipt? {
         guard let row = try Row.fetchOne(
             db, sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?", arguments: [key, since]
