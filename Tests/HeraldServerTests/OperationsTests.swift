@@ -107,8 +107,10 @@ import Testing
     @Test func theShippedExampleConfigurationLoads() async throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Deploy/herald.example.yaml")
-        let configuration = try HeraldConfiguration(reader: try await HeraldConfiguration.reader(configFile: example.path, environment: [:]))
+        let configuration = try await HeraldConfiguration.load(configFile: example.path, environment: [:])
         #expect(configuration.extraTypes == ["digest"])
+        #expect(configuration.webhooks.map(\.name) == ["moderation"])
+        #expect(configuration.webhooks.first?.types == ["violation"])
         #expect(configuration.routing == ["type=digest => -console"])
         #expect(configuration.consoleSink)
         #expect(configuration.publicBaseURL == "https://app.example.com")
