@@ -20,8 +20,9 @@ struct CommandResult: Sendable {
     var stderr: String
 }
 
-/// Runs a command to completion without blocking a concurrency thread.
-func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL) async throws -> CommandResult {
+/// A process with a clean `HERALD_*` environment plus `environment`, whose output streams
+/// into `collector` as it is written.
+func makeProcess(_ executable: String, _ arguments: [String], environment: [String: String], in directory: URL, collecting collector: OutputCollector) -> (Process, Pipe, Pipe) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -31,9 +32,15 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
     let err = Pipe()
     process.standardOutput = out
     process.standardError = err
+    out.fileHandleForReading.readabilityHandler = { collector.append(out: $0.availableData) }
+    err.fileHandleForReading.readabilityHandler = { collector.append(err: $0.availableData) }
+    return (process, out, err)
+}
+
+/// Runs a command to completion without blocking a concurrency thread.
+func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL) async throws -> CommandResult {
     let collected = OutputCollector()
-    out.fileHandleForReading.readabilityHandler = { collected.append(out: $0.availableData) }
-    err.fileHandleForReading.readabilityHandler = { collected.append(err: $0.availableData) }
+    let (process, out, err) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
         do { try process.run() } catch { continuation.resume(throwing: error) }
@@ -61,18 +68,8 @@ final class RunningHerald: Sendable {
 
     /// Starts `herald <command> --port 0 <arguments>` and waits for its "<banner> http://127.0.0.1:PORT" line.
     init(command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binaries.path("herald"))
-        process.arguments = [command, "--port", "0"] + arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
         let output = self.output
-        out.fileHandleForReading.readabilityHandler = { output.append(out: $0.availableData) }
-        err.fileHandleForReading.readabilityHandler = { output.append(err: $0.availableData) }
+        let (process, _, _) = makeProcess(Binaries.path("herald"), [command, "--port", "0"] + arguments, environment: environment, in: directory, collecting: output)
         try process.run()
         self.process = process
         var port: Int?
