@@ -15,6 +15,7 @@ public actor FCMAccessTokenProvider {
     struct Token {
         var value: String
         var refreshAt: Date
+        var expiresAt: Date
     }
 
     private let account: ServiceAccount
@@ -43,7 +44,13 @@ public actor FCMAccessTokenProvider {
     /// A valid access token, fetching one if none is cached or the cached one is due for refresh.
     public func token() async throws -> String {
         if let current, clock() < current.refreshAt { return current.value }
-        return try await refresh().value
+        do {
+            return try await refresh().value
+        } catch {
+            // We refresh early; while the old token has not expired, a failed refresh is no outage.
+            if let current, clock() < current.expiresAt { return current.value }
+            throw error
+        }
     }
 
     /// Drops `value` after FCM refused it (401), so the next call fetches a new token.
@@ -106,6 +113,6 @@ public actor FCMAccessTokenProvider {
         let lifetime = max(answer?.expires_in ?? 3600, 1)
         // Refresh five minutes early, or halfway through for short-lived tokens.
         let margin = min(300, lifetime / 2)
-        return Token(value: value, refreshAt: now.addingTimeInterval(lifetime - margin))
+        return Token(value: value, refreshAt: now.addingTimeInterval(lifetime - margin), expiresAt: now.addingTimeInterval(lifetime))
     }
 }

@@ -24,7 +24,14 @@ extension FCMEmulator {
             let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0) }
             if parts.count == 2 { form[parts[0]] = parts[1] }
         }
-        state.withLock { $0.tokenRequests += 1 }
+        let down = state.withLock { state -> Bool in
+            state.tokenRequests += 1
+            return state.tokenEndpointDown
+        }
+        if down {
+            return (try? json(["error": "temporarily_unavailable", "error_description": "the emulator's token endpoint is down"], status: .serviceUnavailable))
+                ?? Response(status: .serviceUnavailable)
+        }
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return oauthError("unsupported_grant_type", "grant_type must be urn:ietf:params:oauth:grant-type:jwt-bearer")
         }

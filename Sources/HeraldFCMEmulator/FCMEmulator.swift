@@ -51,6 +51,7 @@ public final class FCMEmulator: Sendable {
         var received: [Received] = []
         var attemptsByToken: [String: Int] = [:]
         var port: Int?
+        var tokenEndpointDown = false
     }
 
     public let configuration: Configuration
@@ -94,6 +95,11 @@ public final class FCMEmulator: Sendable {
         received.filter { $0.status == 200 && !$0.validateOnly }.compactMap { item in
             (try? JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["message"] as? [String: Any]
         }
+    }
+
+    /// Makes the token endpoint answer 503 (true) or work again (false), to test outages.
+    public func setTokenEndpointDown(_ down: Bool) {
+        state.withLock { $0.tokenEndpointDown = down }
     }
 
     public func reset() {

@@ -136,6 +136,20 @@ import Testing
         await f.stop()
     }
 
+    @Test func aFailedEarlyRefreshKeepsUsingTheStillValidToken() async throws {
+        let f = try await EmulatorFixture.start(tokenLifetime: 4)  // refreshed after 2 s, expires after 4 s
+        try await f.register("kim", "tok-k")
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "one", userIDs: ["kim"]))
+        try await f.deliverAll()
+        try await Task.sleep(for: .milliseconds(2100))
+        f.emulator.setTokenEndpointDown(true)
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "two", userIDs: ["kim"]))
+        try await f.engine.drain()
+        #expect(f.messages(to: "tok-k").count == 2, "sent with the old, still valid token")
+        #expect(f.emulator.tokenRequests == 2, "the refresh was attempted")
+        await f.stop()
+    }
+
     @Test func senderMismatchOnEveryTokenKeepsTheDevices() async throws {
         let f = try await EmulatorFixture.start()
         try await f.register("hal", "mismatch-1")
