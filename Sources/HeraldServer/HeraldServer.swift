@@ -110,6 +110,8 @@ public struct HeraldServer: Sendable {
         OperationsRoutes(store: store).register(on: router, table: routes)
         UserRoutes(store: store, types: types, ids: ids).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
+        TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
+        SubscriptionRoutes(store: store).register(on: router, table: routes)
         return router
     }
 

@@ -61,8 +61,31 @@ public protocol HistoryStore: Sendable {
     func markRead(userID: String, ids: [ObjectID]) async throws -> Int
 }
 
+/// The channel → area → subject hierarchy and users' subscriptions (SPEC §2).
+public protocol TopicStore: Sendable {
+    /// Every channel with its areas and subjects, in creation order.
+    func channels() async throws -> [Channel]
+    func createChannel(_ channel: Channel) async throws
+    /// - Returns: false when the channel does not exist.
+    func createArea(_ area: Area, channelID: ObjectID) async throws -> Bool
+    /// - Returns: the area after the change, or nil when channel or area does not exist.
+    func updateArea(channelID: ObjectID, areaID: ObjectID, _ fields: HierarchyFields) async throws -> Area?
+    /// Deletes the area, its subjects and their subscriptions. - Returns: false when not found.
+    func deleteArea(channelID: ObjectID, areaID: ObjectID) async throws -> Bool
+    /// - Returns: false when channel or area does not exist.
+    func createSubject(_ subject: Subject, channelID: ObjectID, areaID: ObjectID) async throws -> Bool
+    func updateSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID, _ fields: HierarchyFields) async throws -> Subject?
+    /// Deletes the subject and its subscriptions. - Returns: false when not found.
+    func deleteSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID) async throws -> Bool
+    func subject(topicKey: String) async throws -> SubjectEntry?
+    /// Every subject, with whether the user is subscribed (Forced subjects always are).
+    func subscriptions(userID: String) async throws -> [SubscriptionStatus]
+    func subscribe(userID: String, topicKey: String, at date: Date) async throws
+    func unsubscribe(userID: String, topicKey: String) async throws
+}
+
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore {
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws
     /// Whether storage answers now (for `/health/ready`).

@@ -85,6 +85,59 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v2-topics") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE channels (
+                        id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        access TEXT NOT NULL
+                    );
+                    CREATE TABLE areas (
+                        id TEXT PRIMARY KEY,
+                        channel_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        access TEXT NOT NULL
+                    );
+                    CREATE INDEX areas_by_channel ON areas(channel_id);
+                    CREATE TABLE subjects (
+                        id TEXT PRIMARY KEY,
+                        channel_id TEXT NOT NULL,
+                        area_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        access TEXT NOT NULL,
+                        tags TEXT NOT NULL,
+                        topic_key TEXT NOT NULL UNIQUE,
+                        level TEXT NOT NULL,
+                        distribution TEXT NOT NULL
+                    );
+                    CREATE INDEX subjects_by_area ON subjects(area_id);
+                    CREATE TABLE subscriptions (
+                        user_id TEXT NOT NULL,
+                        topic_key TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY (user_id, topic_key)
+                    );
+                    CREATE INDEX subscriptions_by_topic ON subscriptions(topic_key, user_id);
+                    ALTER TABLE users ADD COLUMN recommended_at INTEGER;
+                    CREATE TABLE messages (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        msi_key TEXT NOT NULL UNIQUE,
+                        topic_key TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        message TEXT NOT NULL,
+                        distribution TEXT NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        sender TEXT NOT NULL
+                    );
+                    CREATE INDEX messages_by_topic ON messages(topic_key, seq);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -44,6 +44,7 @@ extension SQLiteStore {
     public func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
         try await writer.write { db in
             let now = Self.micros(date)
+            try Self.subscribeRecommendedOnce(db, userID, at: now)
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) {
                 let previousOwner: String = row["user_id"]
                 let deviceID: String = row["id"]

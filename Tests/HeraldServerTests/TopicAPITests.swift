@@ -1,0 +1,161 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Builds a hierarchy through the API and returns the ids it got.
+struct Hierarchy {
+    var channel: String
+    var area: String
+    var forced: String
+    var recommended: String
+    var optIn: String
+    var info: String
+
+    static func build(_ client: any TestClientProtocol, admin: String) async throws -> Hierarchy {
+        func post(_ uri: String, _ body: [String: Any]) async throws -> [String: Any] {
+            let response = try await client.call(.post, uri, headers(admin), json: js(body))
+            #expect(response.status == .created, "\(uri): \(String(buffer: response.body))")
+            return response.object
+        }
+        let channel = try #require(try await post("/channel", ["name": "Campus", "desc": "All campus news"])["_id"] as? String)
+        let area = try #require(try await post("/area/\(channel)", ["name": "Safety", "desc": ""])["id"] as? String)
+        func subject(_ name: String, _ level: String, _ distribution: String) async throws -> String {
+            try #require(try await post("/subject/\(channel)/\(area)", ["name": name, "desc": "", "opt": ["level": level, "distribution": distribution]])["topic_key"] as? String)
+        }
+        return Hierarchy(
+            channel: channel, area: area, forced: try await subject("Emergencies", "Forced", "Alert"),
+            recommended: try await subject("Weather", "Recommended", "Alert"), optIn: try await subject("Events", "", "Alert"),
+            info: try await subject("Library hours", "", "Information")
+        )
+    }
+}
+
+@Suite struct TopicAPITests {
+    @Test func hierarchyRoundTripAsMessageHubAppsReadIt() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            let list = try await client.call(.get, "/channel", headers(herald.communicator))
+            #expect(list.status == .ok)
+            let channels = try #require(list.json as? [[String: Any]])
+            let channel = try #require(channels.first)
+            #expect(Set(channel.keys) == ["_id", "name", "desc", "access", "areas"])
+            #expect(channel["_id"] as? String == h.channel)
+            let area = try #require((channel["areas"] as? [[String: Any]])?.first)
+            #expect(Set(area.keys) == ["id", "name", "desc", "access", "subjects"])
+            #expect((area["access"] as? [String]) == [])
+            let subjects = try #require(area["subjects"] as? [[String: Any]])
+            #expect(subjects.count == 4)
+            let first = subjects[0]
+            #expect(Set(first.keys) == ["id", "name", "desc", "access", "tags", "topic_key", "opt"])
+            #expect(first["topic_key"] as? String == "\(h.channel)-\(h.area)-\(first["id"] as? String ?? "")")
+            #expect((first["opt"] as? [String: String]) == ["level": "Forced", "distribution": "Alert"])
+            #expect((subjects[2]["opt"] as? [String: String])?["level"] == "")
+
+            // PUT replaces only the fields given.
+            let subjectID = try #require(first["id"] as? String)
+            let renamed = try await client.call(.put, "/area/\(h.channel)/\(h.area)", headers(herald.admin), json: js(["name": "Security"]))
+            #expect(renamed.status == .ok)
+            #expect(renamed.object["name"] as? String == "Security")
+            #expect(renamed.object["desc"] as? String == "")
+            let changed = try await client.call(.put, "/subject/\(h.channel)/\(h.area)/\(subjectID)", headers(herald.admin), json: js(["opt": ["distribution": "Information"]]))
+            #expect(changed.status == .ok)
+            #expect((changed.object["opt"] as? [String: String]) == ["level": "Forced", "distribution": "Information"])
+            #expect(changed.object["name"] as? String == "Emergencies")
+
+            let user = try await herald.userToken("someone")
+            #expect(try await client.call(.get, "/channel", headers(user)).status == .ok, "user tokens read the cube")
+            #expect(try await client.call(.get, "/channel", headers()).status == .unauthorized)
+        }
+    }
+
+    @Test func everyErrorStatus() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            let missing = "62505215624257b417055bc4"
+            let subjectID = String(h.optIn.split(separator: "-")[2])
+            let cases: [(HTTPRequest.Method, String, String?, Int, String)] = [
+                (.post, "/area/\(missing)", js(["name": "x"]), 404, "channel"),
+                (.post, "/area/not-an-id", js(["name": "x"]), 404, "channel"),
+                (.put, "/area/\(h.channel)/\(missing)", js(["name": "x"]), 404, "area"),
+                (.delete, "/area/\(missing)/\(h.area)", nil, 404, "area"),
+                (.post, "/subject/\(h.channel)/\(missing)", js(["name": "x"]), 404, "area"),
+                (.put, "/subject/\(h.channel)/\(h.area)/\(missing)", js(["name": "x"]), 404, "subject"),
+                (.delete, "/subject/\(missing)/\(h.area)/\(subjectID)", nil, 404, "subject"),
+                (.post, "/subject/\(h.channel)/\(h.area)", js(["name": "x", "opt": ["level": "Mandatory"]]), 422, "opt.level"),
+                (.post, "/subject/\(h.channel)/\(h.area)", js(["name": "x", "opt": ["distribution": "Loud"]]), 422, "opt.distribution"),
+                (.put, "/subject/\(h.channel)/\(h.area)/\(subjectID)", js(["opt": ["level": "forced"]]), 422, "opt.level"),
+                (.post, "/channel", js(["desc": "no name"]), 422, "'name'"),
+                (.post, "/channel", js(["name": "  "]), 422, "'name'"),
+                (.post, "/channel", js(["name": 5]), 422, "'name'"),
+                (.post, "/channel", js(["name": "x", "colour": "red"]), 422, "colour"),
+                (.put, "/area/\(h.channel)/\(h.area)", js([String: Any]()), 422, "at least one"),
+                (.post, "/area/\(h.channel)", js(["name": "x", "opt": ["level": "Forced"]]), 422, "opt"),
+                (.post, "/channel", "{nope", 400, "JSON"),
+            ]
+            for (method, uri, body, status, fragment) in cases {
+                let response = try await client.call(method, uri, headers(herald.admin), json: body)
+                #expect(response.status.code == status, "\(method) \(uri) \(body ?? ""): \(response.status) \(String(buffer: response.body))")
+                #expect(response.errorMessage.contains(fragment), "\(method) \(uri): \(response.errorMessage)")
+            }
+        }
+    }
+
+    @Test func onlyAdminsChangeTheHierarchy() async throws {
+        let herald = try await TestHerald.make()
+        let user = try await herald.userToken("u")
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            for caller in [herald.communicator, herald.backend, user] {
+                for (method, uri) in [(HTTPRequest.Method.post, "/channel"), (.post, "/area/\(h.channel)"), (.put, "/area/\(h.channel)/\(h.area)"),
+                                      (.delete, "/area/\(h.channel)/\(h.area)"), (.post, "/subject/\(h.channel)/\(h.area)")] {
+                    let response = try await client.call(method, uri, headers(caller), json: js(["name": "x"]))
+                    #expect(response.status == .forbidden, "\(method) \(uri)")
+                }
+            }
+            #expect(try await client.call(.post, "/channel", headers(), json: js(["name": "x"])).status == .unauthorized)
+        }
+    }
+
+    @Test func subscriptionsForcedRecommendedAndOptIn() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            func subscribed(_ user: String) async throws -> [String: Bool] {
+                let response = try await client.call(.get, "/api/notifications/subscriptions", headers(herald.backend, user: user))
+                #expect(response.status == .ok)
+                let items = try #require(response.json as? [[String: Any]])
+                for item in items { #expect(Set(item.keys) == ["topic_key", "channel", "area", "subject", "level", "subscribed"]) }
+                return Dictionary(uniqueKeysWithValues: items.compactMap { item in (item["topic_key"] as? String).map { ($0, item["subscribed"] as? Bool ?? false) } })
+            }
+            #expect(try await subscribed("newbie") == [h.forced: true, h.recommended: false, h.optIn: false, h.info: false], "Forced applies before any registration")
+
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "newbie"), json: js(["fcm_token": "t1"]))
+            #expect(try await subscribed("newbie") == [h.forced: true, h.recommended: true, h.optIn: false, h.info: false], "Recommended at first registration")
+
+            #expect(try await client.call(.delete, "/api/notifications/subscriptions/\(h.recommended)", headers(herald.backend, user: "newbie")).status == .noContent)
+            #expect(try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: "newbie")).status == .noContent)
+            // A second device does not bring the removed Recommended subject back.
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "newbie"), json: js(["fcm_token": "t2"]))
+            #expect(try await subscribed("newbie") == [h.forced: true, h.recommended: false, h.optIn: true, h.info: false])
+
+            let forced = try await client.call(.delete, "/api/notifications/subscriptions/\(h.forced)", headers(herald.backend, user: "newbie"))
+            #expect(forced.status == .conflict)
+            #expect(forced.errorCode == "forced_subscription")
+            let unknown = try await client.call(.put, "/api/notifications/subscriptions/62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4", headers(herald.backend, user: "newbie"))
+            #expect(unknown.status == .notFound)
+
+            // Deleting a subject removes it and its subscriptions.
+            let optInID = String(h.optIn.split(separator: "-")[2])
+            #expect(try await client.call(.delete, "/subject/\(h.channel)/\(h.area)/\(optInID)", headers(herald.admin)).status == .noContent)
+            #expect(try await subscribed("newbie")[h.optIn] == nil)
+            #expect(try await client.call(.delete, "/area/\(h.channel)/\(h.area)", headers(herald.admin)).status == .noContent)
+            #expect(try await subscribed("newbie").isEmpty)
+        }
+    }
+}
