@@ -117,7 +117,17 @@ public enum FCMMessageBuilder {
     /// The components of a topic send: an alert is (a) a visible notification plus (b) the
     /// data component; information is (b) only.
     public static func topicMessages(_ m: FCMTopicMessage) -> [FCMMessage] {
-        let dataComponent = FCMMessage(
+        m.distribution == .alert ? [topicNotification(m), topicData(m)] : [topicData(m)]
+    }
+
+    /// Component (a): the visible notification, `{title, body: desc}` plus `data {msi_key}`.
+    public static func topicNotification(_ m: FCMTopicMessage) -> FCMMessage {
+        FCMMessage(topic: m.topicKey, notification: .init(title: m.title, body: m.desc), data: ["msi_key": m.msiKey])
+    }
+
+    /// Component (b): silent data with every field of the message.
+    public static func topicData(_ m: FCMTopicMessage) -> FCMMessage {
+        FCMMessage(
             topic: m.topicKey,
             data: [
                 "msi_key": m.msiKey, "topic_key": m.topicKey, "dist": m.distribution == .alert ? "Alert" : "Information",
@@ -125,9 +135,6 @@ public enum FCMMessageBuilder {
             ],
             android: .init(priority: "high"), apns: silentAPNs
         )
-        guard m.distribution == .alert else { return [dataComponent] }
-        let visible = FCMMessage(topic: m.topicKey, notification: .init(title: m.title, body: m.desc), data: ["msi_key": m.msiKey])
-        return [visible, dataComponent]
     }
 
     static let silentAPNs = FCMMessage.APNs(

@@ -30,7 +30,7 @@ public struct FCMConfiguration: Sendable {
 /// Push through Firebase Cloud Messaging HTTP v1: one message per device token.
 public final class FCMSink: NotificationSink {
     public let name = "fcm"
-    public let capabilities: SinkCapabilities = .push
+    public let capabilities: SinkCapabilities = [.push, .topics]
 
     private let configuration: FCMConfiguration
     private let http: HTTPClient
@@ -65,6 +65,11 @@ public final class FCMSink: NotificationSink {
         let results = await withTaskGroup(of: (Int, FCMResult).self) { group in
             for (index, delivery) in batch.enumerated() {
                 group.addTask {
+                    if let topic = delivery.recipient.topic {
+                        let message = Self.topicComponent(of: delivery, topic: topic)
+                        // No answer to a topic send may mean it is already fanning out: never retry blindly.
+                        return (index, await self.limiter.run { await self.send(message, blindRetry: false) })
+                    }
                     guard let token = delivery.recipient.device?.fcmToken else {
                         return (index, .refused("no device token"))
                     }
@@ -99,6 +104,23 @@ public final class FCMSink: NotificationSink {
             outcomes.append(Self.outcome(await limiter.run { await self.send(component, blindRetry: false) }))
         }
         return outcomes
+    }
+
+    /// The topic component a delivery stands for: its distribution names the component — the
+    /// visible notification (`alert`) or the silent data message (`information`).
+    static func topicComponent(of delivery: Delivery, topic: String) -> FCMMessage {
+        let message = topicMessage(delivery.notification, topic: topic)
+        return delivery.distribution == .alert ? FCMMessageBuilder.topicNotification(message) : FCMMessageBuilder.topicData(message)
+    }
+
+    /// A Message Hub message stored as a notification: `id` is the msi_key, `body` the desc,
+    /// and `data["message"]` the message text.
+    public static func topicMessage(_ notification: HeraldNotification, topic: String) -> FCMTopicMessage {
+        FCMTopicMessage(
+            msiKey: notification.id.hex, topicKey: topic, distribution: notification.distribution, title: notification.title,
+            desc: notification.body, message: notification.data["message"] ?? "",
+            timestamp: Int64((notification.timestamp.timeIntervalSince1970 * 1000).rounded())
+        )
     }
 
     static func outcome(_ result: FCMResult) -> DeliveryOutcome {

@@ -9,13 +9,15 @@ public struct NotificationService: Sendable {
     public let validator: NotificationValidator
     public let router: NotificationRouter
     public let sinks: SinkRegistry
-    public let store: any (NotificationStore & UserStore)
+    public let store: any (NotificationStore & UserStore & TopicStore)
+    /// Subscribers read and written per page in a topic fan-out.
+    public var fanOutPageSize = 1_000
     public let ids: ObjectIDGenerator
     private let onAccepted: @Sendable () -> Void
 
     /// - Parameter onAccepted: called after each commit, typically ``DeliveryEngine/wake()``.
     public init(
-        validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore),
+        validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore & TopicStore),
         ids: ObjectIDGenerator, onAccepted: @escaping @Sendable () -> Void = {}
     ) {
         self.validator = validator
@@ -27,7 +29,14 @@ public struct NotificationService: Sendable {
     }
 
     public func send(_ submission: NotificationSubmission, now: Date = Date()) async throws -> AcceptResult {
-        let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        var topicSubject: SubjectEntry?
+        if case .topic(let key) = notification.target {
+            guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
+            // A topic carries a default distribution; an explicit one wins.
+            if submission.distribution == nil { notification.distribution = entry.subject.opt.distribution.distribution }
+            topicSubject = entry
+        }
         for name in router.sinkNames(for: notification) {
             try sinks[name]?.validate(notification)
         }
@@ -35,13 +44,55 @@ public struct NotificationService: Sendable {
         if let key = notification.idempotencyKey, let receipt = try await store.receipt(idempotencyKey: key, since: since) {
             return .replayed(receipt)
         }
-        guard case .users(let userIDs) = notification.target else {
-            throw HeraldError(.unprocessable, code: "unsupported_target", "only 'user_ids' targets are supported by this server yet")
+        let result: AcceptResult
+        switch notification.target {
+        case .users(let userIDs):
+            let recipients = try await store.recipients(userIDs: userIDs)
+            let deliveries = recipients.flatMap { router.plan(notification, for: $0, at: now) }
+            result = try await store.accept(notification, recipients: recipients.count, deliveries: deliveries, idempotencySince: since)
+        case .topic(let key):
+            // Herald fans out to each subscriber's devices and history, so every user's settings apply.
+            let router = self.router
+            let planned = notification
+            result = try await store.acceptFanOut(
+                notification, topic: key, level: topicSubject?.subject.opt.level ?? .optIn,
+                plan: .route { router.plan(planned, for: $0, at: now) }, extra: [], archive: nil,
+                pageSize: fanOutPageSize, idempotencySince: since
+            )
+        case .audience, .broadcast:
+            throw HeraldError(.unprocessable, code: "unsupported_target", "'\(notification.target.kind.rawValue)' targets are not supported by this server yet")
         }
-        let recipients = try await store.recipients(userIDs: userIDs)
-        let deliveries = recipients.flatMap { router.plan(notification, for: $0, at: now) }
-        let result = try await store.accept(notification, recipients: recipients.count, deliveries: deliveries, idempotencySince: since)
         if case .accepted = result { onAccepted() }
         return result
+    }
+
+    /// Posts a Message Hub message (SPEC §3 `POST /message`): archived with its sender, sent to
+    /// the provider topic once per component, and written into every subscriber's history.
+    /// - Parameter validateTopicPayload: a check of the topic payload against provider limits,
+    ///   run before anything is stored.
+    public func postMessage(
+        _ submission: MessageSubmission, sender: String, now: Date = Date(), validateTopicPayload: (HeraldNotification) throws -> Void = { _ in }
+    ) async throws -> ArchivedMessage {
+        let input = try submission.validated()
+        guard let entry = try await store.subject(topicKey: input.topicKey) else { throw HeraldError.notFound("topic '\(input.topicKey)'") }
+        guard entry.subject.opt.distribution == input.distribution else {
+            throw HeraldError.invalidField("distribution", "must be the subject's distribution, \"\(entry.subject.opt.distribution.rawValue)\"")
+        }
+        let notification = HeraldNotification(
+            id: ids.next(at: now), type: "message", title: input.title, body: input.desc, url: nil, data: ["message": input.message],
+            timestamp: now, distribution: input.distribution.distribution, target: .topic(input.topicKey)
+        )
+        try validateTopicPayload(notification)
+        let archive = ArchivedMessage(
+            msiKey: notification.id.hex, topicKey: input.topicKey, title: input.title, desc: input.desc, message: input.message,
+            distribution: input.distribution, timestamp: Int64((now.timeIntervalSince1970 * 1000).rounded()), sender: sender
+        )
+        _ = try await store.acceptFanOut(
+            notification, topic: input.topicKey, level: entry.subject.opt.level, plan: .historyOnly,
+            extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,
+            idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
+        )
+        onAccepted()
+        return archive
     }
 }

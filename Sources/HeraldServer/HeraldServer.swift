@@ -112,6 +112,7 @@ public struct HeraldServer: Sendable {
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
+        MessageRoutes(service: service, store: store, checksFCMTopicLimit: sinks["fcm"] != nil).register(on: router, table: routes)
         return router
     }
 

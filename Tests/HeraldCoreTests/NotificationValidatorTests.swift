@@ -70,7 +70,8 @@ import Testing
         ("user id with space", { $0.userIDs = ["a b"] }, "'user_ids[0]'"),
         ("too many users", { $0.userIDs = (0...1000).map { "u\($0)" } }, "'user_ids'"),
         ("empty data key", { $0.data = ["": "x"] }, "'data'"),
-        ("topic not yet supported", { $0.userIDs = nil; $0.topic = "a-b-c" }, "not supported"),
+        ("malformed topic", { $0.userIDs = nil; $0.topic = "a-b-c" }, "'topic'"),
+        ("audience not yet supported", { $0.userIDs = nil; $0.audience = Audience(all: true) }, "not supported"),
         ("title too long", { $0.title = String(repeating: "t", count: 1025) }, "'title'"),
     ]
 

@@ -114,7 +114,7 @@ public final class DeliveryEngine: Service {
             if delivery.attempt > configuration.retry.maxAttempts {
                 // Claimed that often without an outcome: its worker keeps dying on it.
                 updates.append(DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts"))
-            } else if sink.capabilities.contains(.push) && delivery.recipient.device == nil {
+            } else if sink.capabilities.contains(.push) && delivery.recipient.device == nil && delivery.recipient.topic == nil {
                 updates.append(update(for: delivery, outcome: .failed(reason: "device is no longer registered to this user"), now: now))
             } else if sink.capabilities.contains(.push) && delivery.notification.isExpired(at: now) {
                 updates.append(update(for: delivery, outcome: .failed(reason: "expired before it could be pushed"), now: now))

@@ -8,16 +8,21 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public static let push = SinkCapabilities(rawValue: 1 << 0)
     /// Delivers once per user recipient, whatever the user's settings (history, webhooks).
     public static let perUser = SinkCapabilities(rawValue: 1 << 1)
+    /// Can send to a provider-side topic (Message Hub messages): one delivery per component.
+    public static let topics = SinkCapabilities(rawValue: 1 << 2)
 }
 
-/// Who one delivery is for: a user, and for push sinks one of the user's devices.
+/// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
+/// topic send, the provider-side topic (then `userID` is empty).
 public struct DeliveryRecipient: Sendable, Equatable {
     public var userID: String
     public var device: Device?
+    public var topic: String?
 
-    public init(userID: String, device: Device? = nil) {
+    public init(userID: String, device: Device? = nil, topic: String? = nil) {
         self.userID = userID
         self.device = device
+        self.topic = topic
     }
 }
 

@@ -99,7 +99,12 @@ public struct NotificationValidator: Sendable {
                 throw HeraldError.invalidField("user_ids", "must name at most \(Self.maxRecipients) users; use a topic or an audience for more")
             }
             return .users(unique)
-        case .topic, .audience, .broadcast:
+        case .topic(let key):
+            guard TopicKey(key) != nil else {
+                throw HeraldError.invalidField("topic", "must be a topic_key: channelId-areaId-subjectId")
+            }
+            return target
+        case .audience, .broadcast:
             // Topic, audience and broadcast fan-out are built on the topic hierarchy and the pull
             // feed, which this server does not have yet: refuse clearly instead of dropping them.
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(target.kind.rawValue)' targets are not supported by this server yet; use 'user_ids'")

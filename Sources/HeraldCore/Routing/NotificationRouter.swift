@@ -18,12 +18,15 @@ public struct PlannedDelivery: Sendable, Equatable {
     public var sink: String
     public var userID: String
     public var deviceID: ObjectID?
+    /// For a topic send: the provider-side topic; `userID` is then empty.
+    public var topic: String?
     public var distribution: Distribution
 
-    public init(sink: String, userID: String, deviceID: ObjectID? = nil, distribution: Distribution) {
+    public init(sink: String, userID: String, deviceID: ObjectID? = nil, topic: String? = nil, distribution: Distribution) {
         self.sink = sink
         self.userID = userID
         self.deviceID = deviceID
+        self.topic = topic
         self.distribution = distribution
     }
 }
@@ -74,6 +77,16 @@ public struct NotificationRouter: Sendable {
             for name in rule.add where !chosen.contains(name) { chosen.append(name) }
         }
         return chosen
+    }
+
+    /// Topic sends for a Message Hub message: one delivery per component for every sink that
+    /// can send to topics. An alert has two components — the visible notification (`alert`) and
+    /// the silent data message (`information`); information has the data message only.
+    public func topicSends(_ notification: HeraldNotification, topic: String) -> [PlannedDelivery] {
+        let components: [Distribution] = notification.distribution == .alert ? [.alert, .information] : [.information]
+        return sinks.filter { $0.capabilities.contains(.topics) }.flatMap { sink in
+            components.map { PlannedDelivery(sink: sink.name, userID: "", topic: topic, distribution: $0) }
+        }
     }
 
     /// The deliveries for one recipient.

@@ -33,6 +33,16 @@ public protocol NotificationStore: Sendable {
     /// idempotency key was accepted since `idempotencySince`, in which case nothing is stored
     /// and the first receipt is returned.
     func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult
+    /// Stores a notification for every subscriber of `topic` in one transaction, reading and
+    /// writing subscribers in pages of `pageSize` so memory does not grow with the topic.
+    /// `extra` deliveries (topic sends) and the `archive` entry are stored with it.
+    /// Subscribers of a Forced subject are every user Herald knows.
+    func acceptFanOut(
+        _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
+        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+    ) async throws -> AcceptResult
+    /// The Message Hub archive, newest first, optionally for one topic.
+    func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
     /// The first receipt for an idempotency key accepted since `since`.
     func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt?
     func status(of id: ObjectID) async throws -> NotificationStatus?

@@ -138,6 +138,9 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v3-topic-sends") { db in
+            try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN topic_key TEXT")
+        }
         return migrator
     }
 }

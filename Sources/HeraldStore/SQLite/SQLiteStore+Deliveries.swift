@@ -24,7 +24,7 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT d.id AS delivery_id, d.sink, d.user_id AS recipient_id, d.distribution AS delivery_distribution,
-                        d.attempts, d.device_id, n.*,
+                        d.attempts, d.device_id, d.topic_key AS delivery_topic, n.*,
                         dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
                         dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
                         dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
@@ -53,7 +53,7 @@ extension SQLiteStore {
                 let distributionText: String = row["delivery_distribution"]
                 return Delivery(
                     id: row["delivery_id"], sink: row["sink"], notification: notification,
-                    recipient: DeliveryRecipient(userID: row["recipient_id"], device: device),
+                    recipient: DeliveryRecipient(userID: row["recipient_id"], device: device, topic: row["delivery_topic"]),
                     distribution: Distribution(rawValue: distributionText) ?? notification.distribution, attempt: row["attempts"]
                 )
             }

@@ -6,9 +6,21 @@ extension SQLiteStore {
     public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
         try await writer.write { db in
             let now = Self.micros(notification.timestamp)
+            if let receipt = try Self.insert(notification, recipients: recipients, db, idempotencySince: idempotencySince) {
+                return .replayed(receipt)
+            }
+            try Self.insert(deliveries, of: notification.id, db, at: now)
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    /// Inserts the notification and its idempotency key; returns the first receipt instead when
+    /// the key was already accepted since `idempotencySince`.
+    static func insert(_ notification: HeraldNotification, recipients: Int, _ db: Database, idempotencySince: Date) throws -> NotificationReceipt? {
+            let now = Self.micros(notification.timestamp)
             if let key = notification.idempotencyKey {
                 if let receipt = try Self.receipt(db, key: key, since: Self.micros(idempotencySince)) {
-                    return .replayed(receipt)
+                    return receipt
                 }
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO idempotency_keys (key, notification_id, recipients, created_at) VALUES (?, ?, ?, ?)",
@@ -28,18 +40,20 @@ extension SQLiteStore {
                     try StoredJSON.encode(target: notification.target), recipients,
                 ]
             )
-            let insert = try db.makeStatement(
-                sql: """
-                    INSERT INTO deliveries (notification_id, sink, user_id, device_id, distribution, state, attempts, next_attempt_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)
-                    """
-            )
-            for delivery in deliveries {
-                try insert.execute(arguments: [
-                    notification.id.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.distribution.rawValue, now, now,
-                ])
-            }
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+            return nil
+    }
+
+    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64) throws {
+        let insert = try db.makeStatement(
+            sql: """
+                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                """
+        )
+        for delivery in deliveries {
+            try insert.execute(arguments: [
+                notification.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.topic, delivery.distribution.rawValue, now, now,
+            ])
         }
     }
 

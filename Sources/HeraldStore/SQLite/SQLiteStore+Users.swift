@@ -97,7 +97,10 @@ extension SQLiteStore {
     }
 
     public func recipients(userIDs: [String]) async throws -> [RecipientContext] {
-        try await writer.read { db in
+        try await writer.read { db in try Self.recipients(db, userIDs: userIDs) }
+    }
+
+    static func recipients(_ db: Database, userIDs: [String]) throws -> [RecipientContext] {
             var settings: [String: UserSettings] = [:]
             var devices: [String: [Device]] = [:]
             for chunk in userIDs.chunked(500) {
@@ -111,7 +114,6 @@ extension SQLiteStore {
                 }
             }
             return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
-        }
     }
 
     static func settings(_ db: Database, userID: String) throws -> UserSettings {

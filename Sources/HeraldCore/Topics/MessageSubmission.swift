@@ -1,0 +1,46 @@
+/// The body of `POST /message`: a Message Hub message for one subject's subscribers.
+public struct MessageSubmission: Decodable, Sendable {
+    public var title: String?
+    public var desc: String?
+    public var message: String?
+    public var topicKey: String?
+    public var distribution: String?
+
+    public static let fieldNames: Set<String> = ["title", "desc", "message", "topic_key", "distribution"]
+    public static let maxTitleBytes = 1_024
+    public static let maxMessageBytes = 8_192
+
+    enum CodingKeys: String, CodingKey {
+        case title, desc, message, distribution
+        case topicKey = "topic_key"
+    }
+
+    public init(title: String?, desc: String?, message: String?, topicKey: String?, distribution: String?) {
+        self.title = title
+        self.desc = desc
+        self.message = message
+        self.topicKey = topicKey
+        self.distribution = distribution
+    }
+
+    /// Checks the fields that need no storage; the topic is checked against the hierarchy later.
+    public func validated() throws -> (title: String, desc: String, message: String, topicKey: String, distribution: TopicDistribution) {
+        guard let title else { throw HeraldError.missingField("title") }
+        guard !title.isEmpty else { throw HeraldError.invalidField("title", "must not be empty") }
+        guard title.utf8.count <= Self.maxTitleBytes else { throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) bytes") }
+        guard let topicKey else { throw HeraldError.missingField("topic_key") }
+        guard let text = distribution else { throw HeraldError.missingField("distribution") }
+        guard let distribution = TopicDistribution(rawValue: text) else {
+            throw HeraldError.invalidField("distribution", "must be \"Alert\" or \"Information\"")
+        }
+        let desc = self.desc ?? ""
+        if desc.isEmpty && distribution == .alert {
+            throw HeraldError.invalidField("desc", "may be empty only for Information messages: an Alert shows it as the push text")
+        }
+        let message = self.message ?? ""
+        guard message.utf8.count <= Self.maxMessageBytes, desc.utf8.count <= Self.maxMessageBytes else {
+            throw HeraldError.invalidField(message.utf8.count > Self.maxMessageBytes ? "message" : "desc", "must be at most \(Self.maxMessageBytes) bytes")
+        }
+        return (title, desc, message, topicKey, distribution)
+    }
+}

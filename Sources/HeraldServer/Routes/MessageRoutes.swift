@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+import HeraldFCMSink
+import Hummingbird
+
+/// Message Hub messages: post to a subject's subscribers, read the archive (SPEC §3).
+struct MessageRoutes {
+    let service: NotificationService
+    let store: any HeraldStorage
+    /// Whether an FCM sink is configured, whose topic payload limit applies.
+    let checksFCMTopicLimit: Bool
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .post, "/message", post)
+        table.add(router, .get, "/message", archive)
+    }
+
+    struct Item: Encodable {
+        var msi_key: String
+        var topic_key: String
+        var title: String
+        var desc: String
+        var message: String
+        var distribution: String
+        var timestamp: Int64
+        var sender: String
+
+        init(_ m: ArchivedMessage) {
+            msi_key = m.msiKey
+            topic_key = m.topicKey
+            title = m.title
+            desc = m.desc
+            message = m.message
+            distribution = m.distribution.rawValue
+            timestamp = m.timestamp
+            sender = m.sender
+        }
+    }
+
+    @Sendable func post(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let key = try context.requireKey([.communicator, .admin])
+        let submission = try await JSONBody.decode(MessageSubmission.self, from: request, context: context, knownFields: MessageSubmission.fieldNames)
+        let checkFCM = checksFCMTopicLimit
+        let archived = try await service.postMessage(submission, sender: key.name) { notification in
+            guard checkFCM, case .topic(let topic) = notification.target else { return }
+            try FCMMessageBuilder.validate(FCMSink.topicMessage(notification, topic: topic))
+        }
+        struct Body: Encodable {
+            var msi_key: String
+            var timestamp: Int64
+        }
+        return try JSONBody.response(Body(msi_key: archived.msiKey, timestamp: archived.timestamp), status: .created)
+    }
+
+    @Sendable func archive(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.communicator, .admin])
+        var limit = 50
+        if let text = request.uri.queryParameters.get("limit") {
+            guard let value = Int(text), (1...200).contains(value) else {
+                throw HeraldError(.badRequest, code: "invalid_query", "'limit' must be an integer from 1 to 200")
+            }
+            limit = value
+        }
+        let topicKey = request.uri.queryParameters.get("topic_key").flatMap { $0.isEmpty ? nil : $0 }
+        let before = request.uri.queryParameters.get("before").flatMap { $0.isEmpty ? nil : $0 }
+        let page = try await store.messages(topicKey: topicKey, limit: limit, before: before)
+        struct Body: Encodable {
+            var messages: [Item]
+            var next: String?
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(messages, forKey: .messages)
+                try container.encode(next, forKey: .next)
+            }
+
+            enum CodingKeys: String, CodingKey { case messages, next }
+        }
+        return try JSONBody.response(Body(messages: page.messages.map(Item.init), next: page.next))
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func acceptFanOut(
+        _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
+        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await writer.write { db in
+            let now = Self.micros(notification.timestamp)
+            if let receipt = try Self.insert(notification, recipients: 0, db, idempotencySince: idempotencySince) {
+                return .replayed(receipt)
+            }
+            // Forced subjects reach every user Herald knows; others their subscribers.
+            let (source, arguments): (String, StatementArguments) =
+                level == .forced ? ("SELECT id AS user_id FROM users", []) : ("SELECT user_id FROM subscriptions WHERE topic_key = ?", [topic])
+            var recipients = 0
+            switch plan {
+            case .historyOnly:
+                // Entirely inside SQLite: nothing is read into memory, whatever the topic's size.
+                try db.execute(
+                    sql: """
+                        INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                        SELECT ?, ?, user_id, ?, 'pending', 0, ?, ? FROM (\(source))
+                        """,
+                    arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now, now] + arguments
+                )
+                recipients = db.changesCount
+            case .route(let route):
+                // Keyset pages: each page's settings and devices are read, routed and written
+                // before the next is read.
+                var after = ""
+                while true {
+                    let page = try String.fetchAll(
+                        db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?",
+                        arguments: arguments + [after, pageSize]
+                    )
+                    guard let last = page.last else { break }
+                    let planned = try Self.recipients(db, userIDs: page).flatMap(route)
+                    try Self.insert(planned, of: notification.id, db, at: now)
+                    recipients += page.count
+                    after = last
+                }
+            }
+            try Self.insert(extra, of: notification.id, db, at: now)
+            try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
+            if let key = notification.idempotencyKey {
+                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE key = ?", arguments: [recipients, key])
+            }
+            if let archive {
+                try db.execute(
+                    sql: """
+                        INSERT INTO messages (msi_key, topic_key, title, description, message, distribution, timestamp, sender)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [archive.msiKey, archive.topicKey, archive.title, archive.desc, archive.message, archive.distribution.rawValue, archive.timestamp, archive.sender]
+                )
+            }
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {
+        var cursor = Int64.max
+        if let before {
+            guard let seq = Int64(before), seq > 0 else {
+                throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
+            }
+            cursor = seq
+        }
+        let beforeSeq = cursor
+        return try await writer.read { db in
+            var sql = "SELECT * FROM messages WHERE seq < ?"
+            var arguments: StatementArguments = [beforeSeq]
+            if let topicKey {
+                sql += " AND topic_key = ?"
+                arguments += [topicKey]
+            }
+            let rows = try Row.fetchAll(db, sql: sql + " ORDER BY seq DESC LIMIT ?", arguments: arguments + [limit + 1])
+            let page = rows.prefix(limit)
+            let messages = page.map { row in
+                let distribution: String = row["distribution"]
+                return ArchivedMessage(
+                    msiKey: row["msi_key"], topicKey: row["topic_key"], title: row["title"], desc: row["description"], message: row["message"],
+                    distribution: TopicDistribution(rawValue: distribution) ?? .alert, timestamp: row["timestamp"], sender: row["sender"]
+                )
+            }
+            let next: String? = rows.count > limit ? page.last.map { row -> Int64 in row["seq"] }.map(String.init) : nil
+            return MessagePage(messages: messages, next: next)
+        }
+    }
+}
