@@ -149,6 +149,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "herald-fanout-bench",
+            dependencies: ["HeraldCore", "HeraldStore", "HeraldHistorySink"],
+            path: "Benchmarks/FanOut",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore"],

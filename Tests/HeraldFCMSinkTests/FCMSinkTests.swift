@@ -217,6 +217,52 @@ import Testing
     }
 }
 
+@Suite struct MessageHubThroughFCMTests {
+    @Test func alertIsTwoTopicMessagesInformationOneAndSubscribersGetHistory() async throws {
+        let f = try await EmulatorFixture.start()
+        let ids = ObjectIDGenerator()
+        let channel = Channel(id: ids.next(), name: "Campus", desc: "")
+        let area = Area(id: ids.next(), name: "Safety", desc: "")
+        try await f.store.createChannel(channel)
+        _ = try await f.store.createArea(area, channelID: channel.id)
+        func subject(_ name: String, _ distribution: TopicDistribution) async throws -> String {
+            let id = ids.next()
+            let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description
+            _ = try await f.store.createSubject(Subject(id: id, name: name, desc: "", topicKey: key, opt: .init(level: .optIn, distribution: distribution)), channelID: channel.id, areaID: area.id)
+            return key
+        }
+        let alerts = try await subject("Alerts", .alert)
+        let infos = try await subject("Infos", .information)
+        try await f.store.subscribe(userID: "sub", topicKey: alerts, at: Date())
+
+        let alert = try await f.service.postMessage(
+            MessageSubmission(title: "Storm", desc: "Stay inside", message: "Until 18:00", topicKey: alerts, distribution: "Alert"), sender: "comms"
+        )
+        _ = try await f.service.postMessage(MessageSubmission(title: "FYI", desc: "", message: "Library open", topicKey: infos, distribution: "Information"), sender: "comms")
+        try await f.deliverAll()
+
+        let toAlerts = f.emulator.deliveredMessages.filter { $0["topic"] as? String == alerts }
+        #expect(toAlerts.count == 2)
+        let visible = try #require(toAlerts.first { $0["notification"] != nil })
+        #expect((visible["notification"] as? [String: String]) == ["title": "Storm", "body": "Stay inside"])
+        #expect((visible["data"] as? [String: String]) == ["msi_key": alert.msiKey])
+        let data = try #require(toAlerts.first { $0["notification"] == nil })
+        #expect((data["data"] as? [String: String]) == [
+            "msi_key": alert.msiKey, "topic_key": alerts, "dist": "Alert", "title": "Storm", "desc": "Stay inside",
+            "message": "Until 18:00", "timestamp": String(alert.timestamp),
+        ])
+        let toInfos = f.emulator.deliveredMessages.filter { $0["topic"] as? String == infos }
+        #expect(toInfos.count == 1)
+        #expect(toInfos.first?["notification"] == nil)
+        #expect((toInfos.first?["data"] as? [String: String])?["dist"] == "Information")
+
+        let history = try await f.store.history(userID: "sub", limit: 10, before: nil)
+        #expect(history.items.map(\.title) == ["Storm"])
+        #expect(history.items.first?.notificationID.hex == alert.msiKey)
+        await f.stop()
+    }
+}
+
 @Suite struct FCMResultTests {
     func body(_ status: String, _ errorCode: String?, badRequest: Bool = false) -> Data {
         var details: [[String: Any]] = []

@@ -159,3 +159,120 @@ struct Hierarchy {
         }
     }
 }
+
+@Suite struct MessageAPITests {
+    @Test func postingAMessageArchivesItAndWritesSubscribersHistory() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            // Three users: one registered (Forced + Recommended), one only known by settings, one opted in to Events.
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "reg"), json: js(["fcm_token": "t-reg"]))
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "quiet"), json: js(["enabled": false]))
+            _ = try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: "fan"))
+
+            let post = try await client.call(.post, "/message", headers(herald.communicator), json: js([
+                "title": "Fire drill", "desc": "Leave the building", "message": "At 10:00 in building B", "topic_key": h.forced, "distribution": "Alert",
+            ]))
+            #expect(post.status == .created, "\(String(buffer: post.body))")
+            let msi = try #require(post.object["msi_key"] as? String)
+            let timestamp = try #require(post.object["timestamp"] as? Int64)
+            #expect(abs(Double(timestamp) / 1000 - Date().timeIntervalSince1970) < 60, "timestamp is in milliseconds")
+            _ = try await client.call(.post, "/message", headers(herald.admin), json: js([
+                "title": "Concert", "desc": "Tonight", "message": "", "topic_key": h.optIn, "distribution": "Alert",
+            ]))
+            try await herald.deliver()
+
+            func history(_ user: String) async throws -> [String] {
+                let response = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+                return (response.object["history"] as? [[String: Any]] ?? []).compactMap { ($0["notification"] as? [String: String])?["title"] }
+            }
+            #expect(try await history("reg") == ["Fire drill"], "Forced reaches every user")
+            #expect(try await history("quiet") == ["Fire drill"], "settings never suppress history")
+            #expect(try await history("fan") == ["Concert", "Fire drill"])
+            let item = try #require((try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "reg"))).object["history"] as? [[String: Any]]).first
+            #expect((item?["data"] as? [String: Any])?["id"] as? String == msi)
+            #expect((item?["notification"] as? [String: String])?["body"] == "Leave the building")
+
+            let archive = try await client.call(.get, "/message", headers(herald.communicator))
+            #expect(archive.status == .ok)
+            let messages = try #require(archive.object["messages"] as? [[String: Any]])
+            #expect(messages.compactMap { $0["title"] as? String } == ["Concert", "Fire drill"], "newest first")
+            #expect(messages.last?["sender"] as? String == "communicator-test")
+            #expect(messages.last?["msi_key"] as? String == msi)
+            #expect(messages.last?["message"] as? String == "At 10:00 in building B")
+            let filtered = try await client.call(.get, "/message?topic_key=\(h.optIn)", headers(herald.admin))
+            #expect((filtered.object["messages"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Concert"])
+            let paged = try await client.call(.get, "/message?limit=1", headers(herald.admin))
+            let next = try #require(paged.object["next"] as? String)
+            let second = try await client.call(.get, "/message?limit=1&before=\(next)", headers(herald.admin))
+            #expect((second.object["messages"] as? [[String: Any]])?.first?["title"] as? String == "Fire drill")
+            #expect(second.object["next"] is NSNull)
+        }
+    }
+
+    @Test func messageValidationAndAuth() async throws {
+        let herald = try await TestHerald.make()
+        let user = try await herald.userToken("u")
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            let missingTopic = "62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4"
+            let cases: [([String: Any], Int, String)] = [
+                (["title": "t", "desc": "d", "topic_key": missingTopic, "distribution": "Alert"], 404, "topic"),
+                (["title": "t", "desc": "d", "topic_key": h.info, "distribution": "Alert"], 422, "Information"),
+                (["title": "t", "desc": "", "topic_key": h.forced, "distribution": "Alert"], 422, "'desc'"),
+                (["title": "t", "topic_key": h.forced, "distribution": "Alert"], 422, "'desc'"),
+                (["title": "", "desc": "d", "topic_key": h.forced, "distribution": "Alert"], 422, "'title'"),
+                (["desc": "d", "topic_key": h.forced, "distribution": "Alert"], 422, "'title'"),
+                (["title": "t", "desc": "d", "topic_key": h.forced, "distribution": "alert"], 422, "'distribution'"),
+                (["title": "t", "desc": "d", "distribution": "Alert"], 422, "'topic_key'"),
+                (["title": "t", "desc": "d", "topic_key": h.forced, "distribution": "Alert", "sender": "me"], 422, "'sender'"),
+            ]
+            for (body, status, fragment) in cases {
+                let response = try await client.call(.post, "/message", headers(herald.communicator), json: js(body))
+                #expect(response.status.code == status, "\(body): \(String(buffer: response.body))")
+                #expect(response.errorMessage.contains(fragment), "\(body): \(response.errorMessage)")
+            }
+            let information = try await client.call(.post, "/message", headers(herald.communicator), json: js(["title": "Open late", "desc": "", "message": "until 22:00", "topic_key": h.info, "distribution": "Information"]))
+            #expect(information.status == .created, "an empty desc is fine for Information")
+            let valid = js(["title": "t", "desc": "d", "topic_key": h.forced, "distribution": "Alert"])
+            #expect(try await client.call(.post, "/message", headers(user), json: valid).status == .forbidden, "a user token cannot post messages")
+            #expect(try await client.call(.post, "/message", headers(herald.backend), json: valid).status == .forbidden)
+            #expect(try await client.call(.get, "/message", headers(herald.backend)).status == .forbidden)
+            #expect(try await client.call(.get, "/message?limit=0", headers(herald.admin)).status == .badRequest)
+        }
+    }
+
+    @Test func topicNotificationsRespectEverySubscribersSettings() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            for user in ["loud", "muted", "picky", "outsider"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: js(["fcm_token": "t-\(user)"]))
+            }
+            for user in ["loud", "muted", "picky"] {
+                _ = try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: user))
+            }
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "muted"), json: js(["enabled": false]))
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "picky"), json: js(["types": ["hot": false]]))
+            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
+            #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
+            #expect(sent.object["recipients"] as? Int == 3)
+            try await herald.deliver()
+            #expect(herald.push.received.compactMap(\.recipient.device?.fcmToken) == ["t-loud"])
+            for user in ["loud", "muted", "picky"] {
+                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+                #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")
+            }
+            let outsider = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "outsider"))
+            #expect((outsider.object["history"] as? [Any])?.isEmpty == true)
+
+            // The subject's distribution is the default; unknown topics are 404.
+            let info = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hours", "topic": h.info]))
+            let id = try #require(info.object["id"] as? String)
+            let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
+            #expect((status.object["notification"] as? [String: Any])?["distribution"] as? String == "information")
+            let missing = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "x", "topic": "62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4"]))
+            #expect(missing.status == .notFound)
+        }
+    }
+}

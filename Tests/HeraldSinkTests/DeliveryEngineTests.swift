@@ -191,3 +191,40 @@ import Testing
         }
     }
 }
+
+/// Fan-out to a large topic, test-sized: pages are small so the paging is exercised.
+@Suite struct FanOutTests {
+    @Test func topicFanOutPagesThroughEverySubscriberOnce() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let ids = ObjectIDGenerator()
+        let channel = Channel(id: ids.next(), name: "c", desc: "")
+        let area = Area(id: ids.next(), name: "a", desc: "")
+        let subjectID = ids.next()
+        let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
+        try await store.createChannel(channel)
+        _ = try await store.createArea(area, channelID: channel.id)
+        _ = try await store.createSubject(Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
+        let subscribers = 2_345
+        for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
+        _ = try await store.registerDevice(userID: "user-00007", token: "t7", registration: .init(fcmToken: "t7"), newID: ids.next(), at: Date())
+        _ = try await store.updateSettings(userID: "user-00008") { $0.delivery = .pull }
+
+        let push = RecordingSink(name: "fcm", capabilities: .push)
+        let sinks = try SinkRegistry([HistorySink(store: store), push])
+        var service = NotificationService(
+            validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://x.example")),
+            router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ids
+        )
+        service.fanOutPageSize = 100
+        let receipt = try await service.send(NotificationSubmission(type: "hot", title: "big", topic: key)).receipt
+        #expect(receipt.recipients == subscribers)
+        let engine = DeliveryEngine(queue: store, sinks: sinks)
+        try await engine.drain()
+        let counters = try await store.sinkCounters()
+        #expect(counters.first { $0.sink == "history" }?.counts == [.delivered: subscribers], "exactly one history delivery per subscriber")
+        #expect(push.received.map(\.recipient.userID) == ["user-00007"])
+        #expect(try await store.history(userID: "user-02344", limit: 5, before: nil).items.map(\.notificationID) == [receipt.id])
+        #expect(try await store.history(userID: "user-00008", limit: 5, before: nil).items.count == 1)
+    }
+}
