@@ -1,0 +1,103 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// The topic hierarchy, subscriptions, fan-out and archive on every storage engine.
+@Suite struct TopicStoreConformanceTests {
+    let ids = ObjectIDGenerator()
+
+    struct Tree {
+        var channel: Channel
+        var area: Area
+        var forced: Subject
+        var optIn: Subject
+    }
+
+    func tree(_ store: any HeraldStorage) async throws -> Tree {
+        let channel = Channel(id: ids.next(), name: "c", desc: "cd")
+        let area = Area(id: ids.next(), name: "a", desc: "ad")
+        try await store.createChannel(channel)
+        #expect(try await store.createArea(area, channelID: channel.id))
+        func subject(_ name: String, _ level: SubscriptionLevel) async throws -> Subject {
+            let id = ids.next()
+            let subject = Subject(id: id, name: name, desc: "", topicKey: TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description, opt: .init(level: level, distribution: .alert))
+            #expect(try await store.createSubject(subject, channelID: channel.id, areaID: area.id))
+            return subject
+        }
+        return Tree(channel: channel, area: area, forced: try await subject("f", .forced), optIn: try await subject("o", .optIn))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func hierarchyCRUD(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let t = try await tree(store)
+        #expect(try await store.createArea(Area(id: ids.next(), name: "x", desc: ""), channelID: ids.next()) == false)
+        #expect(try await store.createSubject(t.forced, channelID: t.channel.id, areaID: ids.next()) == false)
+        let channels = try await store.channels()
+        #expect(channels.count == 1)
+        #expect(channels[0].areas.map(\.name) == ["a"])
+        #expect(channels[0].areas[0].subjects.map(\.name) == ["f", "o"])
+        #expect(try await store.updateArea(channelID: t.channel.id, areaID: t.area.id, HierarchyFields(name: "a2"))?.desc == "ad")
+        #expect(try await store.updateArea(channelID: ids.next(), areaID: t.area.id, HierarchyFields(name: "x")) == nil)
+        let updated = try await store.updateSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .information)))
+        #expect(updated?.opt == SubjectOptions(level: .recommended, distribution: .information))
+        #expect(try await store.subject(topicKey: t.optIn.topicKey)?.area == "a2")
+        #expect(try await store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id))
+        #expect(try await store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id) == false)
+        #expect(try await store.deleteArea(channelID: t.channel.id, areaID: t.area.id))
+        #expect(try await store.channels()[0].areas.isEmpty)
+        #expect(try await store.subject(topicKey: t.forced.topicKey) == nil, "deleting an area deletes its subjects")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func fanOutReachesSubscribersOrEveryoneForForced(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let t = try await tree(store)
+        for user in ["a", "b"] { _ = try await store.updateSettings(userID: user) { _ in } }
+        try await store.subscribe(userID: "c", topicKey: t.optIn.topicKey, at: Date())
+        func fanOut(_ subject: Subject) async throws -> (AcceptResult, HeraldNotification) {
+            let n = HeraldNotification(id: ids.next(), type: "message", title: "t", body: "d", url: nil, timestamp: Date(), target: .topic(subject.topicKey))
+            let result = try await store.acceptFanOut(
+                n, topic: subject.topicKey, level: subject.opt.level, plan: .historyOnly,
+                extra: [PlannedDelivery(sink: "fcm", userID: "", topic: subject.topicKey, distribution: .alert)],
+                archive: ArchivedMessage(msiKey: n.id.hex, topicKey: subject.topicKey, title: "t", desc: "d", message: "m", distribution: .alert, timestamp: 1, sender: "s"),
+                pageSize: 1, idempotencySince: Date().addingTimeInterval(-60)
+            )
+            return (result, n)
+        }
+        let (forced, _) = try await fanOut(t.forced)
+        #expect(forced.receipt.recipients == 3, "Forced reaches every known user: a, b and c")
+        let (optIn, n) = try await fanOut(t.optIn)
+        #expect(optIn.receipt.recipients == 1)
+        let deliveries = try #require(try await store.status(of: n.id)?.deliveries)
+        #expect(deliveries.map(\.sink).sorted() == ["fcm", "history"])
+        let claimed = try await store.claimDue(now: Date().addingTimeInterval(1), limit: 100, lease: .seconds(30))
+        #expect(claimed.filter { $0.recipient.topic == t.optIn.topicKey }.count == 1, "topic sends carry their topic")
+
+        let routed = HeraldNotification(id: ids.next(), type: "hot", title: "t", body: "", url: nil, timestamp: Date(), target: .topic(t.optIn.topicKey))
+        let result = try await store.acceptFanOut(
+            routed, topic: t.optIn.topicKey, level: .optIn, plan: .route { [PlannedDelivery(sink: "history", userID: $0.userID, distribution: .alert)] },
+            extra: [], archive: nil, pageSize: 1, idempotencySince: Date().addingTimeInterval(-60)
+        )
+        #expect(result.receipt.recipients == 1)
+
+        let page = try await store.messages(topicKey: nil, limit: 1, before: nil)
+        #expect(page.messages.map(\.topicKey) == [t.optIn.topicKey])
+        let rest = try await store.messages(topicKey: nil, limit: 5, before: page.next)
+        #expect(rest.messages.map(\.topicKey) == [t.forced.topicKey])
+        #expect(rest.next == nil)
+        #expect(try await store.messages(topicKey: t.forced.topicKey, limit: 5, before: nil).messages.count == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func recommendedAtFirstRegistrationOnly(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let t = try await tree(store)
+        _ = try await store.updateSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .alert)))
+        _ = try await store.registerDevice(userID: "u", token: "t1", registration: .init(fcmToken: "t1"), newID: ids.next(), at: Date())
+        #expect(try await store.subscriptions(userID: "u").map(\.subscribed) == [true, true])
+        try await store.unsubscribe(userID: "u", topicKey: t.optIn.topicKey)
+        _ = try await store.registerDevice(userID: "u", token: "t2", registration: .init(fcmToken: "t2"), newID: ids.next(), at: Date())
+        #expect(try await store.subscriptions(userID: "u").map(\.subscribed) == [true, false])
+    }
+}
