@@ -219,6 +219,9 @@ import Testing
         service.fanOutPageSize = 100
         let receipt = try await service.send(NotificationSubmission(type: "hot", title: "big", topic: key)).receipt
         #expect(receipt.recipients == subscribers)
+        let status = try #require(try await store.status(of: receipt.id))
+        #expect(status.deliveries.count == NotificationStatus.deliveryListLimit, "the listing is capped")
+        #expect(status.summary["history"]?[.pending] == subscribers, "the summary counts every delivery")
         let engine = DeliveryEngine(queue: store, sinks: sinks)
         try await engine.drain()
         let counters = try await store.sinkCounters()

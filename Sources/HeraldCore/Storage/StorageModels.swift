@@ -38,6 +38,8 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var sink: String
     public var userID: String
     public var deviceID: ObjectID?
+    /// For a topic send, the topic.
+    public var topic: String?
     public var distribution: Distribution
     public var state: DeliveryState
     public var attempts: Int
@@ -46,13 +48,14 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var updatedAt: Date
 
     public init(
-        id: Int64, sink: String, userID: String, deviceID: ObjectID?, distribution: Distribution, state: DeliveryState,
+        id: Int64, sink: String, userID: String, deviceID: ObjectID?, topic: String? = nil, distribution: Distribution, state: DeliveryState,
         attempts: Int, lastError: String?, nextAttemptAt: Date?, updatedAt: Date
     ) {
         self.id = id
         self.sink = sink
         self.userID = userID
         self.deviceID = deviceID
+        self.topic = topic
         self.distribution = distribution
         self.state = state
         self.attempts = attempts
@@ -63,14 +66,21 @@ public struct DeliveryRecord: Sendable, Equatable {
 }
 
 public struct NotificationStatus: Sendable, Equatable {
+    /// At most this many deliveries are listed; `summary` always counts all of them.
+    public static let deliveryListLimit = 1_000
+
     public var notification: HeraldNotification
     public var recipients: Int
+    /// The first ``deliveryListLimit`` deliveries, in creation order.
     public var deliveries: [DeliveryRecord]
+    /// Every delivery counted per sink and state.
+    public var summary: [String: [DeliveryState: Int]]
 
-    public init(notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord]) {
+    public init(notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord], summary: [String: [DeliveryState: Int]]? = nil) {
         self.notification = notification
         self.recipients = recipients
         self.deliveries = deliveries
+        self.summary = summary ?? deliveries.reduce(into: [:]) { $0[$1.sink, default: [:]][$1.state, default: 0] += 1 }
     }
 }
 

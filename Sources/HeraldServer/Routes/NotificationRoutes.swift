@@ -72,8 +72,9 @@ struct NotificationStatusResponse: Encodable {
     struct DeliveryBody: Encodable {
         var id: Int64
         var sink: String
-        var user_id: String
+        var user_id: String?
         var device_id: String?
+        var topic: String?
         var distribution: String
         var state: String
         var attempts: Int
@@ -85,6 +86,8 @@ struct NotificationStatusResponse: Encodable {
     var notification: Body
     var recipients: Int
     var deliveries: [DeliveryBody]
+    /// Whether more deliveries exist than are listed (`summary` counts them all).
+    var deliveries_truncated: Bool
     /// Count of deliveries per sink and state, e.g. `{"history":{"delivered":2}}`.
     var summary: [String: [String: Int]]
 
@@ -105,13 +108,12 @@ struct NotificationStatusResponse: Encodable {
         recipients = status.recipients
         deliveries = status.deliveries.map { d in
             DeliveryBody(
-                id: d.id, sink: d.sink, user_id: d.userID, device_id: d.deviceID?.hex, distribution: d.distribution.rawValue,
+                id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic, distribution: d.distribution.rawValue,
                 state: d.state.rawValue, attempts: d.attempts, last_error: d.lastError,
                 next_attempt_at: d.state == .pending ? d.nextAttemptAt.map(Timestamp.format) : nil, updated_at: Timestamp.format(d.updatedAt)
             )
         }
-        var summary: [String: [String: Int]] = [:]
-        for d in status.deliveries { summary[d.sink, default: [:]][d.state.rawValue, default: 0] += 1 }
-        self.summary = summary
+        summary = status.summary.mapValues { counts in Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }) }
+        deliveries_truncated = status.summary.values.flatMap(\.values).reduce(0, +) > status.deliveries.count
     }
 }

@@ -66,9 +66,15 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE id = ?", arguments: [id.hex]) else {
                 return nil
             }
-            let deliveries = try Row.fetchAll(db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id", arguments: [id.hex])
-                .map(Self.deliveryRecord)
-            return NotificationStatus(notification: try Self.notification(row), recipients: row["recipients"], deliveries: deliveries)
+            let deliveries = try Row.fetchAll(
+                db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?", arguments: [id.hex, NotificationStatus.deliveryListLimit]
+            ).map(Self.deliveryRecord)
+            var summary: [String: [DeliveryState: Int]] = [:]
+            for count in try Row.fetchAll(db, sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state", arguments: [id.hex]) {
+                let stateText: String = count["state"]
+                if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
+            }
+            return NotificationStatus(notification: try Self.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
         }
     }
 
@@ -115,7 +121,7 @@ extension SQLiteStore {
         let stateText: String = row["state"]
         let distributionText: String = row["distribution"]
         return DeliveryRecord(
-            id: row["id"], sink: row["sink"], userID: row["user_id"], deviceID: try row.optionalObjectID("device_id"),
+            id: row["id"], sink: row["sink"], userID: row["user_id"], deviceID: try row.optionalObjectID("device_id"), topic: row["topic_key"],
             distribution: Distribution(rawValue: distributionText) ?? .alert, state: DeliveryState(rawValue: stateText) ?? .pending,
             attempts: row["attempts"], lastError: row["last_error"], nextAttemptAt: date(row["next_attempt_at"]),
             updatedAt: Timestamp.date(microseconds: row["updated_at"])
