@@ -20,6 +20,8 @@ public struct HeraldServer: Sendable {
     public let sinks: SinkRegistry
     public let engine: DeliveryEngine
     public let service: NotificationService
+    /// The pull feed as served, rebuilt on change.
+    public let feed: FeedSnapshot
     public let logger: Logger
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
@@ -63,8 +65,10 @@ public struct HeraldServer: Sendable {
             }
             userTokens = await UserTokenVerifier(secret: secret)
         }
+        let feed = FeedSnapshot()
+        try await feed.reload(from: store)
         return HeraldServer(
-            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service,
+            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
             logger: logger, userTokens: userTokens, types: types, ids: ids
         )
     }
@@ -113,6 +117,7 @@ public struct HeraldServer: Sendable {
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store, checksFCMTopicLimit: sinks["fcm"] != nil).register(on: router, table: routes)
+        FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         return router
     }
 
@@ -124,7 +129,7 @@ public struct HeraldServer: Sendable {
         Application(
             router: router(),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Herald"),
-            services: deliveryWorkers ? [engine] : [],
+            services: deliveryWorkers ? [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger)] : [],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )

@@ -141,6 +141,24 @@ enum SQLiteSchema {
         migrator.registerMigration("v3-topic-sends") { db in
             try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN topic_key TEXT")
         }
+        migrator.registerMigration("v4-feed") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE feed_messages (
+                        id TEXT PRIMARY KEY,
+                        title TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        url TEXT,
+                        posted_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        priority INTEGER NOT NULL,
+                        target_regions TEXT NOT NULL,
+                        target_version TEXT
+                    );
+                    CREATE INDEX feed_messages_by_expiry ON feed_messages(expires_at);
+                    """
+            )
+        }
         return migrator
     }
 }

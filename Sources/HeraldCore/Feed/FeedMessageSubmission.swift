@@ -1,0 +1,51 @@
+public import Foundation
+
+/// The body of `POST /api/feed/messages`.
+public struct FeedMessageSubmission: Decodable, Sendable {
+    public var title: String?
+    public var body: String?
+    public var url: String?
+    public var postedAt: String?
+    public var expiresAt: String?
+    public var priority: Int?
+    public var targetRegions: [String]?
+    public var targetVersion: String?
+
+    public static let fieldNames: Set<String> = ["title", "body", "url", "posted_at", "expires_at", "priority", "target_regions", "target_version"]
+
+    enum CodingKeys: String, CodingKey {
+        case title, body, url, priority
+        case postedAt = "posted_at"
+        case expiresAt = "expires_at"
+        case targetRegions = "target_regions"
+        case targetVersion = "target_version"
+    }
+
+    public func validated(id: ObjectID, now: Date, resources: ResourceResolver) throws -> FeedMessage {
+        guard let title, !title.isEmpty else { throw title == nil ? HeraldError.missingField("title") : HeraldError.invalidField("title", "must not be empty") }
+        guard title.utf8.count <= 1_024 else { throw HeraldError.invalidField("title", "must be at most 1024 bytes") }
+        let body = self.body ?? ""
+        guard body.utf8.count <= 8_192 else { throw HeraldError.invalidField("body", "must be at most 8192 bytes") }
+        var posted = now
+        if let text = postedAt {
+            guard let date = Timestamp.parse(text) else { throw HeraldError.invalidField("posted_at", "must be an RFC 3339 timestamp") }
+            posted = date
+        }
+        guard let text = expiresAt else { throw HeraldError.missingField("expires_at") }
+        guard let expires = Timestamp.parse(text) else { throw HeraldError.invalidField("expires_at", "must be an RFC 3339 timestamp") }
+        guard expires > now else { throw HeraldError.invalidField("expires_at", "is in the past") }
+        guard expires > posted else { throw HeraldError.invalidField("expires_at", "must be after posted_at") }
+        guard let regions = targetRegions else { throw HeraldError.missingField("target_regions") }
+        guard !regions.isEmpty else { throw HeraldError.invalidField("target_regions", "must name at least one region (\"CA\" means every region)") }
+        for (index, region) in regions.enumerated() where region.isEmpty || region.utf8.count > 16 {
+            throw HeraldError.invalidField("target_regions[\(index)]", "must be a region code of 1-16 characters")
+        }
+        if let targetVersion { _ = try VersionRange(targetVersion) }
+        let priority = self.priority ?? 0
+        guard (-1_000_000...1_000_000).contains(priority) else { throw HeraldError.invalidField("priority", "must be between -1000000 and 1000000") }
+        return FeedMessage(
+            id: id, title: title, body: body, url: try resources.resolve(url), postedAt: posted, expiresAt: expires, priority: priority,
+            targetRegions: regions, targetVersion: targetVersion
+        )
+    }
+}

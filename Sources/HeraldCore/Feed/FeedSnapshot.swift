@@ -1,0 +1,42 @@
+public import Foundation
+import Synchronization
+
+/// The feed as served: an in-memory copy rebuilt when messages change, so no request touches
+/// the database. Eligibility (SPEC §6): not expired, region matches (`"CA"` is every region),
+/// and the version satisfies the message's range.
+public final class FeedSnapshot: Sendable {
+    struct Entry: Sendable {
+        var message: FeedMessage
+        var range: VersionRange?
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    public init() {}
+
+    /// Replaces the snapshot with the store's current messages.
+    public func reload(from store: any FeedStore) async throws {
+        let messages = try await store.feedMessages()
+        let fresh = messages.map { Entry(message: $0, range: $0.targetVersion.flatMap { try? VersionRange($0) }) }
+        entries.withLock { $0 = fresh }
+    }
+
+    /// Every eligible message, highest priority first, then oldest `posted_at`.
+    public func eligible(at now: Date, for query: FeedQuery) -> [FeedMessage] {
+        entries.withLock { $0 }
+            .filter { entry in
+                let m = entry.message
+                guard now < m.expiresAt else { return false }
+                if let region = query.region, !m.targetRegions.contains(FeedMessage.everyRegion), !m.targetRegions.contains(region) { return false }
+                if let version = query.version, let range = entry.range, !range.isSatisfied(by: version) { return false }
+                return true
+            }
+            .map(\.message)
+            .sorted { a, b in a.priority != b.priority ? a.priority > b.priority : (a.postedAt != b.postedAt ? a.postedAt < b.postedAt : a.id < b.id) }
+    }
+
+    /// The one message to display now: eligible and not yet read.
+    public func next(at now: Date, for query: FeedQuery, read: Set<String>) -> FeedMessage? {
+        eligible(at: now, for: query).first { !read.contains($0.id.hex) }
+    }
+}

@@ -1,0 +1,132 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import HeraldCore
+import Hummingbird
+
+/// The privacy-friendly pull feed (SPEC §6): anonymous reads from the in-memory snapshot, admin writes.
+struct FeedRoutes {
+    let store: any HeraldStorage
+    let snapshot: FeedSnapshot
+    let resources: ResourceResolver
+    let ids: ObjectIDGenerator
+    /// How long clients and caches may keep the feed.
+    static let maxAge = 60
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .get, "/feed/index.json", index)
+        table.add(router, .get, "/feed/next", next)
+        table.add(router, .get, "/feed/schema.json", schema)
+        table.add(router, .post, "/api/feed/messages", create)
+        table.add(router, .get, "/api/feed/messages", list)
+        table.add(router, .delete, "/api/feed/messages/{id}", delete)
+    }
+
+    struct Item: Encodable {
+        var id: String
+        var title: String
+        var body: String
+        var url: String?
+        var posted_at: String
+        var expires_at: String
+        var priority: Int
+        var target_regions: [String]
+        var target_version: String?
+
+        init(_ m: FeedMessage) {
+            id = m.id.hex
+            title = m.title
+            body = m.body
+            url = m.url
+            posted_at = Timestamp.format(m.postedAt)
+            expires_at = Timestamp.format(m.expiresAt)
+            priority = m.priority
+            target_regions = m.targetRegions
+            target_version = m.targetVersion
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(title, forKey: .title)
+            try c.encode(body, forKey: .body)
+            try c.encode(url, forKey: .url)
+            try c.encode(posted_at, forKey: .posted_at)
+            try c.encode(expires_at, forKey: .expires_at)
+            try c.encode(priority, forKey: .priority)
+            try c.encode(target_regions, forKey: .target_regions)
+            try c.encode(target_version, forKey: .target_version)
+        }
+
+        enum CodingKeys: String, CodingKey { case id, title, body, url, posted_at, expires_at, priority, target_regions, target_version }
+    }
+
+    struct Document: Encodable { var messages: [Item] }
+
+    static func query(_ request: Request) throws -> FeedQuery {
+        var query = FeedQuery()
+        if let region = request.uri.queryParameters.get("region"), !region.isEmpty { query.region = region }
+        if let text = request.uri.queryParameters.get("version"), !text.isEmpty {
+            guard let version = SemanticVersion(coercing: text) else {
+                throw HeraldError(.badRequest, code: "invalid_query", "'version' must be a version such as 2.1.0")
+            }
+            query.version = version
+        }
+        return query
+    }
+
+    @Sendable func index(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let messages = snapshot.eligible(at: Date(), for: try Self.query(request))
+        let data = try JSONBody.encoder().encode(Document(messages: messages.map(Item.init)))
+        let etag = "\"" + SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: "public, max-age=\(Self.maxAge)"]
+        if let given = request.headers[.ifNoneMatch], given.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "W/", with: "") == etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    @Sendable func next(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let read = Set((request.uri.queryParameters.get("read") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        guard let message = snapshot.next(at: Date(), for: try Self.query(request), read: read) else {
+            return Response(status: .noContent, headers: [.cacheControl: "no-store"])
+        }
+        var response = try JSONBody.response(Item(message))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    @Sendable func schema(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        guard let url = Bundle.module.url(forResource: "feed.schema", withExtension: "json") else {
+            throw HeraldError(.internal, code: "missing_resource", "feed.schema.json is missing from the build")
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "application/schema+json", .cacheControl: "public, max-age=3600"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: url)))
+        )
+    }
+
+    @Sendable func create(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        let submission = try await JSONBody.decode(FeedMessageSubmission.self, from: request, context: context, knownFields: FeedMessageSubmission.fieldNames)
+        let now = Date()
+        let message = try submission.validated(id: ids.next(at: now), now: now, resources: resources)
+        try await store.addFeedMessage(message)
+        try await snapshot.reload(from: store)
+        return try JSONBody.response(["id": message.id.hex], status: .created)
+    }
+
+    @Sendable func list(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        return try JSONBody.response(Document(messages: try await store.feedMessages().map(Item.init)))
+    }
+
+    @Sendable func delete(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        let text = try context.parameters.require("id")
+        guard let id = ObjectID(text), try await store.deleteFeedMessage(id: id) else { throw HeraldError.notFound("feed message '\(text)'") }
+        try await snapshot.reload(from: store)
+        return Response(status: .noContent)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite struct FeedAPITests {
+    func post(_ client: any TestClientProtocol, _ admin: String, _ fields: [String: Any]) async throws -> String {
+        var body: [String: Any] = ["title": "t", "body": "b", "expires_at": Timestamp.format(Date().addingTimeInterval(3600)), "target_regions": ["CA"]]
+        body.merge(fields) { _, new in new }
+        let response = try await client.call(.post, "/api/feed/messages", headers(admin), json: js(body))
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        return try #require(response.object["id"] as? String)
+    }
+
+    func titles(_ response: TestResponse) -> [String] {
+        (response.object["messages"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+    }
+
+    @Test func anonymousClientsSeeExactlyTheEligibleMessagesInOrder() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let now = Date()
+            _ = try await post(client, herald.admin, ["title": "everyone", "priority": 1, "posted_at": Timestamp.format(now.addingTimeInterval(-30))])
+            _ = try await post(client, herald.admin, ["title": "quebec-only", "priority": 5, "target_regions": ["QC"]])
+            _ = try await post(client, herald.admin, ["title": "new-app", "priority": 1, "target_version": ">=2.1.0 <3", "posted_at": Timestamp.format(now.addingTimeInterval(-60))])
+            _ = try await post(client, herald.admin, ["title": "old-app", "target_version": "^1.4 || <0.9"])
+            _ = try await post(client, herald.admin, ["title": "ontario-and-bc", "priority": 3, "target_regions": ["ON", "BC"], "url": "/promo"])
+
+            let all = try await client.call(.get, "/feed/index.json", headers(contentType: nil))
+            #expect(all.status == .ok)
+            #expect(titles(all) == ["quebec-only", "ontario-and-bc", "new-app", "everyone", "old-app"], "priority, then oldest posted_at")
+            let qc2 = try await client.call(.get, "/feed/index.json?region=QC&version=2.2", headers())
+            #expect(titles(qc2) == ["quebec-only", "new-app", "everyone"])
+            let on1 = try await client.call(.get, "/feed/index.json?region=ON&version=1.5.0", headers())
+            #expect(titles(on1) == ["ontario-and-bc", "everyone", "old-app"])
+            let item = try #require((on1.object["messages"] as? [[String: Any]])?.first)
+            #expect(Set(item.keys) == ["id", "title", "body", "url", "posted_at", "expires_at", "priority", "target_regions", "target_version"])
+            #expect(item["url"] as? String == "https://pong.example/promo")
+            #expect(try await client.call(.get, "/feed/index.json?version=banana", headers()).status == .badRequest)
+        }
+    }
+
+    @Test func etagGives304UntilTheFeedChanges() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let id = try await post(client, herald.admin, ["title": "one"])
+            let first = try await client.call(.get, "/feed/index.json", headers())
+            let etag = try #require(first.headers[.eTag])
+            #expect(first.headers[.cacheControl]?.contains("max-age") == true)
+            var conditional = headers()
+            conditional[.ifNoneMatch] = etag
+            let same = try await client.call(.get, "/feed/index.json", conditional)
+            #expect(same.status == .notModified)
+            #expect(same.body.readableBytes == 0)
+            _ = try await post(client, herald.admin, ["title": "two"])
+            let changed = try await client.call(.get, "/feed/index.json", conditional)
+            #expect(changed.status == .ok, "a new message invalidates the ETag")
+            #expect(changed.headers[.eTag] != etag)
+            #expect(try await client.call(.delete, "/api/feed/messages/\(id)", headers(herald.admin)).status == .noContent)
+            #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["two"])
+            #expect(try await client.call(.delete, "/api/feed/messages/\(id)", headers(herald.admin)).status == .notFound)
+            // Different filters, different documents, different ETags.
+            let filtered = try await client.call(.get, "/feed/index.json?region=QC", headers())
+            #expect(filtered.headers[.eTag] != nil)
+        }
+    }
+
+    @Test func expiredMessagesAreNeverServedAndArePurged() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await post(client, herald.admin, ["title": "short", "expires_at": Timestamp.format(Date().addingTimeInterval(1))])
+            _ = try await post(client, herald.admin, ["title": "long"])
+            #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["short", "long"])
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["long"], "trimmed at once, before any purge")
+            #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["short", "long"], "admins still see it until the purge")
+            try await FeedMaintenance(store: herald.server.store, snapshot: herald.server.feed, logger: herald.server.logger).runOnce()
+            #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["long"])
+        }
+    }
+
+    @Test func nextWalksByPriorityThenAgeSkippingReadOnes() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let now = Date()
+            let a = try await post(client, herald.admin, ["title": "a", "priority": 1, "posted_at": Timestamp.format(now.addingTimeInterval(-10))])
+            let b = try await post(client, herald.admin, ["title": "b", "priority": 9])
+            let c = try await post(client, herald.admin, ["title": "c", "priority": 1, "posted_at": Timestamp.format(now.addingTimeInterval(-20))])
+            _ = try await post(client, herald.admin, ["title": "elsewhere", "priority": 99, "target_regions": ["NU"]])
+            var read: [String] = []
+            var seen: [String] = []
+            for _ in 0..<5 {
+                let response = try await client.call(.get, "/feed/next?region=QC&version=3.0.0&read=\(read.joined(separator: ","))", headers())
+                if response.status == .noContent { break }
+                #expect(response.status == .ok)
+                let id = try #require(response.object["id"] as? String)
+                seen.append(id)
+                read.append(id)
+            }
+            #expect(seen == [b, c, a])
+        }
+    }
+
+    @Test func invalidFeedMessagesAreRefusedAndOnlyAdminsWrite() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let future = Timestamp.format(Date().addingTimeInterval(3600))
+            let cases: [([String: Any], String)] = [
+                (["title": "t", "expires_at": future, "target_regions": ["CA"], "target_version": ">=banana"], "target_version"),
+                (["title": "t", "expires_at": future, "target_regions": ["CA"], "target_version": "1.2.3 - "], "target_version"),
+                (["title": "t", "expires_at": "2001-01-01T00:00:00Z", "target_regions": ["CA"]], "expires_at"),
+                (["title": "t", "target_regions": ["CA"]], "expires_at"),
+                (["title": "t", "expires_at": future], "target_regions"),
+                (["title": "t", "expires_at": future, "target_regions": [String]()], "target_regions"),
+                (["title": "", "expires_at": future, "target_regions": ["CA"]], "title"),
+                (["title": "t", "expires_at": future, "target_regions": ["CA"], "priority": "high"], "priority"),
+                (["title": "t", "expires_at": future, "target_regions": ["CA"], "colour": "red"], "colour"),
+            ]
+            for (body, fragment) in cases {
+                let response = try await client.call(.post, "/api/feed/messages", headers(herald.admin), json: js(body))
+                #expect(response.status == .unprocessableContent, "\(body): \(response.status)")
+                #expect(response.errorMessage.contains(fragment), "\(body): \(response.errorMessage)")
+            }
+            let valid = js(["title": "t", "expires_at": future, "target_regions": ["CA"]])
+            for key in [herald.backend, herald.communicator] {
+                #expect(try await client.call(.post, "/api/feed/messages", headers(key), json: valid).status == .forbidden)
+            }
+            #expect(try await client.call(.get, "/api/feed/messages", headers()).status == .unauthorized)
+            let schema = try await client.call(.get, "/feed/schema.json", headers())
+            #expect(schema.status == .ok)
+            #expect((schema.object["$defs"] as? [String: Any])?["message"] != nil)
+        }
+    }
+}
