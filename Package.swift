@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
         .library(name: "HeraldFCMEmulator", targets: ["HeraldFCMEmulator"]),
         .library(name: "HeraldWebhookSink", targets: ["HeraldWebhookSink"]),
+        .library(name: "HeraldFeedSink", targets: ["HeraldFeedSink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -82,6 +83,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "HeraldFeedSink",
+            dependencies: ["HeraldCore"],
+            path: "Plugins/FeedSink",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldWebhookSink",
             dependencies: [
                 "HeraldCore",
@@ -118,6 +125,7 @@ let package = Package(
                 "HeraldConsoleSink",
                 "HeraldFCMSink",
                 "HeraldWebhookSink",
+                "HeraldFeedSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

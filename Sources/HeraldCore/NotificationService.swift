@@ -59,7 +59,13 @@ public struct NotificationService: Sendable {
                 plan: .route { router.plan(planned, for: $0, at: now) }, extra: [], archive: nil,
                 pageSize: fanOutPageSize, idempotencySince: since
             )
-        case .audience, .broadcast:
+        case .broadcast:
+            let deliveries = router.broadcastSends(notification)
+            guard !deliveries.isEmpty else {
+                throw HeraldError(.unprocessable, code: "unsupported_target", "no sink publishes broadcasts on this server")
+            }
+            result = try await store.accept(notification, recipients: 0, deliveries: deliveries, idempotencySince: since)
+        case .audience:
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(notification.target.kind.rawValue)' targets are not supported by this server yet")
         }
         if case .accepted = result { onAccepted() }

@@ -1,6 +1,7 @@
 import Foundation
 public import HeraldCore
 import HeraldConsoleSink
+import HeraldFeedSink
 import HeraldFCMSink
 import HeraldHistorySink
 import HeraldWebhookSink
@@ -39,7 +40,9 @@ public struct HeraldServer: Sendable {
             try await ensureBootstrapKey(key, store: store, ids: ids)
         }
         let types = try NotificationTypes(extra: configuration.extraTypes)
-        var sinkList: [any NotificationSink] = [HistorySink(store: store)]
+        let feed = FeedSnapshot()
+        try await feed.reload(from: store)
+        var sinkList: [any NotificationSink] = [HistorySink(store: store), FeedSink(store: store, snapshot: feed)]
         if configuration.consoleSink { sinkList.append(ConsoleSink()) }
         if let fcm = configuration.fcm {
             sinkList.append(try await makeFCMSink(fcm, logger: logger))
@@ -65,8 +68,6 @@ public struct HeraldServer: Sendable {
             }
             userTokens = await UserTokenVerifier(secret: secret)
         }
-        let feed = FeedSnapshot()
-        try await feed.reload(from: store)
         return HeraldServer(
             configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
             logger: logger, userTokens: userTokens, types: types, ids: ids

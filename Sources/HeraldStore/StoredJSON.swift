@@ -20,7 +20,7 @@ enum StoredJSON {
         case .users(let ids): try encode(["user_ids": ids])
         case .topic(let key): try encode(["topic": key])
         case .audience(let audience): try encode(["audience": audience])
-        case .broadcast: try encode(["broadcast": true])
+        case .broadcast(let options): try encode(["broadcast": options])
         }
     }
 
@@ -29,12 +29,12 @@ enum StoredJSON {
             var user_ids: [String]?
             var topic: String?
             var audience: Audience?
-            var broadcast: Bool?
+            var broadcast: BroadcastOptions?
         }
         let stored = try JSONDecoder().decode(Stored.self, from: Data(text.utf8))
         if let ids = stored.user_ids { return .users(ids) }
         if let topic = stored.topic { return .topic(topic) }
         if let audience = stored.audience { return .audience(audience) }
-        return .broadcast
+        return .broadcast(stored.broadcast ?? BroadcastOptions())
     }
 }

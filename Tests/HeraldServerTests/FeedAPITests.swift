@@ -134,4 +134,36 @@ import Testing
             #expect((schema.object["$defs"] as? [String: Any])?["message"] != nil)
         }
     }
+
+    @Test func broadcastNotificationsArePublishedToTheFeed() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let targeted = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js([
+                "type": "alert", "title": "Update available", "body": "2.4 is out", "url": "/update", "priority": 7,
+                "broadcast": ["regions": ["QC"], "version": "<2.4.0", "expires_at": Timestamp.format(Date().addingTimeInterval(600))],
+            ]))
+            #expect(targeted.status == .accepted, "\(String(buffer: targeted.body))")
+            #expect(targeted.object["recipients"] as? Int == 0)
+            let everyone = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hello all", "broadcast": true]))
+            #expect(everyone.status == .accepted)
+            try await herald.deliver()
+            #expect(titles(try await client.call(.get, "/feed/index.json?region=QC&version=2.3.9", headers())) == ["Update available", "Hello all"])
+            #expect(titles(try await client.call(.get, "/feed/index.json?region=QC&version=2.4.0", headers())) == ["Hello all"])
+            #expect(titles(try await client.call(.get, "/feed/index.json?region=ON", headers())) == ["Hello all"])
+            let item = try #require((try await client.call(.get, "/feed/index.json?region=QC", headers())).object["messages"] as? [[String: Any]]).first
+            #expect(item?["id"] as? String == targeted.object["id"] as? String, "the feed message keeps the notification id")
+            #expect(item?["url"] as? String == "https://pong.example/update")
+            #expect(item?["priority"] as? Int == 7)
+
+            for (body, fragment) in [
+                (js(["type": "alert", "title": "x", "broadcast": ["version": ">=nope"]]), "broadcast.version"),
+                (js(["type": "alert", "title": "x", "broadcast": ["regions": [String]()]]), "broadcast.regions"),
+                (js(["type": "alert", "title": "x", "broadcast": ["expires_at": "2001-01-01T00:00:00Z"]]), "broadcast.expires_at"),
+            ] {
+                let response = try await client.call(.post, "/api/notifications", headers(herald.backend), json: body)
+                #expect(response.status == .unprocessableContent, "\(body)")
+                #expect(response.errorMessage.contains(fragment), "\(response.errorMessage)")
+            }
+        }
+    }
 }

@@ -10,6 +10,8 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public static let perUser = SinkCapabilities(rawValue: 1 << 1)
     /// Can send to a provider-side topic (Message Hub messages): one delivery per component.
     public static let topics = SinkCapabilities(rawValue: 1 << 2)
+    /// Publishes `broadcast` notifications (the pull feed): one delivery per notification.
+    public static let broadcast = SinkCapabilities(rawValue: 1 << 3)
 }
 
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a

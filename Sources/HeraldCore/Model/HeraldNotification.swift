@@ -11,7 +11,8 @@ public enum NotificationTarget: Sendable, Equatable {
     case users([String])
     case topic(String)
     case audience(Audience)
-    case broadcast
+    /// The anonymous pull feed (SPEC §6), optionally limited to regions and an app-version range.
+    case broadcast(BroadcastOptions)
 
     /// The name routing rules and the API use for this kind of target.
     public var kind: TargetKind {
@@ -21,6 +22,20 @@ public enum NotificationTarget: Sendable, Equatable {
         case .audience: .audience
         case .broadcast: .broadcast
         }
+    }
+}
+
+/// Where a broadcast is shown: regions (`"CA"`, the default, is every region), a semver range
+/// of app versions (nil: every version), and when it leaves the feed.
+public struct BroadcastOptions: Sendable, Equatable, Codable {
+    public var regions: [String]
+    public var version: String?
+    public var expiresAt: Date?
+
+    public init(regions: [String] = [FeedMessage.everyRegion], version: String? = nil, expiresAt: Date? = nil) {
+        self.regions = regions
+        self.version = version
+        self.expiresAt = expiresAt
     }
 }
 

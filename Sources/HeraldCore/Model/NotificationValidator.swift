@@ -70,16 +70,44 @@ public struct NotificationValidator: Sendable {
             url: try resources.resolve(submission.url),
             data: data, timestamp: now, distribution: distribution, priority: priority,
             expiresAt: expiresAt, collapseKey: submission.collapseKey,
-            idempotencyKey: submission.idempotencyKey, target: try target(of: submission)
+            idempotencyKey: submission.idempotencyKey, target: try target(of: submission, now: now)
         )
     }
 
-    private func target(of submission: NotificationSubmission) throws -> NotificationTarget {
+    /// How long a broadcast stays in the feed when neither it nor the notification says.
+    public static let defaultBroadcastLifetime: TimeInterval = 7 * 24 * 3600
+
+    static func options(_ target: BroadcastTarget, now: Date) throws -> BroadcastOptions {
+        var options = BroadcastOptions()
+        if let regions = target.regions {
+            guard !regions.isEmpty else { throw HeraldError.invalidField("broadcast.regions", "must name at least one region (\"CA\" means every region)") }
+            for (index, region) in regions.enumerated() where region.isEmpty || region.utf8.count > 16 {
+                throw HeraldError.invalidField("broadcast.regions[\(index)]", "must be a region code of 1-16 characters")
+            }
+            options.regions = regions
+        }
+        if let version = target.version {
+            do {
+                _ = try VersionRange(version)
+            } catch {
+                throw HeraldError.invalidField("broadcast.version", "'\(version)' is not a semver range (use forms like >=2.1.0 <3, ^1.4, 1.x)")
+            }
+            options.version = version
+        }
+        if let text = target.expiresAt {
+            guard let date = Timestamp.parse(text) else { throw HeraldError.invalidField("broadcast.expires_at", "must be an RFC 3339 timestamp") }
+            guard date > now else { throw HeraldError.invalidField("broadcast.expires_at", "is in the past") }
+            options.expiresAt = date
+        }
+        return options
+    }
+
+    private func target(of submission: NotificationSubmission, now: Date) throws -> NotificationTarget {
         var targets: [NotificationTarget] = []
         if let ids = submission.userIDs { targets.append(.users(ids)) }
         if let topic = submission.topic { targets.append(.topic(topic)) }
         if let audience = submission.audience { targets.append(.audience(audience)) }
-        if submission.broadcast != nil { targets.append(.broadcast) }
+        if let broadcast = submission.broadcast { targets.append(.broadcast(try Self.options(broadcast, now: now))) }
         guard targets.count == 1, let target = targets.first else {
             throw HeraldError(
                 .unprocessable, code: targets.isEmpty ? "missing_target" : "ambiguous_target",
@@ -104,7 +132,9 @@ public struct NotificationValidator: Sendable {
                 throw HeraldError.invalidField("topic", "must be a topic_key: channelId-areaId-subjectId")
             }
             return target
-        case .audience, .broadcast:
+        case .broadcast:
+            return target
+        case .audience:
             // Topic, audience and broadcast fan-out are built on the topic hierarchy and the pull
             // feed, which this server does not have yet: refuse clearly instead of dropping them.
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(target.kind.rawValue)' targets are not supported by this server yet; use 'user_ids'")

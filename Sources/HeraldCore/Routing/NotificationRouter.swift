@@ -89,6 +89,11 @@ public struct NotificationRouter: Sendable {
         }
     }
 
+    /// The deliveries of a broadcast: one for each sink that publishes broadcasts.
+    public func broadcastSends(_ notification: HeraldNotification) -> [PlannedDelivery] {
+        sinks.filter { $0.capabilities.contains(.broadcast) }.map { PlannedDelivery(sink: $0.name, userID: "", distribution: notification.distribution) }
+    }
+
     /// The deliveries for one recipient.
     public func plan(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
         let settings = recipient.settings

@@ -98,7 +98,7 @@ struct NotificationStatusResponse: Encodable {
             case .users(let ids): ["user_ids": ids]
             case .topic(let key): ["topic": [key]]
             case .audience(let audience): ["tier_ids": audience.tierIDs, "group_ids": audience.groupIDs, "user_ids": audience.userIDs]
-            case .broadcast: ["broadcast": []]
+            case .broadcast(let options): ["regions": options.regions, "version": options.version.map { [$0] } ?? []]
             }
         notification = Body(
             id: n.id.hex, type: n.type, title: n.title, body: n.body, url: n.url, data: n.data,
