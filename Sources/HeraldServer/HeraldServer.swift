@@ -119,6 +119,7 @@ public struct HeraldServer: Sendable {
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store, checksFCMTopicLimit: sinks["fcm"] != nil).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
+        ContentRoutes(store: store).register(on: router, table: routes)
         return router
     }
 

@@ -95,7 +95,7 @@ public protocol TopicStore: Sendable {
 }
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore {
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws
     /// Whether storage answers now (for `/health/ready`).

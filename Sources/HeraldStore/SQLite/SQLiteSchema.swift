@@ -159,6 +159,18 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v5-content") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE content_sets (
+                        name TEXT PRIMARY KEY CHECK (name IN ('pending', 'published')),
+                        items TEXT NOT NULL,
+                        last_published_at INTEGER
+                    );
+                    INSERT INTO content_sets (name, items) VALUES ('pending', '[]'), ('published', '[]');
+                    """
+            )
+        }
         return migrator
     }
 }

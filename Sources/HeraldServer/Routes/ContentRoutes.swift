@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+
+/// Personalised content (SPEC §7): an admin drafts, publishes and reverts; each user reads only
+/// the items visible to them.
+struct ContentRoutes {
+    let store: any HeraldStorage
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .put, "/api/content/pending", putPending)
+        table.add(router, .get, "/api/content/pending", getPending)
+        table.add(router, .post, "/api/content/publish", publish)
+        table.add(router, .post, "/api/content/revert", revert)
+        table.add(router, .get, "/api/content", content)
+    }
+
+    struct SetBody: Encodable {
+        var items: [ContentItem]
+        var last_published_at: Int64?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(items, forKey: .items)
+            try c.encode(last_published_at, forKey: .last_published_at)
+        }
+
+        enum CodingKeys: String, CodingKey { case items, last_published_at }
+    }
+
+    @Sendable func putPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        struct Body: Decodable { var items: [JSONValue]? }
+        let body = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["items"])
+        guard let raw = body.items else { throw HeraldError.missingField("items") }
+        guard raw.count <= ContentItem.maxItems else { throw HeraldError.invalidField("items", "must have at most \(ContentItem.maxItems) entries") }
+        let items = try raw.enumerated().map { index, value in
+            guard case .object(let fields) = value else { throw HeraldError.invalidField("items[\(index)]", "must be an object") }
+            return try ContentItem(fields: fields, path: "items[\(index)]")
+        }
+        try await store.setPendingContent(items)
+        return try JSONBody.response(SetBody(items: items, last_published_at: try await store.pendingContent().lastPublishedAt))
+    }
+
+    @Sendable func getPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        let set = try await store.pendingContent()
+        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+    }
+
+    @Sendable func publish(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        let set = try await store.publishContent(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+    }
+
+    @Sendable func revert(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.admin])
+        let set = try await store.revertContent()
+        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+    }
+
+    @Sendable func content(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let userID = try context.actingUser(request)
+        let set = try await store.publishedContent()
+        let attributes = try await store.attributes(userID: userID)
+        struct Body: Encodable {
+            var content: [[String: JSONValue]]
+            var last_published_at: Int64?
+
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(content, forKey: .content)
+                try c.encode(last_published_at, forKey: .last_published_at)
+            }
+
+            enum CodingKeys: String, CodingKey { case content, last_published_at }
+        }
+        return try JSONBody.response(Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: set.lastPublishedAt))
+    }
+}

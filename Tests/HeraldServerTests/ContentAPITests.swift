@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite struct ContentAPITests {
+    static var items: [[String: Any]] { [
+        ["type": "banner", "title": "Welcome", "order": 1, "visibility": ["all": true], "image": "https://x.example/w.png"],
+        ["type": "perk", "title": "Gold lounge", "order": 2, "visibility": ["tier_ids": ["gold", 3]]],
+        ["type": "session", "title": "Speakers dinner", "order": 0, "visibility": ["group_ids": ["speakers"], "attendee_ids": ["vip-1", 42]]],
+        ["type": "note", "title": "Only for carol", "order": 5, "visibility": ["attendee_ids": ["carol"]], "extra": ["nested": [1, 2]]],
+    ] }
+
+    func titles(_ response: TestResponse) -> [String] {
+        (response.object["content"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+    }
+
+    @Test func eachUserSeesOnlyTheirItemsAfterPublish() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let put = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": Self.items]))
+            #expect(put.status == .ok, "\(String(buffer: put.body))")
+            #expect(titles(try await client.call(.get, "/api/content", headers(herald.backend, user: "anyone"))).isEmpty, "nothing is visible before publishing")
+
+            _ = try await client.call(.put, "/api/users/goldie", headers(herald.backend), json: js(["tier_id": "gold"]))
+            _ = try await client.call(.put, "/api/users/tier3", headers(herald.backend), json: js(["tier_id": 3]))
+            _ = try await client.call(.put, "/api/users/speaker", headers(herald.backend), json: js(["group_ids": ["press", "speakers"]]))
+            _ = try await client.call(.put, "/api/users/42", headers(herald.backend), json: js(["tier_id": "silver"]))
+
+            let published = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            #expect(published.status == .ok)
+            let stamp = try #require(published.object["last_published_at"] as? Int64)
+            #expect(abs(Double(stamp) / 1000 - Date().timeIntervalSince1970) < 60, "milliseconds")
+
+            let expected: [String: [String]] = [
+                "anyone": ["Welcome"], "goldie": ["Welcome", "Gold lounge"], "tier3": ["Welcome", "Gold lounge"],
+                "speaker": ["Speakers dinner", "Welcome"], "vip-1": ["Speakers dinner", "Welcome"], "42": ["Speakers dinner", "Welcome"],
+                "carol": ["Welcome", "Only for carol"],
+            ]
+            for (user, titles) in expected {
+                let response = try await client.call(.get, "/api/content", headers(herald.backend, user: user))
+                #expect(response.status == .ok)
+                #expect(self.titles(response) == titles, "\(user)")
+                #expect(response.object["last_published_at"] as? Int64 == stamp)
+                let items = response.object["content"] as? [[String: Any]] ?? []
+                #expect(items.allSatisfy { $0["visibility"] == nil }, "visibility is removed")
+            }
+            let carol = try await client.call(.get, "/api/content", headers(try await herald.userToken("carol")))
+            let note = try #require((carol.object["content"] as? [[String: Any]])?.last)
+            #expect((note["extra"] as? [String: [Int]]) == ["nested": [1, 2]], "free fields come back as sent")
+            #expect(try await client.call(.get, "/api/content", headers(try await herald.userToken("carol"), user: "goldie")).status == .forbidden)
+        }
+    }
+
+    @Test func revertRestoresThePublishedSetIntoPending() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": [Self.items[0]]]))
+            _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": Self.items]))
+            let pending = try await client.call(.get, "/api/content/pending", headers(herald.admin))
+            #expect((pending.object["items"] as? [Any])?.count == 4)
+            #expect(titles(try await client.call(.get, "/api/content", headers(herald.backend, user: "x"))) == ["Welcome"], "drafts are not served")
+            let reverted = try await client.call(.post, "/api/content/revert", headers(herald.admin))
+            #expect((reverted.object["items"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Welcome"])
+            #expect((try await client.call(.get, "/api/content/pending", headers(herald.admin)).object["items"] as? [Any])?.count == 1)
+        }
+    }
+
+    @Test func invalidItemsAreRefusedNamingTheItem() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let cases: [([String: Any], String)] = [
+                (["items": [["title": "x", "visibility": ["all": true]]]], "items[0].type"),
+                (["items": [Self.items[0], ["type": "t", "visibility": ["all": true]]]], "items[1].title"),
+                (["items": [["type": "t", "title": "x"]]], "items[0].visibility"),
+                (["items": [["type": "t", "title": "x", "visibility": ["all": false]]]], "admits nobody"),
+                (["items": [["type": "t", "title": "x", "visibility": ["roles": ["a"]]]]], "items[0].visibility.roles"),
+                (["items": [["type": "t", "title": "x", "visibility": ["tier_ids": [true]]]]], "items[0].visibility.tier_ids[0]"),
+                (["items": [["type": "t", "title": "x", "order": "first", "visibility": ["all": true]]]], "items[0].order"),
+                (["items": ["text"]], "items[0]"),
+                (["things": []], "things"),
+                ([String: Any](), "items"),
+            ]
+            for (body, fragment) in cases {
+                let response = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(body))
+                #expect(response.status == .unprocessableContent, "\(body): \(response.status)")
+                #expect(response.errorMessage.contains(fragment), "\(body): \(response.errorMessage)")
+            }
+            for key in [herald.backend, herald.communicator] {
+                #expect(try await client.call(.post, "/api/content/publish", headers(key)).status == .forbidden)
+            }
+        }
+    }
+
+    @Test func concurrentReadersNeverSeeAMixOrNothing() async throws {
+        let herald = try await TestHerald.make()
+        @Sendable func set(_ name: String, _ count: Int) -> String {
+            js(["items": (0..<count).map { ["type": "t", "title": "\(name)\($0)", "order": $0, "visibility": ["all": true]] as [String: Any] }])
+        }
+        let a = (0..<20).map { "a\($0)" }
+        let b = (0..<35).map { "b\($0)" }
+        try await herald.test { client in
+            _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: set("a", 20))
+            _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            try await withThrowingTaskGroup(of: [[String]].self) { group in
+                group.addTask {
+                    for round in 0..<30 {
+                        _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: round.isMultiple(of: 2) ? set("b", 35) : set("a", 20))
+                        _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+                    }
+                    return []
+                }
+                for reader in 0..<4 {
+                    group.addTask {
+                        var seen: [[String]] = []
+                        for _ in 0..<40 {
+                            let response = try await client.call(.get, "/api/content", headers(herald.backend, user: "reader\(reader)"))
+                            seen.append(self.titles(response))
+                        }
+                        return seen
+                    }
+                }
+                var reads = 0
+                for try await seen in group {
+                    for titles in seen {
+                        reads += 1
+                        #expect(titles == a || titles == b, "a whole set, never a mix or nothing: \(titles.prefix(3))… (\(titles.count))")
+                    }
+                }
+                #expect(reads == 160)
+            }
+        }
+    }
+}
