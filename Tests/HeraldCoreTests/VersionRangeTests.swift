@@ -69,3 +69,49 @@ import Testing
         #expect(SemanticVersion(coercing: "two") == nil)
     }
 }
+
+/// Properties checked on seeded random versions, beside the table of known answers.
+@Suite struct VersionRangePropertyTests {
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state
+        }
+    }
+
+    static func randomVersion(_ rng: inout SeededGenerator) -> SemanticVersion {
+        let pre: [SemanticVersion.Identifier] = Int.random(in: 0..<4, using: &rng) == 0
+            ? [Bool.random(using: &rng) ? .alphanumeric(["alpha", "beta", "rc"].randomElement(using: &rng) ?? "rc") : .numeric(Int.random(in: 0...3, using: &rng))]
+            : []
+        return SemanticVersion(Int.random(in: 0...3, using: &rng), Int.random(in: 0...3, using: &rng), Int.random(in: 0...3, using: &rng), prerelease: pre)
+    }
+
+    @Test func caretAndTildeEqualTheirComparatorForms() throws {
+        var rng = SeededGenerator(state: 42)
+        for _ in 0..<300 {
+            let base = Self.randomVersion(&rng)
+            let probe = Self.randomVersion(&rng)
+            let b = SemanticVersion(base.major, base.minor, base.patch)
+            let caretHigh = b.major > 0 ? "\(b.major + 1).0.0-0" : b.minor > 0 ? "0.\(b.minor + 1).0-0" : "0.0.\(b.patch + 1)-0"
+            #expect(try VersionRange("^\(b)").isSatisfied(by: probe) == VersionRange(">=\(b) <\(caretHigh)").isSatisfied(by: probe), "^\(b) vs \(probe)")
+            #expect(try VersionRange("~\(b)").isSatisfied(by: probe) == VersionRange(">=\(b) <\(b.major).\(b.minor + 1).0-0").isSatisfied(by: probe), "~\(b) vs \(probe)")
+            #expect(try VersionRange("\(b.major).\(b.minor).x").isSatisfied(by: probe) == VersionRange("~\(b.major).\(b.minor).0").isSatisfied(by: probe))
+            // OR is union, space is intersection.
+            let r1 = try VersionRange(">=\(b)"), r2 = try VersionRange("<\(base)")
+            #expect(try VersionRange(">=\(b) || <\(base)").isSatisfied(by: probe) == (r1.isSatisfied(by: probe) || r2.isSatisfied(by: probe)))
+            #expect(try VersionRange("=\(probe)").isSatisfied(by: probe), "a version satisfies itself exactly")
+        }
+    }
+
+    @Test func precedenceIsATotalOrder() {
+        var rng = SeededGenerator(state: 7)
+        let versions = (0..<200).map { _ in Self.randomVersion(&rng) }
+        for a in versions.prefix(60) {
+            for b in versions.prefix(60) {
+                #expect([a < b, b < a, a == b].filter { $0 }.count == 1, "exactly one of <, >, = for \(a), \(b)")
+                if a < b, let c = versions.first(where: { b < $0 }) { #expect(a < c, "transitive") }
+            }
+        }
+    }
+}
