@@ -101,6 +101,19 @@ public enum JSONBody {
     }
 }
 
+/// An optional that is written as `null` rather than left out: apps expect keys such as
+/// `next` and `url` to be present.
+struct Nullable<Wrapped: Encodable>: Encodable {
+    var value: Wrapped?
+
+    init(_ value: Wrapped?) { self.value = value }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
+    }
+}
+
 /// Decodes any JSON value and keeps nothing: used to list an object's keys.
 struct IgnoredJSON: Decodable {
     init(from decoder: any Decoder) throws {}

@@ -17,15 +17,12 @@ struct ContentRoutes {
 
     struct SetBody: Encodable {
         var items: [ContentItem]
-        var last_published_at: Int64?
+        var last_published_at: Nullable<Int64>
 
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(items, forKey: .items)
-            try c.encode(last_published_at, forKey: .last_published_at)
+        init(_ set: ContentSet) {
+            items = set.items
+            last_published_at = Nullable(set.lastPublishedAt)
         }
-
-        enum CodingKeys: String, CodingKey { case items, last_published_at }
     }
 
     @Sendable func putPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -39,25 +36,22 @@ struct ContentRoutes {
             return try ContentItem(fields: fields, path: "items[\(index)]")
         }
         try await store.setPendingContent(items)
-        return try JSONBody.response(SetBody(items: items, last_published_at: try await store.pendingContent().lastPublishedAt))
+        return try JSONBody.response(SetBody(try await store.pendingContent()))
     }
 
     @Sendable func getPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        let set = try await store.pendingContent()
-        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+        return try JSONBody.response(SetBody(try await store.pendingContent()))
     }
 
     @Sendable func publish(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        let set = try await store.publishContent(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
-        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+        return try JSONBody.response(SetBody(try await store.publishContent(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()))))
     }
 
     @Sendable func revert(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        let set = try await store.revertContent()
-        return try JSONBody.response(SetBody(items: set.items, last_published_at: set.lastPublishedAt))
+        return try JSONBody.response(SetBody(try await store.revertContent()))
     }
 
     @Sendable func content(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -66,16 +60,8 @@ struct ContentRoutes {
         let attributes = try await store.attributes(userID: userID)
         struct Body: Encodable {
             var content: [[String: JSONValue]]
-            var last_published_at: Int64?
-
-            func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(content, forKey: .content)
-                try c.encode(last_published_at, forKey: .last_published_at)
-            }
-
-            enum CodingKeys: String, CodingKey { case content, last_published_at }
+            var last_published_at: Nullable<Int64>
         }
-        return try JSONBody.response(Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: set.lastPublishedAt))
+        return try JSONBody.response(Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: Nullable(set.lastPublishedAt)))
     }
 }

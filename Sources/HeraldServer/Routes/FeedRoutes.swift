@@ -26,39 +26,24 @@ struct FeedRoutes {
         var id: String
         var title: String
         var body: String
-        var url: String?
+        var url: Nullable<String>
         var posted_at: String
         var expires_at: String
         var priority: Int
         var target_regions: [String]
-        var target_version: String?
+        var target_version: Nullable<String>
 
         init(_ m: FeedMessage) {
             id = m.id.hex
             title = m.title
             body = m.body
-            url = m.url
+            url = Nullable(m.url)
             posted_at = Timestamp.format(m.postedAt)
             expires_at = Timestamp.format(m.expiresAt)
             priority = m.priority
             target_regions = m.targetRegions
-            target_version = m.targetVersion
+            target_version = Nullable(m.targetVersion)
         }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id)
-            try c.encode(title, forKey: .title)
-            try c.encode(body, forKey: .body)
-            try c.encode(url, forKey: .url)
-            try c.encode(posted_at, forKey: .posted_at)
-            try c.encode(expires_at, forKey: .expires_at)
-            try c.encode(priority, forKey: .priority)
-            try c.encode(target_regions, forKey: .target_regions)
-            try c.encode(target_version, forKey: .target_version)
-        }
-
-        enum CodingKeys: String, CodingKey { case id, title, body, url, posted_at, expires_at, priority, target_regions, target_version }
     }
 
     struct Document: Encodable { var messages: [Item] }

@@ -66,16 +66,8 @@ struct MessageRoutes {
         let page = try await store.messages(topicKey: topicKey, limit: limit, before: before)
         struct Body: Encodable {
             var messages: [Item]
-            var next: String?
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(messages, forKey: .messages)
-                try container.encode(next, forKey: .next)
-            }
-
-            enum CodingKeys: String, CodingKey { case messages, next }
+            var next: Nullable<String>
         }
-        return try JSONBody.response(Body(messages: page.messages.map(Item.init), next: page.next))
+        return try JSONBody.response(Body(messages: page.messages.map(Item.init), next: Nullable(page.next)))
     }
 }

@@ -99,17 +99,7 @@ struct HistoryResponse: Encodable {
             var id: String
             var timestamp: String
             var type: String
-            var url: String?
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(id, forKey: .id)
-                try container.encode(timestamp, forKey: .timestamp)
-                try container.encode(type, forKey: .type)
-                try container.encode(url, forKey: .url)  // null stays null, never absent
-            }
-
-            enum CodingKeys: String, CodingKey { case id, timestamp, type, url }
+            var url: Nullable<String>  // null stays null, never absent
         }
         var notification: Content
         var data: Data
@@ -117,24 +107,16 @@ struct HistoryResponse: Encodable {
     }
 
     var history: [Item]
-    var next: String?
+    var next: Nullable<String>
 
     init(_ page: HistoryPage) {
         history = page.items.map { item in
             Item(
                 notification: .init(title: item.title, body: item.body),
-                data: .init(id: item.notificationID.hex, timestamp: Timestamp.format(item.timestamp), type: item.type, url: item.url),
+                data: .init(id: item.notificationID.hex, timestamp: Timestamp.format(item.timestamp), type: item.type, url: Nullable(item.url)),
                 read: item.read
             )
         }
-        next = page.next
+        next = Nullable(page.next)
     }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(history, forKey: .history)
-        try container.encode(next, forKey: .next)
-    }
-
-    enum CodingKeys: String, CodingKey { case history, next }
 }
