@@ -60,6 +60,9 @@ public struct HeraldConfiguration: Sendable {
         let backoff = try reader.requiredDouble(forKey: "delivery.backoff", default: delivery.retry.baseDelay.seconds)
         guard backoff > 0, backoff <= 3600 else { throw Self.invalid("delivery.backoff", "must be a number of seconds, 0-3600") }
         delivery.retry.baseDelay = .milliseconds(Int64(backoff * 1000))
+        let lease = try reader.requiredDouble(forKey: "delivery.lease", default: delivery.lease.seconds)
+        guard lease >= 0.5, lease <= 3600 else { throw Self.invalid("delivery.lease", "must be a number of seconds, 0.5-3600") }
+        delivery.lease = .milliseconds(Int64(lease * 1000))
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         consoleSink = try reader.requiredBool(forKey: "sinks.console.enabled", default: consoleSink)
