@@ -54,16 +54,9 @@ struct MessageRoutes {
 
     @Sendable func archive(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.communicator, .admin])
-        var limit = 50
-        if let text = request.uri.queryParameters.get("limit") {
-            guard let value = Int(text), (1...200).contains(value) else {
-                throw HeraldError(.badRequest, code: "invalid_query", "'limit' must be an integer from 1 to 200")
-            }
-            limit = value
-        }
+        let query = try PageQuery(request)
         let topicKey = request.uri.queryParameters.get("topic_key").flatMap { $0.isEmpty ? nil : $0 }
-        let before = request.uri.queryParameters.get("before").flatMap { $0.isEmpty ? nil : $0 }
-        let page = try await store.messages(topicKey: topicKey, limit: limit, before: before)
+        let page = try await store.messages(topicKey: topicKey, limit: query.limit, before: query.before)
         struct Body: Encodable {
             var messages: [Item]
             var next: Nullable<String>

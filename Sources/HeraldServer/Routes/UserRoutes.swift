@@ -61,15 +61,8 @@ struct UserRoutes {
 
     @Sendable func history(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        var limit = 50
-        if let text = request.uri.queryParameters.get("limit") {
-            guard let value = Int(text), (1...200).contains(value) else {
-                throw HeraldError(.badRequest, code: "invalid_query", "'limit' must be an integer from 1 to 200")
-            }
-            limit = value
-        }
-        let before = request.uri.queryParameters.get("before").flatMap { $0.isEmpty ? nil : $0 }
-        let page = try await store.history(userID: userID, limit: limit, before: before)
+        let query = try PageQuery(request)
+        let page = try await store.history(userID: userID, limit: query.limit, before: query.before)
         return try JSONBody.response(HistoryResponse(page))
     }
 

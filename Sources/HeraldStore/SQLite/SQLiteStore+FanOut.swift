@@ -62,14 +62,7 @@ extension SQLiteStore {
     }
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {
-        var cursor = Int64.max
-        if let before {
-            guard let seq = Int64(before), seq > 0 else {
-                throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
-            }
-            cursor = seq
-        }
-        let beforeSeq = cursor
+        let beforeSeq = try Self.sequence(before: before)
         return try await writer.read { db in
             var sql = "SELECT * FROM messages WHERE seq < ?"
             var arguments: StatementArguments = [beforeSeq]

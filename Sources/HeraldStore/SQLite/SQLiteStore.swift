@@ -40,6 +40,15 @@ public final class SQLiteStore: HeraldStorage {
     static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
     static func date(_ micros: Int64?) -> Date? { micros.map(Timestamp.date(microseconds:)) }
 
+    /// The row sequence a paging cursor stands for; no cursor means "from the newest".
+    static func sequence(before cursor: String?) throws -> Int64 {
+        guard let cursor else { return Int64.max }
+        guard let seq = Int64(cursor), seq > 0 else {
+            throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
+        }
+        return seq
+    }
+
     /// `?, ?, ?` for an IN list of `count` values.
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
