@@ -23,9 +23,13 @@ public struct FeedMessageSubmission: Decodable, Sendable {
 
     public func validated(id: ObjectID, now: Date, resources: ResourceResolver) throws -> FeedMessage {
         guard let title, !title.isEmpty else { throw title == nil ? HeraldError.missingField("title") : HeraldError.invalidField("title", "must not be empty") }
-        guard title.utf8.count <= 1_024 else { throw HeraldError.invalidField("title", "must be at most 1024 bytes") }
+        guard title.utf8.count <= NotificationValidator.maxTitleBytes else {
+            throw HeraldError.invalidField("title", "must be at most \(NotificationValidator.maxTitleBytes) bytes")
+        }
         let body = self.body ?? ""
-        guard body.utf8.count <= 8_192 else { throw HeraldError.invalidField("body", "must be at most 8192 bytes") }
+        guard body.utf8.count <= NotificationValidator.maxBodyBytes else {
+            throw HeraldError.invalidField("body", "must be at most \(NotificationValidator.maxBodyBytes) bytes")
+        }
         var posted = now
         if let text = postedAt {
             guard let date = Timestamp.parse(text) else { throw HeraldError.invalidField("posted_at", "must be an RFC 3339 timestamp") }
@@ -42,7 +46,7 @@ public struct FeedMessageSubmission: Decodable, Sendable {
         }
         if let targetVersion { _ = try VersionRange(targetVersion) }
         let priority = self.priority ?? 0
-        guard (-1_000_000...1_000_000).contains(priority) else { throw HeraldError.invalidField("priority", "must be between -1000000 and 1000000") }
+        try NotificationValidator.checkPriority(priority)
         return FeedMessage(
             id: id, title: title, body: body, url: try resources.resolve(url), postedAt: posted, expiresAt: expires, priority: priority,
             targetRegions: regions, targetVersion: targetVersion

@@ -5,6 +5,8 @@ public struct NotificationValidator: Sendable {
     public static let maxRecipients = 1_000
     public static let maxTitleBytes = 1_024
     public static let maxBodyBytes = 8_192
+    /// Priorities a notification or feed message may have.
+    public static let priorityRange = -1_000_000...1_000_000
     public static let maxDataEntries = 100
     public static let maxKeyBytes = 255
 
@@ -50,9 +52,7 @@ public struct NotificationValidator: Sendable {
         }
 
         let priority = submission.priority ?? 0
-        guard (-1_000_000...1_000_000).contains(priority) else {
-            throw HeraldError.invalidField("priority", "must be between -1000000 and 1000000")
-        }
+        try Self.checkPriority(priority)
 
         var expiresAt: Date?
         if let raw = submission.expiresAt {
@@ -138,6 +138,12 @@ public struct NotificationValidator: Sendable {
             // Topic, audience and broadcast fan-out are built on the topic hierarchy and the pull
             // feed, which this server does not have yet: refuse clearly instead of dropping them.
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(target.kind.rawValue)' targets are not supported by this server yet; use 'user_ids'")
+        }
+    }
+
+    static func checkPriority(_ priority: Int) throws {
+        guard priorityRange.contains(priority) else {
+            throw HeraldError.invalidField("priority", "must be between \(priorityRange.lowerBound) and \(priorityRange.upperBound)")
         }
     }
 

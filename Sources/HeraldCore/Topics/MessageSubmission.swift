@@ -7,8 +7,8 @@ public struct MessageSubmission: Decodable, Sendable {
     public var distribution: String?
 
     public static let fieldNames: Set<String> = ["title", "desc", "message", "topic_key", "distribution"]
-    public static let maxTitleBytes = 1_024
-    public static let maxMessageBytes = 8_192
+    public static let maxTitleBytes = NotificationValidator.maxTitleBytes
+    public static let maxMessageBytes = NotificationValidator.maxBodyBytes
 
     enum CodingKeys: String, CodingKey {
         case title, desc, message, distribution
