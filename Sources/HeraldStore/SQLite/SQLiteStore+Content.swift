@@ -50,6 +50,6 @@ extension SQLiteStore {
         guard let row = try Row.fetchOne(db, sql: "SELECT items, last_published_at FROM content_sets WHERE name = ?", arguments: [name]) else {
             return ContentSet(items: [], lastPublishedAt: nil)
         }
-        return ContentSet(items: try StoredJSON.decode([ContentItem].self, from: row["items"]) ?? [], lastPublishedAt: row["last_published_at"])
+        return try StoredRecords.contentSet(items: row["items"], lastPublishedAt: row["last_published_at"])
     }
 }

@@ -36,27 +36,7 @@ extension SQLiteStore {
                     """,
                 arguments: StatementArguments(ids)
             )
-            var notifications: [String: HeraldNotification] = [:]
-            return try rows.map { row in
-                let notificationID: String = row["id"]
-                let notification = try notifications[notificationID] ?? Self.notification(row)
-                notifications[notificationID] = notification
-                var device: Device?
-                if let deviceID: String = row["dev_id"], let id = ObjectID(deviceID) {
-                    device = Device(
-                        id: id, userID: row["dev_user_id"], fcmToken: row["dev_fcm_token"], platform: row["dev_platform"],
-                        appVersion: row["dev_app_version"], region: row["dev_region"], locale: row["dev_locale"],
-                        createdAt: Timestamp.date(microseconds: row["dev_created_at"]),
-                        updatedAt: Timestamp.date(microseconds: row["dev_updated_at"])
-                    )
-                }
-                let distributionText: String = row["delivery_distribution"]
-                return Delivery(
-                    id: row["delivery_id"], sink: row["sink"], notification: notification,
-                    recipient: DeliveryRecipient(userID: row["recipient_id"], device: device, topic: row["delivery_topic"]),
-                    distribution: Distribution(rawValue: distributionText) ?? notification.distribution, attempt: row["attempts"]
-                )
-            }
+            return try StoredRecords.claimedDeliveries(rows)
         }
     }
 

@@ -62,7 +62,7 @@ extension SQLiteStore {
     }
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {
-        let beforeSeq = try Self.sequence(before: before)
+        let beforeSeq = try StoredRecords.sequence(before: before)
         return try await writer.read { db in
             var sql = "SELECT * FROM messages WHERE seq < ?"
             var arguments: StatementArguments = [beforeSeq]
@@ -71,15 +71,8 @@ extension SQLiteStore {
                 arguments += [topicKey]
             }
             let rows = try Row.fetchAll(db, sql: sql + " ORDER BY seq DESC LIMIT ?", arguments: arguments + [limit + 1])
-            let page = rows.prefix(limit)
-            let messages = page.map { row in
-                let distribution: String = row["distribution"]
-                return ArchivedMessage(
-                    msiKey: row["msi_key"], topicKey: row["topic_key"], title: row["title"], desc: row["description"], message: row["message"],
-                    distribution: TopicDistribution(rawValue: distribution) ?? .alert, timestamp: row["timestamp"], sender: row["sender"]
-                )
-            }
-            let next: String? = rows.count > limit ? page.last.map { row -> Int64 in row["seq"] }.map(String.init) : nil
+            let messages = try rows.prefix(limit).map(StoredRecords.archivedMessage)
+            let next = try StoredRecords.nextCursor(rows, limit: limit)
             return MessagePage(messages: messages, next: next)
         }
     }

@@ -27,13 +27,7 @@ extension SQLiteStore {
 
     public func feedMessages() async throws -> [FeedMessage] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM feed_messages ORDER BY posted_at, id").map { row in
-                FeedMessage(
-                    id: try row.objectID("id"), title: row["title"], body: row["body"], url: row["url"],
-                    postedAt: Timestamp.date(microseconds: row["posted_at"]), expiresAt: Timestamp.date(microseconds: row["expires_at"]),
-                    priority: row["priority"], targetRegions: try Self.list(row["target_regions"]), targetVersion: row["target_version"]
-                )
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM feed_messages ORDER BY posted_at, id").map(StoredRecords.feedMessage)
         }
     }
 

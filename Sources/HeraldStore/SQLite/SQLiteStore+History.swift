@@ -15,7 +15,7 @@ extension SQLiteStore {
     }
 
     public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {
-        let beforeSeq = try Self.sequence(before: before)
+        let beforeSeq = try StoredRecords.sequence(before: before)
         return try await writer.read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -27,14 +27,8 @@ extension SQLiteStore {
                     """,
                 arguments: [userID, beforeSeq, limit + 1]
             )
-            let page = rows.prefix(limit)
-            let items = try page.map { row in
-                HistoryItem(
-                    notificationID: try row.objectID("id"), title: row["title"], body: row["body"], type: row["type"], url: row["url"],
-                    timestamp: Timestamp.date(microseconds: row["timestamp"]), read: row["read"]
-                )
-            }
-            let next: String? = rows.count > limit ? page.last.map { row -> Int64 in row["seq"] }.map(String.init) : nil
+            let items = try rows.prefix(limit).map(StoredRecords.historyItem)
+            let next = try StoredRecords.nextCursor(rows, limit: limit)
             return HistoryPage(items: items, next: next)
         }
     }

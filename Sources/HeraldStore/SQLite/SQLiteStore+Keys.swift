@@ -15,13 +15,13 @@ extension SQLiteStore {
     public func key(secretHash: String) async throws -> APIKeyRecord? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL", arguments: [secretHash])
-                .map(Self.apiKey)
+                .map(StoredRecords.apiKey)
         }
     }
 
     public func keys() async throws -> [APIKeyRecord] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY id").map(Self.apiKey)
+            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY id").map(StoredRecords.apiKey)
         }
     }
 
@@ -30,16 +30,5 @@ extension SQLiteStore {
             try db.execute(sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [Self.micros(date), id.hex])
             return db.changesCount > 0
         }
-    }
-
-    static func apiKey(_ row: Row) throws -> APIKeyRecord {
-        let roleText: String = row["role"]
-        guard let role = Role(rawValue: roleText) else {
-            throw HeraldError(.internal, code: "storage_corrupt", "api key has unknown role '\(roleText)'")
-        }
-        return APIKeyRecord(
-            id: try row.objectID("id"), name: row["name"], role: role,
-            createdAt: Timestamp.date(microseconds: row["created_at"]), revokedAt: date(row["revoked_at"])
-        )
     }
 }

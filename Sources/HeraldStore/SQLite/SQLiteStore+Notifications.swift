@@ -68,13 +68,13 @@ extension SQLiteStore {
             }
             let deliveries = try Row.fetchAll(
                 db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?", arguments: [id.hex, NotificationStatus.deliveryListLimit]
-            ).map(Self.deliveryRecord)
+            ).map(StoredRecords.deliveryRecord)
             var summary: [String: [DeliveryState: Int]] = [:]
             for count in try Row.fetchAll(db, sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state", arguments: [id.hex]) {
                 let stateText: String = count["state"]
                 if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
             }
-            return NotificationStatus(notification: try Self.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
+            return NotificationStatus(notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
         }
     }
 
@@ -102,29 +102,5 @@ extension SQLiteStore {
             db, sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?", arguments: [key, since]
         ) else { return nil }
         return NotificationReceipt(id: try row.objectID("notification_id"), recipients: row["recipients"])
-    }
-
-    /// Reads a notification from a row of `notifications` (or a join that selects its columns).
-    static func notification(_ row: Row) throws -> HeraldNotification {
-        let distributionText: String = row["distribution"]
-        return HeraldNotification(
-            id: try row.objectID("id"), type: row["type"], title: row["title"], body: row["body"], url: row["url"],
-            data: try StoredJSON.decode([String: String].self, from: row["data"]) ?? [:],
-            timestamp: Timestamp.date(microseconds: row["timestamp"]),
-            distribution: Distribution(rawValue: distributionText) ?? .alert, priority: row["priority"],
-            expiresAt: date(row["expires_at"]), collapseKey: row["collapse_key"], idempotencyKey: row["idempotency_key"],
-            target: try StoredJSON.decodeTarget(row["target"])
-        )
-    }
-
-    static func deliveryRecord(_ row: Row) throws -> DeliveryRecord {
-        let stateText: String = row["state"]
-        let distributionText: String = row["distribution"]
-        return DeliveryRecord(
-            id: row["id"], sink: row["sink"], userID: row["user_id"], deviceID: try row.optionalObjectID("device_id"), topic: row["topic_key"],
-            distribution: Distribution(rawValue: distributionText) ?? .alert, state: DeliveryState(rawValue: stateText) ?? .pending,
-            attempts: row["attempts"], lastError: row["last_error"], nextAttemptAt: date(row["next_attempt_at"]),
-            updatedAt: Timestamp.date(microseconds: row["updated_at"])
-        )
     }
 }

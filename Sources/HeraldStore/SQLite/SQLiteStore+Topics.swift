@@ -5,21 +5,11 @@ import HeraldCore
 extension SQLiteStore {
     public func channels() async throws -> [Channel] {
         try await writer.read { db in
-            var subjectsByArea: [String: [Subject]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM subjects ORDER BY rowid") {
-                subjectsByArea[row["area_id"], default: []].append(try Self.subject(row))
-            }
-            var areasByChannel: [String: [Area]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM areas ORDER BY rowid") {
-                let id: String = row["id"]
-                areasByChannel[row["channel_id"], default: []].append(
-                    Area(id: try row.objectID("id"), name: row["name"], desc: row["description"], access: try Self.list(row["access"]), subjects: subjectsByArea[id] ?? [])
-                )
-            }
-            return try Row.fetchAll(db, sql: "SELECT * FROM channels ORDER BY rowid").map { row in
-                let id: String = row["id"]
-                return Channel(id: try row.objectID("id"), name: row["name"], desc: row["description"], access: try Self.list(row["access"]), areas: areasByChannel[id] ?? [])
-            }
+            try StoredRecords.hierarchy(
+                channels: try Row.fetchAll(db, sql: "SELECT * FROM channels ORDER BY rowid"),
+                areas: try Row.fetchAll(db, sql: "SELECT * FROM areas ORDER BY rowid"),
+                subjects: try Row.fetchAll(db, sql: "SELECT * FROM subjects ORDER BY rowid")
+            )
         }
     }
 
@@ -52,8 +42,8 @@ extension SQLiteStore {
             guard db.changesCount > 0, let row = try Row.fetchOne(db, sql: "SELECT * FROM areas WHERE id = ?", arguments: [areaID.hex]) else {
                 return nil
             }
-            let subjects = try Row.fetchAll(db, sql: "SELECT * FROM subjects WHERE area_id = ? ORDER BY rowid", arguments: [areaID.hex]).map(Self.subject)
-            return Area(id: areaID, name: row["name"], desc: row["description"], access: try Self.list(row["access"]), subjects: subjects)
+            let subjects = try Row.fetchAll(db, sql: "SELECT * FROM subjects WHERE area_id = ? ORDER BY rowid", arguments: [areaID.hex]).map(StoredRecords.subject)
+            return try StoredRecords.area(row, subjects: subjects)
         }
     }
 
@@ -99,7 +89,7 @@ extension SQLiteStore {
                 arguments: [fields.name, fields.desc, fields.opt?.level.rawValue, fields.opt?.distribution.rawValue, subjectID.hex, areaID.hex, channelID.hex]
             )
             guard db.changesCount > 0 else { return nil }
-            return try Row.fetchOne(db, sql: "SELECT * FROM subjects WHERE id = ?", arguments: [subjectID.hex]).map(Self.subject)
+            return try Row.fetchOne(db, sql: "SELECT * FROM subjects WHERE id = ?", arguments: [subjectID.hex]).map(StoredRecords.subject)
         }
     }
 
@@ -116,7 +106,7 @@ extension SQLiteStore {
 
     public func subject(topicKey: String) async throws -> SubjectEntry? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: Self.entrySQL + " WHERE s.topic_key = ?", arguments: [topicKey]).map(Self.entry)
+            try Row.fetchOne(db, sql: Self.entrySQL + " WHERE s.topic_key = ?", arguments: [topicKey]).map(StoredRecords.entry)
         }
     }
 
@@ -124,7 +114,7 @@ extension SQLiteStore {
         try await writer.read { db in
             let subscribed = Set(try String.fetchAll(db, sql: "SELECT topic_key FROM subscriptions WHERE user_id = ?", arguments: [userID]))
             return try Row.fetchAll(db, sql: Self.entrySQL + " ORDER BY c.rowid, a.rowid, s.rowid").map { row in
-                let entry = try Self.entry(row)
+                let entry = try StoredRecords.entry(row)
                 return SubscriptionStatus(entry: entry, subscribed: entry.subject.opt.level == .forced || subscribed.contains(entry.subject.topicKey))
             }
         }
@@ -165,22 +155,4 @@ extension SQLiteStore {
         SELECT s.*, a.name AS area_name, c.name AS channel_name
         FROM subjects s JOIN areas a ON a.id = s.area_id JOIN channels c ON c.id = s.channel_id
         """
-
-    static func entry(_ row: Row) throws -> SubjectEntry {
-        SubjectEntry(channel: row["channel_name"], area: row["area_name"], subject: try subject(row))
-    }
-
-    static func subject(_ row: Row) throws -> Subject {
-        let level: String = row["level"]
-        let distribution: String = row["distribution"]
-        return Subject(
-            id: try row.objectID("id"), name: row["name"], desc: row["description"], access: try list(row["access"]), tags: try list(row["tags"]),
-            topicKey: row["topic_key"],
-            opt: SubjectOptions(level: SubscriptionLevel(rawValue: level) ?? .optIn, distribution: TopicDistribution(rawValue: distribution) ?? .alert)
-        )
-    }
-
-    static func list(_ text: String?) throws -> [String] {
-        try StoredJSON.decode([String].self, from: text) ?? []
-    }
 }

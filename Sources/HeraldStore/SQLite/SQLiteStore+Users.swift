@@ -76,7 +76,7 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) else {
                 throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
             }
-            return try Self.device(row)
+            return try StoredRecords.device(row)
         }
     }
 
@@ -92,7 +92,7 @@ extension SQLiteStore {
 
     public func devices(userID: String) async throws -> [Device] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map(Self.device)
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map(StoredRecords.device)
         }
     }
 
@@ -109,7 +109,7 @@ extension SQLiteStore {
                     settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id", arguments: StatementArguments(chunk)) {
-                    let device = try Self.device(row)
+                    let device = try StoredRecords.device(row)
                     devices[device.userID, default: []].append(device)
                 }
             }
@@ -127,14 +127,6 @@ extension SQLiteStore {
         try db.execute(
             sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
             arguments: [reason, now, id]
-        )
-    }
-
-    static func device(_ row: Row) throws -> Device {
-        Device(
-            id: try row.objectID("id"), userID: row["user_id"], fcmToken: row["fcm_token"], platform: row["platform"],
-            appVersion: row["app_version"], region: row["region"], locale: row["locale"],
-            createdAt: Timestamp.date(microseconds: row["created_at"]), updatedAt: Timestamp.date(microseconds: row["updated_at"])
         )
     }
 }

@@ -40,37 +40,24 @@ public final class SQLiteStore: HeraldStorage {
     static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
     static func date(_ micros: Int64?) -> Date? { micros.map(Timestamp.date(microseconds:)) }
 
-    /// The row sequence a paging cursor stands for; no cursor means "from the newest".
-    static func sequence(before cursor: String?) throws -> Int64 {
-        guard let cursor else { return Int64.max }
-        guard let seq = Int64(cursor), seq > 0 else {
-            throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
-        }
-        return seq
-    }
-
     /// `?, ?, ?` for an IN list of `count` values.
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
 }
 
-extension Row {
-    /// A column that must hold a 24-hex id; a corrupt value is a storage error, not a crash.
-    func objectID(_ column: String) throws -> ObjectID {
-        let text: String = self[column]
-        guard let id = ObjectID(text) else {
-            throw HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(text)', not an id")
-        }
-        return id
+extension Row: StoredRow {
+    func text(_ column: String) throws -> String {
+        guard let value: String = self[column] else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
+        return value
     }
 
-    func optionalObjectID(_ column: String) throws -> ObjectID? {
-        let text: String? = self[column]
-        guard let text else { return nil }
-        guard let id = ObjectID(text) else {
-            throw HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(text)', not an id")
-        }
-        return id
+    func optionalText(_ column: String) throws -> String? { self[column] }
+
+    func integer(_ column: String) throws -> Int64 {
+        guard let value: Int64 = self[column] else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
+        return value
     }
+
+    func optionalInteger(_ column: String) throws -> Int64? { self[column] }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import HeraldCore
+
+/// One result row, whichever engine read it. Both stores keep the same column names and
+/// types (TEXT, 64-bit integers, JSON as text, times as microseconds), so one set of mappers
+/// in ``StoredRecords`` turns rows into model values for both.
+protocol StoredRow {
+    func text(_ column: String) throws -> String
+    func optionalText(_ column: String) throws -> String?
+    func integer(_ column: String) throws -> Int64
+    func optionalInteger(_ column: String) throws -> Int64?
+}
+
+extension StoredRow {
+    func int(_ column: String) throws -> Int { Int(try integer(column)) }
+
+    func bool(_ column: String) throws -> Bool { try integer(column) != 0 }
+
+    func date(_ column: String) throws -> Date { Timestamp.date(microseconds: try integer(column)) }
+
+    func optionalDate(_ column: String) throws -> Date? { try optionalInteger(column).map(Timestamp.date(microseconds:)) }
+
+    /// A column that must hold a 24-hex id; a corrupt value is a storage error, not a crash.
+    func objectID(_ column: String) throws -> ObjectID {
+        let text = try text(column)
+        guard let id = ObjectID(text) else { throw StoredRecords.corrupt(column, text) }
+        return id
+    }
+
+    func optionalObjectID(_ column: String) throws -> ObjectID? {
+        guard let text = try optionalText(column) else { return nil }
+        guard let id = ObjectID(text) else { throw StoredRecords.corrupt(column, text) }
+        return id
+    }
+
+    func json<T: Decodable>(_ type: T.Type, _ column: String) throws -> T? {
+        try StoredJSON.decode(type, from: try optionalText(column))
+    }
+
+    func list(_ column: String) throws -> [String] {
+        try json([String].self, column) ?? []
+    }
+}
+
+/// Rows to model values, shared by the SQLite and PostgreSQL stores.
+enum StoredRecords {
+    static func corrupt(_ column: String, _ value: String) -> HeraldError {
+        HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(value)', not an id")
+    }
+
+    /// A row of `notifications` (or a join that selects its columns under their own names).
+    static func notification(_ row: some StoredRow) throws -> HeraldNotification {
+        HeraldNotification(
+            id: try row.objectID("id"), type: try row.text("type"), title: try row.text("title"), body: try row.text("body"),
+            url: try row.optionalText("url"), data: try row.json([String: String].self, "data") ?? [:],
+            timestamp: try row.date("timestamp"), distribution: Distribution(rawValue: try row.text("distribution")) ?? .alert,
+            priority: try row.int("priority"), expiresAt: try row.optionalDate("expires_at"), collapseKey: try row.optionalText("collapse_key"),
+            idempotencyKey: try row.optionalText("idempotency_key"), target: try StoredJSON.decodeTarget(try row.text("target"))
+        )
+    }
+
+    static func deliveryRecord(_ row: some StoredRow) throws -> DeliveryRecord {
+        DeliveryRecord(
+            id: try row.integer("id"), sink: try row.text("sink"), userID: try row.text("user_id"), deviceID: try row.optionalObjectID("device_id"),
+            topic: try row.optionalText("topic_key"), distribution: Distribution(rawValue: try row.text("distribution")) ?? .alert,
+            state: DeliveryState(rawValue: try row.text("state")) ?? .pending, attempts: try row.int("attempts"),
+            lastError: try row.optionalText("last_error"), nextAttemptAt: try row.optionalDate("next_attempt_at"), updatedAt: try row.date("updated_at")
+        )
+    }
+
+    /// A claimed delivery: `delivery_*` columns, the notification's own, and the device's as `dev_*`.
+    static func claimedDelivery(_ row: some StoredRow, notification: HeraldNotification) throws -> Delivery {
+        var device: Device?
+        if let deviceID = try row.optionalObjectID("dev_id") {
+            device = Device(
+                id: deviceID, userID: try row.text("dev_user_id"), fcmToken: try row.text("dev_fcm_token"), platform: try row.optionalText("dev_platform"),
+                appVersion: try row.optionalText("dev_app_version"), region: try row.optionalText("dev_region"), locale: try row.optionalText("dev_locale"),
+                createdAt: try row.date("dev_created_at"), updatedAt: try row.date("dev_updated_at")
+            )
+        }
+        return Delivery(
+            id: try row.integer("delivery_id"), sink: try row.text("sink"), notification: notification,
+            recipient: DeliveryRecipient(userID: try row.text("recipient_id"), device: device, topic: try row.optionalText("delivery_topic")),
+            distribution: Distribution(rawValue: try row.text("delivery_distribution")) ?? notification.distribution, attempt: try row.int("attempts")
+        )
+    }
+
+    /// Claimed rows to deliveries, decoding each notification once.
+    static func claimedDeliveries(_ rows: [some StoredRow]) throws -> [Delivery] {
+        var notifications: [String: HeraldNotification] = [:]
+        return try rows.map { row in
+            let notificationID = try row.text("id")
+            let notification = try notifications[notificationID] ?? Self.notification(row)
+            notifications[notificationID] = notification
+            return try claimedDelivery(row, notification: notification)
+        }
+    }
+
+    static func device(_ row: some StoredRow) throws -> Device {
+        Device(
+            id: try row.objectID("id"), userID: try row.text("user_id"), fcmToken: try row.text("fcm_token"), platform: try row.optionalText("platform"),
+            appVersion: try row.optionalText("app_version"), region: try row.optionalText("region"), locale: try row.optionalText("locale"),
+            createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at")
+        )
+    }
+
+    static func apiKey(_ row: some StoredRow) throws -> APIKeyRecord {
+        let roleText = try row.text("role")
+        guard let role = Role(rawValue: roleText) else {
+            throw HeraldError(.internal, code: "storage_corrupt", "api key has unknown role '\(roleText)'")
+        }
+        return APIKeyRecord(
+            id: try row.objectID("id"), name: try row.text("name"), role: role, createdAt: try row.date("created_at"),
+            revokedAt: try row.optionalDate("revoked_at")
+        )
+    }
+
+    static func historyItem(_ row: some StoredRow) throws -> HistoryItem {
+        HistoryItem(
+            notificationID: try row.objectID("id"), title: try row.text("title"), body: try row.text("body"), type: try row.text("type"),
+            url: try row.optionalText("url"), timestamp: try row.date("timestamp"), read: try row.bool("read")
+        )
+    }
+
+    static func archivedMessage(_ row: some StoredRow) throws -> ArchivedMessage {
+        ArchivedMessage(
+            msiKey: try row.text("msi_key"), topicKey: try row.text("topic_key"), title: try row.text("title"), desc: try row.text("description"),
+            message: try row.text("message"), distribution: TopicDistribution(rawValue: try row.text("distribution")) ?? .alert,
+            timestamp: try row.integer("timestamp"), sender: try row.text("sender")
+        )
+    }
+
+    static func feedMessage(_ row: some StoredRow) throws -> FeedMessage {
+        FeedMessage(
+            id: try row.objectID("id"), title: try row.text("title"), body: try row.text("body"), url: try row.optionalText("url"),
+            postedAt: try row.date("posted_at"), expiresAt: try row.date("expires_at"), priority: try row.int("priority"),
+            targetRegions: try row.list("target_regions"), targetVersion: try row.optionalText("target_version")
+        )
+    }
+
+    static func subject(_ row: some StoredRow) throws -> Subject {
+        Subject(
+            id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"),
+            tags: try row.list("tags"), topicKey: try row.text("topic_key"),
+            opt: SubjectOptions(
+                level: SubscriptionLevel(rawValue: try row.text("level")) ?? .optIn,
+                distribution: TopicDistribution(rawValue: try row.text("distribution")) ?? .alert
+            )
+        )
+    }
+
+    static func area(_ row: some StoredRow, subjects: [Subject]) throws -> Area {
+        Area(id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"), subjects: subjects)
+    }
+
+    static func channel(_ row: some StoredRow, areas: [Area]) throws -> Channel {
+        Channel(id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"), areas: areas)
+    }
+
+    /// A subject joined with its area's and channel's names (``SQLiteStore/entrySQL``-shaped rows).
+    static func entry(_ row: some StoredRow) throws -> SubjectEntry {
+        SubjectEntry(channel: try row.text("channel_name"), area: try row.text("area_name"), subject: try subject(row))
+    }
+
+    /// Nests subjects into areas and areas into channels, keeping the rows' order.
+    static func hierarchy(channels: [some StoredRow], areas: [some StoredRow], subjects: [some StoredRow]) throws -> [Channel] {
+        var subjectsByArea: [String: [Subject]] = [:]
+        for row in subjects { subjectsByArea[try row.text("area_id"), default: []].append(try subject(row)) }
+        var areasByChannel: [String: [Area]] = [:]
+        for row in areas {
+            areasByChannel[try row.text("channel_id"), default: []].append(try area(row, subjects: subjectsByArea[try row.text("id")] ?? []))
+        }
+        return try channels.map { try channel($0, areas: areasByChannel[try $0.text("id")] ?? []) }
+    }
+
+    static func contentSet(items: String?, lastPublishedAt: Int64?) throws -> ContentSet {
+        ContentSet(items: try StoredJSON.decode([ContentItem].self, from: items) ?? [], lastPublishedAt: lastPublishedAt)
+    }
+
+    /// The row sequence a paging cursor stands for; no cursor means "from the newest".
+    static func sequence(before cursor: String?) throws -> Int64 {
+        guard let cursor else { return Int64.max }
+        guard let seq = Int64(cursor), seq > 0 else {
+            throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
+        }
+        return seq
+    }
+
+    /// The next-page cursor: the last row's sequence when one more row than `limit` was read.
+    static func nextCursor(_ rows: [some StoredRow], limit: Int, column: String = "seq") throws -> String? {
+        guard rows.count > limit else { return nil }
+        return String(try rows[limit - 1].integer(column))
+    }
+}
