@@ -4,14 +4,17 @@ import HeraldCore
 
 extension SQLiteStore {
     public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
-        try await writer.write { db in
-            let now = Self.micros(notification.timestamp)
-            if let receipt = try Self.insert(notification, recipients: recipients, db, idempotencySince: idempotencySince) {
-                return .replayed(receipt)
-            }
-            try Self.insert(deliveries, of: notification.id, db, at: now)
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        try await accepts.submit(AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotencySince: idempotencySince))
+    }
+
+    /// One accept inside a group-commit transaction.
+    static func accept(_ request: AcceptRequest, _ db: Database) throws -> AcceptResult {
+        let notification = request.notification
+        if let receipt = try insert(notification, recipients: request.recipients, db, idempotencySince: request.idempotencySince) {
+            return .replayed(receipt)
         }
+        try insert(request.deliveries, of: notification.id, db, at: micros(notification.timestamp))
+        return .accepted(NotificationReceipt(id: notification.id, recipients: request.recipients))
     }
 
     /// Inserts the notification and its idempotency key; returns the first receipt instead when

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import GRDB
 public import HeraldCore
 
@@ -10,6 +10,8 @@ public import HeraldCore
 /// ```
 public final class SQLiteStore: HeraldStorage {
     let writer: any DatabaseWriter
+    /// Concurrent accepts share a transaction, so one fsync serves many requests.
+    let accepts: GroupCommit<AcceptRequest, AcceptResult>
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     public init(path: String) throws {
@@ -22,10 +24,11 @@ public final class SQLiteStore: HeraldStorage {
             // loses an accepted notification (NORMAL would survive only a process crash).
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        if path == ":memory:" {
-            writer = try DatabaseQueue(configuration: configuration)
-        } else {
-            writer = try DatabasePool(path: path, configuration: configuration)
+        let writer: any DatabaseWriter =
+            path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
+        self.writer = writer
+        accepts = GroupCommit { requests in
+            try await writer.write { db in try requests.map { try Self.accept($0, db) } }
         }
     }
 

@@ -1,0 +1,88 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// Commits concurrent requests together: one transaction (and one fsync) for every request
+/// that arrived while the previous transaction was committing.
+///
+/// A request that finds no commit running starts one at once, so a lone request waits for
+/// nothing; under load the wait is bounded by one commit. Each caller resumes only after the
+/// transaction holding its request has committed. When a batch fails, its requests are
+/// retried one per transaction, so one bad request cannot fail the others.
+final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
+    /// Runs `requests` in one transaction and returns one response per request, in order.
+    typealias Commit = @Sendable ([Request]) async throws -> [Response]
+
+    private struct Waiting {
+        var request: Request
+        var continuation: CheckedContinuation<Response, any Error>
+    }
+
+    private struct State {
+        var waiting: [Waiting] = []
+        var committing = false
+    }
+
+    private let state = Mutex(State())
+    private let maxBatch: Int
+    private let commit: Commit
+
+    init(maxBatch: Int = 256, commit: @escaping Commit) {
+        self.maxBatch = max(1, maxBatch)
+        self.commit = commit
+    }
+
+    func submit(_ request: Request) async throws -> Response {
+        try await withCheckedThrowingContinuation { continuation in
+            let startCommitter = state.withLock { state -> Bool in
+                state.waiting.append(Waiting(request: request, continuation: continuation))
+                guard !state.committing else { return false }
+                state.committing = true
+                return true
+            }
+            // Unstructured on purpose: the committer outlives the request that started it, and
+            // a cancelled request must not cancel the transaction carrying other requests.
+            if startCommitter { Task { await self.commitWhileWaiting() } }
+        }
+    }
+
+    private func commitWhileWaiting() async {
+        while true {
+            let batch = state.withLock { state -> [Waiting] in
+                let batch = Array(state.waiting.prefix(maxBatch))
+                state.waiting.removeFirst(batch.count)
+                if batch.isEmpty { state.committing = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            await run(batch)
+        }
+    }
+
+    private func run(_ batch: [Waiting]) async {
+        do {
+            let responses = try await commit(batch.map(\.request))
+            guard responses.count == batch.count else {
+                throw GroupCommitError.responseCountMismatch
+            }
+            for (waiting, response) in zip(batch, responses) { waiting.continuation.resume(returning: response) }
+        } catch where batch.count > 1 {
+            for waiting in batch { await run([waiting]) }
+        } catch {
+            batch[0].continuation.resume(throwing: error)
+        }
+    }
+}
+
+enum GroupCommitError: Error {
+    case responseCountMismatch
+}
+
+/// The arguments of ``NotificationStore/accept(_:recipients:deliveries:idempotencySince:)``,
+/// queued for a group commit.
+struct AcceptRequest: Sendable {
+    var notification: HeraldNotification
+    var recipients: Int
+    var deliveries: [PlannedDelivery]
+    var idempotencySince: Date
+}
