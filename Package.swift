@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Domain: notifications, routing, the sink protocol, the delivery engine.
@@ -52,6 +53,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -164,6 +167,13 @@ let package = Package(
             path: "Benchmarks/FanOut",
             swiftSettings: swiftSettings
         ),
+        // Test fixtures shared by several test targets (the throwaway PostgreSQL server).
+        .target(
+            name: "HeraldTestSupport",
+            dependencies: ["HeraldStore"],
+            path: "Tests/HeraldTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore"],
@@ -171,7 +181,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldStore", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -211,6 +221,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "HeraldTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

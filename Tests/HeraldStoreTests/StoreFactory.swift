@@ -1,12 +1,19 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
+import Testing
 
-/// Every storage engine the conformance suite runs against. PostgreSQL joins this list when
-/// its store lands; each test then runs on both.
+/// Every storage engine the conformance suites run against. PostgreSQL runs when the test
+/// server from `scripts/test` is up (HERALD_TEST_POSTGRES_URL); each test gets its own database.
 enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
     case sqlite
     case sqliteMemory
+    case postgres
+
+    static var allCases: [StoreKind] {
+        [.sqlite, .sqliteMemory] + (PostgresTestDatabase.serverURL == nil ? [] : [.postgres])
+    }
 
     var description: String { rawValue }
 
@@ -19,8 +26,24 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
             store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
         case .sqliteMemory:
             store = try SQLiteStore(path: ":memory:")
+        case .postgres:
+            store = try PostgresStore(url: try await PostgresTestDatabase.create())
         }
         try await store.migrate()
         return store
+    }
+}
+
+/// Makes the PostgreSQL runs' absence visible: reported as skipped, with the reason, when the
+/// machine has no PostgreSQL; a failure when it has one but the tests were started without the
+/// server `scripts/test` starts.
+@Suite struct PostgresAvailabilityTests {
+    @Test(.enabled(
+        if: PostgresTestDatabase.serverURL != nil || PostgresTestDatabase.binariesExist,
+        "PostgreSQL runs of the conformance suites skipped: no PostgreSQL binaries on this machine (./scripts/test installs them)"
+    ))
+    func conformanceSuitesRunOnPostgres() {
+        if let reason = PostgresTestDatabase.unavailableReason { Issue.record(Comment(rawValue: reason)) }
+        #expect(StoreKind.allCases.contains(.postgres))
     }
 }

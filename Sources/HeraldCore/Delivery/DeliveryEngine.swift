@@ -47,6 +47,30 @@ public final class DeliveryEngine: Service {
             for worker in 0..<max(1, configuration.workers) {
                 group.addTask { await self.workerLoop(worker) }
             }
+            group.addTask { await self.watchLoop() }
+        }
+    }
+
+    /// Relays other processes' "new work" signals (PostgreSQL LISTEN) to idle workers,
+    /// reconnecting after a lost connection, until shutdown.
+    private func watchLoop() async {
+        let signal = self.signal
+        var failures = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await self.queue.watchForWork { signal.notify() }
+                }
+                return
+            } catch {
+                guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
+                failures += 1
+                logger.warning("lost the storage's work notifications, polling until they are back: \(error)")
+                // Wake everyone once: work committed while nobody listened is not missed.
+                signal.notify()
+                let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            }
         }
     }
 

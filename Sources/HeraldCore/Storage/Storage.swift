@@ -59,6 +59,13 @@ public protocol DeliveryQueue: Sendable {
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws
     /// When the earliest pending delivery becomes due, if any.
     func nextDueDate() async throws -> Date?
+    /// Calls `wake` whenever any process commits new work, until the task is cancelled. A store
+    /// that only one process writes (SQLite) returns at once: that process wakes its own workers.
+    func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws
+}
+
+extension DeliveryQueue {
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
 }
 
 /// Per-user history (SPEC §3), written by the history sink.

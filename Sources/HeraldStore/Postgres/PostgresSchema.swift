@@ -1,0 +1,201 @@
+import PostgresNIO
+
+/// Versioned schema migrations for the PostgreSQL store, recorded in `herald_migrations`.
+/// Append new migrations; never edit one that has shipped.
+///
+/// Columns mirror the SQLite schema (times as microseconds, JSON as text) so both stores share
+/// one set of row mappers.
+enum PostgresSchema {
+    static let migrations: [(name: String, sql: [String])] = [
+        (
+            "v1-herald",
+            [
+                """
+                CREATE TABLE api_keys (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    settings TEXT,
+                    attributes TEXT,
+                    updated_at BIGINT NOT NULL,
+                    recommended_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE devices (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    fcm_token TEXT NOT NULL UNIQUE,
+                    platform TEXT,
+                    app_version TEXT,
+                    region TEXT,
+                    locale TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX devices_by_user ON devices(user_id)",
+                """
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    type TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    url TEXT,
+                    data TEXT NOT NULL,
+                    timestamp BIGINT NOT NULL,
+                    distribution TEXT NOT NULL,
+                    priority BIGINT NOT NULL,
+                    expires_at BIGINT,
+                    collapse_key TEXT,
+                    idempotency_key TEXT,
+                    target TEXT NOT NULL,
+                    recipients BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE idempotency_keys (
+                    key TEXT PRIMARY KEY,
+                    notification_id TEXT NOT NULL,
+                    recipients BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE deliveries (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    notification_id TEXT NOT NULL,
+                    sink TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT,
+                    topic_key TEXT,
+                    distribution TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts BIGINT NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    next_attempt_at BIGINT,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX deliveries_due ON deliveries(next_attempt_at, id) WHERE state = 'pending'",
+                "CREATE INDEX deliveries_by_notification ON deliveries(notification_id)",
+                "CREATE INDEX deliveries_pending_by_device ON deliveries(device_id) WHERE state = 'pending'",
+                """
+                CREATE TABLE history (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    notification_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    read BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (notification_id, user_id)
+                )
+                """,
+                "CREATE INDEX history_by_user ON history(user_id, seq)",
+                "CREATE INDEX history_unread ON history(user_id) WHERE read = 0",
+                """
+                CREATE TABLE channels (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    access TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE areas (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+                    id TEXT PRIMARY KEY,
+                    channel_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    access TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX areas_by_channel ON areas(channel_id)",
+                """
+                CREATE TABLE subjects (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+                    id TEXT PRIMARY KEY,
+                    channel_id TEXT NOT NULL,
+                    area_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    access TEXT NOT NULL,
+                    tags TEXT NOT NULL,
+                    topic_key TEXT NOT NULL UNIQUE,
+                    level TEXT NOT NULL,
+                    distribution TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX subjects_by_area ON subjects(area_id)",
+                """
+                CREATE TABLE subscriptions (
+                    user_id TEXT NOT NULL,
+                    topic_key TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, topic_key)
+                )
+                """,
+                "CREATE INDEX subscriptions_by_topic ON subscriptions(topic_key, user_id)",
+                """
+                CREATE TABLE messages (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    msi_key TEXT NOT NULL UNIQUE,
+                    topic_key TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    description TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    distribution TEXT NOT NULL,
+                    timestamp BIGINT NOT NULL,
+                    sender TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX messages_by_topic ON messages(topic_key, seq)",
+                """
+                CREATE TABLE feed_messages (
+                    id TEXT PRIMARY KEY,
+                    title TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    url TEXT,
+                    posted_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    priority BIGINT NOT NULL,
+                    target_regions TEXT NOT NULL,
+                    target_version TEXT
+                )
+                """,
+                "CREATE INDEX feed_messages_by_expiry ON feed_messages(expires_at)",
+                """
+                CREATE TABLE content_sets (
+                    name TEXT PRIMARY KEY CHECK (name IN ('pending', 'published')),
+                    items TEXT NOT NULL,
+                    last_published_at BIGINT
+                )
+                """,
+                "INSERT INTO content_sets (name, items) VALUES ('pending', '[]'), ('published', '[]')",
+            ]
+        ),
+    ]
+
+    /// Applies every migration not yet recorded. Several processes may start at once: an
+    /// advisory lock held until the transaction ends lets one migrate while the others wait.
+    static func migrate(_ session: PostgresSession) async throws {
+        try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
+        try await session.execute("CREATE TABLE IF NOT EXISTS herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        let applied = Set(try await session.rows("SELECT name FROM herald_migrations").map { try $0.text("name") })
+        for migration in migrations where !applied.contains(migration.name) {
+            for statement in migration.sql {
+                try await session.execute(PostgresQuery(unsafeSQL: statement))
+            }
+            try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
+        }
+    }
+}

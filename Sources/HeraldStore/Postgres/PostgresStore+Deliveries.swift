@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {
+        let nowMicros = Self.micros(now)
+        // The lease is the next due time: a process that dies before recording leaves the
+        // delivery due again once the lease runs out. SKIP LOCKED lets workers in several
+        // processes claim disjoint batches without waiting for each other. The attempt is
+        // counted at claim time so a delivery that crashes its worker still runs out of attempts.
+        let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
+        let rows = try await read { session in
+            try await session.rows(
+                """
+                WITH due AS (
+                    SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(nowMicros)
+                    ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                ), claimed AS (
+                    UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, updated_at = \(nowMicros)
+                    FROM due WHERE d.id = due.id
+                    RETURNING d.id, d.notification_id, d.sink, d.user_id, d.device_id, d.topic_key, d.distribution, d.attempts
+                )
+                SELECT c.id AS delivery_id, c.sink, c.user_id AS recipient_id, c.distribution AS delivery_distribution,
+                    c.attempts, c.topic_key AS delivery_topic, n.*,
+                    dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
+                    dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
+                    dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
+                FROM claimed c
+                JOIN notifications n ON n.id = c.notification_id
+                LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
+                ORDER BY c.id
+                """
+            )
+        }
+        return try StoredRecords.claimedDeliveries(rows)
+    }
+
+    public func record(_ updates: [DeliveryUpdate], at date: Date) async throws {
+        guard !updates.isEmpty else { return }
+        let now = Self.micros(date)
+        // One statement for the batch. Arrays cannot carry NULLs here: a missing error travels
+        // as '' and a missing next attempt as -1, and both become NULL again in SQL.
+        let ids = updates.map(\.id)
+        let states = updates.map(\.state.rawValue)
+        let attempts = updates.map { Int64($0.attempts) }
+        let errors = updates.map { $0.lastError ?? "" }
+        let nextAttempts = updates.map { $0.state == .pending ? $0.nextAttemptAt.map(Self.micros) ?? now : -1 }
+        try await transaction { session in
+            try await session.execute(
+                """
+                UPDATE deliveries d SET state = u.state, attempts = u.attempts, last_error = NULLIF(u.last_error, ''),
+                    next_attempt_at = NULLIF(u.next_attempt_at, -1), updated_at = \(now)
+                FROM UNNEST(\(ids)::bigint[], \(states)::text[], \(attempts)::bigint[], \(errors)::text[], \(nextAttempts)::bigint[])
+                    AS u(id, state, attempts, last_error, next_attempt_at)
+                WHERE d.id = u.id
+                """
+            )
+            for update in updates {
+                guard let device = update.removeDevice else { continue }
+                try await Self.removeDevice(session, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
+            }
+            // Retries scheduled here may be due sooner than other processes' idle workers look.
+            if updates.contains(where: { $0.state == .pending }) { try await session.notifyWork() }
+        }
+    }
+
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.workChannel) { notifications in
+                for try await _ in notifications { wake() }
+            }
+        }
+    }
+
+    public func nextDueDate() async throws -> Date? {
+        try await read { session in
+            try await session.row("SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")?.optionalDate("due")
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func acceptFanOut(
+        _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
+        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await transaction { session in
+            let now = Self.micros(notification.timestamp)
+            if let receipt = try await Self.insert(notification, recipients: 0, session, idempotencySince: idempotencySince) {
+                return .replayed(receipt)
+            }
+            // Forced subjects reach every user Herald knows; others their subscribers.
+            let forced = level == .forced
+            var recipients = 0
+            switch plan {
+            case .historyOnly:
+                // Entirely inside PostgreSQL: nothing is read into memory, whatever the topic's size.
+                recipients = try await session.count(
+                    """
+                    INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                    SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'pending', 0,
+                        \(now), \(now)
+                    FROM (
+                        SELECT id AS user_id FROM users WHERE \(forced)
+                        UNION ALL
+                        SELECT user_id FROM subscriptions WHERE NOT \(forced) AND topic_key = \(topic)
+                    ) AS recipients
+                    RETURNING id
+                    """
+                )
+            case .route(let route):
+                // Keyset pages: each page's settings and devices are read, routed and written
+                // before the next is read.
+                var after = ""
+                while true {
+                    let page = try await session.rows(
+                        forced
+                            ? "SELECT id AS user_id FROM users WHERE id > \(after) ORDER BY id LIMIT \(pageSize)"
+                            : """
+                            SELECT user_id FROM subscriptions WHERE topic_key = \(topic) AND user_id > \(after)
+                            ORDER BY user_id LIMIT \(pageSize)
+                            """
+                    ).map { try $0.text("user_id") }
+                    guard let last = page.last else { break }
+                    let planned = try await Self.recipients(session, userIDs: page).flatMap(route)
+                    try await Self.insert(planned, of: notification.id, session, at: now)
+                    recipients += page.count
+                    after = last
+                }
+            }
+            try await Self.insert(extra, of: notification.id, session, at: now)
+            try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
+            if let key = notification.idempotencyKey {
+                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE key = \(key)")
+            }
+            if let archive {
+                try await session.execute(
+                    """
+                    INSERT INTO messages (msi_key, topic_key, title, description, message, distribution, timestamp, sender)
+                    VALUES (\(archive.msiKey), \(archive.topicKey), \(archive.title), \(archive.desc), \(archive.message),
+                        \(archive.distribution.rawValue), \(archive.timestamp), \(archive.sender))
+                    """
+                )
+            }
+            try await session.notifyWork()
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {
+        let beforeSeq = try StoredRecords.sequence(before: before)
+        return try await read { session in
+            let rows = try await session.rows(
+                """
+                SELECT * FROM messages WHERE seq < \(beforeSeq) AND (\(topicKey)::text IS NULL OR topic_key = \(topicKey))
+                ORDER BY seq DESC LIMIT \(limit + 1)
+                """
+            )
+            return MessagePage(
+                messages: try rows.prefix(limit).map(StoredRecords.archivedMessage), next: try StoredRecords.nextCursor(rows, limit: limit)
+            )
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
+        guard !entries.isEmpty else { return }
+        let notifications = entries.map(\.notificationID.hex)
+        let users = entries.map(\.userID)
+        try await read { session in
+            try await session.execute(
+                """
+                INSERT INTO history (notification_id, user_id, read, created_at)
+                SELECT notification_id, user_id, 0, \(Self.micros(date))
+                FROM UNNEST(\(notifications)::text[], \(users)::text[]) AS entry(notification_id, user_id)
+                ON CONFLICT (notification_id, user_id) DO NOTHING
+                """
+            )
+        }
+    }
+
+    public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {
+        let beforeSeq = try StoredRecords.sequence(before: before)
+        return try await read { session in
+            let rows = try await session.rows(
+                """
+                SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                FROM history h JOIN notifications n ON n.id = h.notification_id
+                WHERE h.user_id = \(userID) AND h.seq < \(beforeSeq)
+                ORDER BY h.seq DESC LIMIT \(limit + 1)
+                """
+            )
+            return HistoryPage(items: try rows.prefix(limit).map(StoredRecords.historyItem), next: try StoredRecords.nextCursor(rows, limit: limit))
+        }
+    }
+
+    public func markRead(userID: String, ids: [ObjectID]) async throws -> Int {
+        let hexIDs = ids.map(\.hex)
+        return try await transaction { session in
+            try await session.execute("UPDATE history SET read = 1 WHERE user_id = \(userID) AND read = 0 AND notification_id = ANY(\(hexIDs))")
+            return try await session.row("SELECT COUNT(*) AS unread FROM history WHERE user_id = \(userID) AND read = 0")?.int("unread") ?? 0
+        }
+    }
+}

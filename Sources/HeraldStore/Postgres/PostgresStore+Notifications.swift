@@ -1,0 +1,123 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
+        try await accepts.submit(AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotencySince: idempotencySince))
+    }
+
+    /// One accept inside a group-commit transaction.
+    static func accept(_ request: AcceptRequest, _ session: PostgresSession) async throws -> AcceptResult {
+        let notification = request.notification
+        if let receipt = try await insert(notification, recipients: request.recipients, session, idempotencySince: request.idempotencySince) {
+            return .replayed(receipt)
+        }
+        try await insert(request.deliveries, of: notification.id, session, at: micros(notification.timestamp))
+        return .accepted(NotificationReceipt(id: notification.id, recipients: request.recipients))
+    }
+
+    /// Inserts the notification and its idempotency key; returns the first receipt instead when
+    /// the key was already accepted since `idempotencySince`.
+    static func insert(_ notification: HeraldNotification, recipients: Int, _ session: PostgresSession, idempotencySince: Date) async throws -> NotificationReceipt? {
+        let now = micros(notification.timestamp)
+        if let key = notification.idempotencyKey {
+            // The upsert takes the key's row lock, so two processes accepting one key serialise
+            // here and the second sees the first's receipt.
+            let claimed = try await session.count(
+                """
+                INSERT INTO idempotency_keys (key, notification_id, recipients, created_at)
+                VALUES (\(key), \(notification.id.hex), \(recipients), \(now))
+                ON CONFLICT (key) DO UPDATE SET notification_id = excluded.notification_id, recipients = excluded.recipients,
+                    created_at = excluded.created_at
+                WHERE idempotency_keys.created_at < \(micros(idempotencySince))
+                RETURNING key
+                """
+            )
+            if claimed == 0, let receipt = try await receipt(session, key: key, since: micros(idempotencySince)) {
+                return receipt
+            }
+        }
+        try await session.execute(
+            """
+            INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
+                collapse_key, idempotency_key, target, recipients)
+            VALUES (\(notification.id.hex), \(notification.type), \(notification.title), \(notification.body), \(notification.url),
+                \(try StoredJSON.encode(notification.data)), \(now), \(notification.distribution.rawValue), \(notification.priority),
+                \(notification.expiresAt.map(micros)), \(notification.collapseKey), \(notification.idempotencyKey),
+                \(try StoredJSON.encode(target: notification.target)), \(recipients))
+            """
+        )
+        return nil
+    }
+
+    /// Inserts deliveries in one statement. Arrays cannot carry NULLs here, so an absent device
+    /// or topic travels as '' and becomes NULL again in SQL.
+    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64) async throws {
+        guard !deliveries.isEmpty else { return }
+        for chunk in deliveries.chunked(5_000) {
+            let sinks = chunk.map(\.sink)
+            let users = chunk.map(\.userID)
+            let devices = chunk.map { $0.deviceID?.hex ?? "" }
+            let topics = chunk.map { $0.topic ?? "" }
+            let distributions = chunk.map(\.distribution.rawValue)
+            try await session.execute(
+                """
+                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
+                SELECT \(notification.hex), sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution, 'pending', 0, \(now), \(now)
+                FROM UNNEST(\(sinks)::text[], \(users)::text[], \(devices)::text[], \(topics)::text[], \(distributions)::text[])
+                    AS planned(sink, user_id, device_id, topic_key, distribution)
+                """
+            )
+        }
+    }
+
+    public func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt? {
+        try await read { session in try await Self.receipt(session, key: idempotencyKey, since: Self.micros(since)) }
+    }
+
+    static func receipt(_ session: PostgresSession, key: String, since: Int64) async throws -> NotificationReceipt? {
+        guard let row = try await session.row(
+            "SELECT notification_id, recipients FROM idempotency_keys WHERE key = \(key) AND created_at >= \(since)"
+        ) else { return nil }
+        return NotificationReceipt(id: try row.objectID("notification_id"), recipients: try row.int("recipients"))
+    }
+
+    public func status(of id: ObjectID) async throws -> NotificationStatus? {
+        try await read { session -> NotificationStatus? in
+            guard let row = try await session.row("SELECT * FROM notifications WHERE id = \(id.hex)") else { return nil }
+            let deliveries = try await session.rows(
+                "SELECT * FROM deliveries WHERE notification_id = \(id.hex) ORDER BY id LIMIT \(NotificationStatus.deliveryListLimit)"
+            ).map(StoredRecords.deliveryRecord)
+            var summary: [String: [DeliveryState: Int]] = [:]
+            for count in try await session.rows(
+                "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = \(id.hex) GROUP BY sink, state"
+            ) {
+                if let state = DeliveryState(rawValue: try count.text("state")) { summary[try count.text("sink"), default: [:]][state] = try count.int("n") }
+            }
+            return NotificationStatus(
+                notification: try StoredRecords.notification(row), recipients: try row.int("recipients"), deliveries: deliveries, summary: summary
+            )
+        }
+    }
+
+    public func sinkCounters() async throws -> [SinkCounters] {
+        try await read { session in
+            var counters: [String: SinkCounters] = [:]
+            for row in try await session.rows("SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state") {
+                let sink = try row.text("sink")
+                guard let state = DeliveryState(rawValue: try row.text("state")) else { continue }
+                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = try row.int("n")
+            }
+            for sink in counters.keys {
+                counters[sink]?.lastError = try await session.row(
+                    """
+                    SELECT last_error FROM deliveries WHERE sink = \(sink) AND last_error IS NOT NULL
+                    ORDER BY updated_at DESC, id DESC LIMIT 1
+                    """
+                )?.optionalText("last_error")
+            }
+            return counters.values.sorted { $0.sink < $1.sink }
+        }
+    }
+}

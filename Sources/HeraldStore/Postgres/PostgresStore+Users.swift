@@ -1,0 +1,155 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func settings(userID: String) async throws -> UserSettings {
+        try await read { session in try await Self.settings(session, userID: userID) }
+    }
+
+    public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+        try await transaction { session in
+            // The row lock serialises concurrent read-change-writes of one user's settings.
+            try await Self.ensureUser(session, userID, at: Self.micros(Date()))
+            let text = try await session.row("SELECT settings FROM users WHERE id = \(userID) FOR UPDATE")?.optionalText("settings")
+            var settings = try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
+            try change(&settings)
+            try await session.execute(
+                "UPDATE users SET settings = \(try StoredJSON.encode(settings)), updated_at = \(Self.micros(Date())) WHERE id = \(userID)"
+            )
+            return settings
+        }
+    }
+
+    public func setAttributes(_ attributes: UserAttributes, userID: String) async throws {
+        let text = try StoredJSON.encode(attributes)
+        try await read { session in
+            try await session.execute(
+                """
+                INSERT INTO users (id, attributes, updated_at) VALUES (\(userID), \(text), \(Self.micros(Date())))
+                ON CONFLICT (id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at
+                """
+            )
+        }
+    }
+
+    public func attributes(userID: String) async throws -> UserAttributes? {
+        try await read { session in
+            try await session.row("SELECT attributes FROM users WHERE id = \(userID)")?.json(UserAttributes.self, "attributes")
+        }
+    }
+
+    public func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        try await transaction { session in
+            let now = Self.micros(date)
+            try await Self.subscribeRecommendedOnce(session, userID, at: now)
+            // Insert or lock the token's row, so two registrations of one token serialise.
+            try await session.execute(
+                """
+                INSERT INTO devices (id, user_id, fcm_token, platform, app_version, region, locale, created_at, updated_at)
+                VALUES (\(newID.hex), \(userID), \(token), \(registration.platform), \(registration.appVersion), \(registration.region),
+                    \(registration.locale), \(now), \(now))
+                ON CONFLICT (fcm_token) DO NOTHING
+                """
+            )
+            guard let row = try await session.row("SELECT id, user_id FROM devices WHERE fcm_token = \(token) FOR UPDATE") else {
+                throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
+            }
+            let deviceID = try row.text("id")
+            if try row.text("user_id") != userID {
+                // The token now belongs to someone else: what was queued for the old owner
+                // must never reach the new one.
+                try await session.execute(
+                    """
+                    UPDATE deliveries SET state = 'failed', last_error = 'device was registered by another user', next_attempt_at = NULL,
+                        updated_at = \(now)
+                    WHERE device_id = \(deviceID) AND state = 'pending'
+                    """
+                )
+            }
+            if deviceID != newID.hex {
+                try await session.execute(
+                    """
+                    UPDATE devices SET user_id = \(userID), platform = COALESCE(\(registration.platform), platform),
+                        app_version = COALESCE(\(registration.appVersion), app_version), region = COALESCE(\(registration.region), region),
+                        locale = COALESCE(\(registration.locale), locale), updated_at = \(now)
+                    WHERE id = \(deviceID)
+                    """
+                )
+            }
+            guard let device = try await session.row("SELECT * FROM devices WHERE id = \(deviceID)") else {
+                throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
+            }
+            return try StoredRecords.device(device)
+        }
+    }
+
+    public func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool {
+        try await transaction { session in
+            guard let row = try await session.row("SELECT id FROM devices WHERE fcm_token = \(token) AND user_id = \(userID) FOR UPDATE") else {
+                return false
+            }
+            try await Self.removeDevice(session, id: try row.text("id"), reason: "device was unregistered", at: Self.micros(date))
+            return true
+        }
+    }
+
+    public func devices(userID: String) async throws -> [Device] {
+        try await read { session in
+            try await session.rows("SELECT * FROM devices WHERE user_id = \(userID) ORDER BY id").map(StoredRecords.device)
+        }
+    }
+
+    public func recipients(userIDs: [String]) async throws -> [RecipientContext] {
+        try await read { session in try await Self.recipients(session, userIDs: userIDs) }
+    }
+
+    static func recipients(_ session: PostgresSession, userIDs: [String]) async throws -> [RecipientContext] {
+        var settings: [String: UserSettings] = [:]
+        var devices: [String: [Device]] = [:]
+        for row in try await session.rows("SELECT id, settings FROM users WHERE id = ANY(\(userIDs)) AND settings IS NOT NULL") {
+            settings[try row.text("id")] = try row.json(UserSettings.self, "settings")
+        }
+        for row in try await session.rows("SELECT * FROM devices WHERE user_id = ANY(\(userIDs)) ORDER BY id") {
+            let device = try StoredRecords.device(row)
+            devices[device.userID, default: []].append(device)
+        }
+        return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+    }
+
+    static func settings(_ session: PostgresSession, userID: String) async throws -> UserSettings {
+        try await session.row("SELECT settings FROM users WHERE id = \(userID)")?.json(UserSettings.self, "settings") ?? UserSettings()
+    }
+
+    /// Deletes a device and fails whatever was still queued for it.
+    static func removeDevice(_ session: PostgresSession, id: String, reason: String, at now: Int64) async throws {
+        try await session.execute("DELETE FROM devices WHERE id = \(id)")
+        try await session.execute(
+            """
+            UPDATE deliveries SET state = 'failed', last_error = \(reason), next_attempt_at = NULL, updated_at = \(now)
+            WHERE device_id = \(id) AND state = 'pending'
+            """
+        )
+    }
+
+    /// Makes sure the user has a row: Forced subjects reach every user Herald knows.
+    static func ensureUser(_ session: PostgresSession, _ userID: String, at now: Int64) async throws {
+        try await session.execute("INSERT INTO users (id, updated_at) VALUES (\(userID), \(now)) ON CONFLICT (id) DO NOTHING")
+    }
+
+    /// At a user's first device registration, subscribes them to every Recommended subject.
+    static func subscribeRecommendedOnce(_ session: PostgresSession, _ userID: String, at now: Int64) async throws {
+        try await ensureUser(session, userID, at: now)
+        let first = try await session.count(
+            "UPDATE users SET recommended_at = \(now) WHERE id = \(userID) AND recommended_at IS NULL RETURNING id"
+        )
+        guard first > 0 else { return }
+        try await session.execute(
+            """
+            INSERT INTO subscriptions (user_id, topic_key, created_at)
+            SELECT \(userID), topic_key, \(now) FROM subjects WHERE level = \(SubscriptionLevel.recommended.rawValue)
+            ON CONFLICT DO NOTHING
+            """
+        )
+    }
+}

@@ -1,0 +1,168 @@
+public import Foundation
+public import HeraldCore
+public import Logging
+import PostgresNIO
+
+/// Herald's storage on PostgreSQL (postgres-nio's pooled `PostgresClient`), for several Herald
+/// processes sharing one database.
+///
+/// ```swift
+/// let store = try PostgresStore(url: "postgres://herald:secret@127.0.0.1:5432/herald")
+/// try await store.migrate()
+/// ```
+///
+/// Workers in any process claim deliveries with `FOR UPDATE SKIP LOCKED`, and every commit
+/// that queues deliveries sends a `NOTIFY` that wakes idle workers in every process.
+public final class PostgresStore: HeraldStorage {
+    /// The channel that accept transactions notify when they queue deliveries.
+    static let workChannel = "herald_work"
+
+    let client: PostgresClient
+    let logger: Logger
+    private let runner: Task<Void, Never>
+    /// Concurrent accepts share a transaction, so one commit serves many requests.
+    let accepts: GroupCommit<AcceptRequest, AcceptResult>
+
+    /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
+    ///   `?sslmode=disable|prefer|require` (default `prefer`).
+    public init(url: String, maxConnections: Int = 20, logger: Logger = Logger(label: "herald.postgres")) throws {
+        var configuration = try Self.configuration(url: url)
+        configuration.options.maximumConnections = max(2, maxConnections)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        // The pool works only while `run()` does; it ends when the store is closed.
+        runner = Task { await client.run() }
+        accepts = GroupCommit { requests in
+            try await Self.transaction(client, logger: logger) { session in
+                var results: [AcceptResult] = []
+                for request in requests { results.append(try await Self.accept(request, session)) }
+                if results.contains(where: { if case .accepted = $0 { true } else { false } }) { try await session.notifyWork() }
+                return results
+            }
+        }
+    }
+
+    deinit { runner.cancel() }
+
+    /// Closes the pool's connections.
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    public func migrate() async throws {
+        try await transaction { session in try await PostgresSchema.migrate(session) }
+    }
+
+    public func ping() async throws {
+        try await read { session in _ = try await session.rows("SELECT 1") }
+    }
+
+    /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration.
+    static func configuration(url: String) throws -> PostgresClient.Configuration {
+        func invalid(_ reason: String) -> HeraldError {
+            HeraldError(.unprocessable, code: "invalid_config", "database URL is not usable: \(reason) (expected postgres://user:password@host:port/database)")
+        }
+        guard let components = URLComponents(string: url), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            throw invalid("not a postgres:// URL")
+        }
+        guard let host = components.host, !host.isEmpty else { throw invalid("no host") }
+        guard let user = components.user, !user.isEmpty else { throw invalid("no user name") }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        guard !database.isEmpty else { throw invalid("no database name") }
+        let tls: PostgresClient.Configuration.TLS
+        switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(.makeClientConfiguration())
+        case "require": tls = .require(.makeClientConfiguration())
+        case let other: throw invalid("sslmode '\(other)' is not one of disable, prefer, require")
+        }
+        return PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: components.password?.removingPercentEncoding, database: database, tls: tls
+        )
+    }
+
+    /// Runs `body` on one pooled connection, outside a transaction.
+    func read<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
+        try await client.withConnection { connection in
+            try await body(PostgresSession(connection: connection, logger: logger))
+        }
+    }
+
+    /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+    func transaction<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
+        try await Self.transaction(client, logger: logger, body)
+    }
+
+    static func transaction<Result: Sendable>(
+        _ client: PostgresClient, logger: Logger, _ body: (PostgresSession) async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await body(PostgresSession(connection: connection, logger: logger))
+            }
+        } catch let error as PostgresTransactionError {
+            // The caller's own error (a validation failure, say) matters more than the wrapper.
+            throw error.closureError ?? error
+        }
+    }
+
+    static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
+}
+
+/// One connection lent to a store operation.
+struct PostgresSession {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        try await connection.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+    }
+
+    func row(_ query: PostgresQuery) async throws -> PostgresRandomAccessRow? {
+        try await rows(query).first
+    }
+
+    func execute(_ query: PostgresQuery) async throws {
+        _ = try await connection.query(query, logger: logger).collect()
+    }
+
+    /// Runs a statement ending in `RETURNING …` and counts the rows it touched.
+    func count(_ query: PostgresQuery) async throws -> Int {
+        try await connection.query(query, logger: logger).collect().count
+    }
+
+    /// Wakes idle workers in every process once this transaction commits.
+    func notifyWork() async throws {
+        try await execute("SELECT pg_notify(\(PostgresStore.workChannel), '')")
+    }
+}
+
+extension PostgresRandomAccessRow: StoredRow {
+    func text(_ column: String) throws -> String { try self[column].decode(String.self) }
+    func optionalText(_ column: String) throws -> String? { try self[column].decode(String?.self) }
+    func integer(_ column: String) throws -> Int64 { try self[column].decode(Int64.self) }
+    func optionalInteger(_ column: String) throws -> Int64? { try self[column].decode(Int64?.self) }
+}
+
+extension PostgresStore {
+    /// Creates an empty database on the server `serverURL` points at and returns a URL for it,
+    /// for tests and first-time setup tools. `name` is letters, digits and underscores.
+    public static func createDatabase(named name: String, onServer serverURL: String) async throws -> String {
+        guard !name.isEmpty, name.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) }) else {
+            throw HeraldError(.badRequest, code: "invalid_name", "database name '\(name)' must be lower-case letters, digits and underscores")
+        }
+        guard var components = URLComponents(string: serverURL) else { throw HeraldError(.badRequest, code: "invalid_config", "not a URL: \(serverURL)") }
+        let client = PostgresClient(configuration: try configuration(url: serverURL), backgroundLogger: Logger(label: "herald.postgres.setup"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+        }
+        components.path = "/" + name
+        guard let url = components.string else { throw HeraldError(.internal, code: "invalid_config", "could not build a URL for \(name)") }
+        return url
+    }
+}
