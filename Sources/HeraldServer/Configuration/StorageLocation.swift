@@ -3,7 +3,7 @@ import HeraldStore
 
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {
-    /// `sqlite:PATH`, `sqlite://PATH` or `sqlite::memory:`.
+    /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
     public static func open(_ database: String) throws -> any HeraldStorage {
         if database.hasPrefix("sqlite:") {
             var path = String(database.dropFirst("sqlite:".count))
@@ -18,8 +18,8 @@ public enum StorageLocation {
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            throw HeraldError(.unprocessable, code: "invalid_config", "PostgreSQL storage is not available in this build yet; use sqlite:PATH")
+            return try PostgresStore(url: database)
         }
-        throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH, got '\(database)'")
+        throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }
 }

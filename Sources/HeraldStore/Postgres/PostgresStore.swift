@@ -18,6 +18,7 @@ public final class PostgresStore: HeraldStorage {
     static let workChannel = "herald_work"
 
     let client: PostgresClient
+    let configuration: PostgresClient.Configuration
     let logger: Logger
     private let runner: Task<Void, Never>
     /// Concurrent accepts share a transaction, so one commit serves many requests.
@@ -30,6 +31,7 @@ public final class PostgresStore: HeraldStorage {
         configuration.options.maximumConnections = max(2, maxConnections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.configuration = configuration
         self.logger = logger
         // The pool works only while `run()` does; it ends when the store is closed.
         runner = Task { await client.run() }
@@ -52,7 +54,29 @@ public final class PostgresStore: HeraldStorage {
     }
 
     public func migrate() async throws {
-        try await transaction { session in try await PostgresSchema.migrate(session) }
+        do {
+            try await transaction { session in try await PostgresSchema.migrate(session) }
+        } catch {
+            // PSQLError's description hides details on purpose; the server's message and the
+            // address (never the password) are what an operator needs here.
+            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot migrate PostgreSQL at \(address): \(Self.describe(error))")
+        }
+    }
+
+    /// host:port/database, without credentials, for messages.
+    var address: String {
+        "\(configuration.host ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
+    }
+
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else {
+            // The pool gives up after repeated connection failures with an opaque error.
+            if "\(error)".contains("CircuitBreaker") { return "no connection could be made; is PostgreSQL running there and reachable?" }
+            return "\(error)"
+        }
+        if let message = error.serverInfo?[.message] { return message }
+        if let underlying = error.underlying { return "\(underlying)" }
+        return "\(error.code)"
     }
 
     public func ping() async throws {
