@@ -40,7 +40,16 @@ public final class FCMSink: NotificationSink {
     private let clock: @Sendable () -> Date
     private let counters = Mutex<[String: Int]>([:])
 
-    public init(configuration: FCMConfiguration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.fcm"), clock: @escaping @Sendable () -> Date = { Date() }) async throws {
+    /// A client whose connection pool does not cap concurrency below `maxConcurrency`:
+    /// `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host, which would serialise sends
+    /// to an HTTP/1.1 endpoint (the emulator, a proxy). It lives as long as the process.
+    public static let defaultHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_024
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    public init(configuration: FCMConfiguration, http: HTTPClient = FCMSink.defaultHTTPClient, logger: Logger = Logger(label: "herald.fcm"), clock: @escaping @Sendable () -> Date = { Date() }) async throws {
         self.configuration = configuration
         self.http = http
         self.tokens = try await FCMAccessTokenProvider(account: configuration.account, http: http, clock: clock)
