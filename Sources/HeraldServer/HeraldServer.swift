@@ -7,6 +7,8 @@ import HeraldHistorySink
 import HeraldWebhookSink
 public import Hummingbird
 public import Logging
+import ServiceLifecycle
+import UnixSignals
 
 /// The composition root: storage, sinks, router, delivery engine and HTTP routes, built from
 /// one ``HeraldConfiguration``. `herald serve` and the tests build the server the same way.
@@ -138,8 +140,17 @@ public struct HeraldServer: Sendable {
     }
 
     /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets in-flight deliveries
-    /// finish, and returns.
+    /// finish and record their outcomes, and returns, all within `shutdown_timeout`. Past it,
+    /// the rest is cancelled: deliveries without an outcome stay leased and are retried once
+    /// the lease runs out, so nothing accepted is lost.
     public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        try await application(onServerRunning: onServerRunning).runService()
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: application(onServerRunning: onServerRunning))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+        )
+        group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        group.maximumCancellationDuration = .seconds(5)
+        try await ServiceGroup(configuration: group).run()
+        await store.close()
     }
 }

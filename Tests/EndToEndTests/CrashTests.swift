@@ -129,6 +129,36 @@ import Testing
     }
 }
 
+extension CrashTests {
+    /// SIGTERM while slow pushes are in flight: the process exits within `shutdown_timeout`
+    /// (plus the bounded cancellation), and a restart delivers everything accepted.
+    @Test func sigtermUnderLoadExitsInBoundedTimeAndLosesNothing() async throws {
+        let database = try await DatabaseKind.sqlite.make(in: directory)
+        let (emulator, account) = try await startEmulator()
+        let key = try await LoadHarness.backendKey(database: database, in: directory)
+        var environment = fcmEnvironment(account: account, emulator: emulator, lease: "3")
+        environment["HERALD_SHUTDOWN_TIMEOUT"] = "1"
+        let server = try await RunningHerald(arguments: ["--database", database], environment: environment, in: directory)
+        let users = (0..<10).map { "term-user-\($0)" }
+        try await LoadHarness.registerUsers(users, tokenPrefix: "slow-", at: server.url, key: key)
+        let accepted = await LoadHarness.send(300, to: [server.url], users: users, key: key)
+        #expect(accepted.count == 300)
+        try await Task.sleep(for: .milliseconds(300))
+
+        let started = ContinuousClock.now
+        let status = await server.stop()
+        let took = ContinuousClock.now - started
+        #expect(status == 0, "exit status \(status)")
+        #expect(took < .seconds(8), "took \(took) to exit with shutdown_timeout 1 s")
+
+        let restarted = try await RunningHerald(arguments: ["--database", database], environment: environment, in: directory)
+        let pushed = try await LoadHarness.waitForPushes(of: Set(accepted), emulator: emulator.url, timeout: .seconds(60))
+        #expect(Set(accepted).subtracting(pushed).isEmpty, "\(Set(accepted).subtracting(pushed).count) accepted notifications were never pushed")
+        #expect(await restarted.stop() == 0)
+        _ = await emulator.stop()
+    }
+}
+
 /// A value behind a lock that escaping, concurrent closures can share.
 final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>

@@ -118,7 +118,11 @@ public final class DeliveryEngine: Service {
             for await part in group { all.append(contentsOf: part) }
             return all
         }
-        try await queue.record(updates, at: clock())
+        // Not cancellable: when shutdown cuts a batch short, the outcomes it has (sends that
+        // were answered, retries for those that were not) are still written.
+        let queue = self.queue
+        let answered = clock()
+        try await Task { try await queue.record(updates, at: answered) }.value
         return batch.count
     }
 

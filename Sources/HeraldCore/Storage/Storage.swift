@@ -107,4 +107,10 @@ public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, Delive
     func migrate() async throws
     /// Whether storage answers now (for `/health/ready`).
     func ping() async throws
+    /// Releases connections; the store is not used afterwards.
+    func close() async
+}
+
+extension HeraldStorage {
+    public func close() async {}
 }

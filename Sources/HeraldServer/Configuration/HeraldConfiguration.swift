@@ -32,6 +32,9 @@ public struct HeraldConfiguration: Sendable {
     /// Webhook sinks (`sinks.<name>: {type: webhook, url, secret, match}`).
     public var webhooks: [WebhookSettings] = []
     public var logLevel: String = "info"
+    /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
+    /// it; after it, what is left is cancelled and stays leased until another worker retries it.
+    public var shutdownTimeout: Duration = .seconds(30)
 
     public init() {}
 
@@ -74,6 +77,9 @@ public struct HeraldConfiguration: Sendable {
             self.fcm = fcm
         }
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
+        let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
+        guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
+        shutdownTimeout = .milliseconds(Int64(shutdown * 1000))
         var names = webhookNames
         for name in try reader.optionalStringList(forKey: "sinks.webhooks") ?? [] where !names.contains(name) { names.append(name) }
         webhooks = try names.map { try WebhookSettings(name: $0, reader: reader) }
