@@ -70,14 +70,8 @@ enum StoredRecords {
 
     /// A claimed delivery: `delivery_*` columns, the notification's own, and the device's as `dev_*`.
     static func claimedDelivery(_ row: some StoredRow, notification: HeraldNotification) throws -> Delivery {
-        var device: Device?
-        if let deviceID = try row.optionalObjectID("dev_id") {
-            device = Device(
-                id: deviceID, userID: try row.text("dev_user_id"), fcmToken: try row.text("dev_fcm_token"), platform: try row.optionalText("dev_platform"),
-                appVersion: try row.optionalText("dev_app_version"), region: try row.optionalText("dev_region"), locale: try row.optionalText("dev_locale"),
-                createdAt: try row.date("dev_created_at"), updatedAt: try row.date("dev_updated_at")
-            )
-        }
+        // LEFT JOIN: no dev_id when the device was removed since the delivery was planned.
+        let device = try row.optionalText("dev_id") == nil ? nil : try self.device(row, prefix: "dev_")
         return Delivery(
             id: try row.integer("delivery_id"), sink: try row.text("sink"), notification: notification,
             recipient: DeliveryRecipient(userID: try row.text("recipient_id"), device: device, topic: try row.optionalText("delivery_topic")),
@@ -96,13 +90,25 @@ enum StoredRecords {
         }
     }
 
-    static func device(_ row: some StoredRow) throws -> Device {
+    /// A row of `devices`, or a join that selects its columns as `<prefix><column>`.
+    static func device(_ row: some StoredRow, prefix: String = "") throws -> Device {
         Device(
-            id: try row.objectID("id"), userID: try row.text("user_id"), fcmToken: try row.text("fcm_token"), platform: try row.optionalText("platform"),
-            appVersion: try row.optionalText("app_version"), region: try row.optionalText("region"), locale: try row.optionalText("locale"),
-            createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at")
+            id: try row.objectID(prefix + "id"), userID: try row.text(prefix + "user_id"), fcmToken: try row.text(prefix + "fcm_token"),
+            platform: try row.optionalText(prefix + "platform"), appVersion: try row.optionalText(prefix + "app_version"),
+            region: try row.optionalText(prefix + "region"), locale: try row.optionalText(prefix + "locale"),
+            createdAt: try row.date(prefix + "created_at"), updatedAt: try row.date(prefix + "updated_at")
         )
     }
+
+    /// What a claim selects for ``claimedDeliveries(_:)``, from `c` (the claimed deliveries),
+    /// `n` (their notifications) and `dev` (their devices, left-joined). Both engines use it.
+    static let claimedColumns = """
+        c.id AS delivery_id, c.sink, c.user_id AS recipient_id, c.distribution AS delivery_distribution,
+        c.attempts, c.topic_key AS delivery_topic, n.*,
+        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
+        dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
+        dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
+        """
 
     static func apiKey(_ row: some StoredRow) throws -> APIKeyRecord {
         let roleText = try row.text("role")

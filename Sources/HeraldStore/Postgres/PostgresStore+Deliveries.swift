@@ -21,11 +21,7 @@ extension PostgresStore {
                     FROM due WHERE d.id = due.id
                     RETURNING d.id, d.notification_id, d.sink, d.user_id, d.device_id, d.topic_key, d.distribution, d.attempts
                 )
-                SELECT c.id AS delivery_id, c.sink, c.user_id AS recipient_id, c.distribution AS delivery_distribution,
-                    c.attempts, c.topic_key AS delivery_topic, n.*,
-                    dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
-                    dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
-                    dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
+                SELECT \(unescaped: StoredRecords.claimedColumns)
                 FROM claimed c
                 JOIN notifications n ON n.id = c.notification_id
                 LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id

@@ -96,7 +96,7 @@ extension PostgresStore {
 
     public func devices(userID: String) async throws -> [Device] {
         try await read { session in
-            try await session.rows("SELECT * FROM devices WHERE user_id = \(userID) ORDER BY id").map(StoredRecords.device)
+            try await session.rows("SELECT * FROM devices WHERE user_id = \(userID) ORDER BY id").map { try StoredRecords.device($0) }
         }
     }
 

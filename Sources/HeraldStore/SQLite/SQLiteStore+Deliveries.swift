@@ -23,16 +23,12 @@ extension SQLiteStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT d.id AS delivery_id, d.sink, d.user_id AS recipient_id, d.distribution AS delivery_distribution,
-                        d.attempts, d.device_id, d.topic_key AS delivery_topic, n.*,
-                        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
-                        dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
-                        dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
-                    FROM deliveries d
-                    JOIN notifications n ON n.id = d.notification_id
-                    LEFT JOIN devices dev ON dev.id = d.device_id AND dev.user_id = d.user_id
-                    WHERE d.id IN (\(list))
-                    ORDER BY d.id
+                    SELECT \(StoredRecords.claimedColumns)
+                    FROM deliveries c
+                    JOIN notifications n ON n.id = c.notification_id
+                    LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
+                    WHERE c.id IN (\(list))
+                    ORDER BY c.id
                     """,
                 arguments: StatementArguments(ids)
             )

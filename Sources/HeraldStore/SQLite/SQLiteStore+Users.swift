@@ -92,7 +92,7 @@ extension SQLiteStore {
 
     public func devices(userID: String) async throws -> [Device] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map(StoredRecords.device)
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map { try StoredRecords.device($0) }
         }
     }
 
