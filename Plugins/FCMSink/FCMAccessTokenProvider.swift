@@ -26,8 +26,12 @@ public actor FCMAccessTokenProvider {
     private var refreshing: Task<Token, any Error>?
     /// Token requests made so far (for `herald sinks` and tests).
     public private(set) var refreshCount = 0
+    private let onRefresh: @Sendable () -> Void
 
-    public init(account: ServiceAccount, http: HTTPClient, clock: @escaping @Sendable () -> Date = { Date() }) async throws {
+    /// - Parameter onRefresh: called for each token request (metrics).
+    public init(
+        account: ServiceAccount, http: HTTPClient, clock: @escaping @Sendable () -> Date = { Date() }, onRefresh: @escaping @Sendable () -> Void = {}
+    ) async throws {
         let key: Insecure.RSA.PrivateKey
         do {
             key = try Insecure.RSA.PrivateKey(pem: account.privateKey)
@@ -37,6 +41,7 @@ public actor FCMAccessTokenProvider {
         self.account = account
         self.http = http
         self.clock = clock
+        self.onRefresh = onRefresh
         self.keys = JWTKeyCollection()
         await keys.add(rsa: key, digestAlgorithm: .sha256)
     }
@@ -79,6 +84,7 @@ public actor FCMAccessTokenProvider {
 
     private func fetch() async throws -> Token {
         refreshCount += 1
+        onRefresh()
         let now = clock()
         let assertion = try await keys.sign(
             Assertion(

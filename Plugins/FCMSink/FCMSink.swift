@@ -49,10 +49,15 @@ public final class FCMSink: NotificationSink {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
-    public init(configuration: FCMConfiguration, http: HTTPClient = FCMSink.defaultHTTPClient, logger: Logger = Logger(label: "herald.fcm"), clock: @escaping @Sendable () -> Date = { Date() }) async throws {
+    public init(
+        configuration: FCMConfiguration, http: HTTPClient = FCMSink.defaultHTTPClient, logger: Logger = Logger(label: "herald.fcm"),
+        metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws {
         self.configuration = configuration
         self.http = http
-        self.tokens = try await FCMAccessTokenProvider(account: configuration.account, http: http, clock: clock)
+        self.tokens = try await FCMAccessTokenProvider(
+            account: configuration.account, http: http, clock: clock, onRefresh: { metrics.accessTokenRefreshed(sink: "fcm") }
+        )
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock

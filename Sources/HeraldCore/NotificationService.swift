@@ -13,6 +13,7 @@ public struct NotificationService: Sendable {
     /// Subscribers read and written per page in a topic fan-out.
     public var fanOutPageSize = 1_000
     public let ids: ObjectIDGenerator
+    public var metrics = HeraldMetrics()
     private let onAccepted: @Sendable () -> Void
 
     /// - Parameter onAccepted: called after each commit, typically ``DeliveryEngine/wake()``.
@@ -29,6 +30,7 @@ public struct NotificationService: Sendable {
     }
 
     public func send(_ submission: NotificationSubmission, now: Date = Date()) async throws -> AcceptResult {
+        let started = ContinuousClock.now
         var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
         var topicSubject: SubjectEntry?
         if case .topic(let key) = notification.target {
@@ -68,7 +70,10 @@ public struct NotificationService: Sendable {
         case .audience:
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(notification.target.kind.rawValue)' targets are not supported by this server yet")
         }
-        if case .accepted = result { onAccepted() }
+        if case .accepted = result {
+            metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
+            onAccepted()
+        }
         return result
     }
 
@@ -79,6 +84,7 @@ public struct NotificationService: Sendable {
     public func postMessage(
         _ submission: MessageSubmission, sender: String, now: Date = Date(), validateTopicPayload: (HeraldNotification) throws -> Void = { _ in }
     ) async throws -> ArchivedMessage {
+        let started = ContinuousClock.now
         let input = try submission.validated()
         guard let entry = try await store.subject(topicKey: input.topicKey) else { throw HeraldError.notFound("topic '\(input.topicKey)'") }
         guard entry.subject.opt.distribution == input.distribution else {
@@ -98,6 +104,7 @@ public struct NotificationService: Sendable {
             extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,
             idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
         )
+        metrics.accepted(type: notification.type, target: "message", latency: ContinuousClock.now - started)
         onAccepted()
         return archive
     }

@@ -7,6 +7,7 @@ import HeraldHistorySink
 import HeraldWebhookSink
 public import Hummingbird
 public import Logging
+public import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -26,6 +27,9 @@ public struct HeraldServer: Sendable {
     /// The pull feed as served, rebuilt on change.
     public let feed: FeedSnapshot
     public let logger: Logger
+    /// Where this server's metrics are collected, exported at `GET /metrics`.
+    public let metricsRegistry: PrometheusCollectorRegistry
+    let metrics: HeraldMetrics
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
     let ids: ObjectIDGenerator
@@ -35,6 +39,10 @@ public struct HeraldServer: Sendable {
     public static func start(_ configuration: HeraldConfiguration, extraSinks: [any NotificationSink] = [], logger: Logger? = nil) async throws -> HeraldServer {
         var logger = logger ?? Logger(label: "herald")
         if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
+        // One registry per server (not the process-wide swift-metrics bootstrap), so servers
+        // started side by side in one process (the tests) keep separate counts.
+        let metricsRegistry = PrometheusCollectorRegistry()
+        let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
         let store = try StorageLocation.open(configuration.database)
         try await store.migrate()
         let ids = ObjectIDGenerator()
@@ -47,7 +55,7 @@ public struct HeraldServer: Sendable {
         var sinkList: [any NotificationSink] = [HistorySink(store: store), FeedSink(store: store, snapshot: feed)]
         if configuration.consoleSink { sinkList.append(ConsoleSink()) }
         if let fcm = configuration.fcm {
-            sinkList.append(try await makeFCMSink(fcm, logger: logger))
+            sinkList.append(try await makeFCMSink(fcm, logger: logger, metrics: metrics))
         }
         for webhook in configuration.webhooks {
             sinkList.append(WebhookSink(configuration: .init(name: webhook.name, url: webhook.url, secret: webhook.secret), logger: logger))
@@ -57,11 +65,12 @@ public struct HeraldServer: Sendable {
         // Webhook matches first, so an operator's routing rule can still remove a webhook.
         let rules = try configuration.webhooks.flatMap(\.rules) + configuration.routing.map(RoutingRule.parse)
         let router = try NotificationRouter(registry: sinks, rules: rules)
-        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger)
-        let service = NotificationService(
+        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
+        var service = NotificationService(
             validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
             router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
         )
+        service.metrics = metrics
         var userTokens: UserTokenVerifier?
         if let secret = configuration.userTokenSecret {
             // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
@@ -72,15 +81,16 @@ public struct HeraldServer: Sendable {
         }
         return HeraldServer(
             configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
-            logger: logger, userTokens: userTokens, types: types, ids: ids
+            logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, userTokens: userTokens, types: types, ids: ids
         )
     }
 
-    static func makeFCMSink(_ settings: HeraldConfiguration.FCMSettings, logger: Logger) async throws -> FCMSink {
+    static func makeFCMSink(_ settings: HeraldConfiguration.FCMSettings, logger: Logger, metrics: HeraldMetrics) async throws -> FCMSink {
         do {
             let account = try ServiceAccount.load(path: settings.credentials)
             return try await FCMSink(
-                configuration: FCMConfiguration(account: account, endpoint: settings.endpoint, maxConcurrency: settings.maxConcurrency), logger: logger
+                configuration: FCMConfiguration(account: account, endpoint: settings.endpoint, maxConcurrency: settings.maxConcurrency), logger: logger,
+                metrics: metrics
             )
         } catch let error as FCMError {
             throw HeraldError(.unprocessable, code: "invalid_config", error.description)
@@ -111,10 +121,12 @@ public struct HeraldServer: Sendable {
 
     private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: LogRequestsMiddleware(.info))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
-        OperationsRoutes(store: store).register(on: router, table: routes)
+        OperationsRoutes(store: store, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
+            .register(on: router, table: routes)
         UserRoutes(store: store, types: types, ids: ids).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)

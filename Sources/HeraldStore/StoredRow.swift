@@ -79,6 +79,15 @@ enum StoredRecords {
         )
     }
 
+    static let queueStatsSQL = """
+        SELECT COUNT(*) AS pending, MIN(n.timestamp) AS oldest
+        FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending'
+        """
+
+    static func queueStats(_ row: some StoredRow) throws -> QueueStats {
+        QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"))
+    }
+
     /// Claimed rows to deliveries, decoding each notification once.
     static func claimedDeliveries(_ rows: [some StoredRow]) throws -> [Delivery] {
         var notifications: [String: HeraldNotification] = [:]

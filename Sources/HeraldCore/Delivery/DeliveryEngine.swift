@@ -26,12 +26,14 @@ public final class DeliveryEngine: Service {
     private let configuration: DeliveryEngineConfiguration
     private let logger: Logger
     private let clock: @Sendable () -> Date
+    private let metrics: HeraldMetrics
     private let signal = WakeSignal()
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
-        logger: Logger = Logger(label: "herald.delivery"), clock: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger = Logger(label: "herald.delivery"), metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.metrics = metrics
         self.queue = queue
         self.sinks = sinks
         self.configuration = configuration
@@ -118,11 +120,15 @@ public final class DeliveryEngine: Service {
             for await part in group { all.append(contentsOf: part) }
             return all
         }
+        let claimed = Dictionary(batch.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let now = clock()
+        for update in updates {
+            if let delivery = claimed[update.id] { observe(update, of: delivery, at: now) }
+        }
         // Not cancellable: when shutdown cuts a batch short, the outcomes it has (sends that
         // were answered, retries for those that were not) are still written.
         let queue = self.queue
-        let answered = clock()
-        try await Task { try await queue.record(updates, at: answered) }.value
+        try await Task { try await queue.record(updates, at: now) }.value
         return batch.count
     }
 
@@ -160,17 +166,26 @@ public final class DeliveryEngine: Service {
             return updates + live.map { update(for: $0, outcome: outcome, now: answered) }
         }
         for (delivery, outcome) in zip(live, outcomes) {
-            let result = update(for: delivery, outcome: outcome, now: answered)
-            logger.debug(
-                "delivery outcome",
-                metadata: [
-                    "notification_id": "\(delivery.notification.id)", "sink": "\(name)",
-                    "delivery_id": "\(delivery.id)", "state": "\(result.state.rawValue)", "attempt": "\(delivery.attempt)",
-                ]
-            )
-            updates.append(result)
+            updates.append(update(for: delivery, outcome: outcome, now: answered))
         }
         return updates
+    }
+
+    /// One log line and the metrics for each delivery outcome.
+    private func observe(_ result: DeliveryUpdate, of delivery: Delivery, at now: Date) {
+        let sink = delivery.sink
+        let outcome = result.state == .pending ? "retry" : result.state.rawValue
+        logger.info(
+            "delivery \(outcome)",
+            metadata: [
+                "notification_id": "\(delivery.notification.id)", "sink": "\(sink)", "delivery_id": "\(delivery.id)",
+                "attempt": "\(delivery.attempt)", "error": "\(result.lastError ?? "")",
+            ]
+        )
+        let latency = Duration.milliseconds(Int64(max(now.timeIntervalSince(delivery.notification.timestamp), 0) * 1000))
+        metrics.delivery(sink: sink, outcome: outcome, latency: latency)
+        if result.state == .pending { metrics.retryScheduled(sink: sink) }
+        if result.removeDevice != nil { metrics.deadTokenRemoved(sink: sink) }
     }
 
     func update(for delivery: Delivery, outcome: DeliveryOutcome, now: Date) -> DeliveryUpdate {

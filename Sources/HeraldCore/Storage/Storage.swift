@@ -59,6 +59,8 @@ public protocol DeliveryQueue: Sendable {
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws
     /// When the earliest pending delivery becomes due, if any.
     func nextDueDate() async throws -> Date?
+    /// How many deliveries are pending, and when the oldest of them was accepted.
+    func queueStats() async throws -> QueueStats
     /// Calls `wake` whenever any process commits new work, until the task is cancelled. A store
     /// that only one process writes (SQLite) returns at once: that process wakes its own workers.
     func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws

@@ -218,3 +218,15 @@ public struct MessagePage: Sendable, Equatable {
         self.next = next
     }
 }
+
+/// The delivery queue's size, for metrics.
+public struct QueueStats: Sendable, Equatable {
+    public var pending: Int
+    /// The accept time of the oldest pending delivery's notification.
+    public var oldestPendingSince: Date?
+
+    public init(pending: Int, oldestPendingSince: Date?) {
+        self.pending = pending
+        self.oldestPendingSince = oldestPendingSince
+    }
+}

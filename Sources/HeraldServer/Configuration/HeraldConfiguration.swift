@@ -35,6 +35,8 @@ public struct HeraldConfiguration: Sendable {
     /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
     /// it; after it, what is left is cancelled and stays leased until another worker retries it.
     public var shutdownTimeout: Duration = .seconds(30)
+    /// Whether `GET /metrics` answers without an admin key (for a scraper on a private network).
+    public var metricsPublic = false
 
     public init() {}
 
@@ -80,6 +82,7 @@ public struct HeraldConfiguration: Sendable {
         let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
         shutdownTimeout = .milliseconds(Int64(shutdown * 1000))
+        metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
         var names = webhookNames
         for name in try reader.optionalStringList(forKey: "sinks.webhooks") ?? [] where !names.contains(name) { names.append(name) }
         webhooks = try names.map { try WebhookSettings(name: $0, reader: reader) }

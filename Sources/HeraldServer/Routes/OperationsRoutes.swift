@@ -2,15 +2,32 @@ import Foundation
 import Hummingbird
 import HeraldCore
 import Logging
+import Prometheus
 
-/// Health probes and the OpenAPI document.
+/// Health probes, metrics and the OpenAPI document.
 struct OperationsRoutes {
     let store: any HeraldStorage
+    let metricsRegistry: PrometheusCollectorRegistry
+    let metrics: HeraldMetrics
+    let metricsPublic: Bool
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/health/live", live)
         table.add(router, .get, "/health/ready", ready)
         table.add(router, .get, "/openapi.yaml", openAPI)
+        table.add(router, .get, "/metrics", exportMetrics)
+    }
+
+    /// Prometheus text format. The queue gauges are sampled from storage on each scrape.
+    @Sendable func exportMetrics(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        if !metricsPublic { _ = try context.requireKey([.admin]) }
+        let stats = try await store.queueStats()
+        metrics.queue(pending: stats.pending, oldestAge: stats.oldestPendingSince.map { max(Date().timeIntervalSince($0), 0) } ?? 0)
+        var bytes: [UInt8] = []
+        metricsRegistry.emit(into: &bytes)
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes))
+        )
     }
 
     @Sendable func live(_ request: Request, context: HeraldRequestContext) async throws -> Response {

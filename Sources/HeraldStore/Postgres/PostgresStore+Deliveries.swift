@@ -69,6 +69,15 @@ extension PostgresStore {
         }
     }
 
+    public func queueStats() async throws -> QueueStats {
+        try await read { session in
+            guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {
+                return QueueStats(pending: 0, oldestPendingSince: nil)
+            }
+            return try StoredRecords.queueStats(row)
+        }
+    }
+
     public func nextDueDate() async throws -> Date? {
         try await read { session in
             try await session.row("SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")?.optionalDate("due")

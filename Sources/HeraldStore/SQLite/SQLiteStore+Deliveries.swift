@@ -57,6 +57,13 @@ extension SQLiteStore {
         }
     }
 
+    public func queueStats() async throws -> QueueStats {
+        try await writer.read { db in
+            guard let row = try Row.fetchOne(db, sql: StoredRecords.queueStatsSQL) else { return QueueStats(pending: 0, oldestPendingSince: nil) }
+            return try StoredRecords.queueStats(row)
+        }
+    }
+
     public func nextDueDate() async throws -> Date? {
         try await writer.read { db in
             Self.date(try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'"))

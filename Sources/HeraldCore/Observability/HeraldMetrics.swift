@@ -1,0 +1,61 @@
+public import CoreMetrics
+public import Foundation
+
+/// Herald's metrics, written through swift-metrics to whatever backend the embedder chose
+/// (`herald serve` exports them in Prometheus format at `GET /metrics`). Names follow
+/// Prometheus conventions; each method is one event.
+public struct HeraldMetrics: Sendable {
+    let factory: any MetricsFactory
+
+    /// - Parameter factory: where metrics go; the default is swift-metrics' global backend
+    ///   (a no-op unless bootstrapped).
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+    }
+
+    /// A notification (or Message Hub message) was committed.
+    public func accepted(type: String, target: String, latency: Duration) {
+        Counter(label: "herald_notifications_accepted_total", dimensions: [("type", type), ("target", target)], factory: factory).increment()
+        Timer(label: "herald_accept_duration_seconds", dimensions: [("target", target)], factory: factory).recordNanoseconds(latency.nanoseconds)
+    }
+
+    /// One delivery reached a final or retry outcome; `latency` counts from the accept.
+    public func delivery(sink: String, outcome: String, latency: Duration?) {
+        Counter(label: "herald_deliveries_total", dimensions: [("sink", sink), ("outcome", outcome)], factory: factory).increment()
+        if let latency, outcome == "delivered" {
+            Timer(label: "herald_delivery_duration_seconds", dimensions: [("sink", sink)], factory: factory).recordNanoseconds(latency.nanoseconds)
+        }
+    }
+
+    public func retryScheduled(sink: String) {
+        Counter(label: "herald_delivery_retries_total", dimensions: [("sink", sink)], factory: factory).increment()
+    }
+
+    /// A device token the provider reported gone was removed.
+    public func deadTokenRemoved(sink: String) {
+        Counter(label: "herald_dead_tokens_removed_total", dimensions: [("sink", sink)], factory: factory).increment()
+    }
+
+    /// Pending deliveries and how long the oldest has waited, sampled when metrics are read.
+    public func queue(pending: Int, oldestAge: TimeInterval) {
+        Gauge(label: "herald_queue_pending_deliveries", factory: factory).record(pending)
+        Gauge(label: "herald_queue_oldest_pending_age_seconds", factory: factory).record(oldestAge)
+    }
+
+    public func httpRequest(method: String, route: String, status: Int) {
+        Counter(label: "herald_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
+            .increment()
+    }
+
+    /// The FCM sink fetched a new OAuth access token.
+    public func accessTokenRefreshed(sink: String) {
+        Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", sink)], factory: factory).increment()
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
