@@ -121,9 +121,9 @@ public struct HeraldServer: Sendable {
 
     private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
         let router = Router(context: HeraldRequestContext.self)
+        router.add(middleware: RequestLogMiddleware())
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
-        router.add(middleware: LogRequestsMiddleware(.info))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         OperationsRoutes(store: store, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)

@@ -112,15 +112,22 @@ public final class DeliveryEngine: Service {
         guard !batch.isEmpty else { return 0 }
         var bySink: [String: [Delivery]] = [:]
         for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
-        let updates = await withTaskGroup(of: [DeliveryUpdate].self) { group in
+        // Each sink's outcomes are recorded as soon as that sink answers, so a slow webhook
+        // does not hold back history rows or pushes that were already sent.
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for (name, deliveries) in bySink {
-                group.addTask { await self.deliver(deliveries, through: name) }
+                group.addTask {
+                    let updates = await self.deliver(deliveries, through: name)
+                    try await self.record(updates, of: deliveries)
+                }
             }
-            var all: [DeliveryUpdate] = []
-            for await part in group { all.append(contentsOf: part) }
-            return all
+            try await group.waitForAll()
         }
-        let claimed = Dictionary(batch.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return batch.count
+    }
+
+    private func record(_ updates: [DeliveryUpdate], of deliveries: [Delivery]) async throws {
+        let claimed = Dictionary(deliveries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let now = clock()
         for update in updates {
             if let delivery = claimed[update.id] { observe(update, of: delivery, at: now) }
@@ -129,7 +136,6 @@ public final class DeliveryEngine: Service {
         // were answered, retries for those that were not) are still written.
         let queue = self.queue
         try await Task { try await queue.record(updates, at: now) }.value
-        return batch.count
     }
 
     /// Works the queue until nothing is due now. For tests and one-shot tools.

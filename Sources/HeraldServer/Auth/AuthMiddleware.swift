@@ -30,11 +30,14 @@ public struct AuthMiddleware: RouterMiddleware {
                 throw HeraldError(.unauthorized, code: "invalid_credentials", "the API key is unknown or revoked")
             }
             context.caller = .apiKey(key)
+            // The key's id, never its secret.
+            context.logFields.set("key_id", key.id.hex)
         } else if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
             guard let userTokens else {
                 throw HeraldError(.unauthorized, code: "invalid_token", "user tokens are not enabled on this server (set user_token_secret)")
             }
             context.caller = .user(try await userTokens.userID(from: token))
+            context.logFields.set("caller", "user token")
         } else {
             throw HeraldError(.unauthorized, code: "invalid_credentials", "the bearer token is neither an API key nor a user token")
         }

@@ -12,6 +12,9 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
+    /// What a handler wants on the request's log line (the notification id, say); shared with
+    /// ``RequestLogMiddleware``, which writes the line after the response.
+    let logFields = RequestLogFields()
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

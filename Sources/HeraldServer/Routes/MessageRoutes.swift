@@ -45,6 +45,7 @@ struct MessageRoutes {
             guard checkFCM, case .topic(let topic) = notification.target else { return }
             try FCMMessageBuilder.validate(FCMSink.topicMessage(notification, topic: topic))
         }
+        context.logFields.set("notification_id", archived.msiKey)
         struct Body: Encodable {
             var msi_key: String
             var timestamp: Int64

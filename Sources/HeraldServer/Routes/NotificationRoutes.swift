@@ -19,6 +19,7 @@ struct NotificationRoutes {
             NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames
         )
         let receipt = try await service.send(submission).receipt
+        context.logFields.set("notification_id", receipt.id.hex)
         struct Body: Encodable {
             var id: String
             var recipients: Int

@@ -1,0 +1,44 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+import Logging
+import Synchronization
+
+/// One structured line per request, written when the response is ready: method, route,
+/// status, duration, the request id (Hummingbird's `hb.request.id`), the caller's key id and
+/// whatever the handler added (`notification_id`). Never headers or bodies, so no credential
+/// reaches the log.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = HeraldRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        do {
+            let response = try await next(request, context)
+            log(request, context: context, status: response.status.code, started: started)
+            return response
+        } catch {
+            log(request, context: context, status: (error as? any HTTPResponseError)?.status.code ?? 500, started: started)
+            throw error
+        }
+    }
+
+    private func log(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(status)",
+            "duration_ms": "\(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))",
+        ]
+        for (key, value) in context.logFields.values { metadata[key] = "\(value)" }
+        context.logger.log(level: status >= 500 ? .error : .info, "request", metadata: metadata)
+    }
+}
+
+/// Fields a handler adds to its request's log line.
+final class RequestLogFields: Sendable {
+    private let fields = Mutex<[String: String]>([:])
+
+    func set(_ key: String, _ value: String) { fields.withLock { $0[key] = value } }
+
+    var values: [String: String] { fields.withLock { $0 } }
+}
