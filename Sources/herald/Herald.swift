@@ -9,7 +9,7 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald, a self-hosted notification router.",
         discussion: "Every option also reads HERALD_<NAME> from the environment (HERALD_PORT, HERALD_DATABASE, …).",
-        subcommands: [Serve.self, Migrate.self, Keys.self, Sinks.self, FCMEmulatorCommand.self],
+        subcommands: [Serve.self, Migrate.self, Keys.self, Sinks.self, Healthcheck.self, FCMEmulatorCommand.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -19,7 +19,7 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Configuration file (YAML). Default: herald.yaml when it exists, or $HERALD_CONFIG.")
     var config: String?
 
-    @Option(help: "sqlite:PATH (default sqlite:herald.sqlite).")
+    @Option(help: "sqlite:PATH (default sqlite:herald.sqlite) or postgres://user:password@host:port/database.")
     var database: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
