@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // Domain: notifications, routing, the sink protocol, the delivery engine.
@@ -170,10 +171,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The benchmark harness: `swift run -c release herald-bench` (see Benchmarks/README.md).
         .executableTarget(
-            name: "herald-fanout-bench",
-            dependencies: ["HeraldCore", "HeraldStore", "HeraldHistorySink"],
-            path: "Benchmarks/FanOut",
+            name: "herald-bench",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldFCMSink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Harness",
             swiftSettings: swiftSettings
         ),
         // Test fixtures shared by several test targets (the throwaway PostgreSQL server).

@@ -69,7 +69,10 @@ extension FCMEmulator {
         }
         let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         let (response, validateOnly) = await answer(data)
-        state.withLock { $0.received.append(Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly)) }
+        state.withLock { state in
+            state.received.append(Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly))
+            if response.status == .ok && !validateOnly { state.delivered += 1 }
+        }
         return response
     }
 
@@ -134,6 +137,12 @@ extension FCMEmulator {
             return entry
         }
         return try json(["token_requests": tokenRequests, "requests": items], status: .ok)
+    }
+
+    /// Counts only: cheap to poll during a load test.
+    func stats() throws -> Response {
+        let (delivered, received, tokens) = state.withLock { ($0.delivered, $0.received.count, $0.tokenRequests) }
+        return try json(["delivered": delivered, "requests": received, "token_requests": tokens], status: .ok)
     }
 
     private func json(_ value: Any, status: HTTPResponse.Status) throws -> Response {

@@ -49,6 +49,8 @@ public final class FCMEmulator: Sendable {
         var issuedTokens: Set<String> = []
         var tokenRequests = 0
         var received: [Received] = []
+        /// Messages answered 200 (not validate-only), for `GET /emulator/stats`.
+        var delivered = 0
         var attemptsByToken: [String: Int] = [:]
         var port: Int?
         var tokenEndpointDown = false
@@ -105,6 +107,7 @@ public final class FCMEmulator: Sendable {
     public func reset() {
         state.withLock { state in
             state.received = []
+            state.delivered = 0
             state.attemptsByToken = [:]
             state.tokenRequests = 0
         }
@@ -116,6 +119,7 @@ public final class FCMEmulator: Sendable {
         router.post("/token") { request, context in try await self.token(request, context: context) }
         router.post("/v1/projects/{project}/messages:send") { request, context in try await self.send(request, context: context) }
         router.get("/emulator/messages") { _, _ in try self.inspection() }
+        router.get("/emulator/stats") { _, _ in try self.stats() }
         router.delete("/emulator/messages") { _, _ in
             self.reset()
             return Response(status: .noContent)

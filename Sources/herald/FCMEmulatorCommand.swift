@@ -11,7 +11,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
               herald fcm-emulator --port 9099 --write-service-account fcm-emulator.json
               HERALD_FCM_CREDENTIALS=fcm-emulator.json HERALD_FCM_ENDPOINT=http://127.0.0.1:9099 herald serve
             Tokens starting with dead-, invalid-, mismatch-, flaky-, quota- or slow- get scripted failures.
-            GET /emulator/messages lists what it received.
+            GET /emulator/messages lists what it received; GET /emulator/stats counts it.
             """
     )
 
@@ -30,14 +30,18 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-lifetime"), help: "Seconds an access token lives.")
     var tokenLifetime: Int = 3600
 
+    @Flag(help: "Do not print each message (for load tests).")
+    var quiet = false
+
     func run() async throws {
         var configuration = FCMEmulator.Configuration()
         configuration.host = host
         configuration.port = port
         configuration.projectID = projectID
         configuration.tokenLifetime = tokenLifetime
+        let quiet = quiet
         let emulator = try FCMEmulator(configuration: configuration) { line in
-            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
         let file = serviceAccountFile
         try await emulator.run { port in

@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+
+/// A child process (Herald, the emulator, the echo server) on a free port, found by the
+/// "<banner> http://127.0.0.1:PORT" line it prints.
+final class ChildProcess: Sendable {
+    let process: Process
+    let port: Int
+    private let output: OutputBuffer
+
+    init(_ executable: String, _ arguments: [String], banner: String, environment: [String: String] = [:]) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = OutputBuffer()
+        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(String(decoding: handle.availableData, as: UTF8.self)) }
+        try process.run()
+        var port: Int?
+        for _ in 0..<600 {
+            let text = output.text
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(banner) }), let match = line.firstMatch(of: /127\.0\.0\.1:(\d+)/) {
+                port = Int(match.1)
+                break
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard let port else {
+            process.terminate()
+            throw BenchError("\(executable) \(arguments.joined(separator: " ")) did not start:\n\(output.text)")
+        }
+        self.process = process
+        self.port = port
+        self.output = output
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Peak resident memory so far (VmHWM), in MiB.
+    var peakRSS: Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes / 1024
+    }
+
+    /// CPU time used so far (user + system), in seconds.
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    func stop() async {
+        process.terminate()
+        for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// What a child process printed, filled from its pipe's handler.
+final class OutputBuffer: Sendable {
+    private let buffer = Mutex("")
+    func append(_ text: String) { buffer.withLock { $0 += text } }
+    var text: String { buffer.withLock { $0 } }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

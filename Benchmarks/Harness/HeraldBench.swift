@@ -1,0 +1,226 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import GRDB
+import HeraldCore
+import HeraldFCMSink
+import HeraldStore
+import NIOHTTP1
+
+@main
+struct HeraldBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-bench",
+        abstract: "Measure Herald on loopback: accepts, pushes, fan-out and the feed, against the HTTP stack's own ceiling.",
+        subcommands: [Run.self, EchoServer.self],
+        defaultSubcommand: Run.self
+    )
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run every benchmark once and print the table (the default).")
+
+    @Option(help: "Notifications to send in the accept benchmark.")
+    var notifications = 20_000
+
+    @Option(help: "Concurrent connections for every load.")
+    var concurrency = 64
+
+    @Option(help: "Users (one device each) the notifications go to.")
+    var users = 1_000
+
+    @Option(help: "Subscribers of the fan-out topic (0 skips the fan-out).")
+    var subscribers = 100_000
+
+    @Option(help: "Requests per feed and ceiling measurement.")
+    var requests = 20_000
+
+    @Option(help: "The herald binary (default: beside this one, so the release build).")
+    var herald: String?
+
+    @Option(help: "Where the results go as JSON.")
+    var output = "Benchmarks/results/latest.json"
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
+        guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
+            throw BenchError("no herald binary at \(heraldPath): build it with `swift build -c release` or pass --herald")
+        }
+        var report = Report(concurrency: concurrency)
+        let driver = LoadDriver(concurrency: concurrency)
+        do {
+            try await measure(report: &report, driver: driver, directory: directory)
+        } catch {
+            try? await driver.shutdown()
+            throw error
+        }
+        try await driver.shutdown()
+        print(report.table())
+        try report.write(to: output)
+        progress("wrote \(output)")
+    }
+
+    func measure(report: inout Report, driver: LoadDriver, directory: URL) async throws {
+        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
+
+        // 1. The FCM emulator alone: its ceiling must sit well above Herald's push rate.
+        progress("FCM emulator ceiling")
+        let account = directory.appendingPathComponent("fcm.json").path
+        let emulator = try await ChildProcess(
+            heraldPath, ["fcm-emulator", "--port", "0", "--quiet", "--write-service-account", account], banner: "FCM emulator listening on"
+        )
+        let tokens = try await FCMAccessTokenProvider(account: try ServiceAccount.load(path: account), http: driver.client)
+        let accessToken = try await tokens.token()
+        let emulatorCeiling = await driver.run(count: requests, concurrency: concurrency, expect: 200) { index in
+            LoadDriver.post(
+                "\(emulator.url)/v1/projects/herald-emulator/messages:send",
+                json: "{\"message\":{\"token\":\"ceiling-\(index)\",\"data\":{\"id\":\"\(index)\"}}}", token: accessToken
+            )
+        }
+        report.add("emulator ceiling (push requests/s)", emulatorCeiling.perSecond, unit: "/s")
+        var reset = LoadDriver.get("\(emulator.url)/emulator/messages")
+        reset.method = .DELETE
+        _ = try await driver.call(reset)
+
+        // 2. The HTTP stack's ceiling: the same Hummingbird server with trivial routes.
+        progress("HTTP ceiling (JSON POST and GET)")
+        let echo = try await ChildProcess(bench.path, ["echo-server"], banner: "echo listening on")
+        let body = "{\"type\":\"comment\",\"title\":\"Bench\",\"body\":\"b\",\"user_ids\":[\"bench-user-1\"]}"
+        let postCeiling = await driver.run(count: requests, concurrency: concurrency, expect: 202) { _ in LoadDriver.post("\(echo.url)/echo", json: body) }
+        let getCeiling = await driver.run(count: requests, concurrency: concurrency, expect: 200) { _ in LoadDriver.get("\(echo.url)/ping") }
+        await echo.stop()
+        report.add("JSON POST ceiling", postCeiling.perSecond, unit: "/s")
+        report.add("GET ceiling", getCeiling.perSecond, unit: "/s")
+
+        // 3. Herald on SQLite, pushing through the emulator.
+        progress("Herald: registering \(users) users")
+        let admin = "hk_bench_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let server = try await ChildProcess(
+            heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "--log-level", "warning"],
+            banner: "Herald listening on",
+            environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]
+        )
+        let userCount = users
+        let registered = await driver.run(count: userCount, concurrency: min(concurrency, 16), expect: 200) { index in
+            var request = LoadDriver.post("\(server.url)/api/notifications/register", json: "{\"fcm_token\":\"bench-token-\(index)\"}", token: admin)
+            request.headers.add(name: "X-User-ID", value: "bench-user-\(index)")
+            return request
+        }
+        guard registered.errors == 0 else { throw BenchError("\(registered.errors) registrations failed") }
+
+        progress("Herald: \(notifications) notifications at \(concurrency) connections")
+        let pushesBefore = try await delivered(emulator, driver)
+        let loadStart = ContinuousClock.now
+        let accepts = await driver.run(count: notifications, concurrency: concurrency, expect: 202) { index in
+            LoadDriver.post(
+                "\(server.url)/api/notifications",
+                json: "{\"type\":\"comment\",\"title\":\"Bench \(index)\",\"body\":\"b\",\"user_ids\":[\"bench-user-\(index % userCount)\"]}", token: admin
+            )
+        }
+        var pushed = 0
+        while ContinuousClock.now - loadStart < .seconds(300) {
+            pushed = try await delivered(emulator, driver) - pushesBefore
+            if pushed >= notifications - accepts.errors { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let pushTime = ContinuousClock.now - loadStart
+        report.add("accepted", accepts.perSecond, unit: "/s", ratio: accepts.perSecond / postCeiling.perSecond, target: ">= 0.50 of JSON POST ceiling", met: accepts.perSecond >= 0.5 * postCeiling.perSecond)
+        report.add("accept errors", Double(accepts.errors), unit: "")
+        report.add("accept latency p50", accepts.percentileMilliseconds(50), unit: "ms")
+        report.add("accept latency p99", accepts.percentileMilliseconds(99), unit: "ms", target: "<= 10 ms at 64 connections", met: accepts.percentileMilliseconds(99) <= 10)
+        report.add("delivered (pushes at the emulator)", Double(pushed) / pushTime.seconds, unit: "/s", target: ">= 20000/s", met: Double(pushed) / pushTime.seconds >= 20_000)
+        report.add("Herald peak RSS (accept + push)", server.peakRSS, unit: "MiB")
+
+        // 4. The pull feed: the 200 path and the 304 (ETag) path.
+        progress("Herald: feed")
+        _ = try await driver.call(LoadDriver.post("\(server.url)/api/feed/messages", json: "{\"title\":\"Bench\",\"body\":\"feed\"}", token: admin))
+        let (_, _, headers) = try await driver.call(LoadDriver.get("\(server.url)/feed/index.json"))
+        let etag = headers.first(name: "ETag") ?? ""
+        let feed200 = await driver.run(count: requests, concurrency: concurrency, expect: 200) { _ in LoadDriver.get("\(server.url)/feed/index.json") }
+        let feed304 = await driver.run(count: requests, concurrency: concurrency, expect: 304) { _ in
+            LoadDriver.get("\(server.url)/feed/index.json", headers: [("If-None-Match", etag)])
+        }
+        report.add("feed index.json 200", feed200.perSecond, unit: "/s", ratio: feed200.perSecond / getCeiling.perSecond)
+        report.add("feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling", met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
+        await server.stop()
+        await emulator.stop()
+
+        // 5. Fan-out: a Message Hub message to a topic with many subscribers.
+        if subscribers > 0 {
+            progress("fan-out: preparing \(subscribers) subscribers")
+            let database = directory.appendingPathComponent("fanout.sqlite").path
+            let topic = try await prepareTopic(database: database, subscribers: subscribers)
+            let fanOut = try await ChildProcess(
+                heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + database, "--log-level", "warning"], banner: "Herald listening on",
+                environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin]
+            )
+            progress("fan-out: posting the message")
+            let rssBefore = fanOut.peakRSS
+            let start = ContinuousClock.now
+            let (status, answer, _) = try await driver.call(
+                LoadDriver.post(
+                    "\(fanOut.url)/message", json: "{\"title\":\"Bench\",\"desc\":\"fan-out\",\"message\":\"m\",\"topic_key\":\"\(topic)\",\"distribution\":\"Alert\"}",
+                    token: admin
+                )
+            )
+            let answered = ContinuousClock.now - start
+            guard status == 201, let id = answer["msi_key"] as? String else { throw BenchError("the message was refused: \(status) \(answer)") }
+            var written = 0
+            while ContinuousClock.now - start < .seconds(600) {
+                let (_, status, _) = try await driver.call(LoadDriver.get("\(fanOut.url)/api/notifications/\(id)", headers: [("Authorization", "Bearer \(admin)")]))
+                written = ((status["summary"] as? [String: Any])?["history"] as? [String: Any])?["delivered"] as? Int ?? 0
+                if written >= subscribers { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let total = ContinuousClock.now - start
+            report.add("fan-out subscribers", Double(subscribers), unit: "")
+            report.add("fan-out 201 after", answered.seconds, unit: "s")
+            report.add("fan-out all history written", total.seconds, unit: "s", target: subscribers >= 1_000_000 ? "< 10 s for 1 M" : nil, met: subscribers >= 1_000_000 ? total.seconds < 10 : nil)
+            report.add("fan-out peak RSS", fanOut.peakRSS, unit: "MiB", target: subscribers >= 1_000_000 ? "< 150 MB for 1 M" : nil, met: subscribers >= 1_000_000 ? fanOut.peakRSS * 1.048576 < 150 : nil)
+            report.add("fan-out RSS at start", rssBefore, unit: "MiB")
+            if written < subscribers { report.add("fan-out rows missing", Double(subscribers - written), unit: "") }
+            await fanOut.stop()
+        }
+    }
+
+    func delivered(_ emulator: ChildProcess, _ driver: LoadDriver) async throws -> Int {
+        try await driver.call(LoadDriver.get("\(emulator.url)/emulator/stats")).1["delivered"] as? Int ?? 0
+    }
+
+    /// A fresh database with one subject and `subscribers` subscriptions, written in one
+    /// statement (subscribing through the API would take longer than the benchmark).
+    func prepareTopic(database: String, subscribers: Int) async throws -> String {
+        let store = try SQLiteStore(path: database)
+        try await store.migrate()
+        let ids = ObjectIDGenerator()
+        let channel = Channel(id: ids.next(), name: "bench", desc: "")
+        let area = Area(id: ids.next(), name: "bench", desc: "")
+        let subjectID = ids.next()
+        let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
+        try await store.createChannel(channel)
+        _ = try await store.createArea(area, channelID: channel.id)
+        _ = try await store.createSubject(
+            Subject(id: subjectID, name: "bench", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id
+        )
+        let queue = try DatabaseQueue(path: database)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+                    INSERT INTO subscriptions (user_id, topic_key, created_at) SELECT 'user-' || i, ?, 0 FROM n
+                    """,
+                arguments: [subscribers, key]
+            )
+        }
+        return key
+    }
+
+    func progress(_ line: String) {
+        FileHandle.standardError.write(Data("herald-bench: \(line)\n".utf8))
+    }
+}
