@@ -14,14 +14,7 @@ public struct ObjectID: Hashable, Sendable, Comparable, CustomStringConvertible,
     }
 
     init(bytes: [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        self.hex = String(decoding: out, as: UTF8.self)
+        self.hex = Hex.lowercase(bytes)
     }
 
     public var description: String { hex }

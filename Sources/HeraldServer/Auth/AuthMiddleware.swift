@@ -10,10 +10,13 @@ public struct AuthMiddleware: RouterMiddleware {
 
     let keys: any APIKeyStore
     let userTokens: UserTokenVerifier?
+    let cache: APIKeyCache?
 
-    public init(keys: any APIKeyStore, userTokens: UserTokenVerifier?) {
+    /// - Parameter cacheKeys: remember valid keys for 5 s (a revocation then takes up to 5 s).
+    public init(keys: any APIKeyStore, userTokens: UserTokenVerifier?, cacheKeys: Bool = true) {
         self.keys = keys
         self.userTokens = userTokens
+        self.cache = cacheKeys ? APIKeyCache() : nil
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -26,7 +29,10 @@ public struct AuthMiddleware: RouterMiddleware {
         let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
         var context = context
         if token.hasPrefix(APIKeySecret.prefix) {
-            guard let key = try await keys.key(secretHash: APIKeySecret.hash(token)) else {
+            let hash = APIKeySecret.hash(token)
+            let found: APIKeyRecord?
+            if let cache { found = try await cache.key(secretHash: hash, store: keys) } else { found = try await keys.key(secretHash: hash) }
+            guard let key = found else {
                 throw HeraldError(.unauthorized, code: "invalid_credentials", "the API key is unknown or revoked")
             }
             context.caller = .apiKey(key)

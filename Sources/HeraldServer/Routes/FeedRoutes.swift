@@ -63,7 +63,7 @@ struct FeedRoutes {
     @Sendable func index(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let messages = snapshot.eligible(at: Date(), for: try Self.query(request))
         let data = try JSONBody.encoder().encode(Document(messages: messages.map(Item.init)))
-        let etag = "\"" + SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        let etag = "\"" + Hex.lowercase(SHA256.hash(data: data).prefix(16)) + "\""
         var headers: HTTPFields = [.eTag: etag, .cacheControl: "public, max-age=\(Self.maxAge)"]
         if let given = request.headers[.ifNoneMatch], given.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "W/", with: "") == etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
             return Response(status: .notModified, headers: headers)

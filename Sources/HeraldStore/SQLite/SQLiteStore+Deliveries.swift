@@ -7,7 +7,7 @@ extension SQLiteStore {
         try await writer.write { db in
             let nowMicros = Self.micros(now)
             let ids = try Int64.fetchAll(
-                db, sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+                try db.cachedStatement(sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?"),
                 arguments: [nowMicros, limit]
             )
             guard !ids.isEmpty else { return [] }
@@ -16,20 +16,18 @@ extension SQLiteStore {
             // a delivery that crashes its worker still runs out of attempts.
             let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
             let list = Self.placeholders(ids.count)
-            try db.execute(
-                sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (\(list))",
-                arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids)
-            )
+            // Cached statements: these run for every batch, and preparing SQL costs more than running it.
+            try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (\(list))")
+                .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids))
             let rows = try Row.fetchAll(
-                db,
-                sql: """
+                try db.cachedStatement(sql: """
                     SELECT \(StoredRecords.claimedColumns)
                     FROM deliveries c
                     JOIN notifications n ON n.id = c.notification_id
                     LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
                     WHERE c.id IN (\(list))
                     ORDER BY c.id
-                    """,
+                    """),
                 arguments: StatementArguments(ids)
             )
             return try StoredRecords.claimedDeliveries(rows)
@@ -40,7 +38,7 @@ extension SQLiteStore {
         guard !updates.isEmpty else { return }
         try await writer.write { db in
             let now = Self.micros(date)
-            let statement = try db.makeStatement(
+            let statement = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?"
             )
             for update in updates {
@@ -59,14 +57,14 @@ extension SQLiteStore {
 
     public func queueStats() async throws -> QueueStats {
         try await writer.read { db in
-            guard let row = try Row.fetchOne(db, sql: StoredRecords.queueStatsSQL) else { return QueueStats(pending: 0, oldestPendingSince: nil) }
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else { return QueueStats(pending: 0, oldestPendingSince: nil) }
             return try StoredRecords.queueStats(row)
         }
     }
 
     public func nextDueDate() async throws -> Date? {
         try await writer.read { db in
-            Self.date(try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'"))
+            Self.date(try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'")))
         }
     }
 }

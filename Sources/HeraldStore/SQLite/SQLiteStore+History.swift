@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
         guard !entries.isEmpty else { return }
         try await writer.write { db in
-            let statement = try db.makeStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
+            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
             let now = Self.micros(date)
             for entry in entries {
                 try statement.execute(arguments: [entry.notificationID.hex, entry.userID, now])
@@ -18,13 +18,12 @@ extension SQLiteStore {
         let beforeSeq = try StoredRecords.sequence(before: before)
         return try await writer.read { db in
             let rows = try Row.fetchAll(
-                db,
-                sql: """
+                try db.cachedStatement(sql: """
                     SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
                     FROM history h JOIN notifications n ON n.id = h.notification_id
                     WHERE h.user_id = ? AND h.seq < ?
                     ORDER BY h.seq DESC LIMIT ?
-                    """,
+                    """),
                 arguments: [userID, beforeSeq, limit + 1]
             )
             let items = try rows.prefix(limit).map(StoredRecords.historyItem)
@@ -41,7 +40,7 @@ extension SQLiteStore {
                     arguments: StatementArguments([userID]) + StatementArguments(chunk)
                 )
             }
-            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0", arguments: [userID]) ?? 0
+            return try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0
         }
     }
 }

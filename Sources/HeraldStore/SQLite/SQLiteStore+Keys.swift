@@ -14,14 +14,14 @@ extension SQLiteStore {
 
     public func key(secretHash: String) async throws -> APIKeyRecord? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL", arguments: [secretHash])
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL"), arguments: [secretHash])
                 .map(StoredRecords.apiKey)
         }
     }
 
     public func keys() async throws -> [APIKeyRecord] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY id").map(StoredRecords.apiKey)
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM api_keys ORDER BY id")).map(StoredRecords.apiKey)
         }
     }
 

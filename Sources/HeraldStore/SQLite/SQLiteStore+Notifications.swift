@@ -25,29 +25,27 @@ extension SQLiteStore {
                 if let receipt = try Self.receipt(db, key: key, since: Self.micros(idempotencySince)) {
                     return receipt
                 }
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO idempotency_keys (key, notification_id, recipients, created_at) VALUES (?, ?, ?, ?)",
-                    arguments: [key, notification.id.hex, recipients, now]
-                )
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO idempotency_keys (key, notification_id, recipients, created_at) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [key, notification.id.hex, recipients, now])
             }
-            try db.execute(
+            let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
                         collapse_key, idempotency_key, target, recipients)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    notification.id.hex, notification.type, notification.title, notification.body, notification.url,
-                    try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
-                    notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
-                    try StoredJSON.encode(target: notification.target), recipients,
-                ]
+                    """
             )
+            try insert.execute(arguments: [
+                notification.id.hex, notification.type, notification.title, notification.body, notification.url,
+                try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
+                notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
+                try StoredJSON.encode(target: notification.target), recipients,
+            ])
             return nil
     }
 
     static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64) throws {
-        let insert = try db.makeStatement(
+        let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
@@ -66,14 +64,14 @@ extension SQLiteStore {
 
     public func status(of id: ObjectID) async throws -> NotificationStatus? {
         try await writer.read { db -> NotificationStatus? in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE id = ?", arguments: [id.hex]) else {
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM notifications WHERE id = ?"), arguments: [id.hex]) else {
                 return nil
             }
             let deliveries = try Row.fetchAll(
-                db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?", arguments: [id.hex, NotificationStatus.deliveryListLimit]
+                try db.cachedStatement(sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?"), arguments: [id.hex, NotificationStatus.deliveryListLimit]
             ).map(StoredRecords.deliveryRecord)
             var summary: [String: [DeliveryState: Int]] = [:]
-            for count in try Row.fetchAll(db, sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state", arguments: [id.hex]) {
+            for count in try Row.fetchAll(try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state"), arguments: [id.hex]) {
                 let stateText: String = count["state"]
                 if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
             }
@@ -84,7 +82,7 @@ extension SQLiteStore {
     public func sinkCounters() async throws -> [SinkCounters] {
         try await writer.read { db in
             var counters: [String: SinkCounters] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state") {
+            for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state")) {
                 let sink: String = row["sink"]
                 let stateText: String = row["state"]
                 guard let state = DeliveryState(rawValue: stateText) else { continue }
@@ -92,7 +90,7 @@ extension SQLiteStore {
             }
             for sink in counters.keys {
                 counters[sink]?.lastError = try String.fetchOne(
-                    db, sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1",
+                    try db.cachedStatement(sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1"),
                     arguments: [sink]
                 )
             }
@@ -102,7 +100,7 @@ extension SQLiteStore {
 
     static func receipt(_ db: Database, key: String, since: Int64) throws -> NotificationReceipt? {
         guard let row = try Row.fetchOne(
-            db, sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?", arguments: [key, since]
+            try db.cachedStatement(sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?"), arguments: [key, since]
         ) else { return nil }
         return NotificationReceipt(id: try row.objectID("notification_id"), recipients: row["recipients"])
     }

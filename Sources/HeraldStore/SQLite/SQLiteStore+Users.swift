@@ -36,7 +36,7 @@ extension SQLiteStore {
 
     public func attributes(userID: String) async throws -> UserAttributes? {
         try await writer.read { db in
-            let text = try String.fetchOne(db, sql: "SELECT attributes FROM users WHERE id = ?", arguments: [userID])
+            let text = try String.fetchOne(try db.cachedStatement(sql: "SELECT attributes FROM users WHERE id = ?"), arguments: [userID])
             return try StoredJSON.decode(UserAttributes.self, from: text)
         }
     }
@@ -45,7 +45,7 @@ extension SQLiteStore {
         try await writer.write { db in
             let now = Self.micros(date)
             try Self.subscribeRecommendedOnce(db, userID, at: now)
-            if let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) {
+            if let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE fcm_token = ?"), arguments: [token]) {
                 let previousOwner: String = row["user_id"]
                 let deviceID: String = row["id"]
                 if previousOwner != userID {
@@ -73,7 +73,7 @@ extension SQLiteStore {
                     arguments: [newID.hex, userID, token, registration.platform, registration.appVersion, registration.region, registration.locale, now, now]
                 )
             }
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE fcm_token = ?", arguments: [token]) else {
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE fcm_token = ?"), arguments: [token]) else {
                 throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
             }
             return try StoredRecords.device(row)
@@ -82,7 +82,7 @@ extension SQLiteStore {
 
     public func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool {
         try await writer.write { db in
-            guard let deviceID = try String.fetchOne(db, sql: "SELECT id FROM devices WHERE fcm_token = ? AND user_id = ?", arguments: [token, userID]) else {
+            guard let deviceID = try String.fetchOne(try db.cachedStatement(sql: "SELECT id FROM devices WHERE fcm_token = ? AND user_id = ?"), arguments: [token, userID]) else {
                 return false
             }
             try Self.removeDevice(db, id: deviceID, reason: "device was unregistered", at: Self.micros(date))
@@ -92,7 +92,7 @@ extension SQLiteStore {
 
     public func devices(userID: String) async throws -> [Device] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [userID]).map { try StoredRecords.device($0) }
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id"), arguments: [userID]).map { try StoredRecords.device($0) }
         }
     }
 
@@ -105,10 +105,10 @@ extension SQLiteStore {
             var devices: [String: [Device]] = [:]
             for chunk in userIDs.chunked(500) {
                 let list = Self.placeholders(chunk.count)
-                for row in try Row.fetchAll(db, sql: "SELECT id, settings FROM users WHERE id IN (\(list))", arguments: StatementArguments(chunk)) {
+                for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: StatementArguments(chunk)) {
                     settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
                 }
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id", arguments: StatementArguments(chunk)) {
+                for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: StatementArguments(chunk)) {
                     let device = try StoredRecords.device(row)
                     devices[device.userID, default: []].append(device)
                 }
@@ -117,7 +117,7 @@ extension SQLiteStore {
     }
 
     static func settings(_ db: Database, userID: String) throws -> UserSettings {
-        let text = try String.fetchOne(db, sql: "SELECT settings FROM users WHERE id = ?", arguments: [userID])
+        let text = try String.fetchOne(try db.cachedStatement(sql: "SELECT settings FROM users WHERE id = ?"), arguments: [userID])
         return try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
     }
 
