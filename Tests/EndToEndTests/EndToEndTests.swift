@@ -67,7 +67,8 @@ import Testing
         let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         let key = try await createKey("backend")
         let herald = try await RunningHerald(
-            arguments: ["--database", database], environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url], in: directory
+            arguments: ["--database", database],
+            environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_METRICS_PUBLIC": "true"], in: directory
         )
         for token in ["phone-token", "tablet-token"] {
             var request = HTTPClientRequest(url: "\(herald.url)/api/notifications/register")
@@ -90,6 +91,12 @@ import Testing
         #expect(messages.allSatisfy { ($0["data"] as? [String: String])?["id"] == id })
         #expect(body?["token_requests"] as? Int == 1)
         #expect(emulator.output.stdout.contains("message #1 to token phone-token"), "the emulator prints each message")
+        // The process's own metrics saw the same traffic.
+        let scrape = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(herald.url)/metrics"), timeout: .seconds(10))
+        let metrics = String(buffer: try await scrape.body.collect(upTo: 1 << 22))
+        #expect(metrics.contains("herald_fcm_token_refreshes_total{sink=\"fcm\"} 1"), "\(metrics)")
+        #expect(metrics.contains("herald_deliveries_total{sink=\"fcm\",outcome=\"delivered\"} 2"))
+        #expect(metrics.contains("herald_notifications_accepted_total{type=\"message\",target=\"user_ids\"} 1"))
         _ = await herald.stop()
         _ = await emulator.stop()
     }
