@@ -30,6 +30,8 @@ public struct HeraldServer: Sendable {
     /// Where this server's metrics are collected, exported at `GET /metrics`.
     public let metricsRegistry: PrometheusCollectorRegistry
     let metrics: HeraldMetrics
+    let portalPages: PortalPages
+    let portalSessions = PortalSessions()
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
     let ids: ObjectIDGenerator
@@ -81,7 +83,8 @@ public struct HeraldServer: Sendable {
         }
         return HeraldServer(
             configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
-            logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, userTokens: userTokens, types: types, ids: ids
+            logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
+            types: types, ids: ids
         )
     }
 
@@ -134,6 +137,9 @@ public struct HeraldServer: Sendable {
         MessageRoutes(service: service, store: store, checksFCMTopicLimit: sinks["fcm"] != nil).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
+        PortalRoutes(
+            pages: portalPages, sessions: portalSessions, store: store, service: service, ids: ids, checksFCMTopicLimit: sinks["fcm"] != nil
+        ).register(on: router)
         return router
     }
 

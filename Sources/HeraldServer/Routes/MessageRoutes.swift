@@ -37,14 +37,18 @@ struct MessageRoutes {
         }
     }
 
+    /// Refuses a message whose FCM topic payload would exceed FCM's limit, before anything is stored.
+    static func topicPayloadCheck(fcm: Bool) -> (HeraldNotification) throws -> Void {
+        { notification in
+            guard fcm, case .topic(let topic) = notification.target else { return }
+            try FCMMessageBuilder.validate(FCMSink.topicMessage(notification, topic: topic))
+        }
+    }
+
     @Sendable func post(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let key = try context.requireKey([.communicator, .admin])
         let submission = try await JSONBody.decode(MessageSubmission.self, from: request, context: context, knownFields: MessageSubmission.fieldNames)
-        let checkFCM = checksFCMTopicLimit
-        let archived = try await service.postMessage(submission, sender: key.name) { notification in
-            guard checkFCM, case .topic(let topic) = notification.target else { return }
-            try FCMMessageBuilder.validate(FCMSink.topicMessage(notification, topic: topic))
-        }
+        let archived = try await service.postMessage(submission, sender: key.name, validateTopicPayload: Self.topicPayloadCheck(fcm: checksFCMTopicLimit))
         context.logFields.set("notification_id", archived.msiKey)
         struct Body: Encodable {
             var msi_key: String

@@ -1,0 +1,331 @@
+import Foundation
+import HeraldCore
+import HTTPTypes
+import Hummingbird
+
+/// The Message Hub web portal under `/portal/`: communicators send messages; admins also manage
+/// the hierarchy and read the archive and delivery status. Server-rendered HTML, a session
+/// cookie exchanged for an API key, and a CSRF token in every form.
+struct PortalRoutes {
+    let pages: PortalPages
+    let sessions: PortalSessions
+    let store: any HeraldStorage
+    let service: NotificationService
+    let ids: ObjectIDGenerator
+    let checksFCMTopicLimit: Bool
+
+    /// Registered on the router directly, not in the route table: the table (and openapi.yaml)
+    /// describe the JSON API.
+    func register(on router: Router<HeraldRequestContext>) {
+        router.get("portal/") { request, _ in home(request) }
+        router.get("portal/login") { request, _ in loginPage(request, error: nil) }
+        router.post("portal/login") { request, _ in try await login(request) }
+        router.post("portal/logout") { request, _ in try await logout(request) }
+        router.get("portal/send") { request, _ in try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) } }
+        router.post("portal/send") { request, _ in try await withSession(request, form: PortalForm(request)) { try await send($0, $1) } }
+        router.get("portal/channels") { request, _ in try await withSession(request, admin: true) { try await channelsPage($0, error: nil) } }
+        router.post("portal/channels/{action}") { request, context in
+            let action = context.parameters.get("action") ?? ""
+            return try await withSession(request, form: PortalForm(request), admin: true) { try await changeHierarchy(action, $0, $1) }
+        }
+        router.get("portal/messages") { request, _ in try await withSession(request, admin: true) { try await messagesPage(request, $0) } }
+        router.get("portal/status") { request, _ in try await withSession(request, admin: true) { try await statusPage(request, $0) } }
+        router.get("portal/static/portal.css") { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8") }
+        router.get("portal/static/portal.js") { _, _ in pages.asset(pages.script, contentType: "text/javascript; charset=utf-8") }
+    }
+
+    // MARK: Sessions
+
+    func session(_ request: Request) -> PortalSession? {
+        request.cookies[PortalSessions.cookie].flatMap { sessions.session(id: $0.value) }
+    }
+
+    /// Runs `body` for a signed-in user: others go to the login page, communicators asking for an
+    /// admin page get 403, and a form without the session's CSRF token is refused.
+    func withSession(
+        _ request: Request, form: PortalForm? = nil, admin: Bool = false, _ body: (PortalSession, PortalForm) async throws -> Response
+    ) async throws -> Response {
+        guard let session = session(request) else { return PortalPages.redirect(to: "/portal/login") }
+        if admin && !session.isAdmin {
+            return pages.page("error", ["title": "Admins only", "message": "This page needs an admin key. You are signed in as a communicator."], session: session, status: .forbidden)
+        }
+        if let form, !PortalSessions.sameToken(form["csrf"] ?? "", session.csrf) {
+            return pages.page("error", ["title": "Form expired", "message": "The form was not sent from this session. Go back, reload the page and try again."], session: session, status: .forbidden)
+        }
+        do {
+            return try await body(session, form ?? PortalForm(text: ""))
+        } catch let error as HeraldError {
+            return pages.page("error", ["title": "Something went wrong", "message": error.message], session: session, status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+        }
+    }
+
+    func withSession(_ request: Request, admin: Bool = false, _ body: (PortalSession) async throws -> Response) async throws -> Response {
+        try await withSession(request, form: nil, admin: admin) { session, _ in try await body(session) }
+    }
+
+    /// `Secure` only when the browser reached Herald over TLS (a proxy in front says so).
+    func cookie(_ name: String, _ value: String, path: String = "/portal", maxAge: Int, request: Request) -> String {
+        let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" ? "; Secure" : ""
+        return "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure)"
+    }
+
+    func home(_ request: Request) -> Response {
+        PortalPages.redirect(to: session(request) == nil ? "/portal/login" : "/portal/send")
+    }
+
+    func loginPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
+        // Login CSRF: the form echoes a token that only this browser holds as a cookie.
+        let token = PortalSessions.randomToken()
+        var response = pages.page("login", ["csrf": token, "error": error as Any], session: nil, status: status)
+        response.headers.append(HTTPField(name: .setCookie, value: cookie(PortalSessions.loginCookie, token, path: "/portal/login", maxAge: 900, request: request)))
+        return response
+    }
+
+    func login(_ request: Request) async throws -> Response {
+        let form = try await PortalForm(request)
+        guard let expected = request.cookies[PortalSessions.loginCookie]?.value, PortalSessions.sameToken(form["csrf"] ?? "", expected) else {
+            return loginPage(request, error: "The sign-in form expired. Please try again.", status: .forbidden)
+        }
+        let secret = form.text("key") ?? ""
+        guard secret.hasPrefix(APIKeySecret.prefix), let key = try await store.key(secretHash: APIKeySecret.hash(secret)) else {
+            return loginPage(request, error: "That key is unknown or revoked.", status: .unauthorized)
+        }
+        guard key.role == .communicator || key.role == .admin else {
+            return loginPage(request, error: "The portal is for communicator and admin keys; this is a \(key.role.rawValue) key.", status: .forbidden)
+        }
+        let session = sessions.create(for: key)
+        return PortalPages.redirect(
+            to: "/portal/",
+            setting: [
+                cookie(PortalSessions.cookie, session.id, maxAge: Int(PortalSessions.lifetime), request: request),
+                cookie(PortalSessions.loginCookie, "", path: "/portal/login", maxAge: 0, request: request),
+            ]
+        )
+    }
+
+    func logout(_ request: Request) async throws -> Response {
+        let form = try await PortalForm(request)
+        if let session = session(request), PortalSessions.sameToken(form["csrf"] ?? "", session.csrf) {
+            sessions.end(id: session.id)
+        }
+        return PortalPages.redirect(to: "/portal/login", setting: [cookie(PortalSessions.cookie, "", maxAge: 0, request: request)])
+    }
+
+    // MARK: Sending
+
+    func sendPage(_ session: PortalSession, values: [String: String], errors: [String: String], status: HTTPResponse.Status = .ok) async throws -> Response {
+        let channels = try await store.channels()
+        let selected = values["topic_key"]
+        var subjects: [[String: Any]] = []
+        for channel in channels {
+            for area in channel.areas {
+                for subject in area.subjects {
+                    subjects.append([
+                        "topicKey": subject.topicKey, "label": "\(channel.name) / \(area.name) / \(subject.name)", "name": subject.name,
+                        "area": area.id.hex, "distribution": subject.opt.distribution.rawValue, "selected": subject.topicKey == selected,
+                    ])
+                }
+            }
+        }
+        let areas: [[String: Any]] = channels.flatMap { channel in
+            channel.areas.map { ["id": $0.id.hex, "name": $0.name, "channel": channel.id.hex] }
+        }
+        return pages.page(
+            "send",
+            [
+                "channels": channels.map { ["id": $0.id.hex, "name": $0.name] }, "areas": areas, "subjects": subjects, "hasSubjects": !subjects.isEmpty,
+                "values": values, "errors": errors, "hasErrors": !errors.isEmpty,
+            ],
+            session: session, status: status
+        )
+    }
+
+    func send(_ session: PortalSession, _ form: PortalForm) async throws -> Response {
+        let values = ["topic_key": form["topic_key"] ?? "", "title": form["title"] ?? "", "desc": form["desc"] ?? "", "message": form["message"] ?? ""]
+        guard let topicKey = form.text("topic_key"), let entry = try await store.subject(topicKey: topicKey) else {
+            return try await sendPage(session, values: values, errors: ["topic_key": "Choose a subject."], status: .unprocessableContent)
+        }
+        let distribution = entry.subject.opt.distribution
+        let submission = MessageSubmission(
+            title: form.text("title") ?? "", desc: distribution == .alert ? form.text("desc") : nil, message: form.text("message") ?? "",
+            topicKey: topicKey, distribution: distribution.rawValue
+        )
+        do {
+            let archived = try await service.postMessage(
+                submission, sender: session.keyName, validateTopicPayload: MessageRoutes.topicPayloadCheck(fcm: checksFCMTopicLimit)
+            )
+            return pages.page(
+                "sent",
+                [
+                    "msiKey": archived.msiKey, "title": archived.title, "subject": "\(entry.channel) / \(entry.area) / \(entry.subject.name)",
+                    "distribution": archived.distribution.rawValue,
+                ],
+                session: session, status: .created
+            )
+        } catch let error as HeraldError where error.kind == .unprocessable {
+            return try await sendPage(session, values: values, errors: [Self.field(of: error) ?? "form": error.message], status: .unprocessableContent)
+        }
+    }
+
+    /// The field a validation error names (`'title' must not be empty` → `title`).
+    static func field(of error: HeraldError) -> String? {
+        let parts = error.message.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        let name = String(parts[1])
+        return name == "opt.distribution" || name == "distribution" ? "topic_key" : name
+    }
+
+    // MARK: Hierarchy (admin)
+
+    func channelsPage(_ session: PortalSession, error: String?, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let channels = try await store.channels()
+        func options(_ values: [(String, String)], selected: String) -> [[String: Any]] {
+            values.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
+        }
+        let levels = [(SubscriptionLevel.forced.rawValue, "Forced"), (SubscriptionLevel.recommended.rawValue, "Recommended"), (SubscriptionLevel.optIn.rawValue, "Opt-in")]
+        let distributions = [(TopicDistribution.alert.rawValue, "Alert (visible push)"), (TopicDistribution.information.rawValue, "Information (silent)")]
+        let model: [[String: Any]] = channels.map { channel in
+            [
+                "id": channel.id.hex, "name": channel.name, "desc": channel.desc,
+                "areas": channel.areas.map { area -> [String: Any] in
+                    [
+                        "id": area.id.hex, "channel": channel.id.hex, "name": area.name, "desc": area.desc, "count": area.subjects.count,
+                        "subjects": area.subjects.map { subject -> [String: Any] in
+                            [
+                                "id": subject.id.hex, "area": area.id.hex, "channel": channel.id.hex, "name": subject.name, "desc": subject.desc,
+                                "topicKey": subject.topicKey, "levels": options(levels, selected: subject.opt.level.rawValue),
+                                "distributions": options(distributions, selected: subject.opt.distribution.rawValue),
+                            ]
+                        },
+                        "levels": options(levels, selected: SubscriptionLevel.optIn.rawValue),
+                        "distributions": options(distributions, selected: TopicDistribution.alert.rawValue),
+                    ]
+                },
+            ]
+        }
+        return pages.page("channels", ["channels": model, "hasChannels": !model.isEmpty, "error": error as Any], session: session, status: status)
+    }
+
+    /// One form per change; each redirects back to the hierarchy (or shows it with the error).
+    func changeHierarchy(_ action: String, _ session: PortalSession, _ form: PortalForm) async throws -> Response {
+        func id(_ name: String) throws -> ObjectID {
+            guard let text = form[name], let id = ObjectID(text) else { throw HeraldError.invalidField(name, "is not an id") }
+            return id
+        }
+        var opt: TopicRoutes.Body.Options?
+        if form["level"] != nil || form["distribution"] != nil { opt = .init(level: form["level"], distribution: form["distribution"]) }
+        let body = TopicRoutes.Body(name: form.text("name"), desc: form["desc"], opt: opt)
+        var anchor = ""
+        do {
+            switch action {
+            case "create-channel":
+                let fields = try body.fields(creating: true, withOptions: false)
+                let channel = Channel(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
+                try await store.createChannel(channel)
+                anchor = "channel-\(channel.id.hex)"
+            case "create-area":
+                let fields = try body.fields(creating: true, withOptions: false)
+                let area = Area(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
+                guard try await store.createArea(area, channelID: try id("channel")) else { throw HeraldError.notFound("channel") }
+                anchor = "area-\(area.id.hex)"
+            case "update-area":
+                guard try await store.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false)) != nil else {
+                    throw HeraldError.notFound("area")
+                }
+                anchor = "area-\(try id("area").hex)"
+            case "delete-area":
+                guard try await store.deleteArea(channelID: try id("channel"), areaID: try id("area")) else { throw HeraldError.notFound("area") }
+            case "create-subject":
+                let (channelID, areaID) = (try id("channel"), try id("area"))
+                let fields = try body.fields(creating: true, withOptions: true)
+                let subjectID = ids.next()
+                let subject = Subject(
+                    id: subjectID, name: fields.name ?? "", desc: fields.desc ?? "",
+                    topicKey: TopicKey(channelID: channelID, areaID: areaID, subjectID: subjectID).description, opt: fields.opt ?? SubjectOptions()
+                )
+                guard try await store.createSubject(subject, channelID: channelID, areaID: areaID) else { throw HeraldError.notFound("area") }
+                anchor = "area-\(areaID.hex)"
+            case "update-subject":
+                let fields = try body.fields(creating: false, withOptions: true)
+                guard try await store.updateSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject"), fields) != nil else {
+                    throw HeraldError.notFound("subject")
+                }
+                anchor = "area-\(try id("area").hex)"
+            case "delete-subject":
+                guard try await store.deleteSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject")) else {
+                    throw HeraldError.notFound("subject")
+                }
+                anchor = "area-\(try id("area").hex)"
+            default:
+                throw HeraldError.notFound("portal action '\(action)'")
+            }
+        } catch let error as HeraldError where error.kind == .unprocessable || error.kind == .notFound {
+            return try await channelsPage(session, error: error.message, status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+        }
+        return PortalPages.redirect(to: "/portal/channels" + (anchor.isEmpty ? "" : "#\(anchor)"))
+    }
+
+    // MARK: Archive and status (admin)
+
+    func messagesPage(_ request: Request, _ session: PortalSession) async throws -> Response {
+        let topic = request.uri.queryParameters.get("topic").flatMap { $0.isEmpty ? nil : $0 }
+        let before = request.uri.queryParameters.get("before")
+        let channels = try await store.channels()
+        var names: [String: String] = [:]
+        var topics: [[String: Any]] = []
+        for channel in channels {
+            for area in channel.areas {
+                for subject in area.subjects {
+                    let label = "\(channel.name) / \(area.name) / \(subject.name)"
+                    names[subject.topicKey] = label
+                    topics.append(["topicKey": subject.topicKey, "label": label, "selected": subject.topicKey == topic])
+                }
+            }
+        }
+        let page = try await store.messages(topicKey: topic, limit: 50, before: before)
+        let rows: [[String: Any]] = page.messages.map { message in
+            [
+                "msiKey": message.msiKey, "title": message.title, "desc": message.desc, "distribution": message.distribution.rawValue,
+                "sender": message.sender, "topic": names[message.topicKey] ?? message.topicKey,
+                "time": Timestamp.format(Date(timeIntervalSince1970: Double(message.timestamp) / 1000)),
+            ]
+        }
+        var next: String?
+        if let cursor = page.next {
+            next = "/portal/messages?before=\(cursor)" + (topic.map { "&topic=\($0)" } ?? "")
+        }
+        return pages.page(
+            "messages", ["topics": topics, "messages": rows, "hasMessages": !rows.isEmpty, "next": next as Any, "filtered": topic != nil],
+            session: session
+        )
+    }
+
+    func statusPage(_ request: Request, _ session: PortalSession) async throws -> Response {
+        let text = (request.uri.queryParameters.get("id") ?? "").trimmingCharacters(in: .whitespaces)
+        var values: [String: Any] = ["id": text]
+        if !text.isEmpty {
+            if let id = ObjectID(text), let status = try await store.status(of: id) {
+                let n = status.notification
+                values["notification"] = [
+                    "id": n.id.hex, "title": n.title, "type": n.type, "distribution": n.distribution.rawValue, "recipients": status.recipients,
+                    "time": Timestamp.format(n.timestamp),
+                ]
+                values["summary"] = status.summary.keys.sorted().map { sink -> [String: Any] in
+                    let counts = status.summary[sink] ?? [:]
+                    return ["sink": sink, "counts": counts.keys.map(\.rawValue).sorted().map { "\($0): \(counts[DeliveryState(rawValue: $0) ?? .pending] ?? 0)" }.joined(separator: ", ")]
+                }
+                values["deliveries"] = status.deliveries.map { d -> [String: Any] in
+                    [
+                        "sink": d.sink, "recipient": d.topic.map { "topic \($0)" } ?? d.userID, "state": d.state.rawValue, "attempts": d.attempts,
+                        "error": d.lastError ?? "", "updated": Timestamp.format(d.updatedAt),
+                    ]
+                }
+                let total = status.summary.values.reduce(0) { sum, counts in sum + counts.values.reduce(0, +) }
+                values["truncated"] = total > status.deliveries.count
+            } else {
+                values["notFound"] = true
+            }
+        }
+        return pages.page("status", values, session: session)
+    }
+}
