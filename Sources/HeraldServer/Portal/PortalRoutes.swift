@@ -76,7 +76,9 @@ struct PortalRoutes {
     func loginPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
         // Login CSRF: the form echoes a token that only this browser holds as a cookie.
         let token = PortalSessions.randomToken()
-        var response = pages.page("login", ["csrf": token, "error": error as Any], session: nil, status: status)
+        var values: [String: Any] = ["csrf": token]
+        if let error { values["error"] = error }
+        var response = pages.page("login", values, session: nil, status: status)
         response.headers.append(HTTPField(name: .setCookie, value: cookie(PortalSessions.loginCookie, token, path: "/portal/login", maxAge: 900, request: request)))
         return response
     }
@@ -203,7 +205,9 @@ struct PortalRoutes {
                 },
             ]
         }
-        return pages.page("channels", ["channels": model, "hasChannels": !model.isEmpty, "error": error as Any], session: session, status: status)
+        var values: [String: Any] = ["channels": model, "hasChannels": !model.isEmpty]
+        if let error { values["error"] = error }
+        return pages.page("channels", values, session: session, status: status)
     }
 
     /// One form per change; each redirects back to the hierarchy (or shows it with the error).
@@ -290,14 +294,11 @@ struct PortalRoutes {
                 "time": Timestamp.format(Date(timeIntervalSince1970: Double(message.timestamp) / 1000)),
             ]
         }
-        var next: String?
+        var values: [String: Any] = ["topics": topics, "messages": rows, "hasMessages": !rows.isEmpty, "filtered": topic != nil]
         if let cursor = page.next {
-            next = "/portal/messages?before=\(cursor)" + (topic.map { "&topic=\($0)" } ?? "")
+            values["next"] = "/portal/messages?before=\(cursor)" + (topic.map { "&topic=\($0)" } ?? "")
         }
-        return pages.page(
-            "messages", ["topics": topics, "messages": rows, "hasMessages": !rows.isEmpty, "next": next as Any, "filtered": topic != nil],
-            session: session
-        )
+        return pages.page("messages", values, session: session)
     }
 
     func statusPage(_ request: Request, _ session: PortalSession) async throws -> Response {

@@ -1,0 +1,110 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// The portal's security and error handling at the HTTP level; Tests/Browser drives the
+/// pages themselves in Chromium.
+@Suite struct PortalTests {
+    func form(_ fields: [String: String], cookie: String? = nil, forwardedProto: String? = nil) -> (HTTPFields, String) {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/x-www-form-urlencoded"
+        if let cookie { headers[.cookie] = cookie }
+        if let forwardedProto { headers[HTTPField.Name("X-Forwarded-Proto")!] = forwardedProto }
+        let body = fields.map { key, value in
+            "\(key)=\(value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }.joined(separator: "&")
+        return (headers, body)
+    }
+
+    func csrf(in page: TestResponse) -> String? {
+        String(buffer: page.body).firstMatch(of: /name="csrf" value="([0-9a-f]{64})"/).map { String($0.1) }
+    }
+
+    func cookie(_ response: TestResponse, _ name: String) -> String? {
+        response.headers[values: .setCookie].first { $0.hasPrefix(name + "=") }
+    }
+
+    /// Signs in with `key`; returns the session cookie header value, or the failed response.
+    func signIn(_ client: any TestClientProtocol, key: String, forwardedProto: String? = nil) async throws -> (String?, TestResponse) {
+        let page = try await client.call(.get, "/portal/login")
+        let token = try #require(csrf(in: page))
+        let (headers, body) = form(["csrf": token, "key": key], cookie: "herald_login_csrf=\(token)", forwardedProto: forwardedProto)
+        let response = try await client.call(.post, "/portal/login", headers, json: body)
+        let session = cookie(response, "herald_session").flatMap { $0.split(separator: ";").first.map(String.init) }
+        return (session, response)
+    }
+
+    @Test func signInGivesAStrictHttpOnlySessionAndWrongKeysAnErrorPage() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            let anonymous = try await client.call(.get, "/portal/send")
+            #expect(anonymous.status == .seeOther && anonymous.headers[.location] == "/portal/login")
+
+            let (none, wrong) = try await signIn(client, key: "hk_unknown_key_000000000000000000000000")
+            #expect(none == nil)
+            #expect(wrong.status == .unauthorized)
+            #expect(wrong.headers[.contentType]?.hasPrefix("text/html") == true)
+            #expect(String(buffer: wrong.body).contains("unknown or revoked"))
+
+            let (_, backend) = try await signIn(client, key: herald.backend)
+            #expect(backend.status == .forbidden, "backend keys are for the API, not the portal")
+
+            let (session, ok) = try await signIn(client, key: herald.admin, forwardedProto: "https")
+            #expect(ok.status == .seeOther)
+            let setCookie = try #require(cookie(ok, "herald_session"))
+            #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Max-Age=") && setCookie.contains("Secure"))
+            let page = try await client.call(.get, "/portal/channels", [.cookie: try #require(session)])
+            #expect(page.status == .ok)
+            #expect(page.headers[HTTPField.Name("Content-Security-Policy")!]?.contains("frame-ancestors 'none'") == true)
+            #expect(!String(buffer: page.body).contains(herald.admin), "the key never appears in a page")
+
+            let (_, plain) = try await signIn(client, key: herald.admin)
+            #expect(cookie(plain, "herald_session")?.contains("Secure") == false, "Secure only when the browser came over TLS")
+        }
+    }
+
+    @Test func formsWithoutTheSessionsTokenAreRefused() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            let (session, _) = try await signIn(client, key: herald.admin)
+            let sessionCookie = try #require(session)
+            let (headers, body) = form(["csrf": String(repeating: "0", count: 64), "name": "Forged"], cookie: sessionCookie)
+            let forged = try await client.call(.post, "/portal/channels/create-channel", headers, json: body)
+            #expect(forged.status == .forbidden)
+            #expect(try await herald.server.store.channels().isEmpty)
+
+            // Login CSRF: a token without the matching cookie is refused too.
+            let (loginHeaders, loginBody) = form(["csrf": String(repeating: "1", count: 64), "key": herald.admin])
+            #expect(try await client.call(.post, "/portal/login", loginHeaders, json: loginBody).status == .forbidden)
+        }
+    }
+
+    @Test func namesAreEscapedAndCommunicatorsStayOutOfAdminPages() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            let (session, _) = try await signIn(client, key: herald.admin)
+            let sessionCookie = try #require(session)
+            let token = try #require(csrf(in: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie])))
+            let (headers, body) = form(["csrf": token, "name": "<script>alert(1)</script>", "desc": "\"quoted\""], cookie: sessionCookie)
+            #expect(try await client.call(.post, "/portal/channels/create-channel", headers, json: body).status == .seeOther)
+            let html = String(buffer: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).body)
+            #expect(!html.contains("<script>alert(1)</script>"))
+            #expect(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+
+            let (communicator, _) = try await signIn(client, key: herald.communicator)
+            let forbidden = try await client.call(.get, "/portal/channels", [.cookie: try #require(communicator)])
+            #expect(forbidden.status == .forbidden)
+            #expect(String(buffer: forbidden.body).contains("Admins only"))
+            #expect(try await client.call(.get, "/portal/send", [.cookie: try #require(communicator)]).status == .ok)
+
+            // Sign-out ends the session on the server, not just in the browser.
+            let (logoutHeaders, logoutBody) = form(["csrf": token], cookie: sessionCookie)
+            #expect(try await client.call(.post, "/portal/logout", logoutHeaders, json: logoutBody).status == .seeOther)
+            #expect(try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).status == .seeOther)
+        }
+    }
+}
