@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
 
 /// What one FCM answer means for the delivery (SPEC §10: classify by HTTP status and by the
 /// `errorCode` of the `FcmError` detail; a `google.rpc.BadRequest` detail is a payload bug).

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A Google service-account key file, used as it is: `project_id`, `client_email`,
 /// `private_key` (PEM) and `token_uri`.

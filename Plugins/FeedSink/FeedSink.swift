@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldCore
 
 /// Publishes `broadcast` notifications into the anonymous pull feed (SPEC §6): no device token

@@ -1,6 +1,6 @@
 public import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 import JWTKit
 import Logging
 import NIOCore

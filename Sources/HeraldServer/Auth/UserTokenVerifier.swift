@@ -1,5 +1,5 @@
 import Foundation
-public import HeraldCore
+import HeraldCore
 public import JWTKit
 
 /// The claims of a user token: `sub` is the user id, `exp` must be in the future.

@@ -1,6 +1,6 @@
 import Foundation
 public import Hummingbird
-public import HeraldCore
+import HeraldCore
 import Logging
 
 /// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).

@@ -1,6 +1,6 @@
 import Foundation
-public import Hummingbird
-public import HeraldCore
+import Hummingbird
+import HeraldCore
 
 /// Reading JSON request bodies and writing JSON responses, with errors that name the field.
 public enum JSONBody {

@@ -1,4 +1,4 @@
-public import Hummingbird
+import Hummingbird
 import Synchronization
 
 /// Registers routes on a Hummingbird router and remembers each (method, path), so the
