@@ -35,6 +35,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Requests per feed and ceiling measurement.")
     var requests = 20_000
 
+    @Option(help: "Herald's delivery.batch_size for every Herald it starts (default: Herald's own).")
+    var deliveryBatchSize: Int?
+
     @Option(help: "The herald binary (default: beside this one, so the release build).")
     var herald: String?
 
@@ -103,7 +106,7 @@ struct Run: AsyncParsableCommand {
         let server = try await ChildProcess(
             heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "--log-level", "warning"],
             banner: "Herald listening on",
-            environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]
+            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) { _, new in new }
         )
         let userCount = users
         let registered = await driver.run(count: userCount, concurrency: min(concurrency, 16), expect: 200) { index in
@@ -147,7 +150,7 @@ struct Run: AsyncParsableCommand {
         let before = try await delivered(emulator, driver)
         let pusher = try await ChildProcess(
             heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + backlog, "--log-level", "warning"], banner: "Herald listening on",
-            environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]
+            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) { _, new in new }
         )
         progress("pushes: draining")
         let drainStart = ContinuousClock.now
@@ -172,7 +175,7 @@ struct Run: AsyncParsableCommand {
             let topic = try await prepareTopic(database: database, subscribers: subscribers)
             let fanOut = try await ChildProcess(
                 heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + database, "--log-level", "warning"], banner: "Herald listening on",
-                environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin]
+                environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin]) { _, new in new }
             )
             progress("fan-out: posting the message")
             let rssBefore = fanOut.peakRSS
@@ -201,6 +204,11 @@ struct Run: AsyncParsableCommand {
             if written < subscribers { report.add("fan-out rows missing", Double(subscribers - written), unit: "") }
             await fanOut.stop()
         }
+    }
+
+    /// Settings passed to every Herald the harness starts.
+    var tuning: [String: String] {
+        deliveryBatchSize.map { ["HERALD_DELIVERY_BATCH_SIZE": String($0)] } ?? [:]
     }
 
     func delivered(_ emulator: ChildProcess, _ driver: LoadDriver) async throws -> Int {

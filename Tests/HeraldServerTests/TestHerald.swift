@@ -27,6 +27,8 @@ struct TestHerald {
         configuration.publicBaseURL = "https://pong.example"
         configuration.userTokenSecret = userTokenSecret
         configuration.bootstrapAdminKey = APIKeySecret.generate()
+        // A line per request and per delivery would bury the test output.
+        configuration.logLevel = "warning"
         configure(&configuration)
         let push = RecordingSink(name: "fcm", capabilities: .push)
         let server = try await HeraldServer.start(configuration, extraSinks: [push])

@@ -31,7 +31,7 @@ public final class DeliveryEngine: Service {
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
-        logger: Logger = Logger(label: "herald.delivery"), metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger = DeliveryEngine.silentLogger, metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.metrics = metrics
         self.queue = queue
@@ -40,6 +40,10 @@ public final class DeliveryEngine: Service {
         self.logger = logger
         self.clock = clock
     }
+
+    /// The default: an embedder that wants a line per delivery outcome passes its own logger
+    /// (`herald serve` does); tests and tools stay quiet.
+    public static let silentLogger = Logger(label: "herald.delivery", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Tells idle workers that new deliveries were committed.
     public func wake() { signal.notify() }

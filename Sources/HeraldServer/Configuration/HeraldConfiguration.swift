@@ -70,6 +70,8 @@ public struct HeraldConfiguration: Sendable {
         delivery.lease = .milliseconds(Int64(lease * 1000))
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
+        delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)
+        guard (1...10_000).contains(delivery.batchSize) else { throw Self.invalid("delivery.batch_size", "must be 1-10000") }
         consoleSink = try reader.requiredBool(forKey: "sinks.console.enabled", default: consoleSink)
         if let credentials = try reader.optionalString(forKey: "fcm.credentials") {
             var fcm = FCMSettings(credentials: credentials)
