@@ -1,0 +1,160 @@
+import Foundation
+import HeraldCore
+import HTTPTypes
+import Hummingbird
+
+/// The admin pages: the hierarchy, the archive and delivery status.
+extension PortalRoutes {
+    // MARK: Hierarchy (admin)
+
+    func channelsPage(_ session: PortalSession, error: String?, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let channels = try await store.channels()
+        func options(_ values: [(String, String)], selected: String) -> [[String: Any]] {
+            values.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
+        }
+        let levels = [(SubscriptionLevel.forced.rawValue, "Forced"), (SubscriptionLevel.recommended.rawValue, "Recommended"), (SubscriptionLevel.optIn.rawValue, "Opt-in")]
+        let distributions = [(TopicDistribution.alert.rawValue, "Alert (visible push)"), (TopicDistribution.information.rawValue, "Information (silent)")]
+        let model: [[String: Any]] = channels.map { channel in
+            [
+                "id": channel.id.hex, "name": channel.name, "desc": channel.desc,
+                "areas": channel.areas.map { area -> [String: Any] in
+                    [
+                        "id": area.id.hex, "channel": channel.id.hex, "name": area.name, "desc": area.desc, "count": area.subjects.count,
+                        "subjects": area.subjects.map { subject -> [String: Any] in
+                            [
+                                "id": subject.id.hex, "area": area.id.hex, "channel": channel.id.hex, "name": subject.name, "desc": subject.desc,
+                                "topicKey": subject.topicKey, "levels": options(levels, selected: subject.opt.level.rawValue),
+                                "distributions": options(distributions, selected: subject.opt.distribution.rawValue),
+                            ]
+                        },
+                        "levels": options(levels, selected: SubscriptionLevel.optIn.rawValue),
+                        "distributions": options(distributions, selected: TopicDistribution.alert.rawValue),
+                    ]
+                },
+            ]
+        }
+        var values: [String: Any] = ["channels": model, "hasChannels": !model.isEmpty]
+        if let error { values["error"] = error }
+        return pages.page("channels", values, session: session, status: status)
+    }
+
+    /// One form per change; each redirects back to the hierarchy (or shows it with the error).
+    func changeHierarchy(_ action: String, _ session: PortalSession, _ form: PortalForm) async throws -> Response {
+        func id(_ name: String) throws -> ObjectID {
+            guard let text = form[name], let id = ObjectID(text) else { throw HeraldError.invalidField(name, "is not an id") }
+            return id
+        }
+        var opt: TopicRoutes.Body.Options?
+        if form["level"] != nil || form["distribution"] != nil { opt = .init(level: form["level"], distribution: form["distribution"]) }
+        let body = TopicRoutes.Body(name: form.text("name"), desc: form["desc"], opt: opt)
+        var anchor = ""
+        do {
+            switch action {
+            case "create-channel":
+                let fields = try body.fields(creating: true, withOptions: false)
+                let channel = Channel(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
+                try await store.createChannel(channel)
+                anchor = "channel-\(channel.id.hex)"
+            case "create-area":
+                let fields = try body.fields(creating: true, withOptions: false)
+                let area = Area(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
+                guard try await store.createArea(area, channelID: try id("channel")) else { throw HeraldError.notFound("channel") }
+                anchor = "area-\(area.id.hex)"
+            case "update-area":
+                guard try await store.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false)) != nil else {
+                    throw HeraldError.notFound("area")
+                }
+                anchor = "area-\(try id("area").hex)"
+            case "delete-area":
+                guard try await store.deleteArea(channelID: try id("channel"), areaID: try id("area")) else { throw HeraldError.notFound("area") }
+            case "create-subject":
+                let (channelID, areaID) = (try id("channel"), try id("area"))
+                let fields = try body.fields(creating: true, withOptions: true)
+                let subjectID = ids.next()
+                let subject = Subject(
+                    id: subjectID, name: fields.name ?? "", desc: fields.desc ?? "",
+                    topicKey: TopicKey(channelID: channelID, areaID: areaID, subjectID: subjectID).description, opt: fields.opt ?? SubjectOptions()
+                )
+                guard try await store.createSubject(subject, channelID: channelID, areaID: areaID) else { throw HeraldError.notFound("area") }
+                anchor = "area-\(areaID.hex)"
+            case "update-subject":
+                let fields = try body.fields(creating: false, withOptions: true)
+                guard try await store.updateSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject"), fields) != nil else {
+                    throw HeraldError.notFound("subject")
+                }
+                anchor = "area-\(try id("area").hex)"
+            case "delete-subject":
+                guard try await store.deleteSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject")) else {
+                    throw HeraldError.notFound("subject")
+                }
+                anchor = "area-\(try id("area").hex)"
+            default:
+                throw HeraldError.notFound("portal action '\(action)'")
+            }
+        } catch let error as HeraldError where error.kind == .unprocessable || error.kind == .notFound {
+            return try await channelsPage(session, error: error.message, status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+        }
+        return PortalPages.redirect(to: "/portal/channels" + (anchor.isEmpty ? "" : "#\(anchor)"))
+    }
+
+    // MARK: Archive and status (admin)
+
+    func messagesPage(_ request: Request, _ session: PortalSession) async throws -> Response {
+        let topic = request.uri.queryParameters.get("topic").flatMap { $0.isEmpty ? nil : $0 }
+        let before = request.uri.queryParameters.get("before")
+        let channels = try await store.channels()
+        var names: [String: String] = [:]
+        var topics: [[String: Any]] = []
+        for channel in channels {
+            for area in channel.areas {
+                for subject in area.subjects {
+                    let label = "\(channel.name) / \(area.name) / \(subject.name)"
+                    names[subject.topicKey] = label
+                    topics.append(["topicKey": subject.topicKey, "label": label, "selected": subject.topicKey == topic])
+                }
+            }
+        }
+        let page = try await store.messages(topicKey: topic, limit: 50, before: before)
+        let rows: [[String: Any]] = page.messages.map { message in
+            [
+                "msiKey": message.msiKey, "title": message.title, "desc": message.desc, "distribution": message.distribution.rawValue,
+                "sender": message.sender, "topic": names[message.topicKey] ?? message.topicKey,
+                "time": Timestamp.format(Date(timeIntervalSince1970: Double(message.timestamp) / 1000)),
+            ]
+        }
+        var values: [String: Any] = ["topics": topics, "messages": rows, "hasMessages": !rows.isEmpty, "filtered": topic != nil]
+        if let cursor = page.next {
+            values["next"] = "/portal/messages?before=\(cursor)" + (topic.map { "&topic=\($0)" } ?? "")
+        }
+        return pages.page("messages", values, session: session)
+    }
+
+    func statusPage(_ request: Request, _ session: PortalSession) async throws -> Response {
+        let text = (request.uri.queryParameters.get("id") ?? "").trimmingCharacters(in: .whitespaces)
+        var values: [String: Any] = ["id": text]
+        if !text.isEmpty {
+            if let id = ObjectID(text), let status = try await store.status(of: id) {
+                let n = status.notification
+                values["notification"] = [
+                    "id": n.id.hex, "title": n.title, "type": n.type, "distribution": n.distribution.rawValue, "recipients": status.recipients,
+                    "time": Timestamp.format(n.timestamp),
+                ]
+                values["summary"] = status.summary.keys.sorted().map { sink -> [String: Any] in
+                    let counts = status.summary[sink] ?? [:]
+                    return ["sink": sink, "counts": counts.keys.map(\.rawValue).sorted().map { "\($0): \(counts[DeliveryState(rawValue: $0) ?? .pending] ?? 0)" }.joined(separator: ", ")]
+                }
+                values["deliveries"] = status.deliveries.map { d -> [String: Any] in
+                    [
+                        "sink": d.sink, "recipient": d.topic.map { "topic \($0)" } ?? d.userID, "state": d.state.rawValue, "attempts": d.attempts,
+                        "error": d.lastError ?? "", "updated": Timestamp.format(d.updatedAt),
+                    ]
+                }
+                let total = status.summary.values.reduce(0) { sum, counts in sum + counts.values.reduce(0, +) }
+                values["truncated"] = total > status.deliveries.count
+            } else {
+                values["notFound"] = true
+            }
+        }
+        return pages.page("status", values, session: session)
+    }
+}
