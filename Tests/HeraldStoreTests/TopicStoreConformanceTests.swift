@@ -71,6 +71,9 @@ import Testing
         #expect(optIn.receipt.recipients == 1)
         let deliveries = try #require(try await store.status(of: n.id)?.deliveries)
         #expect(deliveries.map(\.sink).sorted() == ["fcm", "history"])
+        // History is written with the message itself, not queued.
+        #expect(deliveries.first { $0.sink == "history" }?.state == .delivered)
+        #expect(try await store.history(userID: "c", limit: 10, before: nil).items.map(\.notificationID).contains(n.id))
         #expect(deliveries.first { $0.sink == "fcm" }?.topic == t.optIn.topicKey)
         let claimed = try await store.claimDue(now: Date().addingTimeInterval(1), limit: 100, lease: .seconds(30))
         #expect(claimed.filter { $0.recipient.topic == t.optIn.topicKey }.count == 1, "topic sends carry their topic")

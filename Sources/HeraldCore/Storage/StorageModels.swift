@@ -179,7 +179,8 @@ public struct SinkCounters: Sendable, Equatable {
 
 /// Who a fan-out reaches, and how their deliveries are planned.
 public enum FanOutPlan: Sendable {
-    /// Every subscriber gets a history delivery, whatever their settings (Message Hub messages).
+    /// Every subscriber gets a history row, whatever their settings (Message Hub messages),
+    /// written in the accepting transaction and recorded as a delivered history delivery.
     case historyOnly
     /// Each subscriber's deliveries come from the router, so their settings apply.
     case route(@Sendable (RecipientContext) -> [PlannedDelivery])

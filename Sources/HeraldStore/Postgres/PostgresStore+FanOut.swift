@@ -17,20 +17,29 @@ extension PostgresStore {
             var recipients = 0
             switch plan {
             case .historyOnly:
-                // Entirely inside PostgreSQL: nothing is read into memory, whatever the topic's size.
-                recipients = try await session.count(
+                // Entirely inside PostgreSQL, nothing read into memory whatever the topic's size:
+                // one statement writes the history rows, in the accepting transaction, and records
+                // them as delivered history deliveries (one queue round-trip per row saved).
+                recipients = try await session.row(
                     """
-                    INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                    SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'pending', 0,
-                        \(now), \(now)
-                    FROM (
+                    WITH recipients AS (
                         SELECT id AS user_id FROM users WHERE \(forced)
                         UNION ALL
                         SELECT user_id FROM subscriptions WHERE NOT \(forced) AND topic_key = \(topic)
-                    ) AS recipients
-                    RETURNING id
+                    ), recorded AS (
+                        INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                        SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'delivered', 1,
+                            NULL, \(now)
+                        FROM recipients
+                        RETURNING 1
+                    ), written AS (
+                        INSERT INTO history (notification_id, user_id, read, created_at)
+                        SELECT \(notification.id.hex), user_id, 0, \(now) FROM recipients
+                        ON CONFLICT (notification_id, user_id) DO NOTHING
+                    )
+                    SELECT COUNT(*) AS n FROM recorded
                     """
-                )
+                )?.int("n") ?? 0
             case .route(let route):
                 // Keyset pages: each page's settings and devices are read, routed and written
                 // before the next is read.

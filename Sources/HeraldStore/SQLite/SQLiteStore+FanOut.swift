@@ -18,15 +18,21 @@ extension SQLiteStore {
             var recipients = 0
             switch plan {
             case .historyOnly:
-                // Entirely inside SQLite: nothing is read into memory, whatever the topic's size.
+                // Entirely inside SQLite, nothing read into memory whatever the topic's size: the
+                // history rows are written here, in the accepting transaction, and recorded as
+                // delivered history deliveries (one queue round-trip per row saved).
                 try db.execute(
                     sql: """
                         INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                        SELECT ?, ?, user_id, ?, 'pending', 0, ?, ? FROM (\(source))
+                        SELECT ?, ?, user_id, ?, 'delivered', 1, NULL, ? FROM (\(source))
                         """,
-                    arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now, now] + arguments
+                    arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now] + arguments
                 )
                 recipients = db.changesCount
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source))",
+                    arguments: [notification.id.hex, now] + arguments
+                )
             case .route(let route):
                 // Keyset pages: each page's settings and devices are read, routed and written
                 // before the next is read.
