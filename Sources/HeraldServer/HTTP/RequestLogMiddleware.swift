@@ -24,13 +24,16 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 
     private func log(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {
+        let level: Logger.Level = status >= 500 ? .error : .info
+        // Building the fields costs more than the request on fast paths (the feed's 304).
+        guard context.logger.logLevel <= level else { return }
         let elapsed = ContinuousClock.now - started
         var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(status)",
             "duration_ms": "\(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))",
         ]
         for (key, value) in context.logFields.values { metadata[key] = "\(value)" }
-        context.logger.log(level: status >= 500 ? .error : .info, "request", metadata: metadata)
+        context.logger.log(level: level, "request", metadata: metadata)
     }
 }
 
