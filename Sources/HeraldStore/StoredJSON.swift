@@ -11,6 +11,8 @@ enum StoredJSON {
 
     static func decode<T: Decodable>(_ type: T.Type, from text: String?) throws -> T? {
         guard let text else { return nil }
+        // Most notifications carry no data map: skip the decoder for it.
+        if text == "{}", let empty = [String: String]() as? T { return empty }
         return try JSONDecoder().decode(T.self, from: Data(text.utf8))
     }
 

@@ -22,22 +22,22 @@ public enum JSONBody {
         }
         let data = Data(buffer.readableBytesView)
         guard !data.isEmpty else { throw HeraldError(.badRequest, code: "missing_body", "a JSON object body is required") }
-        let decoder = JSONDecoder()
-        let fields: [String: IgnoredJSON]
+        // One parse: the wrapper reads the object's keys and the value from the same decoder.
+        let body: KeyedBody<T>
         do {
-            fields = try decoder.decode([String: IgnoredJSON].self, from: data)
-        } catch DecodingError.typeMismatch {
+            body = try JSONDecoder().decode(KeyedBody<T>.self, from: data)
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
             throw HeraldError(.badRequest, code: "invalid_json", "the body must be a JSON object")
         } catch {
             throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
         }
         if let knownFields {
-            for name in fields.keys.sorted() where !knownFields.contains(name) {
+            for name in body.keys.sorted() where !knownFields.contains(name) {
                 throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")
             }
         }
         do {
-            return try decoder.decode(T.self, from: data)
+            return try body.value.get()
         } catch let error as DecodingError {
             throw fieldError(error)
         }
@@ -115,6 +115,25 @@ struct Nullable<Wrapped: Encodable>: Encodable {
 }
 
 /// Decodes any JSON value and keeps nothing: used to list an object's keys.
-struct IgnoredJSON: Decodable {
-    init(from decoder: any Decoder) throws {}
+/// A JSON object's keys, and the value decoded from it (or why it could not be), so unknown
+/// fields can be reported before type errors without parsing the body twice.
+struct KeyedBody<T: Decodable>: Decodable {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let keys: [String]
+    let value: Result<T, any Error>
+
+    init(from decoder: any Decoder) throws {
+        keys = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
+        do {
+            value = .success(try T(from: decoder))
+        } catch {
+            value = .failure(error)
+        }
+    }
 }
