@@ -98,7 +98,10 @@ import Testing
         #expect(configuration.resolvedPublicBaseURL == "http://127.0.0.1:8080")
     }
 
-    @Test(arguments: [["HERALD_PORT": "eighty"], ["HERALD_PORT": "70000"], ["HERALD_DELIVERY_MAX_ATTEMPTS": "0"], ["HERALD_SINKS_CONSOLE_ENABLED": "maybe"]])
+    @Test(arguments: [
+        ["HERALD_PORT": "eighty"], ["HERALD_PORT": "70000"], ["HERALD_DELIVERY_MAX_ATTEMPTS": "0"], ["HERALD_SINKS_CONSOLE_ENABLED": "maybe"],
+        ["HERALD_SHUTDOWN_TIMEOUT": "0"], ["HERALD_DELIVERY_BATCH_SIZE": "0"], ["HERALD_METRICS_PUBLIC": "maybe"],
+    ])
     func badValuesAreRefusedNamingTheKey(_ environment: [String: String]) async throws {
         let reader = try await HeraldConfiguration.reader(configFile: nil, environment: environment)
         #expect(throws: HeraldError.self) { try HeraldConfiguration(reader: reader) }
@@ -162,5 +165,24 @@ import Testing
 
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
+    }
+
+    /// Database URLs that cannot work are refused at start with one line that names the
+    /// problem and never echoes a password.
+    @Test(arguments: [
+        ("mysql://u:p@h/db", "sqlite:PATH or postgres://"),
+        ("postgres://", "no host"),
+        ("postgres://127.0.0.1/herald", "no user name"),
+        ("postgres://herald:s3cret@127.0.0.1:5432", "no database name"),
+        ("postgres://herald:s3cret@127.0.0.1/herald?sslmode=sometimes", "sslmode 'sometimes'"),
+    ])
+    func unusableDatabaseURLsAreRefused(_ url: String, _ problem: String) throws {
+        do {
+            _ = try StorageLocation.open(url)
+            Issue.record("\(url) was accepted")
+        } catch let error as HeraldError {
+            #expect(error.message.contains(problem), "\(error.message)")
+            #expect(!error.message.contains("s3cret"))
+        }
     }
 }
