@@ -24,12 +24,7 @@ import Testing
     }
 
     func get(_ url: String, key: String, user: String) async throws -> [String: Any] {
-        var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        request.headers.add(name: "X-User-ID", value: user)
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        return try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] ?? [:]
+        try await LoadHarness.request(.GET, url, key: key, user: user).1
     }
 
     @Test func notifsimSendsAndTheItemAppearsInHistory() async throws {
@@ -71,13 +66,8 @@ import Testing
             environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_METRICS_PUBLIC": "true"], in: directory
         )
         for token in ["phone-token", "tablet-token"] {
-            var request = HTTPClientRequest(url: "\(herald.url)/api/notifications/register")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(key)")
-            request.headers.add(name: "X-User-ID", value: "zoe")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: "{\"fcm_token\":\"\(token)\"}"))
-            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
+            let (status, _) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: key, user: "zoe", body: "{\"fcm_token\":\"\(token)\"}")
+            #expect(status == 200)
         }
         let sent = try await runCommand(Binaries.path("notifsim"), ["-u", "zoe", "-t", "message", "-n", "New message", "--url", herald.url, "--key", key], in: directory)
         #expect(sent.status == 0, "\(sent.stderr)")

@@ -102,18 +102,9 @@ extension PortalRoutes {
     func messagesPage(_ request: Request, _ session: PortalSession) async throws -> Response {
         let topic = request.uri.queryParameters.get("topic").flatMap { $0.isEmpty ? nil : $0 }
         let before = request.uri.queryParameters.get("before")
-        let channels = try await store.channels()
-        var names: [String: String] = [:]
-        var topics: [[String: Any]] = []
-        for channel in channels {
-            for area in channel.areas {
-                for subject in area.subjects {
-                    let label = "\(channel.name) / \(area.name) / \(subject.name)"
-                    names[subject.topicKey] = label
-                    topics.append(["topicKey": subject.topicKey, "label": label, "selected": subject.topicKey == topic])
-                }
-            }
-        }
+        let entries = Self.subjects(of: try await store.channels())
+        let names = Dictionary(entries.map { ($0.subject.topicKey, $0.label) }, uniquingKeysWith: { first, _ in first })
+        let topics: [[String: Any]] = entries.map { ["topicKey": $0.subject.topicKey, "label": $0.label, "selected": $0.subject.topicKey == topic] }
         let page = try await store.messages(topicKey: topic, limit: 50, before: before)
         let rows: [[String: Any]] = page.messages.map { message in
             [

@@ -118,16 +118,11 @@ struct PortalRoutes {
     func sendPage(_ session: PortalSession, values: [String: String], errors: [String: String], status: HTTPResponse.Status = .ok) async throws -> Response {
         let channels = try await store.channels()
         let selected = values["topic_key"]
-        var subjects: [[String: Any]] = []
-        for channel in channels {
-            for area in channel.areas {
-                for subject in area.subjects {
-                    subjects.append([
-                        "topicKey": subject.topicKey, "label": "\(channel.name) / \(area.name) / \(subject.name)", "name": subject.name,
-                        "area": area.id.hex, "distribution": subject.opt.distribution.rawValue, "selected": subject.topicKey == selected,
-                    ])
-                }
-            }
+        let subjects: [[String: Any]] = Self.subjects(of: channels).map { entry in
+            [
+                "topicKey": entry.subject.topicKey, "label": entry.label, "name": entry.subject.name, "area": entry.area.id.hex,
+                "distribution": entry.subject.opt.distribution.rawValue, "selected": entry.subject.topicKey == selected,
+            ]
         }
         let areas: [[String: Any]] = channels.flatMap { channel in
             channel.areas.map { ["id": $0.id.hex, "name": $0.name, "channel": channel.id.hex] }
@@ -166,6 +161,13 @@ struct PortalRoutes {
             )
         } catch let error as HeraldError where error.kind == .unprocessable {
             return try await sendPage(session, values: values, errors: [Self.field(of: error) ?? "form": error.message], status: .unprocessableContent)
+        }
+    }
+
+    /// Every subject with its area and its "Channel / Area / Subject" label, in hierarchy order.
+    static func subjects(of channels: [Channel]) -> [(area: Area, subject: Subject, label: String)] {
+        channels.flatMap { channel in
+            channel.areas.flatMap { area in area.subjects.map { (area, $0, "\(channel.name) / \(area.name) / \($0.name)") } }
         }
     }
 
