@@ -179,7 +179,9 @@ extension PostgresStore {
             throw HeraldError(.badRequest, code: "invalid_name", "database name '\(name)' must be lower-case letters, digits and underscores")
         }
         guard var components = URLComponents(string: serverURL) else { throw HeraldError(.badRequest, code: "invalid_config", "not a URL: \(serverURL)") }
-        let client = PostgresClient(configuration: try configuration(url: serverURL), backgroundLogger: Logger(label: "herald.postgres.setup"))
+        // Quiet: the pool warns when the first query races its start, and errors are thrown anyway.
+        let quiet = Logger(label: "herald.postgres.setup", factory: { _ in SwiftLogNoOpLogHandler() })
+        let client = PostgresClient(configuration: try configuration(url: serverURL), backgroundLogger: quiet)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
