@@ -31,7 +31,6 @@ public struct HeraldServer: Sendable {
     public let metricsRegistry: PrometheusCollectorRegistry
     let metrics: HeraldMetrics
     let portalPages: PortalPages
-    let portalSessions = PortalSessions()
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
     let ids: ObjectIDGenerator
@@ -138,7 +137,7 @@ public struct HeraldServer: Sendable {
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
         PortalRoutes(
-            pages: portalPages, sessions: portalSessions, store: store, service: service, ids: ids, checksFCMTopicLimit: sinks["fcm"] != nil
+            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, ids: ids, checksFCMTopicLimit: sinks["fcm"] != nil
         ).register(on: router)
         return router
     }

@@ -79,6 +79,21 @@ enum StoredRecords {
         )
     }
 
+    /// A session joined with its (unrevoked) API key.
+    static let portalSessionSQL = """
+        SELECT s.id_hash, s.key_id, s.csrf, s.expires_at, k.id, k.name, k.role, k.created_at, k.revoked_at
+        FROM portal_sessions s JOIN api_keys k ON k.id = s.key_id
+        """
+
+    static func portalSession(_ row: some StoredRow) throws -> PortalSessionEntry {
+        PortalSessionEntry(
+            session: PortalSessionRecord(
+                idHash: try row.text("id_hash"), keyID: try row.objectID("key_id"), csrf: try row.text("csrf"), expiresAt: try row.date("expires_at")
+            ),
+            key: try apiKey(row)
+        )
+    }
+
     static let queueStatsSQL = """
         SELECT COUNT(*) AS pending, MIN(n.timestamp) AS oldest
         FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending'

@@ -107,4 +107,24 @@ import Testing
             #expect(try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).status == .seeOther)
         }
     }
+
+    /// Sessions live in storage: a second server on the same database knows them, and revoking
+    /// the key ends them.
+    @Test func sessionsAreSharedThroughStorageAndEndWithTheirKey() async throws {
+        let herald = try await TestHerald.make()
+        var second = herald.server.configuration
+        second.bootstrapAdminKey = nil
+        let other = try await HeraldServer.start(second)
+        let session = try await herald.test { (client: any TestClientProtocol) async throws -> String? in
+            try await signIn(client, key: herald.communicator).0
+        }
+        let cookie = try #require(session)
+        try await other.application(deliveryWorkers: false).test(.router) { (client: any TestClientProtocol) async throws in
+            #expect(try await client.call(.get, "/portal/send", [.cookie: cookie]).status == .ok, "the other process knows the session")
+            let keys = try await other.store.keys()
+            let communicator = try #require(keys.first { $0.role == .communicator })
+            #expect(try await other.store.revokeKey(id: communicator.id, at: Date()))
+            #expect(try await client.call(.get, "/portal/send", [.cookie: cookie]).status == .seeOther, "revoking the key ends the session")
+        }
+    }
 }

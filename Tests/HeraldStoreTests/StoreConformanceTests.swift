@@ -299,4 +299,33 @@ import Testing
         #expect(claimed.count == 500)
         #expect(Set(claimed).count == 500, "no delivery was claimed twice")
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func portalSessionsEndWhenTheyExpireOrTheirKeyIsRevoked(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let key = APIKeyRecord(id: ids.next(), name: "comms", role: .communicator, createdAt: t0)
+        try await store.createKey(key, secretHash: "hash-comms")
+        let session = PortalSessionRecord(idHash: "h1", keyID: key.id, csrf: "token", expiresAt: t0.addingTimeInterval(3600))
+        try await store.createPortalSession(session, at: t0)
+        #expect(try await store.portalSession(idHash: "h1", at: t0) == PortalSessionEntry(session: session, key: key))
+        #expect(try await store.portalSession(idHash: "other", at: t0) == nil)
+        #expect(try await store.portalSession(idHash: "h1", at: t0.addingTimeInterval(3600)) == nil, "expired")
+
+        // A second session for the same key; deleting one leaves the other.
+        try await store.createPortalSession(PortalSessionRecord(idHash: "h2", keyID: key.id, csrf: "t2", expiresAt: t0.addingTimeInterval(7200)), at: t0)
+        try await store.deletePortalSession(idHash: "h2")
+        #expect(try await store.portalSession(idHash: "h2", at: t0) == nil)
+        #expect(try await store.portalSession(idHash: "h1", at: t0) != nil)
+
+        // Creating a session clears the ones expired by then: h1 is gone even when asked about
+        // a time it was still valid.
+        try await store.createPortalSession(
+            PortalSessionRecord(idHash: "h3", keyID: key.id, csrf: "t3", expiresAt: t0.addingTimeInterval(9000)), at: t0.addingTimeInterval(3600)
+        )
+        #expect(try await store.portalSession(idHash: "h1", at: t0) == nil)
+        #expect(try await store.portalSession(idHash: "h3", at: t0) != nil)
+
+        #expect(try await store.revokeKey(id: key.id, at: t0))
+        #expect(try await store.portalSession(idHash: "h3", at: t0) == nil, "a revoked key ends its sessions")
+    }
 }

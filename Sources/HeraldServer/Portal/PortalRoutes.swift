@@ -17,7 +17,7 @@ struct PortalRoutes {
     /// Registered on the router directly, not in the route table: the table (and openapi.yaml)
     /// describe the JSON API.
     func register(on router: Router<HeraldRequestContext>) {
-        router.get("portal/") { request, _ in home(request) }
+        router.get("portal/") { request, _ in try await home(request) }
         router.get("portal/login") { request, _ in loginPage(request, error: nil) }
         router.post("portal/login") { request, _ in try await login(request) }
         router.post("portal/logout") { request, _ in try await logout(request) }
@@ -36,8 +36,9 @@ struct PortalRoutes {
 
     // MARK: Sessions
 
-    func session(_ request: Request) -> PortalSession? {
-        request.cookies[PortalSessions.cookie].flatMap { sessions.session(id: $0.value) }
+    func session(_ request: Request) async throws -> PortalSession? {
+        guard let cookie = request.cookies[PortalSessions.cookie] else { return nil }
+        return try await sessions.session(id: cookie.value)
     }
 
     /// Runs `body` for a signed-in user: others go to the login page, communicators asking for an
@@ -45,7 +46,7 @@ struct PortalRoutes {
     func withSession(
         _ request: Request, form: PortalForm? = nil, admin: Bool = false, _ body: (PortalSession, PortalForm) async throws -> Response
     ) async throws -> Response {
-        guard let session = session(request) else { return PortalPages.redirect(to: "/portal/login") }
+        guard let session = try await session(request) else { return PortalPages.redirect(to: "/portal/login") }
         if admin && !session.isAdmin {
             return pages.page("error", ["title": "Admins only", "message": "This page needs an admin key. You are signed in as a communicator."], session: session, status: .forbidden)
         }
@@ -69,8 +70,8 @@ struct PortalRoutes {
         return "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure)"
     }
 
-    func home(_ request: Request) -> Response {
-        PortalPages.redirect(to: session(request) == nil ? "/portal/login" : "/portal/send")
+    func home(_ request: Request) async throws -> Response {
+        PortalPages.redirect(to: try await session(request) == nil ? "/portal/login" : "/portal/send")
     }
 
     func loginPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
@@ -95,7 +96,7 @@ struct PortalRoutes {
         guard key.role == .communicator || key.role == .admin else {
             return loginPage(request, error: "The portal is for communicator and admin keys; this is a \(key.role.rawValue) key.", status: .forbidden)
         }
-        let session = sessions.create(for: key)
+        let session = try await sessions.create(for: key)
         return PortalPages.redirect(
             to: "/portal/",
             setting: [
@@ -107,8 +108,8 @@ struct PortalRoutes {
 
     func logout(_ request: Request) async throws -> Response {
         let form = try await PortalForm(request)
-        if let session = session(request), PortalSessions.sameToken(form["csrf"] ?? "", session.csrf) {
-            sessions.end(id: session.id)
+        if let session = try await session(request), PortalSessions.sameToken(form["csrf"] ?? "", session.csrf) {
+            try await sessions.end(id: session.id)
         }
         return PortalPages.redirect(to: "/portal/login", setting: [cookie(PortalSessions.cookie, "", maxAge: 0, request: request)])
     }

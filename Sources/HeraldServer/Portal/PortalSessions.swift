@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import HeraldCore
-import Synchronization
 
 /// A logged-in portal user: the API key they logged in with (never its secret), and the
 /// token every form must carry back (CSRF).
@@ -15,38 +14,34 @@ struct PortalSession: Sendable {
     var isAdmin: Bool { role == .admin }
 }
 
-/// Portal sessions, in this process's memory: a restart logs everyone out, and behind a load
-/// balancer with several Herald processes the portal needs sticky sessions.
-final class PortalSessions: Sendable {
+/// Portal sessions, kept in storage so every Herald process behind a load balancer knows them
+/// and a restart signs nobody out. Only a hash of each session id is stored, and a session ends
+/// when its API key is revoked.
+struct PortalSessions: Sendable {
     static let cookie = "herald_session"
     static let loginCookie = "herald_login_csrf"
     static let lifetime: TimeInterval = 8 * 3600
 
-    private let sessions = Mutex<[String: PortalSession]>([:])
-    private let capacity = 10_000
+    let store: any PortalSessionStore
 
-    func create(for key: APIKeyRecord, now: Date = Date()) -> PortalSession {
-        let session = PortalSession(id: Self.randomToken(), keyName: key.name, role: key.role, csrf: Self.randomToken(), expires: now.addingTimeInterval(Self.lifetime))
-        sessions.withLock { sessions in
-            if sessions.count >= capacity { sessions = sessions.filter { $0.value.expires > now } }
-            sessions[session.id] = session
-        }
-        return session
+    func create(for key: APIKeyRecord, now: Date = Date()) async throws -> PortalSession {
+        let id = Self.randomToken()
+        let record = PortalSessionRecord(idHash: Self.hash(id), keyID: key.id, csrf: Self.randomToken(), expiresAt: now.addingTimeInterval(Self.lifetime))
+        try await store.createPortalSession(record, at: now)
+        return PortalSession(id: id, keyName: key.name, role: key.role, csrf: record.csrf, expires: record.expiresAt)
     }
 
-    func session(id: String, now: Date = Date()) -> PortalSession? {
-        sessions.withLock { sessions in
-            guard let session = sessions[id] else { return nil }
-            guard session.expires > now else {
-                sessions.removeValue(forKey: id)
-                return nil
-            }
-            return session
-        }
+    func session(id: String, now: Date = Date()) async throws -> PortalSession? {
+        guard id.utf8.count == 64, let entry = try await store.portalSession(idHash: Self.hash(id), at: now) else { return nil }
+        return PortalSession(id: id, keyName: entry.key.name, role: entry.key.role, csrf: entry.session.csrf, expires: entry.session.expiresAt)
     }
 
-    func end(id: String) {
-        sessions.withLock { _ = $0.removeValue(forKey: id) }
+    func end(id: String) async throws {
+        try await store.deletePortalSession(idHash: Self.hash(id))
+    }
+
+    static func hash(_ id: String) -> String {
+        Hex.lowercase(SHA256.hash(data: Data(id.utf8)))
     }
 
     /// 256 random bits as hex.

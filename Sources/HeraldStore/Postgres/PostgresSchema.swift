@@ -183,6 +183,20 @@ enum PostgresSchema {
                 "INSERT INTO content_sets (name, items) VALUES ('pending', '[]'), ('published', '[]')",
             ]
         ),
+        (
+            "v2-portal-sessions",
+            [
+                """
+                CREATE TABLE portal_sessions (
+                    id_hash TEXT PRIMARY KEY,
+                    key_id TEXT NOT NULL,
+                    csrf TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX portal_sessions_by_expiry ON portal_sessions(expires_at)",
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

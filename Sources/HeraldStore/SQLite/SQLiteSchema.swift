@@ -171,6 +171,19 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v6-portal-sessions") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE portal_sessions (
+                        id_hash TEXT PRIMARY KEY,
+                        key_id TEXT NOT NULL,
+                        csrf TEXT NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX portal_sessions_by_expiry ON portal_sessions(expires_at);
+                    """
+            )
+        }
         return migrator
     }
 }
