@@ -233,6 +233,7 @@ let package = Package(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldServer",
+                "HeraldTestSupport",
                 "HeraldCore",
                 "HeraldStore",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -3,8 +3,8 @@ public import HeraldCore
 import Logging
 public import ServiceLifecycle
 
-/// Purges expired feed messages from storage and reloads the feed snapshot on a schedule
-/// (which also picks up messages another Herald process wrote).
+/// Purges expired feed messages from storage and reloads the feed snapshot on a schedule, and
+/// at once when another Herald process changes the feed (PostgreSQL `LISTEN`).
 public struct FeedMaintenance: Service {
     let store: any HeraldStorage
     let snapshot: FeedSnapshot
@@ -19,13 +19,44 @@ public struct FeedMaintenance: Service {
     }
 
     public func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                try await runOnce()
-            } catch {
-                logger.warning("feed maintenance failed: \(error)")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.reloadOnChanges() }
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do {
+                    try await runOnce()
+                } catch {
+                    logger.warning("feed maintenance failed: \(error)")
+                }
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            group.cancelAll()
+        }
+    }
+
+    /// Reloads the snapshot after each change another process announces; a burst of changes
+    /// costs one reload per change seen, never a queue of them.
+    private func reloadOnChanges() async {
+        let (changes, announce) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var failures = 0
+                while !Task.isCancelled {
+                    do {
+                        try await store.watchFeedChanges { announce.yield() }
+                        break
+                    } catch {
+                        guard !Task.isCancelled else { break }
+                        failures += 1
+                        logger.warning("lost the feed's change notifications, relying on the schedule: \(error)")
+                        let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
+                        try? await Task.sleep(for: pause)
+                    }
+                }
+                announce.finish()
+            }
+            for await _ in changes {
+                do { try await snapshot.reload(from: store) } catch { logger.warning("feed reload failed: \(error)") }
+            }
         }
     }
 

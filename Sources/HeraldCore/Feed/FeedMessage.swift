@@ -43,6 +43,13 @@ public protocol FeedStore: Sendable {
     func feedMessages() async throws -> [FeedMessage]
     /// Deletes messages that expired before `date`. - Returns: how many.
     func purgeFeedMessages(expiredBefore date: Date) async throws -> Int
+    /// Calls `changed` whenever any process adds or deletes feed messages, until the task is
+    /// cancelled. A store that only one process writes (SQLite) returns at once.
+    func watchFeedChanges(_ changed: @escaping @Sendable () -> Void) async throws
+}
+
+extension FeedStore {
+    public func watchFeedChanges(_ changed: @escaping @Sendable () -> Void) async throws {}
 }
 
 /// Who is asking the feed: both filters are optional.

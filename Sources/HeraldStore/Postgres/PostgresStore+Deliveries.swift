@@ -62,11 +62,7 @@ extension PostgresStore {
     }
 
     public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {
-        try await client.withConnection { connection in
-            try await connection.listen(on: Self.workChannel) { notifications in
-                for try await _ in notifications { wake() }
-            }
-        }
+        try await listen(on: Self.workChannel, wake)
     }
 
     public func queueStats() async throws -> QueueStats {

@@ -16,6 +16,8 @@ import PostgresNIO
 public final class PostgresStore: HeraldStorage {
     /// The channel that accept transactions notify when they queue deliveries.
     static let workChannel = "herald_work"
+    /// The channel notified when feed messages are added or deleted.
+    static let feedChannel = "herald_feed"
 
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
@@ -134,6 +136,16 @@ public final class PostgresStore: HeraldStorage {
     }
 
     static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
+
+    /// Holds one pooled connection to `LISTEN` on `channel`, calling `heard` per notification,
+    /// until the task is cancelled or the connection is lost (then it throws).
+    func listen(on channel: String, _ heard: @escaping @Sendable () -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: channel) { notifications in
+                for try await _ in notifications { heard() }
+            }
+        }
+    }
 }
 
 /// One connection lent to a store operation.
@@ -160,7 +172,12 @@ struct PostgresSession {
 
     /// Wakes idle workers in every process once this transaction commits.
     func notifyWork() async throws {
-        try await execute("SELECT pg_notify(\(PostgresStore.workChannel), '')")
+        try await notify(PostgresStore.workChannel)
+    }
+
+    /// Tells every process listening on `channel`, once this transaction commits.
+    func notify(_ channel: String) async throws {
+        try await execute("SELECT pg_notify(\(channel), '')")
     }
 }
 

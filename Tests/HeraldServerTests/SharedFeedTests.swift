@@ -1,0 +1,45 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import Testing
+
+/// Two Herald processes on one PostgreSQL serve the same feed: a message posted through one
+/// reaches the other's in-memory snapshot at once, not on the next scheduled reload.
+@Suite struct SharedFeedTests {
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "needs the PostgreSQL test server"))
+    func aFeedMessagePostedThroughOneProcessReachesTheOther() async throws {
+        var configuration = HeraldConfiguration()
+        configuration.database = try await PostgresTestDatabase.create()
+        configuration.publicBaseURL = "https://feed.example"
+        configuration.logLevel = "warning"
+        let first = try await HeraldServer.start(configuration)
+        let second = try await HeraldServer.start(configuration)
+        // An hour between scheduled reloads: only the change notification can bring the message.
+        let maintenance = FeedMaintenance(store: second.store, snapshot: second.feed, interval: .seconds(3600), logger: second.logger)
+        let running = Task { try await maintenance.run() }
+        defer { running.cancel() }
+        try await Task.sleep(for: .milliseconds(300))
+
+        let now = Date()
+        let message = FeedMessage(
+            id: ObjectIDGenerator().next(), title: "Maintenance tonight", body: "b", url: nil, postedAt: now, expiresAt: now.addingTimeInterval(3600),
+            priority: 1, targetRegions: [], targetVersion: nil
+        )
+        try await first.store.addFeedMessage(message)
+        var seen = false
+        for _ in 0..<100 where !seen {
+            seen = second.feed.eligible(at: Date(), for: FeedQuery()).contains { $0.id == message.id }
+            if !seen { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(seen, "the second process's snapshot has the message within 5 s")
+
+        #expect(try await first.store.deleteFeedMessage(id: message.id))
+        var gone = false
+        for _ in 0..<100 where !gone {
+            gone = !second.feed.eligible(at: Date(), for: FeedQuery()).contains { $0.id == message.id }
+            if !gone { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(gone, "and loses it when it is deleted")
+    }
+}
