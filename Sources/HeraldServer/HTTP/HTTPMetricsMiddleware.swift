@@ -16,8 +16,7 @@ struct HTTPMetricsMiddleware: RouterMiddleware {
             metrics.httpRequest(method: request.method.rawValue, route: route, status: response.status.code)
             return response
         } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            metrics.httpRequest(method: request.method.rawValue, route: route, status: status)
+            metrics.httpRequest(method: request.method.rawValue, route: route, status: RequestLogMiddleware.status(of: error))
             throw error
         }
     }

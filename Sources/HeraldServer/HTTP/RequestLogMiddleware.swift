@@ -18,9 +18,14 @@ struct RequestLogMiddleware: RouterMiddleware {
             log(request, context: context, status: response.status.code, started: started)
             return response
         } catch {
-            log(request, context: context, status: (error as? any HTTPResponseError)?.status.code ?? 500, started: started)
+            log(request, context: context, status: Self.status(of: error), started: started)
             throw error
         }
+    }
+
+    /// The status a client sees for an error that got past ``ErrorMiddleware``.
+    static func status(of error: any Error) -> Int {
+        (error as? any HTTPResponseError)?.status.code ?? 500
     }
 
     private func log(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {

@@ -132,7 +132,7 @@ extension PortalRoutes {
                 ]
                 values["summary"] = status.summary.keys.sorted().map { sink -> [String: Any] in
                     let counts = status.summary[sink] ?? [:]
-                    return ["sink": sink, "counts": counts.keys.map(\.rawValue).sorted().map { "\($0): \(counts[DeliveryState(rawValue: $0) ?? .pending] ?? 0)" }.joined(separator: ", ")]
+                    return ["sink": sink, "counts": counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue): \($0.value)" }.joined(separator: ", ")]
                 }
                 values["deliveries"] = status.deliveries.map { d -> [String: Any] in
                     [

@@ -3,13 +3,13 @@ import HeraldCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func createPortalSession(_ session: PortalSessionRecord, at now: Date) async throws {
-        try await transaction { connection in
-            try await connection.execute("DELETE FROM portal_sessions WHERE expires_at <= \(Self.micros(now))")
-            try await connection.execute(
+    public func createPortalSession(_ record: PortalSessionRecord, at now: Date) async throws {
+        try await transaction { session in
+            try await session.execute("DELETE FROM portal_sessions WHERE expires_at <= \(Self.micros(now))")
+            try await session.execute(
                 """
                 INSERT INTO portal_sessions (id_hash, key_id, csrf, expires_at)
-                VALUES (\(session.idHash), \(session.keyID.hex), \(session.csrf), \(Self.micros(session.expiresAt)))
+                VALUES (\(record.idHash), \(record.keyID.hex), \(record.csrf), \(Self.micros(record.expiresAt)))
                 """
             )
         }
