@@ -5,17 +5,17 @@ import PostgresNIO
 extension PostgresStore {
     public func setPendingContent(_ items: [ContentItem]) async throws {
         let text = try StoredJSON.encode(items)
-        try await read { session in
+        try await withConnection { session in
             try await session.execute("UPDATE content_sets SET items = \(text) WHERE name = 'pending'")
         }
     }
 
     public func pendingContent() async throws -> ContentSet {
-        try await read { session in try await Self.contentSet(session, "pending") }
+        try await withConnection { session in try await Self.contentSet(session, "pending") }
     }
 
     public func publishedContent() async throws -> ContentSet {
-        try await read { session in try await Self.contentSet(session, "published") }
+        try await withConnection { session in try await Self.contentSet(session, "published") }
     }
 
     public func publishContent(at milliseconds: Int64) async throws -> ContentSet {

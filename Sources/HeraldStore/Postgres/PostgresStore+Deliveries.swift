@@ -10,7 +10,7 @@ extension PostgresStore {
         // processes claim disjoint batches without waiting for each other. The attempt is
         // counted at claim time so a delivery that crashes its worker still runs out of attempts.
         let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
-        let rows = try await read { session in
+        let rows = try await withConnection { session in
             try await session.rows(
                 """
                 WITH due AS (
@@ -66,7 +66,7 @@ extension PostgresStore {
     }
 
     public func queueStats() async throws -> QueueStats {
-        try await read { session in
+        try await withConnection { session in
             guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
@@ -75,7 +75,7 @@ extension PostgresStore {
     }
 
     public func nextDueDate() async throws -> Date? {
-        try await read { session in
+        try await withConnection { session in
             try await session.row("SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")?.optionalDate("due")
         }
     }

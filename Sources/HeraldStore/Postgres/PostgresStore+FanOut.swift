@@ -81,7 +81,7 @@ extension PostgresStore {
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {
         let beforeSeq = try StoredRecords.sequence(before: before)
-        return try await read { session in
+        return try await withConnection { session in
             let rows = try await session.rows(
                 """
                 SELECT * FROM messages WHERE seq < \(beforeSeq) AND (\(topicKey)::text IS NULL OR topic_key = \(topicKey))

@@ -27,7 +27,7 @@ extension PostgresStore {
     }
 
     public func feedMessages() async throws -> [FeedMessage] {
-        try await read { session in
+        try await withConnection { session in
             try await session.rows("SELECT * FROM feed_messages ORDER BY posted_at, id").map(StoredRecords.feedMessage)
         }
     }

@@ -7,7 +7,7 @@ extension PostgresStore {
         guard !entries.isEmpty else { return }
         let notifications = entries.map(\.notificationID.hex)
         let users = entries.map(\.userID)
-        try await read { session in
+        try await withConnection { session in
             try await session.execute(
                 """
                 INSERT INTO history (notification_id, user_id, read, created_at)
@@ -21,7 +21,7 @@ extension PostgresStore {
 
     public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {
         let beforeSeq = try StoredRecords.sequence(before: before)
-        return try await read { session in
+        return try await withConnection { session in
             let rows = try await session.rows(
                 """
                 SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp

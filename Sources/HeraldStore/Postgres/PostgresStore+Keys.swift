@@ -4,7 +4,7 @@ import PostgresNIO
 
 extension PostgresStore {
     public func createKey(_ key: APIKeyRecord, secretHash: String) async throws {
-        try await read { session in
+        try await withConnection { session in
             try await session.execute(
                 """
                 INSERT INTO api_keys (id, name, role, secret_hash, created_at, revoked_at)
@@ -15,17 +15,17 @@ extension PostgresStore {
     }
 
     public func key(secretHash: String) async throws -> APIKeyRecord? {
-        try await read { session in
+        try await withConnection { session in
             try await session.row("SELECT * FROM api_keys WHERE secret_hash = \(secretHash) AND revoked_at IS NULL").map(StoredRecords.apiKey)
         }
     }
 
     public func keys() async throws -> [APIKeyRecord] {
-        try await read { session in try await session.rows("SELECT * FROM api_keys ORDER BY id").map(StoredRecords.apiKey) }
+        try await withConnection { session in try await session.rows("SELECT * FROM api_keys ORDER BY id").map(StoredRecords.apiKey) }
     }
 
     public func revokeKey(id: ObjectID, at date: Date) async throws -> Bool {
-        try await read { session in
+        try await withConnection { session in
             try await session.count("UPDATE api_keys SET revoked_at = \(Self.micros(date)) WHERE id = \(id.hex) AND revoked_at IS NULL RETURNING id") > 0
         }
     }

@@ -73,7 +73,7 @@ extension PostgresStore {
     }
 
     public func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt? {
-        try await read { session in try await Self.receipt(session, key: idempotencyKey, since: Self.micros(since)) }
+        try await withConnection { session in try await Self.receipt(session, key: idempotencyKey, since: Self.micros(since)) }
     }
 
     static func receipt(_ session: PostgresSession, key: String, since: Int64) async throws -> NotificationReceipt? {
@@ -84,7 +84,7 @@ extension PostgresStore {
     }
 
     public func status(of id: ObjectID) async throws -> NotificationStatus? {
-        try await read { session -> NotificationStatus? in
+        try await withConnection { session -> NotificationStatus? in
             guard let row = try await session.row("SELECT * FROM notifications WHERE id = \(id.hex)") else { return nil }
             let deliveries = try await session.rows(
                 "SELECT * FROM deliveries WHERE notification_id = \(id.hex) ORDER BY id LIMIT \(NotificationStatus.deliveryListLimit)"
@@ -102,7 +102,7 @@ extension PostgresStore {
     }
 
     public func sinkCounters() async throws -> [SinkCounters] {
-        try await read { session in
+        try await withConnection { session in
             var counters: [String: SinkCounters] = [:]
             for row in try await session.rows("SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state") {
                 let sink = try row.text("sink")

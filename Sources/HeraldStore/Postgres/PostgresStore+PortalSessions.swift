@@ -16,7 +16,7 @@ extension PostgresStore {
     }
 
     public func portalSession(idHash: String, at now: Date) async throws -> PortalSessionEntry? {
-        try await read { session in
+        try await withConnection { session in
             var query = PostgresQuery(unsafeSQL: StoredRecords.portalSessionSQL + " WHERE s.id_hash = $1 AND s.expires_at > $2 AND k.revoked_at IS NULL")
             query.binds.append(idHash)
             query.binds.append(Self.micros(now))
@@ -25,6 +25,6 @@ extension PostgresStore {
     }
 
     public func deletePortalSession(idHash: String) async throws {
-        try await read { session in try await session.execute("DELETE FROM portal_sessions WHERE id_hash = \(idHash)") }
+        try await withConnection { session in try await session.execute("DELETE FROM portal_sessions WHERE id_hash = \(idHash)") }
     }
 }

@@ -17,7 +17,7 @@ extension PostgresStore {
 
     public func createChannel(_ channel: HeraldCore.Channel) async throws {
         let access = try StoredJSON.encode(channel.access)
-        try await read { session in
+        try await withConnection { session in
             try await session.execute(
                 "INSERT INTO channels (id, name, description, access) VALUES (\(channel.id.hex), \(channel.name), \(channel.desc), \(access))"
             )
@@ -26,7 +26,7 @@ extension PostgresStore {
 
     public func createArea(_ area: Area, channelID: ObjectID) async throws -> Bool {
         let access = try StoredJSON.encode(area.access)
-        return try await read { session in
+        return try await withConnection { session in
             try await session.count(
                 """
                 INSERT INTO areas (id, channel_id, name, description, access)
@@ -67,7 +67,7 @@ extension PostgresStore {
     public func createSubject(_ subject: Subject, channelID: ObjectID, areaID: ObjectID) async throws -> Bool {
         let access = try StoredJSON.encode(subject.access)
         let tags = try StoredJSON.encode(subject.tags)
-        return try await read { session in
+        return try await withConnection { session in
             try await session.count(
                 """
                 INSERT INTO subjects (id, channel_id, area_id, name, description, access, tags, topic_key, level, distribution)
@@ -81,7 +81,7 @@ extension PostgresStore {
     }
 
     public func updateSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID, _ fields: HierarchyFields) async throws -> Subject? {
-        try await read { session in
+        try await withConnection { session in
             try await session.row(
                 """
                 UPDATE subjects SET name = COALESCE(\(fields.name), name), description = COALESCE(\(fields.desc), description),
@@ -104,13 +104,13 @@ extension PostgresStore {
     }
 
     public func subject(topicKey: String) async throws -> SubjectEntry? {
-        try await read { session in
+        try await withConnection { session in
             try await session.row(PostgresQuery(unsafeSQL: Self.entrySQL + " WHERE s.topic_key = $1", binds: Self.binds(topicKey))).map(StoredRecords.entry)
         }
     }
 
     public func subscriptions(userID: String) async throws -> [SubscriptionStatus] {
-        try await read { session in
+        try await withConnection { session in
             let subscribed = Set(try await session.rows("SELECT topic_key FROM subscriptions WHERE user_id = \(userID)").map { try $0.text("topic_key") })
             return try await session.rows(PostgresQuery(unsafeSQL: Self.entrySQL + " ORDER BY c.seq, a.seq, s.seq")).map { row in
                 let entry = try StoredRecords.entry(row)
@@ -130,7 +130,7 @@ extension PostgresStore {
     }
 
     public func unsubscribe(userID: String, topicKey: String) async throws {
-        try await read { session in
+        try await withConnection { session in
             try await session.execute("DELETE FROM subscriptions WHERE user_id = \(userID) AND topic_key = \(topicKey)")
         }
     }

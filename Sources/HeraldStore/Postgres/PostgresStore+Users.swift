@@ -4,7 +4,7 @@ import PostgresNIO
 
 extension PostgresStore {
     public func settings(userID: String) async throws -> UserSettings {
-        try await read { session in try await Self.settings(session, userID: userID) }
+        try await withConnection { session in try await Self.settings(session, userID: userID) }
     }
 
     public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
@@ -23,7 +23,7 @@ extension PostgresStore {
 
     public func setAttributes(_ attributes: UserAttributes, userID: String) async throws {
         let text = try StoredJSON.encode(attributes)
-        try await read { session in
+        try await withConnection { session in
             try await session.execute(
                 """
                 INSERT INTO users (id, attributes, updated_at) VALUES (\(userID), \(text), \(Self.micros(Date())))
@@ -34,7 +34,7 @@ extension PostgresStore {
     }
 
     public func attributes(userID: String) async throws -> UserAttributes? {
-        try await read { session in
+        try await withConnection { session in
             try await session.row("SELECT attributes FROM users WHERE id = \(userID)")?.json(UserAttributes.self, "attributes")
         }
     }
@@ -95,13 +95,13 @@ extension PostgresStore {
     }
 
     public func devices(userID: String) async throws -> [Device] {
-        try await read { session in
+        try await withConnection { session in
             try await session.rows("SELECT * FROM devices WHERE user_id = \(userID) ORDER BY id").map { try StoredRecords.device($0) }
         }
     }
 
     public func recipients(userIDs: [String]) async throws -> [RecipientContext] {
-        try await read { session in try await Self.recipients(session, userIDs: userIDs) }
+        try await withConnection { session in try await Self.recipients(session, userIDs: userIDs) }
     }
 
     static func recipients(_ session: PostgresSession, userIDs: [String]) async throws -> [RecipientContext] {

@@ -82,7 +82,7 @@ public final class PostgresStore: HeraldStorage {
     }
 
     public func ping() async throws {
-        try await read { session in _ = try await session.rows("SELECT 1") }
+        try await withConnection { session in _ = try await session.rows("SELECT 1") }
     }
 
     /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration.
@@ -110,8 +110,8 @@ public final class PostgresStore: HeraldStorage {
         )
     }
 
-    /// Runs `body` on one pooled connection, outside a transaction.
-    func read<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
+    /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
+    func withConnection<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
         try await client.withConnection { connection in
             try await body(PostgresSession(connection: connection, logger: logger))
         }
