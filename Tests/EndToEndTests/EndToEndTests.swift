@@ -170,4 +170,15 @@ import Testing
         #expect(badRole.status != 0)
         #expect(badRole.stderr.contains("admin, communicator, backend"))
     }
+
+    /// `herald healthcheck` answers 0 only for a ready server, with one line otherwise.
+    @Test func healthcheckTellsReadyFromUnreachable() async throws {
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let ready = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url], in: directory)
+        #expect(ready.status == 0 && ready.stdout.contains("ready"), "\(ready.stderr)")
+        _ = await herald.stop()
+        let down = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url, "--timeout", "2"], in: directory)
+        #expect(down.status == 1)
+        #expect(down.stderr.contains("is not reachable"), "\(down.stderr)")
+    }
 }
