@@ -83,6 +83,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -195,7 +197,7 @@ let package = Package(
         // Test fixtures shared by several test targets (the throwaway PostgreSQL server).
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldStore"],
+            dependencies: ["HeraldStore", "HeraldCore"],
             path: "Tests/HeraldTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -206,12 +208,16 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore", "HeraldCore", "HeraldTestSupport"],
+            dependencies: [
+                "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "HeraldSinkTests",
-            dependencies: ["HeraldHistorySink", "HeraldConsoleSink", "HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldHistorySink", "HeraldConsoleSink", "HeraldStore", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -7,6 +7,8 @@ public import HeraldCore
 public struct ConsoleSink: NotificationSink {
     public let name: String
     public let capabilities: SinkCapabilities = .push
+    /// Every provider: it shows what would be pushed to any device.
+    public let providers: DeviceProviders = .all
     private let write: @Sendable (String) -> Void
 
     public init(name: String = "console", write: @escaping @Sendable (String) -> Void = { print($0) }) {

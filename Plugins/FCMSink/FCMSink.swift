@@ -2,9 +2,11 @@ import AsyncHTTPClient
 public import Foundation
 public import HeraldCore
 public import Logging
+import CoreMetrics
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+public import ServiceLifecycle
 import Synchronization
 
 /// How the FCM sink reaches Google (or the local emulator).
@@ -27,40 +29,75 @@ public struct FCMConfiguration: Sendable {
     }
 }
 
-/// Push through Firebase Cloud Messaging HTTP v1: one message per device token.
-public final class FCMSink: NotificationSink {
-    public let name = "fcm"
+/// Push through Firebase Cloud Messaging HTTP v1: one message per device token, and Message
+/// Hub messages as topic sends. Serves devices of the provider `fcm`.
+///
+/// A `Service`: in Herald's service group it closes the HTTP client it owns at shutdown.
+public final class FCMSink: NotificationSink, Service {
+    /// The device provider this sink serves.
+    public static let provider = "fcm"
+
+    public let name: String
     public let capabilities: SinkCapabilities = [.push, .topics]
+    public let providers: DeviceProviders = .only([FCMSink.provider])
 
     private let configuration: FCMConfiguration
     private let http: HTTPClient
+    private let ownsHTTPClient: Bool
     private let tokens: FCMAccessTokenProvider
     private let limiter: ConcurrencyLimiter
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let counters = Mutex<[String: Int]>([:])
+    /// Why the credentials look wrong, until a send succeeds again.
+    private let credentialFault = Mutex<String?>(nil)
 
     /// A client whose connection pool does not cap concurrency below `maxConcurrency`:
     /// `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host, which would serialise sends
-    /// to an HTTP/1.1 endpoint (the emulator, a proxy). It lives as long as the process.
-    public static let defaultHTTPClient: HTTPClient = {
+    /// to an HTTP/1.1 endpoint (the emulator, a proxy).
+    public static func makeHTTPClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_024
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
+    }
 
+    /// - Parameter http: a client the caller owns and shuts down; by default the sink makes its
+    ///   own and closes it when ``run()`` ends (or ``shutdown()`` is called).
     public init(
-        configuration: FCMConfiguration, http: HTTPClient = FCMSink.defaultHTTPClient, logger: Logger = Logger(label: "herald.fcm"),
+        name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
         metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
+        let client = http ?? Self.makeHTTPClient()
+        do {
+            self.tokens = try await FCMAccessTokenProvider(
+                account: configuration.account, http: client, clock: clock, onRefresh: {
+                    Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory).increment()
+                }
+            )
+        } catch {
+            if http == nil { try? await client.shutdown() }
+            throw error
+        }
+        self.name = name
         self.configuration = configuration
-        self.http = http
-        self.tokens = try await FCMAccessTokenProvider(
-            account: configuration.account, http: http, clock: clock, onRefresh: { metrics.accessTokenRefreshed(sink: "fcm") }
-        )
+        self.http = client
+        self.ownsHTTPClient = http == nil
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
+    }
+
+    /// Waits for graceful shutdown, then closes the HTTP client it owns. Deliveries in flight
+    /// finish first: the delivery engine stops before this service in Herald's group.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Closes the HTTP client the sink owns; the sink is not used afterwards.
+    public func shutdown() async {
+        guard ownsHTTPClient else { return }
+        try? await http.shutdown()
     }
 
     /// Access-token requests made so far.
@@ -75,38 +112,74 @@ public final class FCMSink: NotificationSink {
         try FCMMessageBuilder.validate(notification)
     }
 
+    public func validateTopicSend(_ notification: HeraldNotification, topic: String) throws {
+        try FCMMessageBuilder.validate(Self.topicMessage(notification, topic: topic))
+    }
+
+    /// FCM registration tokens are strings.
+    public func prepare(_ registration: inout DeviceRegistration) throws {
+        guard registration.address.token != nil else { throw HeraldError.invalidField(registration.addressField, "must be an FCM registration token (a string)") }
+        try registration.validateCommonFields()
+    }
+
+    public func health() async -> SinkHealth {
+        credentialFault.withLock { $0 }.map { .degraded(reason: $0) } ?? .ok
+    }
+
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        let results = await withTaskGroup(of: (Int, FCMResult).self) { group in
-            for (index, delivery) in batch.enumerated() {
-                group.addTask {
-                    if let topic = delivery.recipient.topic {
-                        let message = Self.topicComponent(of: delivery, topic: topic)
-                        // No answer to a topic send may mean it is already fanning out: never retry blindly.
-                        return (index, await self.limiter.run { await self.send(message, blindRetry: false) })
-                    }
-                    guard let token = delivery.recipient.device?.fcmToken else {
-                        return (index, .refused("no device token"))
-                    }
-                    let message = FCMMessageBuilder.tokenMessage(for: delivery, token: token)
-                    return (index, await self.limiter.run { await self.send(message, blindRetry: true) })
-                }
-            }
-            var results = [FCMResult](repeating: .refused("not sent"), count: batch.count)
-            for await (index, result) in group { results[index] = result }
-            return results
-        }
+        let results = await send(batch, validateOnly: false)
         // SENDER_ID_MISMATCH for every token of a batch means the credentials are wrong, not the
         // tokens: keep the devices, retry later, and say so loudly (SPEC §10).
         let mismatches = results.filter { if case .senderMismatch = $0 { true } else { false } }.count
         let credentialsFault = batch.count > 1 && mismatches == batch.count
         if credentialsFault {
-            logger.error("FCM answered SENDER_ID_MISMATCH for all \(batch.count) tokens of a batch: fcm.credentials probably belong to another Firebase project; devices are kept")
+            let reason = "FCM answered SENDER_ID_MISMATCH for all \(batch.count) tokens of a batch: the credentials of sink '\(name)' probably belong to another Firebase project; devices are kept"
+            logger.error("\(reason)")
+            credentialFault.withLock { $0 = reason }
+        } else if results.contains(.sent) {
+            credentialFault.withLock { $0 = nil }
         }
         return results.map { result in
             if credentialsFault, case .senderMismatch(let reason) = result {
-                return .retry(after: nil, reason: "\(reason) (every token in the batch: check fcm.credentials; devices kept)")
+                return .retry(after: nil, reason: "\(reason) (every token in the batch: check the credentials of sink '\(name)'; devices kept)")
             }
             return Self.outcome(result)
+        }
+    }
+
+    /// FCM's dry run: each message is sent with `validate_only`, so FCM checks it (and the
+    /// token) without delivering anything.
+    public func dryRun(_ batch: [Delivery]) async -> [DryRunResult] {
+        await send(batch, validateOnly: true).map { result in
+            switch result {
+            case .sent: .valid
+            case .unregistered(let reason), .senderMismatch(let reason), .payloadFault(let reason), .unauthorized(let reason), .refused(let reason):
+                .invalid(reason: reason)
+            case .transient(_, let reason): .invalid(reason: reason)
+            }
+        }
+    }
+
+    /// Sends (or validates) every delivery of a batch concurrently, within `maxConcurrency`.
+    private func send(_ batch: [Delivery], validateOnly: Bool) async -> [FCMResult] {
+        await withTaskGroup(of: (Int, FCMResult).self) { group in
+            for (index, delivery) in batch.enumerated() {
+                group.addTask {
+                    if let topic = delivery.recipient.topic {
+                        let message = Self.topicComponent(of: delivery, topic: topic)
+                        // No answer to a topic send may mean it is already fanning out: never retry blindly.
+                        return (index, await self.limiter.run { await self.send(message, blindRetry: false, validateOnly: validateOnly) })
+                    }
+                    guard let token = delivery.recipient.device?.token else {
+                        return (index, .refused("no device token"))
+                    }
+                    let message = FCMMessageBuilder.tokenMessage(for: delivery, token: token)
+                    return (index, await self.limiter.run { await self.send(message, blindRetry: true, validateOnly: validateOnly) })
+                }
+            }
+            var results = [FCMResult](repeating: .refused("not sent"), count: batch.count)
+            for await (index, result) in group { results[index] = result }
+            return results
         }
     }
 
@@ -149,7 +222,7 @@ public final class FCMSink: NotificationSink {
 
     /// One POST to messages:send; a 401 refreshes the access token and tries once more.
     /// - Parameter blindRetry: whether a send that got no answer may be retried later.
-    func send(_ message: FCMMessage, blindRetry: Bool, refreshed: Bool = false) async -> FCMResult {
+    func send(_ message: FCMMessage, blindRetry: Bool, validateOnly: Bool = false, refreshed: Bool = false) async -> FCMResult {
         let result: FCMResult
         do {
             let accessToken = try await tokens.token()
@@ -157,16 +230,18 @@ public final class FCMSink: NotificationSink {
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(FCMSendRequest(message: message))))
+            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil))))
             let response = try await http.execute(request, timeout: .milliseconds(Int64(configuration.requestTimeout.seconds * 1000)))
             let body = try await response.body.collect(upTo: 1 << 20)
             let classified = FCMResult.classify(status: Int(response.status.code), body: Data(buffer: body), retryAfter: response.headers.first(name: "Retry-After"), now: clock())
             if case .unauthorized = classified, !refreshed {
                 await tokens.invalidate(accessToken)
-                return await send(message, blindRetry: blindRetry, refreshed: true)
+                return await send(message, blindRetry: blindRetry, validateOnly: validateOnly, refreshed: true)
             }
             result = classified
         } catch let error as FCMError {
+            // The access token could not be had: the credentials, not the devices, are at fault.
+            credentialFault.withLock { $0 = "cannot get an access token for sink '\(name)': \(error.description)" }
             result = .transient(after: nil, reason: error.description)
         } catch {
             result = blindRetry

@@ -22,4 +22,12 @@ public struct WebhookSignature: Sendable {
         signed.append(body)
         return "v1," + Data(HMAC<SHA256>.authenticationCode(for: signed, using: key)).base64EncodedString()
     }
+
+    /// A stable message id part for `text`: the first 16 bytes of its SHA-256, in hex.
+    static func digest(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).prefix(16).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
 }

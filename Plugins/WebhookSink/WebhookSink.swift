@@ -18,16 +18,24 @@ public final class WebhookSink: NotificationSink {
         public var secret: String
         public var timeout: Duration = .seconds(10)
         public var maxConcurrency = 8
+        /// Notification types sent to the webhook; empty means every type.
+        public var types: [String] = []
+        /// Distributions sent to the webhook; empty means both.
+        public var distributions: [Distribution] = []
+        /// Whether engagement events are forwarded too (`type: engagement.event`).
+        public var forwardsEvents = false
 
-        public init(name: String, url: String, secret: String) {
+        public init(name: String, url: String, secret: String, types: [String] = [], distributions: [Distribution] = []) {
             self.name = name
             self.url = url
             self.secret = secret
+            self.types = types
+            self.distributions = distributions
         }
     }
 
     public let name: String
-    public let capabilities: SinkCapabilities = .perUser
+    public let capabilities: SinkCapabilities
     private let configuration: Configuration
     private let signature: WebhookSignature
     private let http: HTTPClient
@@ -37,6 +45,7 @@ public final class WebhookSink: NotificationSink {
 
     public init(configuration: Configuration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.webhook"), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.name = "webhook:\(configuration.name)"
+        self.capabilities = configuration.forwardsEvents ? [.perUser, .events] : .perUser
         self.configuration = configuration
         self.signature = WebhookSignature(secret: configuration.secret)
         self.http = http
@@ -47,19 +56,78 @@ public final class WebhookSink: NotificationSink {
     /// Why the sink stopped sending, if the endpoint answered 410 Gone.
     public var disabled: String? { disabledReason.withLock { $0 } }
 
+    public func health() async -> SinkHealth {
+        disabled.map { .degraded(reason: $0) } ?? .ok
+    }
+
+    /// The rules that send matching notifications to this webhook (`match.types`,
+    /// `match.distributions`).
+    public var routingRules: [RoutingRule] {
+        let typeSet = configuration.types.isEmpty ? nil : Set(configuration.types)
+        let chosen = Set(configuration.distributions)
+        if chosen.count == 1, let only = chosen.first {
+            return [RoutingRule(types: typeSet, distribution: only, add: [name])]
+        }
+        return [RoutingRule(types: typeSet, add: [name])]
+    }
+
+    /// Forwards engagement events, one signed POST each, `type: engagement.event`. The
+    /// `webhook-id` is derived from the user and the app's event id, so a receiver drops repeats.
+    public func deliverEvents(_ events: [EngagementEvent]) async -> [DeliveryOutcome] {
+        guard configuration.forwardsEvents else {
+            return events.map { _ in .failed(reason: "\(name) does not forward events (set forward_events: true)") }
+        }
+        return await concurrently(events.count) { index in
+            let event = events[index]
+            do {
+                let body = try Self.body(for: event, at: self.clock())
+                return await self.post(body, id: "evt_\(WebhookSignature.digest(event.userID + "\u{1F}" + event.eventID))")
+            } catch {
+                return .failed(reason: "event \(event.eventID) could not be encoded: \(error)")
+            }
+        }
+    }
+
+    /// The JSON body receivers get for an event: `{"type":"engagement.event","timestamp","data":{…}}`.
+    static func body(for event: EngagementEvent, at now: Date) throws -> Data {
+        var data: [String: Any] = [
+            "event_id": event.eventID, "user_id": event.userID, "type": event.type, "at": Timestamp.format(event.at),
+            "properties": try JSONSerialization.jsonObject(with: JSONEncoder().encode(event.properties)),
+        ]
+        if let reaction = event.reaction { data["reaction"] = reaction }
+        if let card = event.card { data["card"] = card }
+        if let name = event.name { data["name"] = name }
+        let payload: [String: Any] = ["type": "engagement.event", "timestamp": Timestamp.format(now), "data": data]
+        return try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
+        await concurrently(batch.count) { index in
+            let delivery = batch[index]
+            if let reason = self.disabled { return .failed(reason: reason) }
+            do {
+                // The id is stable across retries so receivers can drop duplicates.
+                return await self.post(try Self.body(for: delivery), id: "msg_\(delivery.notification.id.hex)_\(delivery.id)")
+            } catch {
+                return .failed(reason: "the delivery could not be encoded: \(error)")
+            }
+        }
+    }
+
+    /// Runs `send` for indexes `0..<count`, at most `maxConcurrency` at a time, outcomes in order.
+    private func concurrently(_ count: Int, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome) async -> [DeliveryOutcome] {
         await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: batch.count)
+            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: count)
             var next = 0
             func schedule() {
                 let index = next
                 next += 1
-                group.addTask { (index, await self.post(batch[index])) }
+                group.addTask { (index, await send(index)) }
             }
-            while next < min(configuration.maxConcurrency, batch.count) { schedule() }
+            while next < min(configuration.maxConcurrency, count) { schedule() }
             while let (index, outcome) = await group.next() {
                 outcomes[index] = outcome
-                if next < batch.count { schedule() }
+                if next < count { schedule() }
             }
             return outcomes
         }
@@ -85,12 +153,8 @@ public final class WebhookSink: NotificationSink {
         return try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
-    private func post(_ delivery: Delivery) async -> DeliveryOutcome {
-        if let reason = disabled { return .failed(reason: reason) }
+    private func post(_ body: Data, id: String) async -> DeliveryOutcome {
         do {
-            let body = try Self.body(for: delivery)
-            // The id is stable across retries so receivers can drop duplicates.
-            let id = "msg_\(delivery.notification.id.hex)_\(delivery.id)"
             let timestamp = Int(clock().timeIntervalSince1970)
             var request = HTTPClientRequest(url: configuration.url)
             request.method = .POST

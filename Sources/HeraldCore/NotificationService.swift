@@ -78,12 +78,9 @@ public struct NotificationService: Sendable {
     }
 
     /// Posts a Message Hub message (SPEC §3 `POST /message`): archived with its sender, sent to
-    /// the provider topic once per component, and written into every subscriber's history.
-    /// - Parameter validateTopicPayload: a check of the topic payload against provider limits,
-    ///   run before anything is stored.
-    public func postMessage(
-        _ submission: MessageSubmission, sender: String, now: Date = Date(), validateTopicPayload: (HeraldNotification) throws -> Void = { _ in }
-    ) async throws -> ArchivedMessage {
+    /// the provider topic once per component by sinks with topics, to each subscriber's devices
+    /// by push sinks without them, and written into every subscriber's history.
+    public func postMessage(_ submission: MessageSubmission, sender: String, now: Date = Date()) async throws -> ArchivedMessage {
         let started = ContinuousClock.now
         let input = try submission.validated()
         guard let entry = try await store.subject(topicKey: input.topicKey) else { throw HeraldError.notFound("topic '\(input.topicKey)'") }
@@ -94,13 +91,23 @@ public struct NotificationService: Sendable {
             id: ids.next(at: now), type: "message", title: input.title, body: input.desc, url: nil, data: ["message": input.message],
             timestamp: now, distribution: input.distribution.distribution, target: .topic(input.topicKey)
         )
-        try validateTopicPayload(notification)
+        // Checked against every provider's limits before anything is stored.
+        for sink in sinks.sinks where sink.capabilities.contains(.push) {
+            if sink.capabilities.contains(.topics) {
+                try sink.validateTopicSend(notification, topic: input.topicKey)
+            } else {
+                try sink.validate(notification)
+            }
+        }
         let archive = ArchivedMessage(
             msiKey: notification.id.hex, topicKey: input.topicKey, title: input.title, desc: input.desc, message: input.message,
             distribution: input.distribution, timestamp: Int64((now.timeIntervalSince1970 * 1000).rounded()), sender: sender
         )
+        let router = self.router
+        let plan: FanOutPlan =
+            router.hasPushSinksWithoutTopics ? .historyAndDevices { router.messageHubDeliveries(notification, for: $0, at: now) } : .historyOnly
         _ = try await store.acceptFanOut(
-            notification, topic: input.topicKey, level: entry.subject.opt.level, plan: .historyOnly,
+            notification, topic: input.topicKey, level: entry.subject.opt.level, plan: plan,
             extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,
             idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
         )

@@ -1,10 +1,5 @@
 import Foundation
 public import HeraldCore
-import HeraldConsoleSink
-import HeraldFeedSink
-import HeraldFCMSink
-import HeraldHistorySink
-import HeraldWebhookSink
 public import Hummingbird
 public import Logging
 public import Prometheus
@@ -12,11 +7,12 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The composition root: storage, sinks, router, delivery engine and HTTP routes, built from
-/// one ``HeraldConfiguration``. `herald serve` and the tests build the server the same way.
+/// one ``HeraldConfiguration`` and a list of sink factories. `herald serve`, an operator's own
+/// binary and the tests build the server the same way.
 ///
 /// ```swift
-/// let server = try await HeraldServer.start(configuration)
-/// try await server.application().runService()
+/// let server = try await HeraldServer.start(configuration, factories: SinkFactory.builtIn + [.chat])
+/// try await server.run()
 /// ```
 public struct HeraldServer: Sendable {
     public let configuration: HeraldConfiguration
@@ -36,8 +32,14 @@ public struct HeraldServer: Sendable {
     let ids: ObjectIDGenerator
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
-    /// - Parameter extraSinks: sinks an embedder adds beside the configured ones.
-    public static func start(_ configuration: HeraldConfiguration, extraSinks: [any NotificationSink] = [], logger: Logger? = nil) async throws -> HeraldServer {
+    /// - Parameters:
+    ///   - factories: the sink types this server can build (``SinkFactory/builtIn`` plus an
+    ///     operator's own); each configured instance is built by the factory of its type.
+    ///   - extraSinks: sinks an embedder built itself, added beside the configured ones.
+    public static func start(
+        _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
+        logger: Logger? = nil
+    ) async throws -> HeraldServer {
         var logger = logger ?? Logger(label: "herald")
         if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
         // One registry per server (not the process-wide swift-metrics bootstrap), so servers
@@ -45,58 +47,91 @@ public struct HeraldServer: Sendable {
         let metricsRegistry = PrometheusCollectorRegistry()
         let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
         let store = try StorageLocation.open(configuration.database)
-        try await store.migrate()
-        let ids = ObjectIDGenerator()
-        if let key = configuration.bootstrapAdminKey {
-            try await ensureBootstrapKey(key, store: store, ids: ids)
-        }
-        let types = try NotificationTypes(extra: configuration.extraTypes)
-        let feed = FeedSnapshot()
-        try await feed.reload(from: store)
-        var sinkList: [any NotificationSink] = [HistorySink(store: store), FeedSink(store: store, snapshot: feed)]
-        if configuration.consoleSink { sinkList.append(ConsoleSink()) }
-        if let fcm = configuration.fcm {
-            sinkList.append(try await makeFCMSink(fcm, logger: logger, metrics: metrics))
-        }
-        for webhook in configuration.webhooks {
-            sinkList.append(WebhookSink(configuration: .init(name: webhook.name, url: webhook.url, secret: webhook.secret), logger: logger))
-        }
-        sinkList.append(contentsOf: extraSinks)
-        let sinks = try SinkRegistry(sinkList)
-        // Webhook matches first, so an operator's routing rule can still remove a webhook.
-        let rules = try configuration.webhooks.flatMap(\.rules) + configuration.routing.map(RoutingRule.parse)
-        let router = try NotificationRouter(registry: sinks, rules: rules)
-        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
-        var service = NotificationService(
-            validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
-            router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
-        )
-        service.metrics = metrics
-        var userTokens: UserTokenVerifier?
-        if let secret = configuration.userTokenSecret {
-            // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
-            guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
-                throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
+        do {
+            try await store.migrate()
+            let ids = ObjectIDGenerator()
+            if let key = configuration.bootstrapAdminKey {
+                try await ensureBootstrapKey(key, store: store, ids: ids)
             }
-            userTokens = await UserTokenVerifier(secret: secret)
+            let types = try NotificationTypes(extra: configuration.extraTypes)
+            let feed = FeedSnapshot()
+            try await feed.reload(from: store)
+            let built = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
+            let sinks: SinkRegistry
+            let router: NotificationRouter
+            do {
+                sinks = try SinkRegistry(built + extraSinks)
+                router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+            } catch {
+                await shutDown(built)
+                throw error
+            }
+            let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
+            var service = NotificationService(
+                validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
+                router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
+            )
+            service.metrics = metrics
+            var userTokens: UserTokenVerifier?
+            if let secret = configuration.userTokenSecret {
+                // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
+                guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
+                    await shutDown(built)
+                    throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
+                }
+                userTokens = await UserTokenVerifier(secret: secret)
+            }
+            return HeraldServer(
+                configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
+                logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
+                types: types, ids: ids
+            )
+        } catch {
+            await store.close()
+            throw error
         }
-        return HeraldServer(
-            configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
-            logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-            types: types, ids: ids
-        )
     }
 
-    static func makeFCMSink(_ settings: HeraldConfiguration.FCMSettings, logger: Logger, metrics: HeraldMetrics) async throws -> FCMSink {
+    /// The built-in `history` and `feed` sinks, then every configured instance, each built by
+    /// the factory of its type. When one cannot be built, those already built are shut down.
+    static func buildSinks(
+        _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
+    ) async throws -> [any NotificationSink] {
+        var byType: [String: SinkFactory] = [:]
+        for factory in factories where byType[factory.type] == nil { byType[factory.type] = factory }
+        let always = ["history", "feed"].map { SinkInstance(name: $0, type: $0, settings: SinkSettings(name: $0, values: [:])) }
+        var built: [any NotificationSink] = []
         do {
-            let account = try ServiceAccount.load(path: settings.credentials)
-            return try await FCMSink(
-                configuration: FCMConfiguration(account: account, endpoint: settings.endpoint, maxConcurrency: settings.maxConcurrency), logger: logger,
-                metrics: metrics
-            )
-        } catch let error as FCMError {
-            throw HeraldError(.unprocessable, code: "invalid_config", error.description)
+            for instance in always + configuration.sinks {
+                guard let factory = byType[instance.type] else {
+                    let known = byType.keys.sorted().joined(separator: ", ")
+                    throw instance.settings.invalid("type", "'\(instance.type)' is not a sink type this server knows (known: \(known))")
+                }
+                let context = SinkContext(name: instance.name, settings: instance.settings, storage: storage, feed: feed, logger: logger, metrics: metrics)
+                built.append(try await factory.makeSink(context))
+            }
+        } catch {
+            await shutDown(built)
+            throw error
         }
+        return built
+    }
+
+    /// Releases what sinks hold (their `Service` side) without serving: for servers that are
+    /// built and never run, and for start-ups that fail half way.
+    static func shutDown(_ sinks: [any NotificationSink]) async {
+        let services = sinks.compactMap { $0 as? any Service }
+        guard !services.isEmpty else { return }
+        let group = ServiceGroup(services: services, logger: Logger(label: "herald.shutdown", factory: { _ in SwiftLogNoOpLogHandler() }))
+        await group.triggerGracefulShutdown()
+        try? await group.run()
+    }
+
+    /// Releases every sink's and the store's resources, for a server that was started but is
+    /// not run (`herald sinks`, tests). ``run(onServerRunning:)`` does this by itself.
+    public func close() async {
+        await Self.shutDown(sinks.sinks)
+        await store.close()
     }
 
     static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator) async throws {
@@ -127,30 +162,33 @@ public struct HeraldServer: Sendable {
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
-        OperationsRoutes(store: store, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
+        OperationsRoutes(store: store, sinks: sinks, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)
-        UserRoutes(store: store, types: types, ids: ids).register(on: router, table: routes)
+        UserRoutes(store: store, router: service.router, sinks: sinks, types: types, ids: ids).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
-        MessageRoutes(service: service, store: store, checksFCMTopicLimit: sinks["fcm"] != nil).register(on: router, table: routes)
+        MessageRoutes(service: service, store: store).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
-        PortalRoutes(
-            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, ids: ids, checksFCMTopicLimit: sinks["fcm"] != nil
-        ).register(on: router)
+        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, ids: ids).register(on: router)
         return router
     }
 
-    /// The runnable application: the HTTP server, plus the delivery workers unless
-    /// `deliveryWorkers` is false (tests that drive ``DeliveryEngine/drain()`` themselves).
+    /// The runnable application: the HTTP server, plus, unless `deliveryWorkers` is false (tests
+    /// that drive ``DeliveryEngine/drain()`` themselves), the delivery workers, the sinks that
+    /// are services and the store. At shutdown they stop in reverse order: the server stops
+    /// accepting, the workers drain, the sinks release their clients, and the store closes,
+    /// however the group ends.
     public func application(
         deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        Application(
+        let sinkServices = sinks.sinks.compactMap { $0 as? any Service }
+        let background: [any Service] = [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger)]
+        return Application(
             router: router(),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Herald"),
-            services: deliveryWorkers ? [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger)] : [],
+            services: deliveryWorkers ? background : [],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
@@ -168,6 +206,5 @@ public struct HeraldServer: Sendable {
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         group.maximumCancellationDuration = .seconds(5)
         try await ServiceGroup(configuration: group).run()
-        await store.close()
     }
 }

@@ -115,13 +115,24 @@ enum StoredRecords {
     }
 
     /// A row of `devices`, or a join that selects its columns as `<prefix><column>`.
+    /// A token address is its key; an object address is kept as JSON in `address_json`.
     static func device(_ row: some StoredRow, prefix: String = "") throws -> Device {
-        Device(
-            id: try row.objectID(prefix + "id"), userID: try row.text(prefix + "user_id"), fcmToken: try row.text(prefix + "fcm_token"),
+        let key = try row.text(prefix + "address_key")
+        let value = try row.json(JSONValue.self, prefix + "address_json") ?? .string(key)
+        return Device(
+            id: try row.objectID(prefix + "id"), userID: try row.text(prefix + "user_id"),
+            address: DeviceAddress(provider: try row.text(prefix + "provider"), value: value, key: key), app: try row.optionalText(prefix + "app"),
+            options: try row.json([String: String].self, prefix + "options") ?? [:],
             platform: try row.optionalText(prefix + "platform"), appVersion: try row.optionalText(prefix + "app_version"),
             region: try row.optionalText(prefix + "region"), locale: try row.optionalText(prefix + "locale"),
             createdAt: try row.date(prefix + "created_at"), updatedAt: try row.date(prefix + "updated_at")
         )
+    }
+
+    /// The stored forms of a registration's address and options: tokens need no JSON.
+    static func storedAddress(_ registration: DeviceRegistration) throws -> (json: String?, options: String?) {
+        let json: String? = registration.address.token == nil ? registration.address.value.canonicalText : nil
+        return (json, registration.options.isEmpty ? nil : try StoredJSON.encode(registration.options))
     }
 
     /// What a claim selects for ``claimedDeliveries(_:)``, from `c` (the claimed deliveries),
@@ -129,7 +140,8 @@ enum StoredRecords {
     static let claimedColumns = """
         c.id AS delivery_id, c.sink, c.user_id AS recipient_id, c.distribution AS delivery_distribution,
         c.attempts, c.topic_key AS delivery_topic, n.*,
-        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.fcm_token AS dev_fcm_token, dev.platform AS dev_platform,
+        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.provider AS dev_provider, dev.address_key AS dev_address_key,
+        dev.address_json AS dev_address_json, dev.app AS dev_app, dev.options AS dev_options, dev.platform AS dev_platform,
         dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
         dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
         """

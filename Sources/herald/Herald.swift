@@ -102,14 +102,22 @@ struct Migrate: AsyncParsableCommand {
 }
 
 struct Sinks: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the configured delivery sinks with their delivery counters.")
+    static let configuration = CommandConfiguration(abstract: "List the configured delivery sinks with their health and delivery counters.")
 
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
-        let counters = try await reportingErrors { try await server.store.sinkCounters() }
+        let counters: [SinkCounters]
+        do {
+            counters = try await server.store.sinkCounters()
+        } catch {
+            await server.close()
+            return try await reportingErrors { throw error }
+        }
+        let health = await SinkHealthReport.collect(server.sinks)
+        await server.close()
         func row(_ name: String, _ kind: String, _ state: String) -> [String] {
             let counts = counters.first { $0.sink == name }
             let numbers = DeliveryState.allCases.map { String(counts?.counts[$0] ?? 0) }
@@ -118,7 +126,7 @@ struct Sinks: AsyncParsableCommand {
         // Sinks with stored deliveries that this configuration no longer has are listed too:
         // their pending deliveries wait for the sink to come back.
         let configured = Set(server.sinks.names)
-        let rows = server.sinks.sinks.map { row($0.name, $0.summary, "enabled") }
+        let rows = health.map { row($0.name, $0.kind, $0.reason.map { "degraded: \($0)" } ?? "ok") }
             + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "not configured") }
         let header = ["SINK", "KIND", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }

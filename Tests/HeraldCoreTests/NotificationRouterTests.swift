@@ -5,7 +5,7 @@ import Testing
 @Suite struct NotificationRouterTests {
     static let sinks = [
         NotificationRouter.Sink(name: "history", capabilities: .perUser),
-        NotificationRouter.Sink(name: "fcm", capabilities: .push),
+        NotificationRouter.Sink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"])),
         NotificationRouter.Sink(name: "webhook:moderation", capabilities: .perUser),
     ]
     let ids = ObjectIDGenerator()
@@ -19,7 +19,7 @@ import Testing
     func recipient(_ settings: UserSettings, devices: Int = 2) -> RecipientContext {
         RecipientContext(
             userID: "u", settings: settings,
-            devices: (0..<devices).map { Device(id: ids.next(), userID: "u", fcmToken: "t\($0)", createdAt: now, updatedAt: now) }
+            devices: (0..<devices).map { Device(id: ids.next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "t\($0)"), createdAt: now, updatedAt: now) }
         )
     }
 
@@ -91,6 +91,61 @@ import Testing
     @Test func rulesMustNameConfiguredSinksAndKeepHistory() {
         #expect(throws: HeraldError.self) { try NotificationRouter(sinks: Self.sinks, rules: [try RoutingRule.parse("type=hot => +pager")]) }
         #expect(throws: HeraldError.self) { try NotificationRouter(sinks: Self.sinks, rules: [try RoutingRule.parse("type=hot => -history")]) }
+    }
+
+    func device(_ provider: String, _ token: String, app: String? = nil) -> Device {
+        Device(id: ids.next(), userID: "u", address: DeviceAddress(provider: provider, token: token), app: app, createdAt: now, updatedAt: now)
+    }
+
+    /// Each push sink gets only its providers' devices; a device that names a sink instance
+    /// goes to that instance only; one that names none goes to its provider's first sink.
+    @Test func pushSinksGetOnlyTheDevicesTheyServe() throws {
+        let router = try NotificationRouter(sinks: [
+            .init(name: "history", capabilities: .perUser),
+            .init(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"])),
+            .init(name: "fcm-staging", capabilities: [.push, .topics], providers: .only(["fcm"])),
+            .init(name: "apns", capabilities: .push, providers: .only(["apns"])),
+            .init(name: "console", capabilities: .push, providers: .all),
+        ])
+        let devices = [device("fcm", "f1"), device("fcm", "f2", app: "fcm-staging"), device("apns", "a1"), device("webpush", "w1")]
+        let planned = router.plan(notification(), for: RecipientContext(userID: "u", devices: devices), at: now)
+        func tokens(_ sink: String) -> [String] {
+            planned.filter { $0.sink == sink }.compactMap { delivery in devices.first { $0.id == delivery.deviceID }?.token }
+        }
+        #expect(tokens("fcm") == ["f1"])
+        #expect(tokens("fcm-staging") == ["f2"])
+        #expect(tokens("apns") == ["a1"], "an APNs sink is never handed an FCM token, nor the reverse")
+        #expect(tokens("console") == ["f1", "f2", "a1", "w1"], "a sink for every provider sees every device")
+        #expect(planned.filter { $0.sink == "history" }.count == 1)
+        #expect(router.pushSink(provider: "fcm", app: nil)?.name == "fcm")
+        #expect(router.pushSink(provider: "fcm", app: "fcm-staging")?.name == "fcm-staging")
+        #expect(router.pushSink(provider: "fcm", app: "apns") == nil)
+        #expect(router.pushSink(provider: "webpush", app: nil) == nil)
+    }
+
+    /// A Message Hub message reaches push sinks without provider topics as one delivery per
+    /// device (settings and quiet hours apply); sinks with topics get topic sends instead.
+    @Test func messageHubReachesSinksWithoutTopicsPerDevice() throws {
+        let router = try NotificationRouter(sinks: [
+            .init(name: "history", capabilities: .perUser),
+            .init(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"])),
+            .init(name: "apns", capabilities: .push, providers: .only(["apns"])),
+        ])
+        #expect(router.hasPushSinksWithoutTopics)
+        let message = HeraldNotification(id: ids.next(), type: "message", title: "t", body: "d", url: nil, timestamp: now, distribution: .alert, target: .topic("c-a-s"))
+        let devices = [device("fcm", "f1"), device("apns", "a1"), device("apns", "a2")]
+        let planned = router.messageHubDeliveries(message, for: RecipientContext(userID: "u", devices: devices), at: now)
+        #expect(planned.map(\.sink) == ["apns", "apns"])
+        #expect(planned.allSatisfy { $0.distribution == .alert })
+        var quiet = UserSettings()
+        quiet.quietHours = QuietHours(start: "00:00", end: "23:59", tz: "UTC")
+        #expect(router.messageHubDeliveries(message, for: RecipientContext(userID: "u", settings: quiet, devices: devices), at: now).allSatisfy { $0.distribution == .information })
+        var off = UserSettings()
+        off.enabled = false
+        #expect(router.messageHubDeliveries(message, for: RecipientContext(userID: "u", settings: off, devices: devices), at: now).isEmpty)
+        #expect(router.topicSends(message, topic: "c-a-s").map(\.sink) == ["fcm", "fcm"])
+        let topicsOnly = try NotificationRouter(sinks: [.init(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))])
+        #expect(!topicsOnly.hasPushSinksWithoutTopics)
     }
 }
 

@@ -18,6 +18,10 @@ final class EmulatorFixture: Sendable {
     let engine: DeliveryEngine
     let service: NotificationService
 
+    /// One client for every fixture, alive for the whole test process: a sink that owned its
+    /// client would need a shutdown that a failing test could skip.
+    static let http = FCMSink.makeHTTPClient()
+
     static func start(
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600
     ) async throws -> EmulatorFixture {
@@ -33,7 +37,7 @@ final class EmulatorFixture: Sendable {
         }
         guard port.withLock({ $0 }) != nil else { throw CancellationError() }
         let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
-        let sink = try await FCMSink(configuration: FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5)))
+        let sink = try await FCMSink(configuration: FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5)), http: Self.http)
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
@@ -62,7 +66,7 @@ final class EmulatorFixture: Sendable {
     }
 
     func register(_ user: String, _ token: String) async throws {
-        _ = try await store.registerDevice(userID: user, token: token, registration: .init(fcmToken: token), newID: ObjectIDGenerator().next(), at: Date())
+        _ = try await store.registerDevice(userID: user, registration: .token(token), newID: ObjectIDGenerator().next(), at: Date())
     }
 
     func send(_ submission: NotificationSubmission) async throws -> ObjectID {

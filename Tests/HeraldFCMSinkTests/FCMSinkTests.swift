@@ -68,7 +68,7 @@ import Testing
         try await f.deliverAll()
         #expect(f.attempts(to: "dead-1").count == 1)
         #expect(f.messages(to: "alive-1").count == 2)
-        #expect(try await f.store.devices(userID: "carol").map(\.fcmToken) == ["alive-1"], "the dead token is gone from the device list")
+        #expect(try await f.store.devices(userID: "carol").map(\.token) == ["alive-1"], "the dead token is gone from the device list")
         let failed = try #require(try await f.store.status(of: first)?.deliveries.first { $0.state == .failed })
         #expect(failed.lastError?.contains("UNREGISTERED") == true)
         await f.stop()
@@ -80,7 +80,7 @@ import Testing
         try await f.register("dave", "good-1")
         _ = try await f.send(NotificationSubmission(type: "comment", title: "hi", userIDs: ["dave"]))
         try await f.deliverAll()
-        #expect(try await f.store.devices(userID: "dave").map(\.fcmToken) == ["good-1"])
+        #expect(try await f.store.devices(userID: "dave").map(\.token) == ["good-1"])
         await f.stop()
     }
 
@@ -158,7 +158,8 @@ import Testing
         try await f.engine.drain()
         #expect(try await f.store.devices(userID: "hal").count == 2, "wrong credentials do not wipe the device table")
         let pushes = try #require(try await f.store.status(of: id)?.deliveries.filter { $0.sink == "fcm" })
-        #expect(pushes.allSatisfy { $0.state == .pending && $0.lastError?.contains("check fcm.credentials") == true })
+        #expect(pushes.allSatisfy { $0.state == .pending && $0.lastError?.contains("check the credentials of sink 'fcm'") == true })
+        #expect(await f.sink.health().reason?.contains("SENDER_ID_MISMATCH") == true, "the sink reports itself degraded")
         await f.stop()
     }
 
@@ -294,5 +295,33 @@ import Testing
         #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
         #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
         #expect(FCMResult.parseRetryAfter("soon", now: now) == nil)
+    }
+
+    /// FCM's dry run: `validate_only` is sent, the emulator validates without delivering.
+    @Test func dryRunAsksFCMToValidateWithoutSending() async throws {
+        let f = try await EmulatorFixture.start()
+        let now = Date()
+        let device = Device(id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "dry-1"), createdAt: now, updatedAt: now)
+        let good = HeraldNotification(id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, timestamp: now, target: .users(["u"]))
+        var reserved = good
+        reserved.data = ["from": "x"]
+        let deliveries = [good, reserved].enumerated().map { index, notification in
+            Delivery(id: Int64(index), sink: "fcm", notification: notification, recipient: .init(userID: "u", device: device), distribution: .alert, attempt: 1)
+        }
+        let results = await f.sink.dryRun(deliveries)
+        #expect(results.first == .valid)
+        guard case .invalid = results.last else { Issue.record("a message FCM refuses is invalid: \(results)"); await f.stop(); return }
+        #expect(f.emulator.received.count == 2 && f.emulator.received.allSatisfy(\.validateOnly), "both were sent with validate_only")
+        #expect(f.emulator.deliveredMessages.isEmpty, "nothing was delivered")
+        await f.stop()
+    }
+
+    /// The router hands the FCM sink FCM devices only; a registration that is not a token is refused.
+    @Test func servesFCMDevicesOnly() async throws {
+        let f = try await EmulatorFixture.start()
+        #expect(f.sink.providers == .only(["fcm"]))
+        var object = DeviceRegistration(address: DeviceAddress(provider: "fcm", value: .object(["token": .string("x")]), key: ""), addressField: "address")
+        #expect(throws: HeraldError.self) { try f.sink.prepare(&object) }
+        await f.stop()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HummingbirdTesting
 import NIOCore

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HTTPTypes
 import HummingbirdTesting
@@ -87,7 +88,7 @@ import Testing
         #expect(configuration.delivery.retry.baseDelay == .milliseconds(500))
         #expect(configuration.extraTypes == ["digest", "weekly"])
         #expect(configuration.routing == ["type=violation => +console"])
-        #expect(configuration.consoleSink)
+        #expect(configuration.sinks.map(\.name) == ["console"])
         #expect(configuration.host == "127.0.0.1")
     }
 
@@ -112,17 +113,20 @@ import Testing
             .appendingPathComponent("Deploy/herald.example.yaml")
         let configuration = try await HeraldConfiguration.load(configFile: example.path, environment: [:])
         #expect(configuration.extraTypes == ["digest"])
-        #expect(configuration.webhooks.map(\.name) == ["moderation"])
-        #expect(configuration.webhooks.first?.types == ["violation"])
+        #expect(configuration.sinks.map(\.name) == ["console", "moderation"])
+        #expect(configuration.sinks.map(\.type) == ["console", "webhook"])
+        #expect(try configuration.sinks.last?.settings.stringList("match.types") == ["violation"])
         #expect(configuration.routing == ["type=digest => -console"])
-        #expect(configuration.consoleSink)
         #expect(configuration.publicBaseURL == "https://app.example.com")
         // The example's rules must name sinks the example enables.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-example-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var runnable = configuration
         runnable.database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
-        _ = try await HeraldServer.start(runnable)
+        let server = try await HeraldServer.start(runnable)
+        #expect(server.sinks.names == ["history", "feed", "console", "webhook:moderation"])
+        await server.close()
+        try? FileManager.default.removeItem(at: directory)
     }
 
     @Test func webhookSinksFromTheFileAndTheEnvironment() async throws {
@@ -146,21 +150,49 @@ import Testing
                 "HERALD_SINKS_AUDIT_URL": "http://127.0.0.1:9/audit", "HERALD_SINKS_AUDIT_SECRET": "audit-secret-0123456",
             ]
         )
-        #expect(configuration.webhooks == [
-            .init(name: "moderation", url: "https://mod.example/hook", secret: "rotated-secret-456789", types: ["violation"], distributions: [.alert]),
-            .init(name: "audit", url: "http://127.0.0.1:9/audit", secret: "audit-secret-0123456"),
-        ])
+        #expect(configuration.sinks.map(\.name) == ["moderation", "audit"], "console is listed but not enabled")
+        let server = try await HeraldServer.start(Self.inMemory(configuration))
+        #expect(server.sinks.names == ["history", "feed", "webhook:moderation", "webhook:audit"])
+        // The file's match rule routes violations (alerts) to moderation; audit gets everything.
+        let rules = server.service.router.rules
+        #expect(rules.contains(RoutingRule(types: ["violation"], distribution: .alert, add: ["webhook:moderation"])))
+        #expect(rules.contains(RoutingRule(add: ["webhook:audit"])))
+        await server.close()
     }
 
+    static func inMemory(_ configuration: HeraldConfiguration) -> HeraldConfiguration {
+        var copy = configuration
+        copy.database = "sqlite::memory:"
+        return copy
+    }
+
+    /// Each bad value is refused when the server starts, with the full key path named.
     @Test(arguments: [
-        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_SECRET": "long-enough-secret"],
-        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "ftp://x", "HERALD_SINKS_X_SECRET": "long-enough-secret"],
-        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "short"],
-        ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "long-enough-secret", "HERALD_SINKS_X_MATCH_DISTRIBUTIONS": "loud"],
-        ["HERALD_SINKS_WEBHOOKS": "Bad Name"],
+        (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_SECRET": "long-enough-secret"], "sinks.x.url"),
+        (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "ftp://x", "HERALD_SINKS_X_SECRET": "long-enough-secret"], "sinks.x.url"),
+        (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "short"], "sinks.x.secret"),
+        (
+            ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "long-enough-secret", "HERALD_SINKS_X_MATCH_DISTRIBUTIONS": "loud"],
+            "sinks.x.match.distributions"
+        ),
+        (["HERALD_SINKS_WEBHOOKS": "Bad Name"], "sinks.Bad Name"),
+        (["HERALD_SINKS_INSTANCES": "pager"], "sinks.pager.type"),
+        (["HERALD_SINKS_INSTANCES": "pager", "HERALD_SINKS_PAGER_TYPE": "carrier-pigeon"], "sinks.pager.type"),
+        (["HERALD_SINKS_INSTANCES": "history", "HERALD_SINKS_HISTORY_TYPE": "console"], "sinks.history"),
+        (["HERALD_FCM_CREDENTIALS": "/nonexistent/account.json"], "sinks.fcm.credentials"),
+        (["HERALD_SINKS_INSTANCES": "fcm2", "HERALD_SINKS_FCM2_TYPE": "fcm"], "sinks.fcm2.credentials"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_MAX_CONCURRENCY": "0"], "sinks.fcm.max_concurrency"),
     ])
-    func badWebhookSettingsAreRefused(_ environment: [String: String]) async throws {
-        await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.load(configFile: nil, environment: environment) }
+    func badSinkSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
+        do {
+            let configuration = try await HeraldConfiguration.load(configFile: nil, environment: environment)
+            let server = try await HeraldServer.start(Self.inMemory(configuration))
+            await server.close()
+            Issue.record("\(environment) was accepted")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_config")
+            #expect(error.message.hasPrefix(key), "\(error.message)")
+        }
     }
 
     @Test func missingConfigFileIsAClearError() async throws {

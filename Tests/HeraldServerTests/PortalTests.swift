@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HTTPTypes
 import HummingbirdTesting

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HTTPTypes
 import HummingbirdTesting
@@ -148,7 +149,7 @@ import Testing
 
     @Test func webhookMatchRoutesOnlyMatchingNotifications() async throws {
         let herald = try await TestHerald.make {
-            $0.webhooks = [.init(name: "moderation", url: "http://127.0.0.1:1/hook", secret: "moderation-secret-123", types: ["violation"])]
+            $0.addSink("moderation", type: "webhook", ["url": "http://127.0.0.1:1/hook", "secret": "moderation-secret-123", "match.types": "violation"])
         }
         try await herald.test { client in
             let violation = try await client.call(.post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "violation", "user_ids": ["a", "b"]]))

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import Hummingbird
 import HTTPTypes
@@ -19,7 +20,8 @@ struct TestHerald {
     let communicator: String
     let push: RecordingSink
 
-    static func make(_ configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
+    /// - Parameter extraSinks: sinks beside the recording FCM stand-in (`push`).
+    static func make(extraSinks: [any NotificationSink] = [], _ configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = HeraldConfiguration()
@@ -30,8 +32,9 @@ struct TestHerald {
         // A line per request and per delivery would bury the test output.
         configuration.logLevel = "warning"
         configure(&configuration)
-        let push = RecordingSink(name: "fcm", capabilities: .push)
-        let server = try await HeraldServer.start(configuration, extraSinks: [push])
+        // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
+        let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
+        let server = try await HeraldServer.start(configuration, extraSinks: [push] + extraSinks)
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()
             try await server.store.createKey(APIKeyRecord(id: ObjectIDGenerator().next(), name: "\(role.rawValue)-test", role: role, createdAt: Date()), secretHash: APIKeySecret.hash(secret))

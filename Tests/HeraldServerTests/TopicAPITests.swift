@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HummingbirdTesting
 import NIOCore
@@ -258,7 +259,7 @@ struct Hierarchy {
             #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
             #expect(sent.object["recipients"] as? Int == 3)
             try await herald.deliver()
-            #expect(herald.push.received.compactMap(\.recipient.device?.fcmToken) == ["t-loud"])
+            #expect(herald.push.received.compactMap(\.recipient.device?.token) == ["t-loud"])
             for user in ["loud", "muted", "picky"] {
                 let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
                 #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")

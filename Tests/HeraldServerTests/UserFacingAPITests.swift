@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import HeraldServer
 import HTTPTypes
 import HummingbirdTesting
@@ -25,7 +26,7 @@ import Testing
             #expect(send.object["recipients"] as? Int == 1)
             let id = try #require(send.object["id"] as? String)
             try await herald.deliver()
-            #expect(herald.push.received.map(\.recipient.device?.fcmToken) == ["tok-1"])
+            #expect(herald.push.received.map(\.recipient.device?.token) == ["tok-1"])
 
             let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u1", contentType: nil))
             #expect(history.status == .ok)

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldConsoleSink
 import HeraldCore
+import HeraldTestSupport
 import HeraldHistorySink
 import HeraldStore
 import Synchronization
@@ -40,7 +41,7 @@ import Testing
         }
 
         func register(_ user: String, _ token: String) async throws {
-            _ = try await store.registerDevice(userID: user, token: token, registration: .init(fcmToken: token), newID: ObjectIDGenerator().next(), at: clock.date)
+            _ = try await store.registerDevice(userID: user, registration: .token(token), newID: ObjectIDGenerator().next(), at: clock.date)
         }
 
         func states(_ id: ObjectID) async throws -> [String: DeliveryState] {
@@ -56,7 +57,7 @@ import Testing
         let id = try await f.send(to: ["alice", "bob"])
         try await f.engine.drain()
         #expect(f.push.received.count == 2)
-        #expect(Set(f.push.received.compactMap(\.recipient.device?.fcmToken)) == ["a1", "a2"])
+        #expect(Set(f.push.received.compactMap(\.recipient.device?.token)) == ["a1", "a2"])
         #expect(try await f.store.history(userID: "alice", limit: 10, before: nil).items.map(\.notificationID) == [id])
         #expect(try await f.store.history(userID: "bob", limit: 10, before: nil).items.map(\.notificationID) == [id])
         #expect(try await f.states(id).values.allSatisfy { $0 == .delivered })
@@ -170,7 +171,7 @@ import Testing
         let lines = Mutex<[String]>([])
         let sink = ConsoleSink { line in lines.withLock { $0.append(line) } }
         let now = Date()
-        let device = Device(id: ObjectIDGenerator().next(), userID: "u", fcmToken: "SECRET-TOKEN", createdAt: now, updatedAt: now)
+        let device = Device(id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "SECRET-TOKEN"), createdAt: now, updatedAt: now)
         let notification = HeraldNotification(id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "there", url: nil, timestamp: now, target: .users(["u"]))
         let outcomes = await sink.deliver([Delivery(id: 1, sink: "console", notification: notification, recipient: .init(userID: "u", device: device), distribution: .information, attempt: 1)])
         #expect(outcomes == [.delivered])
@@ -207,7 +208,7 @@ import Testing
         _ = try await store.createSubject(Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
         let subscribers = 2_345
         for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
-        _ = try await store.registerDevice(userID: "user-00007", token: "t7", registration: .init(fcmToken: "t7"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7"), newID: ids.next(), at: Date())
         _ = try await store.updateSettings(userID: "user-00008") { $0.delivery = .pull }
 
         let push = RecordingSink(name: "fcm", capabilities: .push)

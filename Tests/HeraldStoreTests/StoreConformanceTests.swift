@@ -69,8 +69,8 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func deviceRegistrationIsIdempotentAndTokensMove(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let first = try await store.registerDevice(userID: "alice", token: "tok", registration: .init(fcmToken: "tok", platform: "ios"), newID: ids.next(), at: t0)
-        let again = try await store.registerDevice(userID: "alice", token: "tok", registration: .init(fcmToken: "tok", appVersion: "2.0"), newID: ids.next(), at: t0)
+        let first = try await store.registerDevice(userID: "alice", registration: .token("tok", platform: "ios"), newID: ids.next(), at: t0)
+        let again = try await store.registerDevice(userID: "alice", registration: .token("tok", appVersion: "2.0"), newID: ids.next(), at: t0)
         #expect(first.id == again.id)
         #expect(again.platform == "ios" && again.appVersion == "2.0")
         #expect(try await store.devices(userID: "alice").count == 1)
@@ -78,15 +78,15 @@ import Testing
         // A push queued for alice on this token must not reach bob once the token is his.
         let n = notification(["alice"])
         _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
-        let moved = try await store.registerDevice(userID: "bob", token: "tok", registration: .init(fcmToken: "tok"), newID: ids.next(), at: t0)
+        let moved = try await store.registerDevice(userID: "bob", registration: .token("tok"), newID: ids.next(), at: t0)
         #expect(moved.userID == "bob")
         #expect(try await store.devices(userID: "alice").isEmpty)
         let status = try #require(try await store.status(of: n.id))
         #expect(status.deliveries.map(\.state) == [.failed])
         #expect(try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30)).isEmpty)
 
-        #expect(try await store.unregisterDevice(userID: "alice", token: "tok", at: t0) == false, "only the owner can unregister")
-        #expect(try await store.unregisterDevice(userID: "bob", token: "tok", at: t0))
+        #expect(try await store.unregisterDevice(userID: "alice", provider: "fcm", addressKey: "tok", at: t0) == false, "only the owner can unregister")
+        #expect(try await store.unregisterDevice(userID: "bob", provider: "fcm", addressKey: "tok", at: t0))
         #expect(try await store.devices(userID: "bob").isEmpty)
     }
 
@@ -94,12 +94,12 @@ import Testing
     func recipientsKeepOrderAndDefaultUnknownUsers(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         _ = try await store.updateSettings(userID: "b") { $0.enabled = false }
-        _ = try await store.registerDevice(userID: "b", token: "t1", registration: .init(fcmToken: "t1"), newID: ids.next(), at: t0)
-        _ = try await store.registerDevice(userID: "b", token: "t2", registration: .init(fcmToken: "t2"), newID: ids.next(), at: t0)
+        _ = try await store.registerDevice(userID: "b", registration: .token("t1"), newID: ids.next(), at: t0)
+        _ = try await store.registerDevice(userID: "b", registration: .token("t2"), newID: ids.next(), at: t0)
         let recipients = try await store.recipients(userIDs: ["a", "b"])
         #expect(recipients.map(\.userID) == ["a", "b"])
         #expect(recipients[0].settings == UserSettings() && recipients[0].devices.isEmpty)
-        #expect(recipients[1].settings.enabled == false && recipients[1].devices.map(\.fcmToken) == ["t1", "t2"])
+        #expect(recipients[1].settings.enabled == false && recipients[1].devices.map(\.token) == ["t1", "t2"])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -146,7 +146,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func recordingOutcomes(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let device = try await store.registerDevice(userID: "a", token: "tok", registration: .init(fcmToken: "tok"), newID: ids.next(), at: t0)
+        let device = try await store.registerDevice(userID: "a", registration: .token("tok"), newID: ids.next(), at: t0)
         let n = notification(["a"])
         _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]) + [
             PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),

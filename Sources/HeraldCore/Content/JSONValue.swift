@@ -1,5 +1,7 @@
+import Foundation
+
 /// Any JSON value, kept as it was sent: content items carry free fields Herald does not interpret.
-public enum JSONValue: Sendable, Equatable, Codable {
+public enum JSONValue: Sendable, Hashable, Codable {
     case string(String)
     case number(Double)
     case integer(Int64)
@@ -38,5 +40,26 @@ public enum JSONValue: Sendable, Equatable, Codable {
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
         }
+    }
+}
+
+extension JSONValue {
+    /// The value as JSON with sorted keys and no insignificant whitespace, so equal values give
+    /// equal text (used to identify object addresses and to compare requests).
+    public var canonicalText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The members of an object value; nil for any other value.
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let members) = self { members } else { nil }
+    }
+
+    /// The text of a string value; nil for any other value.
+    public var stringValue: String? {
+        if case .string(let text) = self { text } else { nil }
     }
 }

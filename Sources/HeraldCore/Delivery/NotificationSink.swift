@@ -3,8 +3,9 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
 
-    /// Delivers to a device token: one delivery per device, and only when the user's settings
-    /// allow push (SPEC §4 step 2).
+    /// Delivers to devices of the providers the sink declares: one delivery per device, and
+    /// only when the user's settings allow push (SPEC §4 step 2). A push sink without
+    /// `.topics` gets Message Hub messages as one delivery per subscriber's device.
     public static let push = SinkCapabilities(rawValue: 1 << 0)
     /// Delivers once per user recipient, whatever the user's settings (history, webhooks).
     public static let perUser = SinkCapabilities(rawValue: 1 << 1)
@@ -12,6 +13,8 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public static let topics = SinkCapabilities(rawValue: 1 << 2)
     /// Publishes `broadcast` notifications (the pull feed): one delivery per notification.
     public static let broadcast = SinkCapabilities(rawValue: 1 << 3)
+    /// Takes engagement events as well as notifications (``NotificationSink/deliverEvents(_:)``).
+    public static let events = SinkCapabilities(rawValue: 1 << 4)
 }
 
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
@@ -61,7 +64,23 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case recipientGone(reason: String)
 }
 
-/// A delivery plugin. The whole contract: a name, what it can do, and one batched call.
+/// Which device providers a push sink delivers to.
+public enum DeviceProviders: Sendable, Equatable {
+    /// Devices of these providers only (`["fcm"]`, `["apns"]`).
+    case only(Set<String>)
+    /// Every device, whatever its provider: development sinks that print instead of sending.
+    case all
+
+    public func contains(_ provider: String) -> Bool {
+        switch self {
+        case .all: true
+        case .only(let names): names.contains(provider)
+        }
+    }
+}
+
+/// A delivery plugin: a name, what it can do, and one batched call. Everything else has a
+/// default, so the smallest sink is a few lines:
 ///
 /// ```swift
 /// struct PagerSink: NotificationSink {
@@ -73,22 +92,85 @@ public enum DeliveryOutcome: Sendable, Equatable {
 /// }
 /// ```
 /// `deliver` returns exactly one outcome per delivery, in order, and does not throw: a sink
-/// turns its own failures into `.retry` or `.failed` so nothing is lost.
+/// turns its own failures into `.retry` or `.failed` so nothing is lost. Deliveries are
+/// at-least-once: a retried delivery keeps its `id`, so a receiver can drop duplicates.
+///
+/// A sink that holds resources (an HTTP client's connections) also conforms to
+/// ServiceLifecycle's `Service`: Herald runs it in its service group, and its `run()` returns
+/// after releasing them once graceful shutdown begins. A sink is built from its section of the
+/// configuration by a ``SinkFactory``.
 public protocol NotificationSink: Sendable {
     var name: String { get }
     var capabilities: SinkCapabilities { get }
+    /// For a push sink: the device providers it delivers to. The router hands it only those
+    /// devices, and of those only the ones registered for it (``Device/app`` is its name) or,
+    /// when a device names no sink, the ones it is the first configured sink for. The default
+    /// is none.
+    var providers: DeviceProviders { get }
     func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome]
     /// Refuses, when it is accepted, a notification this sink could never deliver (a payload
     /// over the provider's limit, a reserved key), so the sender gets a 422 before anything is
     /// stored. The default accepts everything.
     func validate(_ notification: HeraldNotification) throws
+    /// The same check for a Message Hub message this sink will send to a provider-side topic
+    /// (sinks with `.topics`; the provider's topic limits apply). The default accepts it.
+    func validateTopicSend(_ notification: HeraldNotification, topic: String) throws
+    /// Checks a device a user registers for one of ``providers`` before it is stored, and may
+    /// fill in defaults (an APNs environment) or choose the address's key. Throw
+    /// `HeraldError.invalidField(registration.addressField, …)` for an address the provider
+    /// would never accept. The default checks a token or a bounded object.
+    func prepare(_ registration: inout DeviceRegistration) throws
+    /// Asks the provider to validate these deliveries without sending them (FCM's
+    /// `validate_only`). One result per delivery; the default answers `.unsupported`.
+    func dryRun(_ batch: [Delivery]) async -> [DryRunResult]
+    /// Takes engagement events (sinks with the `.events` capability), one outcome per event.
+    /// The default fails them: the sink does not take events.
+    func deliverEvents(_ events: [EngagementEvent]) async -> [DeliveryOutcome]
+    /// Whether the sink can deliver now, for `herald sinks`, `/health/sinks`, `/metrics` and
+    /// the portal. A sink reports `.degraded` with a reason an operator can act on (wrong
+    /// credentials, an endpoint that is gone); it never makes the server unready.
+    func health() async -> SinkHealth
+    /// Rules the sink brings with its configuration (a webhook's `match`): which notifications
+    /// reach it besides those an operator's `routing` rules send. The default is none.
+    var routingRules: [RoutingRule] { get }
 }
 
 extension NotificationSink {
+    public var providers: DeviceProviders { .only([]) }
+
     public func validate(_ notification: HeraldNotification) throws {}
+
+    public func validateTopicSend(_ notification: HeraldNotification, topic: String) throws {}
+
+    public func prepare(_ registration: inout DeviceRegistration) throws {
+        try registration.validateCommonFields()
+    }
+
+    public func dryRun(_ batch: [Delivery]) async -> [DryRunResult] {
+        batch.map { _ in .unsupported }
+    }
+
+    public func deliverEvents(_ events: [EngagementEvent]) async -> [DeliveryOutcome] {
+        events.map { _ in .failed(reason: "sink '\(name)' does not take engagement events") }
+    }
+
+    public func health() async -> SinkHealth { .ok }
+
+    public var routingRules: [RoutingRule] { [] }
 
     /// A short description for `herald sinks` and logs.
     public var summary: String {
-        capabilities.contains(.push) ? "push (one delivery per device)" : "per user"
+        var parts: [String] = []
+        if capabilities.contains(.push) {
+            switch providers {
+            case .all: parts.append("push to every provider")
+            case .only(let names): parts.append("push (\(names.sorted().joined(separator: ", ")))")
+            }
+        }
+        if capabilities.contains(.topics) { parts.append("topics") }
+        if capabilities.contains(.perUser) { parts.append("per user") }
+        if capabilities.contains(.broadcast) { parts.append("broadcast") }
+        if capabilities.contains(.events) { parts.append("events") }
+        return parts.joined(separator: ", ")
     }
 }

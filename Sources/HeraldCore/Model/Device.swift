@@ -1,10 +1,52 @@
 public import Foundation
 
-/// A push token owned by one user. A token moves to the last user that registered it.
+/// Where a push provider reaches one device: the provider's name (`fcm`, `apns`, `webpush`, or
+/// a name a plugin declares) and its address for the device, as the app sent it: a token
+/// string, or an object such as a Web Push subscription.
+public struct DeviceAddress: Sendable, Hashable {
+    public var provider: String
+    public var value: JSONValue
+    /// What identifies the device within its provider: the token itself, or for an object
+    /// address what the provider's sink chooses (a Web Push subscription's endpoint). Unique
+    /// per provider: registering the same key again is the same device.
+    public var key: String
+
+    public init(provider: String, value: JSONValue, key: String) {
+        self.provider = provider
+        self.value = value
+        self.key = key
+    }
+
+    /// A token address: the key is the token.
+    public init(provider: String, token: String) {
+        self.init(provider: provider, value: .string(token), key: token)
+    }
+
+    /// The address when it is a token.
+    public var token: String? {
+        if case .string(let token) = value { token } else { nil }
+    }
+
+    public static let maxProviderBytes = 32
+
+    /// Provider names: 1-32 of a-z, 0-9, '_' or '-'.
+    public static func isValidProvider(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= maxProviderBytes
+            && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 }
+    }
+}
+
+/// One device of one user, for one provider. An address moves to the last user that
+/// registered it.
 public struct Device: Sendable, Equatable {
     public var id: ObjectID
     public var userID: String
-    public var fcmToken: String
+    public var address: DeviceAddress
+    /// The name of the sink instance that serves this device (two FCM projects); nil means the
+    /// first configured sink of its provider.
+    public var app: String?
+    /// Provider-specific facts the provider's sink needs (APNs: `environment`).
+    public var options: [String: String]
     public var platform: String?
     public var appVersion: String?
     public var region: String?
@@ -13,12 +55,14 @@ public struct Device: Sendable, Equatable {
     public var updatedAt: Date
 
     public init(
-        id: ObjectID, userID: String, fcmToken: String, platform: String? = nil, appVersion: String? = nil,
-        region: String? = nil, locale: String? = nil, createdAt: Date, updatedAt: Date
+        id: ObjectID, userID: String, address: DeviceAddress, app: String? = nil, options: [String: String] = [:], platform: String? = nil,
+        appVersion: String? = nil, region: String? = nil, locale: String? = nil, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.userID = userID
-        self.fcmToken = fcmToken
+        self.address = address
+        self.app = app
+        self.options = options
         self.platform = platform
         self.appVersion = appVersion
         self.region = region
@@ -26,46 +70,73 @@ public struct Device: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
+
+    public var provider: String { address.provider }
+    /// The address when it is a token (FCM, APNs).
+    public var token: String? { address.token }
 }
 
-/// `POST /api/notifications/register`: the token plus optional device facts.
-public struct DeviceRegistration: Decodable, Sendable {
+/// A device as a user registers it (`POST /api/notifications/register`), before it is stored.
+/// The sink that serves its provider checks the address and may fill in defaults
+/// (``NotificationSink/prepare(_:)``).
+public struct DeviceRegistration: Sendable, Equatable {
     public static let maxTokenBytes = 4_096
     public static let maxFieldBytes = 64
 
-    public var fcmToken: String?
+    public var address: DeviceAddress
+    /// The request field the address came from (`fcm_token`, `web_push`, …), for errors.
+    public var addressField: String
+    public var app: String?
+    public var options: [String: String]
     public var platform: String?
     public var appVersion: String?
     public var region: String?
     public var locale: String?
 
-    enum CodingKeys: String, CodingKey {
-        case platform, region, locale
-        case fcmToken = "fcm_token"
-        case appVersion = "app_version"
-    }
-
-    public init(fcmToken: String?, platform: String? = nil, appVersion: String? = nil, region: String? = nil, locale: String? = nil) {
-        self.fcmToken = fcmToken
+    public init(
+        address: DeviceAddress, addressField: String = "address", app: String? = nil, options: [String: String] = [:], platform: String? = nil,
+        appVersion: String? = nil, region: String? = nil, locale: String? = nil
+    ) {
+        self.address = address
+        self.addressField = addressField
+        self.app = app
+        self.options = options
         self.platform = platform
         self.appVersion = appVersion
         self.region = region
         self.locale = locale
     }
 
-    /// The token, checked: present, non-empty, bounded, no spaces or control characters.
-    public func validatedToken() throws -> String {
-        guard let token = fcmToken else { throw HeraldError.missingField("fcm_token") }
-        try Self.validateToken(token)
-        for (name, value) in [("platform", platform), ("app_version", appVersion), ("region", region), ("locale", locale)] {
+    /// A token registration for `provider` (the Pong form is `token(fcm)`).
+    public static func token(_ token: String, provider: String = "fcm", platform: String? = nil, appVersion: String? = nil) -> DeviceRegistration {
+        DeviceRegistration(address: DeviceAddress(provider: provider, token: token), platform: platform, appVersion: appVersion)
+    }
+
+    /// Checks what every provider shares: the optional facts' sizes, and a token or object
+    /// address that is bounded. An object's key, unless a sink set one, is its canonical JSON.
+    public mutating func validateCommonFields() throws {
+        for (name, value) in [("platform", platform), ("app_version", appVersion), ("region", region), ("locale", locale), ("app", app)] {
             if let value, value.utf8.count > Self.maxFieldBytes {
                 throw HeraldError.invalidField(name, "must be at most \(Self.maxFieldBytes) bytes")
             }
         }
-        return token
+        switch address.value {
+        case .string(let token):
+            try Self.validateToken(token, field: addressField)
+            address.key = token
+        case .object:
+            let canonical = address.value.canonicalText
+            guard canonical.utf8.count <= Self.maxTokenBytes else {
+                throw HeraldError.invalidField(addressField, "must be at most \(Self.maxTokenBytes) bytes of JSON")
+            }
+            if address.key.isEmpty { address.key = canonical }
+        default:
+            throw HeraldError.invalidField(addressField, "must be a token string or an object")
+        }
     }
 
-    public static func validateToken(_ token: String, field: String = "fcm_token") throws {
+    /// A token: present, non-empty, bounded, printable ASCII without spaces.
+    public static func validateToken(_ token: String, field: String) throws {
         guard !token.isEmpty else { throw HeraldError.invalidField(field, "must not be empty") }
         guard token.utf8.count <= maxTokenBytes else {
             throw HeraldError.invalidField(field, "must be at most \(maxTokenBytes) bytes")

@@ -5,7 +5,9 @@ public import Foundation
 /// (`herald serve` exports them in Prometheus format at `GET /metrics`). Names follow
 /// Prometheus conventions; each method is one event.
 public struct HeraldMetrics: Sendable {
-    let factory: any MetricsFactory
+    /// Where metrics go: a sink records metrics of its own through it
+    /// (`Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory)`).
+    public let factory: any MetricsFactory
 
     /// - Parameter factory: where metrics go; the default is swift-metrics' global backend
     ///   (a no-op unless bootstrapped).
@@ -47,9 +49,10 @@ public struct HeraldMetrics: Sendable {
             .increment()
     }
 
-    /// The FCM sink fetched a new OAuth access token.
-    public func accessTokenRefreshed(sink: String) {
-        Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", sink)], factory: factory).increment()
+    /// Whether a sink instance reported itself healthy (1) or degraded (0), sampled when
+    /// metrics are read.
+    public func sinkHealth(sink: String, ok: Bool) {
+        Gauge(label: "herald_sink_healthy", dimensions: [("sink", sink)], factory: factory).record(ok ? 1 : 0)
     }
 }
 

@@ -39,15 +39,21 @@ public struct NotificationRouter: Sendable {
     public struct Sink: Sendable, Equatable {
         public var name: String
         public var capabilities: SinkCapabilities
+        /// For push sinks: the device providers served.
+        public var providers: DeviceProviders
 
-        public init(name: String, capabilities: SinkCapabilities) {
+        public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .only([])) {
             self.name = name
             self.capabilities = capabilities
+            self.providers = providers
         }
     }
 
     public let sinks: [Sink]
     public let rules: [RoutingRule]
+    /// For each provider, the first configured push sink that names it: it serves the devices
+    /// of that provider that name no sink.
+    private let defaultSinkByProvider: [String: String]
 
     /// - Throws: a configuration error when a rule names a sink that is not configured, or
     ///   tries to remove history.
@@ -63,10 +69,39 @@ public struct NotificationRouter: Sendable {
         }
         self.sinks = sinks
         self.rules = rules
+        var defaults: [String: String] = [:]
+        for sink in sinks where sink.capabilities.contains(.push) {
+            guard case .only(let providers) = sink.providers else { continue }
+            for provider in providers where defaults[provider] == nil { defaults[provider] = sink.name }
+        }
+        defaultSinkByProvider = defaults
     }
 
+    /// A router over a registry's sinks; each sink's own rules (``NotificationSink/routingRules``)
+    /// come first, so an operator's `routing` rules can still override them.
     public init(registry: SinkRegistry, rules: [RoutingRule] = []) throws {
-        try self.init(sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities) }, rules: rules)
+        try self.init(
+            sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities, providers: $0.providers) },
+            rules: registry.sinks.flatMap(\.routingRules) + rules
+        )
+    }
+
+    /// Whether `sink` delivers to `device`: the sink serves the device's provider, and the
+    /// device names that sink, or names none and the sink is its provider's first.
+    public func serves(_ sink: Sink, _ device: Device) -> Bool {
+        guard sink.capabilities.contains(.push), sink.providers.contains(device.provider) else { return false }
+        if case .all = sink.providers { return true }
+        if let app = device.app { return app == sink.name }
+        return defaultSinkByProvider[device.provider] == sink.name
+    }
+
+    /// The push sink that serves devices of `provider` registered for `app` (or for no sink),
+    /// if one is configured.
+    public func pushSink(provider: String, app: String?) -> Sink? {
+        if let app {
+            return sinks.first { $0.name == app && $0.capabilities.contains(.push) && $0.providers.contains(provider) }
+        }
+        return defaultSinkByProvider[provider].flatMap { name in sinks.first { $0.name == name } }
     }
 
     /// The names of the sinks a notification goes through, before per-user settings apply.
@@ -89,22 +124,49 @@ public struct NotificationRouter: Sendable {
         }
     }
 
+    /// Whether a Message Hub message needs per-device deliveries: some push sink cannot send to
+    /// provider-side topics.
+    public var hasPushSinksWithoutTopics: Bool {
+        sinks.contains { $0.capabilities.contains(.push) && !$0.capabilities.contains(.topics) }
+    }
+
+    /// A Message Hub message's deliveries to one subscriber's devices, for push sinks without
+    /// provider-side topics (APNs, Web Push): one delivery per device, when the user's settings
+    /// allow push; an alert arrives as information during quiet hours. (Sinks with topics reach
+    /// the same users through ``topicSends(_:topic:)``.)
+    public func messageHubDeliveries(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
+        let settings = recipient.settings
+        guard settings.allowsPush(type: notification.type) else { return [] }
+        let distribution = Self.distribution(of: notification, for: settings, at: now)
+        var planned: [PlannedDelivery] = []
+        for sink in sinks where sink.capabilities.contains(.push) && !sink.capabilities.contains(.topics) {
+            for device in recipient.devices where serves(sink, device) {
+                planned.append(PlannedDelivery(sink: sink.name, userID: recipient.userID, deviceID: device.id, distribution: distribution))
+            }
+        }
+        return planned
+    }
+
     /// The deliveries of a broadcast: one for each sink that publishes broadcasts.
     public func broadcastSends(_ notification: HeraldNotification) -> [PlannedDelivery] {
         sinks.filter { $0.capabilities.contains(.broadcast) }.map { PlannedDelivery(sink: $0.name, userID: "", distribution: notification.distribution) }
     }
 
+    /// The distribution a user gets: an alert arrives as information during quiet hours.
+    static func distribution(of notification: HeraldNotification, for settings: UserSettings, at now: Date) -> Distribution {
+        notification.distribution == .alert && (settings.quietHours?.contains(now) ?? false) ? .information : notification.distribution
+    }
+
     /// The deliveries for one recipient.
     public func plan(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
         let settings = recipient.settings
-        let distribution: Distribution =
-            notification.distribution == .alert && (settings.quietHours?.contains(now) ?? false) ? .information : notification.distribution
+        let distribution = Self.distribution(of: notification, for: settings, at: now)
         var planned: [PlannedDelivery] = []
         for name in sinkNames(for: notification) {
             guard let sink = sinks.first(where: { $0.name == name }) else { continue }
             if sink.capabilities.contains(.push) {
                 guard settings.allowsPush(type: notification.type) else { continue }
-                for device in recipient.devices {
+                for device in recipient.devices where serves(sink, device) {
                     planned.append(PlannedDelivery(sink: name, userID: recipient.userID, deviceID: device.id, distribution: distribution))
                 }
             } else {

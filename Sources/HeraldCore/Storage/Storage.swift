@@ -17,11 +17,12 @@ public protocol UserStore: Sendable {
     func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
     func setAttributes(_ attributes: UserAttributes, userID: String) async throws
     func attributes(userID: String) async throws -> UserAttributes?
-    /// Registers `token` for `userID`, moving it from any other user (whose pending pushes to
-    /// it fail: they must never reach the new owner). Idempotent.
-    func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device
-    /// - Returns: false when the user had no such token.
-    func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool
+    /// Registers a device for `userID`, keyed by its provider and address key, moving it from
+    /// any other user (whose pending pushes to it fail: they must never reach the new owner).
+    /// Registering again updates the address, app and facts given. Idempotent.
+    func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device
+    /// - Returns: false when the user had no device with this provider and address key.
+    func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool
     func devices(userID: String) async throws -> [Device]
     /// Settings and devices for each id, in the order given; unknown users get defaults.
     func recipients(userIDs: [String]) async throws -> [RecipientContext]

@@ -182,6 +182,9 @@ public enum FanOutPlan: Sendable {
     /// Every subscriber gets a history row, whatever their settings (Message Hub messages),
     /// written in the accepting transaction and recorded as a delivered history delivery.
     case historyOnly
+    /// As ``historyOnly``, and each subscriber who has devices also gets the deliveries the
+    /// closure plans (a Message Hub message for push sinks without provider-side topics).
+    case historyAndDevices(@Sendable (RecipientContext) -> [PlannedDelivery])
     /// Each subscriber's deliveries come from the router, so their settings apply.
     case route(@Sendable (RecipientContext) -> [PlannedDelivery])
 }

@@ -25,12 +25,10 @@ public struct HeraldConfiguration: Sendable {
     /// Routing rules, one per line: `type=violation => +webhook:moderation` (see ``RoutingRule``).
     public var routing: [String] = []
     public var delivery: DeliveryEngineConfiguration = .init()
-    /// Enables the console push sink, which prints pushes instead of sending them.
-    public var consoleSink: Bool = false
-    /// FCM HTTP v1: enabled when `fcm.credentials` names a service-account JSON file.
-    public var fcm: FCMSettings?
-    /// Webhook sinks (`sinks.<name>: {type: webhook, url, secret, match}`).
-    public var webhooks: [WebhookSettings] = []
+    /// The configured sink instances (`sinks.<name>` with a `type`), in order; each is built
+    /// by the factory of its type, which reads its own settings. `history` and `feed` are
+    /// always there and are not listed.
+    public var sinks: [SinkInstance] = []
     public var logLevel: String = "info"
     /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
     /// it; after it, what is left is cancelled and stays leased until another worker retries it.
@@ -46,10 +44,11 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// Reads every key from `reader`, keeping the defaults above for keys that are absent.
-    /// - Parameter webhookNames: names of `sinks.<name>` entries with `type: webhook` (the
-    ///   reader cannot list keys); names in `sinks.webhooks` are added to them.
+    /// - Parameter sinkNames: the names under `sinks:` in the configuration file (the reader
+    ///   cannot list keys); names in `sinks.instances` (and, for webhooks, `sinks.webhooks`)
+    ///   are added to them.
     /// - Throws: ``HeraldError`` naming the key when a value has the wrong type or range.
-    public init(reader: ConfigReader, webhookNames: [String] = []) throws {
+    public init(reader: ConfigReader, sinkNames: [String] = []) throws {
         self.init()
         host = try reader.requiredString(forKey: "host", default: host)
         port = try reader.requiredInt(forKey: "port", default: port)
@@ -72,98 +71,33 @@ public struct HeraldConfiguration: Sendable {
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)
         guard (1...10_000).contains(delivery.batchSize) else { throw Self.invalid("delivery.batch_size", "must be 1-10000") }
-        consoleSink = try reader.requiredBool(forKey: "sinks.console.enabled", default: consoleSink)
-        if let credentials = try reader.optionalString(forKey: "fcm.credentials") {
-            var fcm = FCMSettings(credentials: credentials)
-            fcm.endpoint = try reader.requiredString(forKey: "fcm.endpoint", default: fcm.endpoint)
-            fcm.maxConcurrency = try reader.requiredInt(forKey: "fcm.max_concurrency", default: fcm.maxConcurrency)
-            guard (1...1024).contains(fcm.maxConcurrency) else { throw Self.invalid("fcm.max_concurrency", "must be 1-1024") }
-            self.fcm = fcm
-        }
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
         let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
         shutdownTimeout = .milliseconds(Int64(shutdown * 1000))
         metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
-        var names = webhookNames
-        for name in try reader.optionalStringList(forKey: "sinks.webhooks") ?? [] where !names.contains(name) { names.append(name) }
-        webhooks = try names.map { try WebhookSettings(name: $0, reader: reader) }
+        sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }
 
     /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),
-    /// including the webhook sinks declared in the file.
+    /// including the sink instances declared in the file.
     public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
         let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment)
-        return try HeraldConfiguration(reader: reader, webhookNames: try configFile.map(webhookNames(inFile:)) ?? [])
+        return try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
     }
 
-    /// The names under `sinks:` in a YAML file whose `type` is `webhook`, in file order.
-    static func webhookNames(inFile path: String) throws -> [String] {
+    /// The names under `sinks:` in a YAML file, in file order.
+    static func sinkNames(inFile path: String) throws -> [String] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
             let root = try? Yams.compose(yaml: text), let sinks = root["sinks"]?.mapping
         else { return [] }
-        return sinks.compactMap { key, value in
-            value.mapping?["type"]?.string == "webhook" ? key.string : nil
-        }
+        return sinks.compactMap { key, value in value.mapping == nil ? nil : key.string }
     }
 
-    public struct FCMSettings: Sendable, Equatable {
-        /// Path to a Google service-account JSON file.
-        public var credentials: String
-        public var endpoint = "https://fcm.googleapis.com"
-        public var maxConcurrency = 64
-
-        public init(credentials: String) { self.credentials = credentials }
-    }
-
-    /// One webhook sink: `sinks.<name>.url`, `.secret`, `.match.types`, `.match.distributions`.
-    public struct WebhookSettings: Sendable, Equatable {
-        public var name: String
-        public var url: String
-        public var secret: String
-        /// Notification types sent to the webhook; empty means every type.
-        public var types: [String] = []
-        /// Distributions sent to the webhook; empty means both.
-        public var distributions: [Distribution] = []
-
-        public init(name: String, url: String, secret: String, types: [String] = [], distributions: [Distribution] = []) {
-            self.name = name
-            self.url = url
-            self.secret = secret
-            self.types = types
-            self.distributions = distributions
-        }
-
-        init(name: String, reader: ConfigReader) throws {
-            let prefix = "sinks.\(name)"
-            guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" || $0 == "-" }), name != "webhooks", name != "console" else {
-                throw HeraldConfiguration.invalid(prefix, "is not a valid webhook sink name (a-z, 0-9, '_', '-')")
-            }
-            guard let url = try reader.optionalString(forKey: "\(prefix).url") else { throw HeraldConfiguration.invalid("\(prefix).url", "is required for a webhook sink") }
-            guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw HeraldConfiguration.invalid("\(prefix).url", "must be an http(s) URL") }
-            guard let secret = try reader.optionalString(forKey: "\(prefix).secret", isSecret: true), secret.utf8.count >= 16 else {
-                throw HeraldConfiguration.invalid("\(prefix).secret", "is required and must be at least 16 bytes")
-            }
-            self.init(name: name, url: url, secret: secret)
-            types = try reader.optionalStringList(forKey: "\(prefix).match.types") ?? []
-            distributions = try (reader.optionalStringList(forKey: "\(prefix).match.distributions") ?? []).map { text in
-                guard let value = Distribution(rawValue: text.lowercased()) else {
-                    throw HeraldConfiguration.invalid("\(prefix).match.distributions", "must list alert and/or information")
-                }
-                return value
-            }
-        }
-
-        /// The routing rules that send matching notifications to this sink.
-        var rules: [RoutingRule] {
-            let sink = "webhook:\(name)"
-            let typeSet = types.isEmpty ? nil : Set(types)
-            let chosen = Set(distributions)
-            if chosen.count == 1, let only = chosen.first {
-                return [RoutingRule(types: typeSet, distribution: only, add: [sink])]
-            }
-            return [RoutingRule(types: typeSet, add: [sink])]
-        }
+    /// Adds a sink instance configured in code, its settings relative to its section
+    /// (`["url": "…", "secret": "…"]`).
+    public mutating func addSink(_ name: String, type: String, _ values: [String: String] = [:]) {
+        sinks.append(SinkInstance(name: name, type: type, settings: SinkSettings(name: name, values: values)))
     }
 
     static func invalid(_ key: String, _ problem: String) -> HeraldError {
@@ -221,6 +155,18 @@ extension ConfigReader {
 
     func requiredBool(forKey key: String, default value: Bool) throws -> Bool {
         try wrap(key) { try self.requiredBool(forKey: ConfigKey(key)) } ?? value
+    }
+
+    func optionalInt(forKey key: String) throws -> Int? {
+        try wrap(key) { try self.requiredInt(forKey: ConfigKey(key)) }
+    }
+
+    func optionalDouble(forKey key: String) throws -> Double? {
+        try wrap(key) { try self.requiredDouble(forKey: ConfigKey(key)) }
+    }
+
+    func optionalBool(forKey key: String) throws -> Bool? {
+        try wrap(key) { try self.requiredBool(forKey: ConfigKey(key)) }
     }
 
     /// A list from a YAML sequence, or from one string with entries separated by newlines or

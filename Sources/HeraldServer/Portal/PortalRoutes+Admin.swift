@@ -123,6 +123,11 @@ extension PortalRoutes {
     func statusPage(_ request: Request, _ session: PortalSession) async throws -> Response {
         let text = (request.uri.queryParameters.get("id") ?? "").trimmingCharacters(in: .whitespaces)
         var values: [String: Any] = ["id": text]
+        var sinks: [[String: Any]] = []
+        for report in await SinkHealthReport.collect(service.sinks) {
+            sinks.append(["name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? ""])
+        }
+        values["sinks"] = sinks
         if !text.isEmpty {
             if let id = ObjectID(text), let status = try await store.status(of: id) {
                 let n = status.notification

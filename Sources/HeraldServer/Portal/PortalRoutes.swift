@@ -12,7 +12,6 @@ struct PortalRoutes {
     let store: any HeraldStorage
     let service: NotificationService
     let ids: ObjectIDGenerator
-    let checksFCMTopicLimit: Bool
 
     /// Registered on the router directly, not in the route table: the table (and openapi.yaml)
     /// describe the JSON API.
@@ -149,9 +148,7 @@ struct PortalRoutes {
             topicKey: topicKey, distribution: distribution.rawValue
         )
         do {
-            let archived = try await service.postMessage(
-                submission, sender: session.keyName, validateTopicPayload: MessageRoutes.topicPayloadCheck(fcm: checksFCMTopicLimit)
-            )
+            let archived = try await service.postMessage(submission, sender: session.keyName)
             return pages.page(
                 "sent",
                 [

@@ -1,14 +1,11 @@
 import Foundation
 import HeraldCore
-import HeraldFCMSink
 import Hummingbird
 
 /// Message Hub messages: post to a subject's subscribers, read the archive (SPEC §3).
 struct MessageRoutes {
     let service: NotificationService
-    let store: any HeraldStorage
-    /// Whether an FCM sink is configured, whose topic payload limit applies.
-    let checksFCMTopicLimit: Bool
+    let store: any NotificationStore
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/message", post)
@@ -37,18 +34,10 @@ struct MessageRoutes {
         }
     }
 
-    /// Refuses a message whose FCM topic payload would exceed FCM's limit, before anything is stored.
-    static func topicPayloadCheck(fcm: Bool) -> (HeraldNotification) throws -> Void {
-        { notification in
-            guard fcm, case .topic(let topic) = notification.target else { return }
-            try FCMMessageBuilder.validate(FCMSink.topicMessage(notification, topic: topic))
-        }
-    }
-
     @Sendable func post(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let key = try context.requireKey([.communicator, .admin])
         let submission = try await JSONBody.decode(MessageSubmission.self, from: request, context: context, knownFields: MessageSubmission.fieldNames)
-        let archived = try await service.postMessage(submission, sender: key.name, validateTopicPayload: Self.topicPayloadCheck(fcm: checksFCMTopicLimit))
+        let archived = try await service.postMessage(submission, sender: key.name)
         context.logFields.set("notification_id", archived.msiKey)
         struct Body: Encodable {
             var msi_key: String

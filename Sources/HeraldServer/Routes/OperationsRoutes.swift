@@ -6,7 +6,8 @@ import Prometheus
 
 /// Health probes, metrics and the OpenAPI document.
 struct OperationsRoutes {
-    let store: any HeraldStorage
+    let store: any (DeliveryQueue & HeraldStorage)
+    let sinks: SinkRegistry
     let metricsRegistry: PrometheusCollectorRegistry
     let metrics: HeraldMetrics
     let metricsPublic: Bool
@@ -14,6 +15,7 @@ struct OperationsRoutes {
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/health/live", live)
         table.add(router, .get, "/health/ready", ready)
+        table.add(router, .get, "/health/sinks", sinkHealth)
         table.add(router, .get, "/openapi.yaml", openAPI)
         table.add(router, .get, "/metrics", exportMetrics)
     }
@@ -23,6 +25,7 @@ struct OperationsRoutes {
         if !metricsPublic { _ = try context.requireKey([.admin]) }
         let stats = try await store.queueStats()
         metrics.queue(pending: stats.pending, oldestAge: stats.oldestPendingSince.map { max(Date().timeIntervalSince($0), 0) } ?? 0)
+        for report in await SinkHealthReport.collect(sinks) { metrics.sinkHealth(sink: report.name, ok: report.status == "ok") }
         var bytes: [UInt8] = []
         metricsRegistry.emit(into: &bytes)
         return Response(
@@ -42,6 +45,19 @@ struct OperationsRoutes {
             throw HeraldError(.unavailable, code: "storage_unavailable", "storage is not reachable")
         }
         return try JSONBody.response(["status": "ready"])
+    }
+
+    /// Each sink instance's health. Always 200: a degraded sink is an operator's task, never a
+    /// reason to pull the replica (that is `/health/ready`, about storage only).
+    /// Reasons can name endpoints, so it is as private as `/metrics`.
+    @Sendable func sinkHealth(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        if !metricsPublic { _ = try context.requireKey([.admin]) }
+        let reports = await SinkHealthReport.collect(sinks)
+        struct Body: Encodable {
+            var status: String
+            var sinks: [SinkHealthReport]
+        }
+        return try JSONBody.response(Body(status: reports.allSatisfy { $0.status == "ok" } ? "ok" : "degraded", sinks: reports))
     }
 
     @Sendable func openAPI(_ request: Request, context: HeraldRequestContext) async throws -> Response {

@@ -4,7 +4,9 @@ import HeraldCore
 
 /// The user-facing endpoints existing mobile apps call (SPEC §3), acting for one user.
 struct UserRoutes {
-    let store: any HeraldStorage
+    let store: any (UserStore & HistoryStore)
+    let router: NotificationRouter
+    let sinks: SinkRegistry
     let types: NotificationTypes
     let ids: ObjectIDGenerator
 
@@ -21,26 +23,45 @@ struct UserRoutes {
 
     @Sendable func registerDevice(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        let registration = try await JSONBody.decode(DeviceRegistration.self, from: request, context: context)
-        let token = try registration.validatedToken()
-        let now = Date()
-        let device = try await store.registerDevice(userID: userID, token: token, registration: registration, newID: ids.next(at: now), at: now)
-        struct Body: Encodable {
-            var device_id: String
-            var fcm_token: String
+        let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
+        var registration = try body.registration()
+        if let sink = try pushSink(for: registration) {
+            // The provider's sink checks the address and may fill in defaults.
+            try sink.prepare(&registration)
+        } else {
+            // No sink serves this provider yet: the device is kept, bounded, for when one is.
+            try registration.validateCommonFields()
         }
-        return try JSONBody.response(Body(device_id: device.id.hex, fcm_token: device.fcmToken))
+        let now = Date()
+        let device = try await store.registerDevice(userID: userID, registration: registration, newID: ids.next(at: now), at: now)
+        return try JSONBody.response(DeviceRegistrationBody.answer(device, form: try body.form))
     }
 
     @Sendable func unregisterDevice(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        struct Body: Decodable { var fcm_token: String? }
-        let body = try await JSONBody.decode(Body.self, from: request, context: context)
-        guard let token = body.fcm_token else { throw HeraldError.missingField("fcm_token") }
-        try DeviceRegistration.validateToken(token)
-        // Idempotent: removing a token that is already gone is not an error.
-        _ = try await store.unregisterDevice(userID: userID, token: token, at: Date())
+        let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
+        var registration = try body.registration()
+        if let sink = try pushSink(for: registration) { try sink.prepare(&registration) } else { try registration.validateCommonFields() }
+        // Idempotent: removing a device that is already gone is not an error.
+        _ = try await store.unregisterDevice(userID: userID, provider: registration.address.provider, addressKey: registration.address.key, at: Date())
         return Response(status: .noContent)
+    }
+
+    /// The push sink that will serve the device, which validates it; nil when none is
+    /// configured for its provider. A device that names a sink (`app`) must name one that serves
+    /// its provider.
+    private func pushSink(for registration: DeviceRegistration) throws -> (any NotificationSink)? {
+        let provider = registration.address.provider
+        guard let chosen = router.pushSink(provider: provider, app: registration.app) else {
+            if let app = registration.app {
+                let serving = router.sinks.filter { $0.capabilities.contains(.push) && $0.providers.contains(provider) }.map(\.name)
+                throw HeraldError.invalidField(
+                    "app", "names no sink that serves provider '\(provider)' (\(serving.isEmpty ? "none is configured" : "configured: " + serving.joined(separator: ", ")))"
+                )
+            }
+            return nil
+        }
+        return sinks[chosen.name]
     }
 
     @Sendable func getSettings(_ request: Request, context: HeraldRequestContext) async throws -> Response {

@@ -197,6 +197,20 @@ enum PostgresSchema {
                 "CREATE INDEX portal_sessions_by_expiry ON portal_sessions(expires_at)",
             ]
         ),
+        (
+            // Devices of any provider: every existing device is an FCM token.
+            "v3-device-providers",
+            [
+                "ALTER TABLE devices RENAME COLUMN fcm_token TO address_key",
+                "ALTER TABLE devices ADD COLUMN provider TEXT NOT NULL DEFAULT 'fcm'",
+                "ALTER TABLE devices ALTER COLUMN provider DROP DEFAULT",
+                "ALTER TABLE devices ADD COLUMN address_json TEXT",
+                "ALTER TABLE devices ADD COLUMN app TEXT",
+                "ALTER TABLE devices ADD COLUMN options TEXT",
+                "ALTER TABLE devices DROP CONSTRAINT devices_fcm_token_key",
+                "ALTER TABLE devices ADD CONSTRAINT devices_provider_address_key UNIQUE (provider, address_key)",
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -17,48 +17,12 @@ extension PostgresStore {
             var recipients = 0
             switch plan {
             case .historyOnly:
-                // Entirely inside PostgreSQL, nothing read into memory whatever the topic's size:
-                // one statement writes the history rows, in the accepting transaction, and records
-                // them as delivered history deliveries (one queue round-trip per row saved).
-                recipients = try await session.row(
-                    """
-                    WITH recipients AS (
-                        SELECT id AS user_id FROM users WHERE \(forced)
-                        UNION ALL
-                        SELECT user_id FROM subscriptions WHERE NOT \(forced) AND topic_key = \(topic)
-                    ), recorded AS (
-                        INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                        SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'delivered', 1,
-                            NULL, \(now)
-                        FROM recipients
-                        RETURNING 1
-                    ), written AS (
-                        INSERT INTO history (notification_id, user_id, read, created_at)
-                        SELECT \(notification.id.hex), user_id, 0, \(now) FROM recipients
-                        ON CONFLICT (notification_id, user_id) DO NOTHING
-                    )
-                    SELECT COUNT(*) AS n FROM recorded
-                    """
-                )?.int("n") ?? 0
+                recipients = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+            case .historyAndDevices(let route):
+                recipients = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+                _ = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
             case .route(let route):
-                // Keyset pages: each page's settings and devices are read, routed and written
-                // before the next is read.
-                var after = ""
-                while true {
-                    let page = try await session.rows(
-                        forced
-                            ? "SELECT id AS user_id FROM users WHERE id > \(after) ORDER BY id LIMIT \(pageSize)"
-                            : """
-                            SELECT user_id FROM subscriptions WHERE topic_key = \(topic) AND user_id > \(after)
-                            ORDER BY user_id LIMIT \(pageSize)
-                            """
-                    ).map { try $0.text("user_id") }
-                    guard let last = page.last else { break }
-                    let planned = try await Self.recipients(session, userIDs: page).flatMap(route)
-                    try await Self.insert(planned, of: notification.id, session, at: now)
-                    recipients += page.count
-                    after = last
-                }
+                recipients = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
             }
             try await Self.insert(extra, of: notification.id, session, at: now)
             try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
@@ -77,6 +41,63 @@ extension PostgresStore {
             try await session.notifyWork()
             return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
         }
+    }
+
+    /// Entirely inside PostgreSQL, nothing read into memory whatever the topic's size: one
+    /// statement writes the history rows, in the accepting transaction, and records them as
+    /// delivered history deliveries (one queue round-trip per row saved).
+    /// - Returns: the number of recipients.
+    private static func writeHistory(_ notification: HeraldNotification, topic: String, forced: Bool, _ session: PostgresSession, at now: Int64) async throws -> Int {
+        try await session.row(
+            """
+            WITH recipients AS (
+                SELECT id AS user_id FROM users WHERE \(forced)
+                UNION ALL
+                SELECT user_id FROM subscriptions WHERE NOT \(forced) AND topic_key = \(topic)
+            ), recorded AS (
+                INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'delivered', 1,
+                    NULL, \(now)
+                FROM recipients
+                RETURNING 1
+            ), written AS (
+                INSERT INTO history (notification_id, user_id, read, created_at)
+                SELECT \(notification.id.hex), user_id, 0, \(now) FROM recipients
+                ON CONFLICT (notification_id, user_id) DO NOTHING
+            )
+            SELECT COUNT(*) AS n FROM recorded
+            """
+        )?.int("n") ?? 0
+    }
+
+    /// Keyset pages: each page's settings and devices are read, routed and written before the
+    /// next is read. - Returns: the number of users paged through.
+    private static func routePages(
+        _ notification: HeraldNotification, topic: String, forced: Bool, withDevicesOnly: Bool, pageSize: Int,
+        _ route: (RecipientContext) -> [PlannedDelivery], _ session: PostgresSession, at now: Int64
+    ) async throws -> Int {
+        var paged = 0
+        var after = ""
+        while true {
+            let page = try await session.rows(
+                forced
+                    ? """
+                    SELECT id AS user_id FROM users u WHERE id > \(after)
+                        AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = u.id))
+                    ORDER BY id LIMIT \(pageSize)
+                    """
+                    : """
+                    SELECT user_id FROM subscriptions s WHERE topic_key = \(topic) AND user_id > \(after)
+                        AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id))
+                    ORDER BY user_id LIMIT \(pageSize)
+                    """
+            ).map { try $0.text("user_id") }
+            guard let last = page.last else { break }
+            try await insert(try await recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
+            paged += page.count
+            after = last
+        }
+        return paged
     }
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {

@@ -39,25 +39,28 @@ extension PostgresStore {
         }
     }
 
-    public func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
-        try await transaction { session in
+    public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        let stored = try StoredRecords.storedAddress(registration)
+        let (provider, key) = (registration.address.provider, registration.address.key)
+        return try await transaction { session in
             let now = Self.micros(date)
             try await Self.subscribeRecommendedOnce(session, userID, at: now)
-            // Insert or lock the token's row, so two registrations of one token serialise.
+            // Insert or lock the device's row, so two registrations of one address serialise.
             try await session.execute(
                 """
-                INSERT INTO devices (id, user_id, fcm_token, platform, app_version, region, locale, created_at, updated_at)
-                VALUES (\(newID.hex), \(userID), \(token), \(registration.platform), \(registration.appVersion), \(registration.region),
-                    \(registration.locale), \(now), \(now))
-                ON CONFLICT (fcm_token) DO NOTHING
+                INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
+                    created_at, updated_at)
+                VALUES (\(newID.hex), \(userID), \(provider), \(key), \(stored.json), \(registration.app), \(stored.options),
+                    \(registration.platform), \(registration.appVersion), \(registration.region), \(registration.locale), \(now), \(now))
+                ON CONFLICT (provider, address_key) DO NOTHING
                 """
             )
-            guard let row = try await session.row("SELECT id, user_id FROM devices WHERE fcm_token = \(token) FOR UPDATE") else {
+            guard let row = try await session.row("SELECT id, user_id FROM devices WHERE provider = \(provider) AND address_key = \(key) FOR UPDATE") else {
                 throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
             }
             let deviceID = try row.text("id")
             if try row.text("user_id") != userID {
-                // The token now belongs to someone else: what was queued for the old owner
+                // The device now belongs to someone else: what was queued for the old owner
                 // must never reach the new one.
                 try await session.execute(
                     """
@@ -70,9 +73,9 @@ extension PostgresStore {
             if deviceID != newID.hex {
                 try await session.execute(
                     """
-                    UPDATE devices SET user_id = \(userID), platform = COALESCE(\(registration.platform), platform),
-                        app_version = COALESCE(\(registration.appVersion), app_version), region = COALESCE(\(registration.region), region),
-                        locale = COALESCE(\(registration.locale), locale), updated_at = \(now)
+                    UPDATE devices SET user_id = \(userID), address_json = \(stored.json), app = \(registration.app), options = \(stored.options),
+                        platform = COALESCE(\(registration.platform), platform), app_version = COALESCE(\(registration.appVersion), app_version),
+                        region = COALESCE(\(registration.region), region), locale = COALESCE(\(registration.locale), locale), updated_at = \(now)
                     WHERE id = \(deviceID)
                     """
                 )
@@ -84,11 +87,10 @@ extension PostgresStore {
         }
     }
 
-    public func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool {
+    public func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool {
         try await transaction { session in
-            guard let row = try await session.row("SELECT id FROM devices WHERE fcm_token = \(token) AND user_id = \(userID) FOR UPDATE") else {
-                return false
-            }
+            let find: PostgresQuery = "SELECT id FROM devices WHERE provider = \(provider) AND address_key = \(addressKey) AND user_id = \(userID) FOR UPDATE"
+            guard let row = try await session.row(find) else { return false }
             try await Self.removeDevice(session, id: try row.text("id"), reason: "device was unregistered", at: Self.micros(date))
             return true
         }

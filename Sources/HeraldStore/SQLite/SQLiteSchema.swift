@@ -184,6 +184,35 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v7-device-providers") { db in
+            // Devices of any provider: every existing device is an FCM token. SQLite cannot drop
+            // the old UNIQUE (fcm_token), so the table is rebuilt.
+            try db.execute(
+                sql: """
+                    CREATE TABLE devices_v7 (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        provider TEXT NOT NULL,
+                        address_key TEXT NOT NULL,
+                        address_json TEXT,
+                        app TEXT,
+                        options TEXT,
+                        platform TEXT,
+                        app_version TEXT,
+                        region TEXT,
+                        locale TEXT,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        UNIQUE (provider, address_key)
+                    );
+                    INSERT INTO devices_v7 (id, user_id, provider, address_key, platform, app_version, region, locale, created_at, updated_at)
+                        SELECT id, user_id, 'fcm', fcm_token, platform, app_version, region, locale, created_at, updated_at FROM devices;
+                    DROP TABLE devices;
+                    ALTER TABLE devices_v7 RENAME TO devices;
+                    CREATE INDEX devices_by_user ON devices(user_id);
+                    """
+            )
+        }
         return migrator
     }
 }

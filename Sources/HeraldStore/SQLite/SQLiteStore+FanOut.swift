@@ -18,36 +18,12 @@ extension SQLiteStore {
             var recipients = 0
             switch plan {
             case .historyOnly:
-                // Entirely inside SQLite, nothing read into memory whatever the topic's size: the
-                // history rows are written here, in the accepting transaction, and recorded as
-                // delivered history deliveries (one queue round-trip per row saved).
-                try db.execute(
-                    sql: """
-                        INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                        SELECT ?, ?, user_id, ?, 'delivered', 1, NULL, ? FROM (\(source))
-                        """,
-                    arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now] + arguments
-                )
-                recipients = db.changesCount
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source))",
-                    arguments: [notification.id.hex, now] + arguments
-                )
+                recipients = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+            case .historyAndDevices(let route):
+                recipients = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+                _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
             case .route(let route):
-                // Keyset pages: each page's settings and devices are read, routed and written
-                // before the next is read.
-                var after = ""
-                while true {
-                    let page = try String.fetchAll(
-                        db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?",
-                        arguments: arguments + [after, pageSize]
-                    )
-                    guard let last = page.last else { break }
-                    let planned = try Self.recipients(db, userIDs: page).flatMap(route)
-                    try Self.insert(planned, of: notification.id, db, at: now)
-                    recipients += page.count
-                    after = last
-                }
+                recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
             }
             try Self.insert(extra, of: notification.id, db, at: now)
             try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
@@ -65,6 +41,49 @@ extension SQLiteStore {
             }
             return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
         }
+    }
+
+    /// Entirely inside SQLite, nothing read into memory whatever the topic's size: the history
+    /// rows are written in the accepting transaction and recorded as delivered history
+    /// deliveries (one queue round-trip per row saved). - Returns: the number of recipients.
+    private static func writeHistory(
+        _ notification: HeraldNotification, from source: String, _ arguments: StatementArguments, _ db: Database, at now: Int64
+    ) throws -> Int {
+        try db.execute(
+            sql: """
+                INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                SELECT ?, ?, user_id, ?, 'delivered', 1, NULL, ? FROM (\(source))
+                """,
+            arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now] + arguments
+        )
+        let recipients = db.changesCount
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source))",
+            arguments: [notification.id.hex, now] + arguments
+        )
+        return recipients
+    }
+
+    /// Keyset pages: each page's settings and devices are read, routed and written before the
+    /// next is read. - Returns: the number of users paged through.
+    private static func routePages(
+        _ notification: HeraldNotification, from source: String, _ arguments: StatementArguments, withDevicesOnly: Bool, pageSize: Int,
+        _ route: (RecipientContext) -> [PlannedDelivery], _ db: Database, at now: Int64
+    ) throws -> Int {
+        let filter = withDevicesOnly ? " AND EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id)" : ""
+        var paged = 0
+        var after = ""
+        while true {
+            let page = try String.fetchAll(
+                db, sql: "SELECT user_id FROM (\(source)) s WHERE user_id > ?\(filter) ORDER BY user_id LIMIT ?",
+                arguments: arguments + [after, pageSize]
+            )
+            guard let last = page.last else { break }
+            try insert(try recipients(db, userIDs: page).flatMap(route), of: notification.id, db, at: now)
+            paged += page.count
+            after = last
+        }
+        return paged
     }
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {

@@ -41,15 +41,18 @@ extension SQLiteStore {
         }
     }
 
-    public func registerDevice(userID: String, token: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
-        try await writer.write { db in
+    public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        let stored = try StoredRecords.storedAddress(registration)
+        let address = registration.address
+        return try await writer.write { db in
             let now = Self.micros(date)
             try Self.subscribeRecommendedOnce(db, userID, at: now)
-            if let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE fcm_token = ?"), arguments: [token]) {
+            let find = try db.cachedStatement(sql: "SELECT * FROM devices WHERE provider = ? AND address_key = ?")
+            if let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) {
                 let previousOwner: String = row["user_id"]
                 let deviceID: String = row["id"]
                 if previousOwner != userID {
-                    // The token now belongs to someone else: what was queued for the old owner
+                    // The device now belongs to someone else: what was queued for the old owner
                     // must never reach the new one.
                     try db.execute(
                         sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
@@ -58,33 +61,39 @@ extension SQLiteStore {
                 }
                 try db.execute(
                     sql: """
-                        UPDATE devices SET user_id = ?, platform = COALESCE(?, platform), app_version = COALESCE(?, app_version),
-                            region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
+                        UPDATE devices SET user_id = ?, address_json = ?, app = ?, options = ?, platform = COALESCE(?, platform),
+                            app_version = COALESCE(?, app_version), region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
                         WHERE id = ?
                         """,
-                    arguments: [userID, registration.platform, registration.appVersion, registration.region, registration.locale, now, deviceID]
+                    arguments: [
+                        userID, stored.json, registration.app, stored.options, registration.platform, registration.appVersion, registration.region,
+                        registration.locale, now, deviceID,
+                    ]
                 )
             } else {
                 try db.execute(
                     sql: """
-                        INSERT INTO devices (id, user_id, fcm_token, platform, app_version, region, locale, created_at, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
+                            created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [newID.hex, userID, token, registration.platform, registration.appVersion, registration.region, registration.locale, now, now]
+                    arguments: [
+                        newID.hex, userID, address.provider, address.key, stored.json, registration.app, stored.options, registration.platform,
+                        registration.appVersion, registration.region, registration.locale, now, now,
+                    ]
                 )
             }
-            guard let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE fcm_token = ?"), arguments: [token]) else {
+            guard let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) else {
                 throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
             }
             return try StoredRecords.device(row)
         }
     }
 
-    public func unregisterDevice(userID: String, token: String, at date: Date) async throws -> Bool {
+    public func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool {
         try await writer.write { db in
-            guard let deviceID = try String.fetchOne(try db.cachedStatement(sql: "SELECT id FROM devices WHERE fcm_token = ? AND user_id = ?"), arguments: [token, userID]) else {
-                return false
-            }
+            let find = try db.cachedStatement(sql: "SELECT id FROM devices WHERE provider = ? AND address_key = ? AND user_id = ?")
+            guard let deviceID = try String.fetchOne(find, arguments: [provider, addressKey, userID]) else { return false }
             try Self.removeDevice(db, id: deviceID, reason: "device was unregistered", at: Self.micros(date))
             return true
         }

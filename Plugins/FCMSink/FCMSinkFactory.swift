@@ -1,0 +1,27 @@
+public import HeraldCore
+
+extension SinkFactory {
+    /// `sinks.<name>.type: fcm`: `credentials` (path to a Google service-account JSON file,
+    /// required), `endpoint` (default `https://fcm.googleapis.com`), `max_concurrency`
+    /// (1-1024, default 64). For the instance named `fcm`, the top-level `fcm:` section is a
+    /// documented alias (`sinks.fcm` wins when both give a key).
+    public static let fcm = SinkFactory(type: "fcm") { context in
+        let settings = context.settings
+        let credentials = try settings.requiredString("credentials")
+        let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
+        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else { throw settings.invalid("endpoint", "must be an http(s) URL") }
+        let maxConcurrency = try settings.int("max_concurrency", default: 64, in: 1...1024)
+        let account: ServiceAccount
+        do {
+            account = try ServiceAccount.load(path: credentials)
+        } catch let error as FCMError {
+            throw settings.invalid("credentials", "is not usable: \(error.description)")
+        }
+        let configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
+        do {
+            return try await FCMSink(name: context.name, configuration: configuration, logger: context.logger, metrics: context.metrics)
+        } catch let error as FCMError {
+            throw settings.invalid("credentials", "is not usable: \(error.description)")
+        }
+    }
+}

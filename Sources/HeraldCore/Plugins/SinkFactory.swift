@@ -1,0 +1,57 @@
+public import Logging
+
+/// Builds a sink of one `type` from its section of the configuration (`sinks.<name>.type`).
+///
+/// Each sink module adds its factory as a static member, so a server's list of factories reads
+/// like a list of drivers and Herald's own code never names a sink module:
+///
+/// ```swift
+/// extension SinkFactory {
+///     public static let chat = SinkFactory(type: "chat") { context in
+///         ChatSink(name: context.name, url: try context.settings.requiredString("url"))
+///     }
+/// }
+/// // main.swift of an operator's package:
+/// try await HeraldServer.start(configuration, factories: SinkFactory.builtIn + [.chat])
+/// ```
+/// Several instances of one type may be configured (two FCM projects): each is built by the
+/// same factory with its own ``SinkContext``.
+public struct SinkFactory: Sendable {
+    /// The value of `sinks.<name>.type` this factory builds (`fcm`, `webhook`, `console`, …).
+    public let type: String
+    private let make: @Sendable (SinkContext) async throws -> any NotificationSink
+
+    public init(type: String, make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink) {
+        self.type = type
+        self.make = make
+    }
+
+    /// Builds one instance; configuration problems are thrown as `invalid_config` errors that
+    /// name the key (``SinkSettings/invalid(_:_:)``).
+    public func makeSink(_ context: SinkContext) async throws -> any NotificationSink {
+        try await make(context)
+    }
+}
+
+/// What a factory gets to build one sink instance.
+public struct SinkContext: Sendable {
+    /// The instance's name, its key under `sinks:`. Most sinks use it as their own name;
+    /// a sink may derive another (a webhook named `moderation` is the sink `webhook:moderation`).
+    public var name: String
+    public var settings: SinkSettings
+    /// Herald's storage, for sinks that write into it (history, the pull feed).
+    public var storage: any HeraldStorage
+    /// The pull feed as served, for the sink that publishes broadcasts.
+    public var feed: FeedSnapshot
+    public var logger: Logger
+    public var metrics: HeraldMetrics
+
+    public init(name: String, settings: SinkSettings, storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics) {
+        self.name = name
+        self.settings = settings
+        self.storage = storage
+        self.feed = feed
+        self.logger = logger
+        self.metrics = metrics
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import GRDB
+import HeraldCore
+@testable import HeraldStore
+import HeraldTestSupport
+import PostgresNIO
+import Testing
+
+/// Devices of any provider, on every engine, and the migration that made existing devices FCM.
+@Suite struct DeviceStoreConformanceTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    static let subscription: JSONValue = .object([
+        "endpoint": .string("https://push.example/send/abc"), "keys": .object(["p256dh": .string("BPk"), "auth": .string("au")]),
+    ])
+
+    @Test(arguments: StoreKind.allCases)
+    func devicesOfEveryProviderRoundTrip(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        var webPush = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: Self.subscription, key: ""), addressField: "web_push", app: "push-eu")
+        try webPush.validateCommonFields()
+        let apns = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "same-token"), options: ["environment": "sandbox"], platform: "ios")
+        let fcm = try await store.registerDevice(userID: "u", registration: .token("same-token"), newID: ids.next(), at: t0)
+        let ios = try await store.registerDevice(userID: "u", registration: apns, newID: ids.next(), at: t0)
+        let web = try await store.registerDevice(userID: "u", registration: webPush, newID: ids.next(), at: t0)
+        #expect(fcm.id != ios.id, "one address under two providers is two devices")
+        let devices = try await store.devices(userID: "u")
+        #expect(devices.map(\.provider) == ["fcm", "apns", "webpush"])
+        #expect(devices[1].options == ["environment": "sandbox"] && devices[1].token == "same-token" && devices[1].platform == "ios")
+        #expect(devices[2].address.value == Self.subscription, "an object address comes back as it was sent")
+        #expect(devices[2].address.key == Self.subscription.canonicalText && devices[2].app == "push-eu")
+        #expect(devices[0].app == nil && devices[0].options.isEmpty)
+        // Claims carry the device's whole address.
+        let n = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["u"]))
+        _ = try await store.accept(
+            n, recipients: 1, deliveries: [PlannedDelivery(sink: "webpush", userID: "u", deviceID: web.id, distribution: .alert)],
+            idempotencySince: t0
+        )
+        let claimed = try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30))
+        #expect(claimed.first?.recipient.device == devices[2])
+        // Unregistering names the provider: the FCM device with the same token stays.
+        #expect(try await store.unregisterDevice(userID: "u", provider: "apns", addressKey: "same-token", at: t0))
+        #expect(try await store.devices(userID: "u").map(\.provider) == ["fcm", "webpush"])
+        // Registering again replaces app and options with what was sent.
+        let moved = try await store.registerDevice(userID: "u", registration: .token("same-token"), newID: ids.next(), at: t0)
+        #expect(moved.id == fcm.id)
+        await store.close()
+    }
+
+    /// A database created before devices had providers keeps every device, as an FCM token.
+    @Test func sqliteMigrationKeepsExistingDevicesAsFCM() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-migrate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("old.sqlite").path
+        let id = ids.next(at: t0)
+        do {
+            let old = try DatabaseQueue(path: path)
+            try SQLiteSchema.migrator.migrate(old, upTo: "v6-portal-sessions")
+            try await old.write { db in
+                try db.execute(
+                    sql: "INSERT INTO devices (id, user_id, fcm_token, platform, created_at, updated_at) VALUES (?, 'u', 'old-token', 'android', 1, 1)",
+                    arguments: [id.hex]
+                )
+            }
+            try old.close()
+        }
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        let devices = try await store.devices(userID: "u")
+        #expect(devices.map(\.id) == [id] && devices.first?.provider == "fcm" && devices.first?.token == "old-token" && devices.first?.platform == "android")
+        #expect(try await store.unregisterDevice(userID: "u", provider: "fcm", addressKey: "old-token", at: t0))
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func postgresMigrationKeepsExistingDevicesAsFCM() async throws {
+        let store = try PostgresStore(url: try await PostgresTestDatabase.create())
+        let id = ids.next(at: t0)
+        try await store.transaction { session in
+            try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
+            try await session.execute("CREATE TABLE herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            for migration in PostgresSchema.migrations where migration.name != "v3-device-providers" {
+                for statement in migration.sql { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+                try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
+            }
+            try await session.execute(
+                "INSERT INTO devices (id, user_id, fcm_token, platform, created_at, updated_at) VALUES (\(id.hex), 'u', 'old-token', 'android', 1, 1)"
+            )
+        }
+        try await store.migrate()
+        let devices = try await store.devices(userID: "u")
+        #expect(devices.map(\.id) == [id] && devices.first?.provider == "fcm" && devices.first?.token == "old-token" && devices.first?.platform == "android")
+        // The new uniqueness is per provider.
+        _ = try await store.registerDevice(userID: "u", registration: .token("old-token", provider: "apns"), newID: ids.next(), at: t0)
+        #expect(try await store.devices(userID: "u").count == 2)
+        await store.close()
+    }
+}
