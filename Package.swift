@@ -197,7 +197,12 @@ let package = Package(
         // Test fixtures shared by several test targets (the throwaway PostgreSQL server).
         .target(
             name: "HeraldTestSupport",
-            dependencies: ["HeraldStore", "HeraldCore"],
+            dependencies: [
+                "HeraldStore", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Tests/HeraldTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -228,7 +233,8 @@ let package = Package(
         .testTarget(
             name: "HeraldWebhookSinkTests",
             dependencies: [
-                "HeraldWebhookSink", "HeraldCore",
+                "HeraldWebhookSink", "HeraldCore", "HeraldTestSupport", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -67,9 +67,14 @@ final class RunningHerald: Sendable {
     let port: Int
 
     /// Starts `herald <command> --port 0 <arguments>` and waits for its "<banner> http://127.0.0.1:PORT" line.
-    init(command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL) async throws {
+    convenience init(command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL) async throws {
+        try await self.init(executable: Binaries.path("herald"), arguments: [command, "--port", "0"] + arguments, banner: banner, environment: environment, in: directory)
+    }
+
+    /// Starts `executable` with exactly `arguments` and waits for its banner line.
+    init(executable: String, arguments: [String], banner: String = "Herald listening on", environment: [String: String] = [:], in directory: URL) async throws {
         let output = self.output
-        let (process, _, _) = makeProcess(Binaries.path("herald"), [command, "--port", "0"] + arguments, environment: environment, in: directory, collecting: output)
+        let (process, _, _) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: output)
         try process.run()
         self.process = process
         var port: Int?

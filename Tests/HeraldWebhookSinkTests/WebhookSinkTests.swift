@@ -1,56 +1,14 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Logging
 import HeraldWebhookSink
 import Hummingbird
 import NIOCore
 import Synchronization
 import Testing
-
-/// A webhook receiver on a free loopback port that records requests and answers scripted statuses.
-final class Receiver: Sendable {
-    struct Hit: Sendable {
-        var headers: [String: String]
-        var body: Data
-        var at: Date
-    }
-
-    let hits = Mutex<[Hit]>([])
-    let script = Mutex<[(Int, [String: String])]>([])
-    let port = Mutex<Int?>(nil)
-    private let task = Mutex<Task<Void, any Error>?>(nil)
-
-    var url: String { "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/hook" }
-    var received: [Hit] { hits.withLock { $0 } }
-
-    func answer(_ status: Int, headers: [String: String] = [:]) { script.withLock { $0.append((status, headers)) } }
-
-    func start() async throws {
-        let router = Router()
-        router.post("/hook") { request, _ -> Response in
-            var request = request
-            let body = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
-            self.hits.withLock { $0.append(Hit(headers: headers, body: body, at: Date())) }
-            let (status, extra) = self.script.withLock { $0.isEmpty ? (204, [:]) : $0.removeFirst() }
-            var response = Response(status: .init(code: status))
-            for (name, value) in extra { response.headers[HTTPField.Name(name)!] = value }
-            return response
-        }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { channel in
-            self.port.withLock { $0 = channel.localAddress?.port }
-        })
-        task.withLock { $0 = Task { try await app.run() } }
-        for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-    }
-
-    func stop() async {
-        let running = task.withLock { $0 }
-        running?.cancel()
-        _ = await running?.result
-    }
-}
 
 @Suite struct WebhookSinkTests {
     static let secret = "whsec_" + Data("a very secret key for tests".utf8).base64EncodedString()
@@ -65,6 +23,43 @@ final class Receiver: Sendable {
 
     func sink(_ receiver: Receiver) -> WebhookSink {
         WebhookSink(configuration: .init(name: "moderation", url: receiver.url, secret: Self.secret))
+    }
+
+    /// With `forward_events`, engagement events go out signed, `type: engagement.event`, with an
+    /// id derived from the user and the app's event id (a repeat has the same id).
+    @Test func forwardsEngagementEventsWhenConfigured() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let settings = SinkSettings(name: "analytics", values: ["url": receiver.url, "secret": Self.secret, "forward_events": "true"])
+        let context = SinkContext(
+            name: "analytics", settings: settings, storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"),
+            metrics: HeraldMetrics()
+        )
+        let sink = try await SinkFactory.webhook.makeSink(context)
+        #expect(sink.name == "webhook:analytics" && sink.capabilities.contains(.events))
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let event = EngagementEvent(eventID: "e-1", userID: "u1", type: "reaction", reaction: "ctfo", card: "card42", properties: ["screen": .string("feed")], at: at)
+        #expect(await sink.deliverEvents([event, event]) == [.delivered, .delivered])
+        #expect(receiver.received.count == 2)
+        let ids = receiver.received.compactMap { $0.headers["webhook-id"] }
+        #expect(ids.count == 2 && ids[0] == ids[1] && ids[0].hasPrefix("evt_"), "a repeat carries the same id")
+        let first = try #require(receiver.received.first)
+        let body = try #require(try JSONSerialization.jsonObject(with: first.body) as? [String: Any])
+        #expect(body["type"] as? String == "engagement.event")
+        let data = try #require(body["data"] as? [String: Any])
+        #expect(data["event_id"] as? String == "e-1" && data["reaction"] as? String == "ctfo" && data["card"] as? String == "card42")
+        #expect((data["properties"] as? [String: String]) == ["screen": "feed"])
+
+        let quiet = try await SinkFactory.webhook.makeSink(
+            SinkContext(
+                name: "plain", settings: SinkSettings(name: "plain", values: ["url": receiver.url, "secret": Self.secret]),
+                storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"), metrics: HeraldMetrics()
+            )
+        )
+        #expect(!quiet.capabilities.contains(.events))
+        guard case .failed = await quiet.deliverEvents([event]).first else { Issue.record("a webhook without forward_events refuses events"); return }
+        #expect(receiver.received.count == 2)
+        await receiver.stop()
     }
 
     @Test func postsSignedJSONThatIndependentVerifiersAccept() async throws {
