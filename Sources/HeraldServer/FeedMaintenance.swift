@@ -6,12 +6,12 @@ public import ServiceLifecycle
 /// Purges expired feed messages from storage and reloads the feed snapshot on a schedule, and
 /// at once when another Herald process changes the feed (PostgreSQL `LISTEN`).
 public struct FeedMaintenance: Service {
-    let store: any HeraldStorage
+    let store: any FeedStore
     let snapshot: FeedSnapshot
     let interval: Duration
     let logger: Logger
 
-    public init(store: any HeraldStorage, snapshot: FeedSnapshot, interval: Duration = .seconds(60), logger: Logger) {
+    public init(store: any FeedStore, snapshot: FeedSnapshot, interval: Duration = .seconds(60), logger: Logger) {
         self.store = store
         self.snapshot = snapshot
         self.interval = interval

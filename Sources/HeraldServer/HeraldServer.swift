@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCore
+public import HeraldStore
 public import Hummingbird
 public import Logging
 public import Prometheus
@@ -16,7 +17,7 @@ import UnixSignals
 /// ```
 public struct HeraldServer: Sendable {
     public let configuration: HeraldConfiguration
-    public let store: any HeraldStorage
+    public let store: any ServerStorage
     public let sinks: SinkRegistry
     public let engine: DeliveryEngine
     public let service: NotificationService

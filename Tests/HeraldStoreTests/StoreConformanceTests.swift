@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 import Testing
 
 /// One suite every storage engine must pass: SQLite (file and memory) and PostgreSQL.

@@ -17,8 +17,8 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
 
     var description: String { rawValue }
 
-    func make() async throws -> any HeraldStorage {
-        let store: any HeraldStorage
+    func make() async throws -> any ServerStorage {
+        let store: any ServerStorage
         switch self {
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID().uuidString)")

@@ -104,19 +104,8 @@ public protocol TopicStore: Sendable {
     func unsubscribe(userID: String, topicKey: String) async throws
 }
 
-/// Message Hub portal sessions, shared by every Herald process on the database.
-public protocol PortalSessionStore: Sendable {
-    /// Stores a new session, and removes the ones that expired by `now`.
-    func createPortalSession(_ session: PortalSessionRecord, at now: Date) async throws
-    /// The session with this id hash, unless it expired by `now` or its API key was revoked.
-    func portalSession(idHash: String, at now: Date) async throws -> PortalSessionEntry?
-    func deletePortalSession(idHash: String) async throws
-}
-
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
-    PortalSessionStore
-{
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws
     /// Whether storage answers now (for `/health/ready`).

@@ -234,30 +234,3 @@ public struct QueueStats: Sendable, Equatable {
         self.oldestPendingSince = oldestPendingSince
     }
 }
-
-/// A portal session as stored: only a hash of its id, so the table cannot be replayed.
-public struct PortalSessionRecord: Sendable, Equatable {
-    public var idHash: String
-    public var keyID: ObjectID
-    /// The token every form of this session carries back.
-    public var csrf: String
-    public var expiresAt: Date
-
-    public init(idHash: String, keyID: ObjectID, csrf: String, expiresAt: Date) {
-        self.idHash = idHash
-        self.keyID = keyID
-        self.csrf = csrf
-        self.expiresAt = expiresAt
-    }
-}
-
-/// A live portal session with the API key it was opened with.
-public struct PortalSessionEntry: Sendable, Equatable {
-    public var session: PortalSessionRecord
-    public var key: APIKeyRecord
-
-    public init(session: PortalSessionRecord, key: APIKeyRecord) {
-        self.session = session
-        self.key = key
-    }
-}

@@ -1,10 +1,11 @@
 public import HeraldCore
+public import HeraldStore
 import HeraldStore
 
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {
     /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
-    public static func open(_ database: String) throws -> any HeraldStorage {
+    public static func open(_ database: String) throws -> any ServerStorage {
         if database.hasPrefix("sqlite:") {
             var path = String(database.dropFirst("sqlite:".count))
             if path.hasPrefix("//") { path.removeFirst(2) }

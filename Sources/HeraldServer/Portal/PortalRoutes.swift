@@ -9,7 +9,7 @@ import Hummingbird
 struct PortalRoutes {
     let pages: PortalPages
     let sessions: PortalSessions
-    let store: any HeraldStorage
+    let store: any (TopicStore & NotificationStore & APIKeyStore)
     let service: NotificationService
     let ids: ObjectIDGenerator
 

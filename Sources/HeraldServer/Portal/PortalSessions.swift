@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldStore
 
 /// A logged-in portal user: the API key they logged in with (never its secret), and the
 /// token every form must carry back (CSRF).

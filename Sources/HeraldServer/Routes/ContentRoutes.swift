@@ -5,7 +5,7 @@ import Hummingbird
 /// Personalised content (SPEC §7): an admin drafts, publishes and reverts; each user reads only
 /// the items visible to them.
 struct ContentRoutes {
-    let store: any HeraldStorage
+    let store: any (ContentStore & UserStore)
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .put, "/api/content/pending", putPending)

@@ -6,7 +6,7 @@ import Hummingbird
 
 /// The privacy-friendly pull feed (SPEC §6): anonymous reads from the in-memory snapshot, admin writes.
 struct FeedRoutes {
-    let store: any HeraldStorage
+    let store: any FeedStore
     let snapshot: FeedSnapshot
     let resources: ResourceResolver
     let ids: ObjectIDGenerator

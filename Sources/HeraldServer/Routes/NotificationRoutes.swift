@@ -5,7 +5,7 @@ import HeraldCore
 /// The backend-facing endpoints: send, inspect a notification, set user attributes.
 struct NotificationRoutes {
     let service: NotificationService
-    let store: any HeraldStorage
+    let store: any (NotificationStore & UserStore)
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications", send)

@@ -6,7 +6,7 @@ import Prometheus
 
 /// Health probes, metrics and the OpenAPI document.
 struct OperationsRoutes {
-    let store: any (DeliveryQueue & HeraldStorage)
+    let store: any HeraldStorage
     let sinks: SinkRegistry
     let metricsRegistry: PrometheusCollectorRegistry
     let metrics: HeraldMetrics

@@ -4,7 +4,7 @@ import HeraldCore
 
 /// A user's subscriptions to subjects (SPEC §2-3).
 struct SubscriptionRoutes {
-    let store: any HeraldStorage
+    let store: any TopicStore
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/api/notifications/subscriptions", list)

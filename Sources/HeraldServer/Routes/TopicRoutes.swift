@@ -4,7 +4,7 @@ import HeraldCore
 
 /// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (SPEC §3).
 struct TopicRoutes {
-    let store: any HeraldStorage
+    let store: any TopicStore
     let ids: ObjectIDGenerator
 
     static let maxNameBytes = 200

@@ -13,7 +13,7 @@ import PostgresNIO
 ///
 /// Workers in any process claim deliveries with `FOR UPDATE SKIP LOCKED`, and every commit
 /// that queues deliveries sends a `NOTIFY` that wakes idle workers in every process.
-public final class PostgresStore: HeraldStorage {
+public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// The channel that accept transactions notify when they queue deliveries.
     static let workChannel = "herald_work"
     /// The channel notified when feed messages are added or deleted.

@@ -8,7 +8,7 @@ public import HeraldCore
 /// let store = try SQLiteStore(path: "herald.sqlite")
 /// try await store.migrate()
 /// ```
-public final class SQLiteStore: HeraldStorage {
+public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let writer: any DatabaseWriter
     /// Concurrent accepts share a transaction, so one fsync serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>

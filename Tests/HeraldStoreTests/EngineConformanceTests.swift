@@ -1,0 +1,107 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+/// Content, the pull feed, queue statistics and the work notifications, on every engine.
+@Suite struct EngineConformanceTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func item(_ title: String, order: Int, tiers: [String]? = nil) throws -> ContentItem {
+        var fields: [String: JSONValue] = ["type": .string("post"), "title": .string(title), "order": .integer(Int64(order))]
+        fields["visibility"] = tiers.map { .object(["tier_ids": .array($0.map(JSONValue.string))]) } ?? .object(["all": .bool(true)])
+        return try ContentItem(fields: fields, path: "items[\(order)]")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func contentDraftPublishRevert(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        #expect(try await store.pendingContent().items.isEmpty)
+        #expect(try await store.publishedContent().items.isEmpty)
+        let first = [try item("One", order: 1), try item("Two", order: 2, tiers: ["3"])]
+        try await store.setPendingContent(first)
+        #expect(try await store.pendingContent().items == first)
+        #expect(try await store.publishedContent().items.isEmpty, "editing the draft publishes nothing")
+        let published = try await store.publishContent(at: 1_700_000_000_123)
+        #expect(published.items == first && published.lastPublishedAt == 1_700_000_000_123)
+        #expect(try await store.publishedContent() == published)
+        try await store.setPendingContent([try item("Three", order: 3)])
+        let reverted = try await store.revertContent()
+        #expect(reverted.items == first, "revert brings the published set back into the draft")
+        #expect(try await store.pendingContent().items == first)
+        await store.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func feedMessagesAddOnceDeleteAndPurge(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let live = FeedMessage(
+            id: ids.next(at: t0), title: "Live", body: "b", url: nil, postedAt: t0, expiresAt: t0.addingTimeInterval(3600), priority: 2,
+            targetRegions: ["QC", "ON"], targetVersion: ">=2.1.0 <3"
+        )
+        let stale = FeedMessage(
+            id: ids.next(at: t0), title: "Stale", body: "b", url: "https://x.example", postedAt: t0, expiresAt: t0.addingTimeInterval(60), priority: 0,
+            targetRegions: ["CA"], targetVersion: nil
+        )
+        try await store.addFeedMessage(live)
+        try await store.addFeedMessage(live)
+        try await store.addFeedMessage(stale)
+        #expect(try await store.feedMessages() == [live, stale], "adding the same id twice stores it once")
+        #expect(try await store.purgeFeedMessages(expiredBefore: t0.addingTimeInterval(120)) == 1)
+        #expect(try await store.feedMessages() == [live])
+        #expect(try await store.deleteFeedMessage(id: live.id))
+        #expect(try await store.deleteFeedMessage(id: live.id) == false)
+        #expect(try await store.feedMessages().isEmpty)
+        await store.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func queueStatsCountPendingAndTheOldest(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        #expect(try await store.queueStats() == QueueStats(pending: 0, oldestPendingSince: nil))
+        for (offset, users) in [(0.0, ["a", "b"]), (30.0, ["c"])] {
+            let at = t0.addingTimeInterval(offset)
+            let n = HeraldNotification(id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(users))
+            _ = try await store.accept(n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }, idempotencySince: t0)
+        }
+        #expect(try await store.queueStats() == QueueStats(pending: 3, oldestPendingSince: t0))
+        let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 2, lease: .seconds(30))
+        try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: t0.addingTimeInterval(60))
+        let after = try await store.queueStats()
+        #expect(after.pending == 1 && after.oldestPendingSince == t0.addingTimeInterval(30), "delivered ones leave the queue")
+        await store.close()
+    }
+
+    /// Another process's commit wakes this one's workers on PostgreSQL; SQLite, written by one
+    /// process, returns at once (that process wakes its own workers).
+    @Test(arguments: StoreKind.allCases)
+    func workNotificationsReachOtherProcesses(_ kind: StoreKind) async throws {
+        guard kind == .postgres else {
+            let store = try await kind.make()
+            try await store.watchForWork {}
+            await store.close()
+            return
+        }
+        let url = try await PostgresTestDatabase.create()
+        let watcher = try PostgresStore(url: url)
+        try await watcher.migrate()
+        let writer = try PostgresStore(url: url)
+        let wakes = Mutex(0)
+        let watching = Task { try await watcher.watchForWork { wakes.withLock { $0 += 1 } } }
+        // LISTEN connects in the background: commit until a wake arrives, with a deadline.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while wakes.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
+            let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u"]))
+            _ = try await writer.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: t0)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(wakes.withLock { $0 } > 0, "a commit in another process wakes the watcher")
+        watching.cancel()
+        _ = await watching.result
+        await writer.close()
+        await watcher.close()
+    }
+}
