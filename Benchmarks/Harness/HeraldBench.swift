@@ -225,7 +225,7 @@ struct Run: AsyncParsableCommand {
         for index in 0..<users {
             devices.append(
                 try await store.registerDevice(
-                    userID: "bench-user-\(index)", registration: .token("bench-token-\(index)"),
+                    userID: "bench-user-\(index)", registration: .token("bench-token-\(index)", provider: "fcm"),
                     newID: ids.next(), at: Date()
                 )
             )

@@ -239,6 +239,7 @@ def main():
         portal.open(f"/portal/status?id={msi_key}")
         WebDriverWait(portal.driver, 20).until(lambda d: "delivered" in d.find_element(By.ID, "deliveries").text or d.refresh())
         check("fcm" in portal.find("#summary").text, "the status lists the fcm sink")
+        check("fcm" in portal.find("#sinks").text and "ok" in portal.find("#sinks").text, "the status page shows each sink's health")
         portal.shot("status")
         portal.sign_out()
 

@@ -66,7 +66,7 @@ final class EmulatorFixture: Sendable {
     }
 
     func register(_ user: String, _ token: String) async throws {
-        _ = try await store.registerDevice(userID: user, registration: .token(token), newID: ObjectIDGenerator().next(), at: Date())
+        _ = try await store.registerDevice(userID: user, registration: .token(token, provider: "fcm"), newID: ObjectIDGenerator().next(), at: Date())
     }
 
     func send(_ submission: NotificationSubmission) async throws -> ObjectID {

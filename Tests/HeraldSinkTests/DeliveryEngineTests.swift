@@ -41,7 +41,7 @@ import Testing
         }
 
         func register(_ user: String, _ token: String) async throws {
-            _ = try await store.registerDevice(userID: user, registration: .token(token), newID: ObjectIDGenerator().next(), at: clock.date)
+            _ = try await store.registerDevice(userID: user, registration: .token(token, provider: "fcm"), newID: ObjectIDGenerator().next(), at: clock.date)
         }
 
         func states(_ id: ObjectID) async throws -> [String: DeliveryState] {
@@ -208,7 +208,7 @@ import Testing
         _ = try await store.createSubject(Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
         let subscribers = 2_345
         for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
-        _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7", provider: "fcm"), newID: ids.next(), at: Date())
         _ = try await store.updateSettings(userID: "user-00008") { $0.delivery = .pull }
 
         let push = RecordingSink(name: "fcm", capabilities: .push)

@@ -21,7 +21,7 @@ import Testing
         var webPush = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: Self.subscription, key: ""), addressField: "web_push", app: "push-eu")
         try webPush.validateCommonFields()
         let apns = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "same-token"), options: ["environment": "sandbox"], platform: "ios")
-        let fcm = try await store.registerDevice(userID: "u", registration: .token("same-token"), newID: ids.next(), at: t0)
+        let fcm = try await store.registerDevice(userID: "u", registration: .token("same-token", provider: "fcm"), newID: ids.next(), at: t0)
         let ios = try await store.registerDevice(userID: "u", registration: apns, newID: ids.next(), at: t0)
         let web = try await store.registerDevice(userID: "u", registration: webPush, newID: ids.next(), at: t0)
         #expect(fcm.id != ios.id, "one address under two providers is two devices")
@@ -43,7 +43,7 @@ import Testing
         #expect(try await store.unregisterDevice(userID: "u", provider: "apns", addressKey: "same-token", at: t0))
         #expect(try await store.devices(userID: "u").map(\.provider) == ["fcm", "webpush"])
         // Registering again replaces app and options with what was sent.
-        let moved = try await store.registerDevice(userID: "u", registration: .token("same-token"), newID: ids.next(), at: t0)
+        let moved = try await store.registerDevice(userID: "u", registration: .token("same-token", provider: "fcm"), newID: ids.next(), at: t0)
         #expect(moved.id == fcm.id)
         await store.close()
     }

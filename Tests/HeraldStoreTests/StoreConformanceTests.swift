@@ -70,8 +70,8 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func deviceRegistrationIsIdempotentAndTokensMove(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let first = try await store.registerDevice(userID: "alice", registration: .token("tok", platform: "ios"), newID: ids.next(), at: t0)
-        let again = try await store.registerDevice(userID: "alice", registration: .token("tok", appVersion: "2.0"), newID: ids.next(), at: t0)
+        let first = try await store.registerDevice(userID: "alice", registration: .token("tok", provider: "fcm", platform: "ios"), newID: ids.next(), at: t0)
+        let again = try await store.registerDevice(userID: "alice", registration: .token("tok", provider: "fcm", appVersion: "2.0"), newID: ids.next(), at: t0)
         #expect(first.id == again.id)
         #expect(again.platform == "ios" && again.appVersion == "2.0")
         #expect(try await store.devices(userID: "alice").count == 1)
@@ -79,7 +79,7 @@ import Testing
         // A push queued for alice on this token must not reach bob once the token is his.
         let n = notification(["alice"])
         _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
-        let moved = try await store.registerDevice(userID: "bob", registration: .token("tok"), newID: ids.next(), at: t0)
+        let moved = try await store.registerDevice(userID: "bob", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         #expect(moved.userID == "bob")
         #expect(try await store.devices(userID: "alice").isEmpty)
         let status = try #require(try await store.status(of: n.id))
@@ -95,8 +95,8 @@ import Testing
     func recipientsKeepOrderAndDefaultUnknownUsers(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         _ = try await store.updateSettings(userID: "b") { $0.enabled = false }
-        _ = try await store.registerDevice(userID: "b", registration: .token("t1"), newID: ids.next(), at: t0)
-        _ = try await store.registerDevice(userID: "b", registration: .token("t2"), newID: ids.next(), at: t0)
+        _ = try await store.registerDevice(userID: "b", registration: .token("t1", provider: "fcm"), newID: ids.next(), at: t0)
+        _ = try await store.registerDevice(userID: "b", registration: .token("t2", provider: "fcm"), newID: ids.next(), at: t0)
         let recipients = try await store.recipients(userIDs: ["a", "b"])
         #expect(recipients.map(\.userID) == ["a", "b"])
         #expect(recipients[0].settings == UserSettings() && recipients[0].devices.isEmpty)
@@ -147,7 +147,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func recordingOutcomes(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let device = try await store.registerDevice(userID: "a", registration: .token("tok"), newID: ids.next(), at: t0)
+        let device = try await store.registerDevice(userID: "a", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         let n = notification(["a"])
         _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]) + [
             PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),

@@ -98,10 +98,10 @@ import Testing
         let store = try await kind.make()
         let t = try await tree(store)
         _ = try await store.updateSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .alert)))
-        _ = try await store.registerDevice(userID: "u", registration: .token("t1"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "u", registration: .token("t1", provider: "fcm"), newID: ids.next(), at: Date())
         #expect(try await store.subscriptions(userID: "u").map(\.subscribed) == [true, true])
         try await store.unsubscribe(userID: "u", topicKey: t.optIn.topicKey)
-        _ = try await store.registerDevice(userID: "u", registration: .token("t2"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "u", registration: .token("t2", provider: "fcm"), newID: ids.next(), at: Date())
         #expect(try await store.subscriptions(userID: "u").map(\.subscribed) == [true, false])
     }
 }

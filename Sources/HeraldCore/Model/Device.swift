@@ -107,8 +107,8 @@ public struct DeviceRegistration: Sendable, Equatable {
         self.locale = locale
     }
 
-    /// A token registration for `provider` (the Pong form is `token(fcm)`).
-    public static func token(_ token: String, provider: String = "fcm", platform: String? = nil, appVersion: String? = nil) -> DeviceRegistration {
+    /// A token registration for `provider`.
+    public static func token(_ token: String, provider: String, platform: String? = nil, appVersion: String? = nil) -> DeviceRegistration {
         DeviceRegistration(address: DeviceAddress(provider: provider, token: token), platform: platform, appVersion: appVersion)
     }
 
