@@ -58,35 +58,33 @@ public struct HeraldServer: Sendable {
             let feed = FeedSnapshot()
             try await feed.reload(from: store)
             let built = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
-            let sinks: SinkRegistry
-            let router: NotificationRouter
             do {
-                sinks = try SinkRegistry(built + extraSinks)
-                router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+                let sinks = try SinkRegistry(built + extraSinks)
+                let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+                let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
+                var service = NotificationService(
+                    validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
+                    router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
+                )
+                service.metrics = metrics
+                var userTokens: UserTokenVerifier?
+                if let secret = configuration.userTokenSecret {
+                    // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
+                    guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
+                        throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
+                    }
+                    userTokens = await UserTokenVerifier(secret: secret)
+                }
+                return HeraldServer(
+                    configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
+                    logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
+                    types: types, ids: ids
+                )
             } catch {
+                // The sinks built so far hold clients: release them before giving up.
                 await shutDown(built)
                 throw error
             }
-            let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
-            var service = NotificationService(
-                validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
-                router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
-            )
-            service.metrics = metrics
-            var userTokens: UserTokenVerifier?
-            if let secret = configuration.userTokenSecret {
-                // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
-                guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
-                    await shutDown(built)
-                    throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
-                }
-                userTokens = await UserTokenVerifier(secret: secret)
-            }
-            return HeraldServer(
-                configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
-                logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-                types: types, ids: ids
-            )
         } catch {
             await store.close()
             throw error
