@@ -47,7 +47,7 @@ public enum FCMResult: Sendable, Equatable {
         let errorCode = parsed?.details?.first { $0.type == fcmErrorType }?.errorCode
         let hasBadRequest = parsed?.details?.contains { $0.type == badRequestType } ?? false
         let text = "FCM \(status) \(errorCode ?? parsed?.status ?? "error"): \(parsed?.message ?? String(decoding: body.prefix(300), as: UTF8.self))"
-        let after = retryAfter.flatMap { parseRetryAfter($0, now: now) }
+        let after = retryAfter.flatMap { RetryAfter.parse($0, now: now) }
 
         if errorCode == "UNREGISTERED" { return .unregistered(text) }
         if errorCode == "SENDER_ID_MISMATCH" { return .senderMismatch(text) }
@@ -60,21 +60,5 @@ public enum FCMResult: Sendable, Equatable {
         if status == 429 || errorCode == "QUOTA_EXCEEDED" { return .transient(after: after, reason: text) }
         if status >= 500 { return .transient(after: after, reason: text) }
         return .refused(text)
-    }
-
-    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
-    public static func parseRetryAfter(_ value: String, now: Date = Date()) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: trimmed) {
-                return .milliseconds(Int64(max(date.timeIntervalSince(now), 0) * 1000))
-            }
-        }
-        return nil
     }
 }

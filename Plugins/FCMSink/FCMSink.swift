@@ -206,7 +206,7 @@ public final class FCMSink: NotificationSink, Service {
         FCMTopicMessage(
             msiKey: notification.id.hex, topicKey: topic, distribution: notification.distribution, title: notification.title,
             desc: notification.body, message: notification.data["message"] ?? "",
-            timestamp: Int64((notification.timestamp.timeIntervalSince1970 * 1000).rounded())
+            timestamp: Int64(saturating: notification.timestamp.timeIntervalSince1970 * 1000)
         )
     }
 
@@ -231,7 +231,7 @@ public final class FCMSink: NotificationSink, Service {
             request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil))))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(configuration.requestTimeout.seconds * 1000)))
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
             let body = try await response.body.collect(upTo: 1 << 20)
             let classified = FCMResult.classify(status: Int(response.status.code), body: Data(buffer: body), retryAfter: response.headers.first(name: "Retry-After"), now: clock())
             if case .unauthorized = classified, !refreshed {

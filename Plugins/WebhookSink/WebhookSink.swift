@@ -164,7 +164,7 @@ public final class WebhookSink: NotificationSink {
             request.headers.add(name: "webhook-timestamp", value: String(timestamp))
             request.headers.add(name: "webhook-signature", value: signature.sign(id: id, timestamp: timestamp, body: body))
             request.body = .bytes(ByteBuffer(data: body))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(configuration.timeout.seconds * 1000)))
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
             let status = Int(response.status.code)
             let text = String(buffer: try await response.body.collect(upTo: 4096))
             let reason = "\(configuration.url) answered \(status)\(text.isEmpty ? "" : ": \(text.prefix(200))")"
@@ -181,7 +181,7 @@ public final class WebhookSink: NotificationSink {
                 }
                 return .failed(reason: message)
             case 429, 500...599:
-                let after = response.headers.first(name: "Retry-After").flatMap { Int($0) }.map { Duration.seconds($0) }
+                let after = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
                 return .retry(after: after, reason: reason)
             default:
                 return .failed(reason: reason)

@@ -20,7 +20,7 @@ extension SinkFactory {
         }
         let timeout = try settings.double("timeout") ?? 10
         guard timeout >= 0.1, timeout <= 300 else { throw settings.invalid("timeout", "must be a number of seconds, 0.1-300") }
-        configuration.timeout = .milliseconds(Int64(timeout * 1000))
+        configuration.timeout = .saturating(seconds: timeout)
         configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...256)
         configuration.forwardsEvents = try settings.bool("forward_events") ?? false
         return WebhookSink(configuration: configuration, logger: context.logger)

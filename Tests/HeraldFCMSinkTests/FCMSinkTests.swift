@@ -291,10 +291,10 @@ import Testing
 
     @Test func retryAfterInSecondsOrAsAnHTTPDate() {
         let now = Date(timeIntervalSince1970: 1_445_412_470)  // Wed, 21 Oct 2015 07:27:50 GMT
-        #expect(FCMResult.parseRetryAfter("120", now: now) == .seconds(120))
-        #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
-        #expect(FCMResult.parseRetryAfter("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
-        #expect(FCMResult.parseRetryAfter("soon", now: now) == nil)
+        #expect(RetryAfter.parse("120", now: now) == .seconds(120))
+        #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
+        #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
+        #expect(RetryAfter.parse("soon", now: now) == nil)
     }
 
     /// FCM's dry run: `validate_only` is sent, the emulator validates without delivering.

@@ -13,6 +13,9 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
     /// The longest an idle worker waits before looking for due retries.
     public var idlePoll: Duration = .seconds(1)
     public var retry: RetryPolicy = RetryPolicy()
+    /// The longest a sink's retry-after (a provider's `Retry-After`) may postpone a delivery;
+    /// a longer one is capped, so one odd answer cannot park work for years.
+    public var maxRetryAfter: Duration = .seconds(3600)
 
     public init() {}
 }
@@ -100,8 +103,7 @@ public final class DeliveryEngine: Service {
     private func idle() async {
         var timeout = configuration.idlePoll
         if let due = try? await queue.nextDueDate() {
-            let wait = due.timeIntervalSince(clock())
-            timeout = min(timeout, .milliseconds(Int64(max(wait, 0.001) * 1000)))
+            timeout = min(timeout, .saturating(seconds: max(due.timeIntervalSince(clock()), 0.001)))
         }
         let signal = self.signal
         let limit = timeout
@@ -192,7 +194,7 @@ public final class DeliveryEngine: Service {
                 "attempt": "\(delivery.attempt)", "error": "\(result.lastError ?? "")",
             ]
         )
-        let latency = Duration.milliseconds(Int64(max(now.timeIntervalSince(delivery.notification.timestamp), 0) * 1000))
+        let latency = Duration.saturating(seconds: max(now.timeIntervalSince(delivery.notification.timestamp), 0))
         metrics.delivery(sink: sink, outcome: outcome, latency: latency)
         if result.state == .pending { metrics.retryScheduled(sink: sink) }
         if result.removeDevice != nil { metrics.deadTokenRemoved(sink: sink) }
@@ -210,7 +212,7 @@ public final class DeliveryEngine: Service {
             guard delivery.attempt < configuration.retry.maxAttempts else {
                 return DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "\(reason) (gave up after \(delivery.attempt) attempts)")
             }
-            let delay = after ?? configuration.retry.delay(afterAttempt: delivery.attempt)
+            let delay = after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: delivery.attempt)
             return DeliveryUpdate(
                 id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
                 nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))

@@ -18,7 +18,7 @@ public struct RetryPolicy: Sendable, Equatable {
         let exponent = min(max(attempt - 1, 0), 30)
         let base = baseDelay.seconds * Double(1 << exponent)
         let capped = min(base, maxDelay.seconds)
-        return .milliseconds(Int64((capped * min(max(jitter, 0), 1) * 1000).rounded()))
+        return .saturating(seconds: capped * min(max(jitter, 0), 1))
     }
 }
 

@@ -57,7 +57,7 @@ public final class ObjectIDGenerator: Sendable {
     }
 
     public func next(at date: Date = Date()) -> ObjectID {
-        let seconds = UInt32(clamping: Int64(date.timeIntervalSince1970))
+        let seconds = UInt32(clamping: Int64(saturating: date.timeIntervalSince1970.rounded(.down)))
         let count = counter.withLock { value -> UInt32 in
             value = (value &+ 1) & 0xFF_FFFF
             return value

@@ -3,19 +3,28 @@ public import Foundation
 /// Herald's wire format for instants: RFC 3339 in UTC with microseconds, as apps already parse
 /// (`2022-04-08T15:17:41.900560Z`). Stored instants are whole microseconds since the epoch.
 public enum Timestamp {
+    /// The instants Herald stores and formats: 0001-01-01 to 9999-12-31 (UTC). Anything outside
+    /// (a provider's far-future date, a corrupt row) is clamped, never a trap.
+    public static let representable: ClosedRange<Int64> = -62_135_596_800_000_000...253_402_300_799_999_999
+
     public static func microseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        clamp(Int64(saturating: date.timeIntervalSince1970 * 1_000_000))
     }
 
     public static func date(microseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: TimeInterval(microseconds) / 1_000_000)
+        Date(timeIntervalSince1970: TimeInterval(clamp(microseconds)) / 1_000_000)
+    }
+
+    static func clamp(_ microseconds: Int64) -> Int64 {
+        min(max(microseconds, representable.lowerBound), representable.upperBound)
     }
 
     public static func format(_ date: Date) -> String {
         format(microseconds: microseconds(date))
     }
 
-    public static func format(microseconds: Int64) -> String {
+    public static func format(microseconds unclamped: Int64) -> String {
+        let microseconds = clamp(unclamped)
         let seconds = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
         let fraction = microseconds - seconds * 1_000_000
         let (year, month, day) = civilDate(daysSinceEpoch: seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)

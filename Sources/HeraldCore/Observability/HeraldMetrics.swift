@@ -59,6 +59,7 @@ public struct HeraldMetrics: Sendable {
 extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        return seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow
+            ? (seconds < 0 ? .min : .max) : (seconds * 1_000_000_000).saturatingAdd(attoseconds / 1_000_000_000)
     }
 }

@@ -63,10 +63,13 @@ public struct HeraldConfiguration: Sendable {
         guard (1...100).contains(delivery.retry.maxAttempts) else { throw Self.invalid("delivery.max_attempts", "must be 1-100") }
         let backoff = try reader.requiredDouble(forKey: "delivery.backoff", default: delivery.retry.baseDelay.seconds)
         guard backoff > 0, backoff <= 3600 else { throw Self.invalid("delivery.backoff", "must be a number of seconds, 0-3600") }
-        delivery.retry.baseDelay = .milliseconds(Int64(backoff * 1000))
+        delivery.retry.baseDelay = .saturating(seconds: backoff)
         let lease = try reader.requiredDouble(forKey: "delivery.lease", default: delivery.lease.seconds)
         guard lease >= 0.5, lease <= 3600 else { throw Self.invalid("delivery.lease", "must be a number of seconds, 0.5-3600") }
-        delivery.lease = .milliseconds(Int64(lease * 1000))
+        delivery.lease = .saturating(seconds: lease)
+        let maxRetryAfter = try reader.requiredDouble(forKey: "delivery.max_retry_after", default: delivery.maxRetryAfter.seconds)
+        guard maxRetryAfter >= 1, maxRetryAfter <= 86_400 else { throw Self.invalid("delivery.max_retry_after", "must be a number of seconds, 1-86400") }
+        delivery.maxRetryAfter = .saturating(seconds: maxRetryAfter)
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)
@@ -74,7 +77,7 @@ public struct HeraldConfiguration: Sendable {
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
         let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
-        shutdownTimeout = .milliseconds(Int64(shutdown * 1000))
+        shutdownTimeout = .saturating(seconds: shutdown)
         metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
         sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }

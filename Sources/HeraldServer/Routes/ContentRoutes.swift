@@ -46,7 +46,7 @@ struct ContentRoutes {
 
     @Sendable func publish(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        return try JSONBody.response(SetBody(try await store.publishContent(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()))))
+        return try JSONBody.response(SetBody(try await store.publishContent(at: Int64(saturating: Date().timeIntervalSince1970 * 1000))))
     }
 
     @Sendable func revert(_ request: Request, context: HeraldRequestContext) async throws -> Response {

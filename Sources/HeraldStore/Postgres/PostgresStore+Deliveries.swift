@@ -9,7 +9,7 @@ extension PostgresStore {
         // delivery due again once the lease runs out. SKIP LOCKED lets workers in several
         // processes claim disjoint batches without waiting for each other. The attempt is
         // counted at claim time so a delivery that crashes its worker still runs out of attempts.
-        let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
+        let leaseUntil = nowMicros.saturatingAdd(Int64(saturating: lease.seconds * 1_000_000))
         let rows = try await withConnection { session in
             try await session.rows(
                 """

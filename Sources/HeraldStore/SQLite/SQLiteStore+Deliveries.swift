@@ -14,7 +14,7 @@ extension SQLiteStore {
             // The lease is the next due time: a worker that dies before recording leaves the
             // delivery due again once the lease runs out. The attempt is counted at claim time so
             // a delivery that crashes its worker still runs out of attempts.
-            let leaseUntil = nowMicros + Int64(lease.seconds * 1_000_000)
+            let leaseUntil = nowMicros.saturatingAdd(Int64(saturating: lease.seconds * 1_000_000))
             let list = Self.placeholders(ids.count)
             // Cached statements: these run for every batch, and preparing SQL costs more than running it.
             try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (\(list))")
