@@ -10,6 +10,11 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
+            // A path or query value with U+0000 could never be stored or looked up as sent
+            // (PostgreSQL refuses it): refused here, for every route.
+            if request.uri.string.contains("%00") {
+                throw HeraldError(.badRequest, code: "invalid_url", "the URL must not contain U+0000 (%00)")
+            }
             return try await next(request, context)
         } catch let error as HeraldError {
             if error.kind == .internal { context.logger.error("internal error: \(error)") }

@@ -31,6 +31,10 @@ public enum JSONBody {
         } catch {
             throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
         }
+        // Refused rather than stored altered: a 2xx means stored exactly as sent.
+        if let field = JSONTextCheck.firstUnstorableString(in: data) {
+            throw HeraldError.invalidField(field, "must not contain U+0000 or an unpaired surrogate")
+        }
         if let knownFields {
             for name in body.keys.sorted() where !knownFields.contains(name) {
                 throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")

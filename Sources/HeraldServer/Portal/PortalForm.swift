@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Hummingbird
 
 /// An `application/x-www-form-urlencoded` body, as the portal's forms send it.
@@ -11,6 +12,10 @@ struct PortalForm {
         var request = request
         let buffer = try await request.collectBody(upTo: Self.maxBytes)
         self.init(text: String(buffer: buffer))
+        // Refused rather than stored altered (SQLite would cut the text at U+0000).
+        if let name = values.first(where: { $0.key.contains("\0") || $0.value.contains("\0") })?.key {
+            throw HeraldError.invalidField(name, "must not contain U+0000")
+        }
     }
 
     init(text: String) {
