@@ -51,6 +51,10 @@ public final class FCMSink: NotificationSink, Service {
     private let counters = Mutex<[String: Int]>([:])
     /// Why the credentials look wrong, until a send succeeds again.
     private let credentialFault = Mutex<String?>(nil)
+    /// When a send last succeeded: proof that these credentials work.
+    private let lastSuccess = Mutex<Date?>(nil)
+    /// How recent a success must be for SENDER_ID_MISMATCH to mean the token, not the credentials.
+    public static let credentialProofWindow: TimeInterval = 600
 
     /// A client whose connection pool does not cap concurrency below `maxConcurrency`:
     /// `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host, which would serialise sends
@@ -128,20 +132,25 @@ public final class FCMSink: NotificationSink, Service {
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
         let results = await send(batch, validateOnly: false)
-        // SENDER_ID_MISMATCH for every token of a batch means the credentials are wrong, not the
-        // tokens: keep the devices, retry later, and say so loudly (SPEC §10).
-        let mismatches = results.filter { if case .senderMismatch = $0 { true } else { false } }.count
-        let credentialsFault = batch.count > 1 && mismatches == batch.count
-        if credentialsFault {
-            let reason = "FCM answered SENDER_ID_MISMATCH for all \(batch.count) tokens of a batch: the credentials of sink '\(name)' probably belong to another Firebase project; devices are kept"
-            logger.error("\(reason)")
-            credentialFault.withLock { $0 = reason }
-        } else if results.contains(.sent) {
+        let now = clock()
+        if results.contains(.sent) {
+            lastSuccess.withLock { $0 = now }
             credentialFault.withLock { $0 = nil }
         }
+        // SENDER_ID_MISMATCH means "this token belongs to another sender". It is the token's
+        // fault only when these credentials have just delivered to another token; otherwise the
+        // credentials are the likelier culprit (SPEC §10): keep the device, retry later, and
+        // report the sink degraded. A credential fault never deletes devices.
+        let proven = lastSuccess.withLock { $0.map { now.timeIntervalSince($0) < Self.credentialProofWindow } ?? false }
+        let mismatches = results.filter { if case .senderMismatch = $0 { true } else { false } }.count
+        if mismatches > 0 && !proven {
+            let reason = "FCM answered SENDER_ID_MISMATCH and sink '\(name)' has not delivered to any token recently: its credentials probably belong to another Firebase project; devices are kept"
+            logger.error("\(reason)")
+            credentialFault.withLock { $0 = reason }
+        }
         return results.map { result in
-            if credentialsFault, case .senderMismatch(let reason) = result {
-                return .retry(after: nil, reason: "\(reason) (every token in the batch: check the credentials of sink '\(name)'; devices kept)")
+            if !proven, case .senderMismatch(let reason) = result {
+                return .retry(after: nil, reason: "\(reason) (check the credentials of sink '\(name)'; device kept)")
             }
             return Self.outcome(result)
         }

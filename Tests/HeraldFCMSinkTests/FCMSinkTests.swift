@@ -163,6 +163,27 @@ import Testing
         await f.stop()
     }
 
+    /// With light traffic every batch holds one delivery: a mismatch must not delete a device
+    /// until the same credentials have delivered to another token.
+    @Test func aLoneMismatchKeepsTheDeviceUntilTheCredentialsAreProven() async throws {
+        let f = try await EmulatorFixture.start()
+        try await f.register("ivy", "mismatch-solo")
+        let first = try await f.send(NotificationSubmission(type: "generic", title: "x", userIDs: ["ivy"]))
+        try await f.engine.drain()
+        #expect(try await f.store.devices(userID: "ivy").count == 1, "unproven credentials: the device stays")
+        #expect(try await f.store.status(of: first)?.deliveries.first { $0.sink == "fcm" }?.state == .pending)
+        #expect(await f.sink.health() != .ok)
+        // The same credentials deliver to another token: now a mismatch is the token's fault.
+        try await f.register("joe", "good-joe")
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "y", userIDs: ["joe"]))
+        try await f.engine.drain()
+        #expect(await f.sink.health() == .ok, "a success clears the degraded state")
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "z", userIDs: ["ivy"]))
+        try await f.engine.drain()
+        #expect(try await f.store.devices(userID: "ivy").isEmpty, "proven credentials: the mismatched token is removed")
+        await f.stop()
+    }
+
     @Test func settingsAreRespected() async throws {
         let f = try await EmulatorFixture.start()
         try await f.register("muted", "tok-muted")
