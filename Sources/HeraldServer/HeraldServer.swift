@@ -52,7 +52,7 @@ public struct HeraldServer: Sendable {
             try await store.migrate()
             let ids = ObjectIDGenerator()
             if let key = configuration.bootstrapAdminKey {
-                try await ensureBootstrapKey(key, store: store, ids: ids)
+                try await ensureBootstrapKey(key, store: store, ids: ids, logger: logger)
             }
             let types = try NotificationTypes(extra: configuration.extraTypes)
             let feed = FeedSnapshot()
@@ -133,13 +133,17 @@ public struct HeraldServer: Sendable {
         await store.close()
     }
 
-    static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator) async throws {
+    /// Creates the bootstrap admin key, or keeps the one there. A key an operator revoked stays
+    /// revoked: the server starts, and says so.
+    static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator, logger: Logger) async throws {
         guard secret.hasPrefix(APIKeySecret.prefix), secret.utf8.count >= APIKeySecret.prefix.utf8.count + 32 else {
             throw HeraldError(.unprocessable, code: "invalid_config", "bootstrap_admin_key must start with '\(APIKeySecret.prefix)' and have at least 32 characters after it (herald keys generate prints one)")
         }
-        let hash = APIKeySecret.hash(secret)
-        if try await store.key(secretHash: hash) == nil {
-            try await store.createKey(APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: Date()), secretHash: hash)
+        let key = try await store.ensureKey(
+            APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: Date()), secretHash: APIKeySecret.hash(secret)
+        )
+        if key.revokedAt != nil {
+            logger.warning("bootstrap_admin_key was revoked (key \(key.id)); it stays revoked: set a new one, or unset it")
         }
     }
 

@@ -105,3 +105,22 @@ import Testing
         await watcher.close()
     }
 }
+
+@Suite struct KeyConformanceTests {
+    @Test(arguments: StoreKind.allCases)
+    func ensureKeyKeepsWhatIsThereRevokedOrNot(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let ids = ObjectIDGenerator()
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        let first = APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: t0)
+        #expect(try await store.ensureKey(first, secretHash: "h1") == first)
+        let again = APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: t0)
+        #expect(try await store.ensureKey(again, secretHash: "h1") == first, "the key that was there is kept")
+        #expect(try await store.revokeKey(id: first.id, at: t0))
+        let revoked = try await store.ensureKey(again, secretHash: "h1")
+        #expect(revoked.id == first.id && revoked.revokedAt == t0, "a revoked key is reported, never re-enabled")
+        #expect(try await store.key(secretHash: "h1") == nil)
+        #expect(try await store.keys().count == 1)
+        await store.close()
+    }
+}

@@ -3,6 +3,9 @@ public import Foundation
 /// API keys, stored by a hash of their secret.
 public protocol APIKeyStore: Sendable {
     func createKey(_ key: APIKeyRecord, secretHash: String) async throws
+    /// Stores `key` unless a key (revoked or not) already has this hash. - Returns: the stored
+    /// key: the new one, or the one that was there, with its revocation.
+    func ensureKey(_ key: APIKeyRecord, secretHash: String) async throws -> APIKeyRecord
     /// The active (not revoked) key with this hash.
     func key(secretHash: String) async throws -> APIKeyRecord?
     func keys() async throws -> [APIKeyRecord]

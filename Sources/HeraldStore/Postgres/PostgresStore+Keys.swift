@@ -14,6 +14,22 @@ extension PostgresStore {
         }
     }
 
+    public func ensureKey(_ key: APIKeyRecord, secretHash: String) async throws -> APIKeyRecord {
+        try await transaction { session in
+            try await session.execute(
+                """
+                INSERT INTO api_keys (id, name, role, secret_hash, created_at, revoked_at)
+                VALUES (\(key.id.hex), \(key.name), \(key.role.rawValue), \(secretHash), \(Self.micros(key.createdAt)), \(key.revokedAt.map(Self.micros)))
+                ON CONFLICT (secret_hash) DO NOTHING
+                """
+            )
+            guard let row = try await session.row("SELECT * FROM api_keys WHERE secret_hash = \(secretHash)") else {
+                throw HeraldError(.internal, code: "storage_error", "api key vanished while storing it")
+            }
+            return try StoredRecords.apiKey(row)
+        }
+    }
+
     public func key(secretHash: String) async throws -> APIKeyRecord? {
         try await withConnection { session in
             try await session.row("SELECT * FROM api_keys WHERE secret_hash = \(secretHash) AND revoked_at IS NULL").map(StoredRecords.apiKey)

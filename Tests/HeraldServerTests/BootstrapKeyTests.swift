@@ -1,0 +1,34 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+@Suite struct BootstrapKeyTests {
+    /// Revoking the bootstrap key must not stop the next start, nor bring the key back.
+    @Test func aRevokedBootstrapKeyStaysRevokedAndTheServerStarts() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bootstrap-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = HeraldConfiguration()
+        configuration.database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
+        configuration.bootstrapAdminKey = APIKeySecret.generate()
+        configuration.logLevel = "critical"
+        let first = try await HeraldServer.start(configuration)
+        let key = try #require(try await first.store.keys().first)
+        #expect(try await first.store.revokeKey(id: key.id, at: Date()))
+        await first.close()
+
+        let second = try await HeraldServer.start(configuration)
+        #expect(try await second.store.keys().map(\.id) == [key.id], "no second key was made")
+        #expect(try await second.store.keys().first?.revokedAt != nil, "the key stays revoked")
+        let bootstrap = configuration.bootstrapAdminKey ?? ""
+        try await second.application(deliveryWorkers: false).test(.router) { client in
+            let response = try await client.execute(uri: "/api/notifications/\(ObjectIDGenerator().next())", method: .get, headers: [.authorization: "Bearer \(bootstrap)"])
+            #expect(response.status == .unauthorized)
+        }
+        await second.close()
+    }
+}
