@@ -53,6 +53,9 @@ public final class WebhookSink: NotificationSink {
         self.clock = clock
     }
 
+    /// The endpoint as reasons and logs show it: no credentials, no query.
+    private var shownURL: String { RedactedURL.describe(configuration.url) }
+
     /// Why the sink stopped sending, if the endpoint answered 410 Gone.
     public var disabled: String? { disabledReason.withLock { $0 } }
 
@@ -166,13 +169,15 @@ public final class WebhookSink: NotificationSink {
             request.body = .bytes(ByteBuffer(data: body))
             let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
             let status = Int(response.status.code)
-            let text = String(buffer: try await response.body.collect(upTo: 4096))
-            let reason = "\(configuration.url) answered \(status)\(text.isEmpty ? "" : ": \(text.prefix(200))")"
+            // The reply is read (so the connection can be reused) but never repeated: a receiver
+            // may echo what it was sent, and `last_error` is readable by every backend key.
+            _ = try await response.body.collect(upTo: 4096)
+            let reason = "\(shownURL) answered \(status)"
             switch status {
             case 200..<300:
                 return .delivered
             case 410:
-                let message = "\(name) disabled: \(configuration.url) answered 410 Gone (restart Herald after fixing the endpoint)"
+                let message = "\(name) disabled: \(shownURL) answered 410 Gone (restart Herald after fixing the endpoint)"
                 if disabledReason.withLock({ current in
                     defer { current = current ?? message }
                     return current == nil
@@ -187,7 +192,7 @@ public final class WebhookSink: NotificationSink {
                 return .failed(reason: reason)
             }
         } catch {
-            return .retry(after: nil, reason: "\(configuration.url) did not answer: \(error)")
+            return .retry(after: nil, reason: "\(shownURL) did not answer: \(error)")
         }
     }
 }
