@@ -29,7 +29,12 @@ public struct NotificationService: Sendable {
         self.onAccepted = onAccepted
     }
 
-    public func send(_ submission: NotificationSubmission, now: Date = Date()) async throws -> AcceptResult {
+    /// - Parameters:
+    ///   - scope: whose idempotency keys these are (the sending API key's id): another sender's
+    ///     key of the same name is another key.
+    ///   - requestHash: the request's canonical hash: the same key for another request is refused.
+    /// - Throws: 422 `idempotency_key_reused` when the key stands for another request.
+    public func send(_ submission: NotificationSubmission, now: Date = Date(), scope: String = "", requestHash: String = "") async throws -> AcceptResult {
         let started = ContinuousClock.now
         var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
         var topicSubject: SubjectEntry?
@@ -43,15 +48,16 @@ public struct NotificationService: Sendable {
             try sinks[name]?.validate(notification)
         }
         let since = now.addingTimeInterval(-Self.idempotencyWindow)
-        if let key = notification.idempotencyKey, let receipt = try await store.receipt(idempotencyKey: key, since: since) {
-            return .replayed(receipt)
+        let claim = notification.idempotencyKey.map { IdempotencyClaim(scope: scope, key: $0, requestHash: requestHash) }
+        if let claim, let earlier = try await store.receipt(for: claim, since: since) {
+            return try Self.answer(earlier)
         }
         let result: AcceptResult
         switch notification.target {
         case .users(let userIDs):
             let recipients = try await store.recipients(userIDs: userIDs)
             let deliveries = recipients.flatMap { router.plan(notification, for: $0, at: now) }
-            result = try await store.accept(notification, recipients: recipients.count, deliveries: deliveries, idempotencySince: since)
+            result = try await store.accept(notification, recipients: recipients.count, deliveries: deliveries, idempotency: claim, idempotencySince: since)
         case .topic(let key):
             // Herald fans out to each subscriber's devices and history, so every user's settings apply.
             let router = self.router
@@ -59,14 +65,14 @@ public struct NotificationService: Sendable {
             result = try await store.acceptFanOut(
                 notification, topic: key, level: topicSubject?.subject.opt.level ?? .optIn,
                 plan: .route { router.plan(planned, for: $0, at: now) }, extra: [], archive: nil,
-                pageSize: fanOutPageSize, idempotencySince: since
+                pageSize: fanOutPageSize, idempotency: claim, idempotencySince: since
             )
         case .broadcast:
             let deliveries = router.broadcastSends(notification)
             guard !deliveries.isEmpty else {
                 throw HeraldError(.unprocessable, code: "unsupported_target", "no sink publishes broadcasts on this server")
             }
-            result = try await store.accept(notification, recipients: 0, deliveries: deliveries, idempotencySince: since)
+            result = try await store.accept(notification, recipients: 0, deliveries: deliveries, idempotency: claim, idempotencySince: since)
         case .audience:
             throw HeraldError(.unprocessable, code: "unsupported_target", "'\(notification.target.kind.rawValue)' targets are not supported by this server yet")
         }
@@ -74,7 +80,16 @@ public struct NotificationService: Sendable {
             metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
             onAccepted()
         }
-        return result
+        return try Self.answer(result)
+    }
+
+    /// A key reused for another request is the sender's error; anything else is an answer.
+    static func answer(_ result: AcceptResult) throws -> AcceptResult {
+        guard case .keyReused(let first) = result else { return result }
+        throw HeraldError(
+            .unprocessable, code: "idempotency_key_reused",
+            "this idempotency key was used within the last 24 hours for a different request (notification \(first.id)); use a new key for a new request"
+        )
     }
 
     /// Posts a Message Hub message (SPEC §3 `POST /message`): archived with its sender, sent to
@@ -109,7 +124,7 @@ public struct NotificationService: Sendable {
         _ = try await store.acceptFanOut(
             notification, topic: input.topicKey, level: entry.subject.opt.level, plan: plan,
             extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,
-            idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
+            idempotency: nil, idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
         )
         metrics.accepted(type: notification.type, target: "message", latency: ContinuousClock.now - started)
         onAccepted()

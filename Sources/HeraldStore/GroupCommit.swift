@@ -84,5 +84,6 @@ struct AcceptRequest: Sendable {
     var notification: HeraldNotification
     var recipients: Int
     var deliveries: [PlannedDelivery]
+    var idempotency: IdempotencyClaim?
     var idempotencySince: Date
 }

@@ -59,6 +59,13 @@ enum StoredRecords {
         )
     }
 
+    /// What a stored idempotency key (`notification_id`, `recipients`, `request_hash`) means for
+    /// `claim`: the first answer again for the same request, a reused key for another.
+    static func claimed(_ row: some StoredRow, by claim: IdempotencyClaim) throws -> AcceptResult {
+        let receipt = NotificationReceipt(id: try row.objectID("notification_id"), recipients: try row.int("recipients"))
+        return try row.text("request_hash") == claim.requestHash ? .replayed(receipt) : .keyReused(receipt)
+    }
+
     static func deliveryRecord(_ row: some StoredRow) throws -> DeliveryRecord {
         DeliveryRecord(
             id: try row.integer("id"), sink: try row.text("sink"), userID: try row.text("user_id"), deviceID: try row.optionalObjectID("device_id"),

@@ -80,7 +80,7 @@ import Testing
         try await store.transaction { session in
             try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
             try await session.execute("CREATE TABLE herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-            for migration in PostgresSchema.migrations where migration.name != "v3-device-providers" {
+            for migration in PostgresSchema.migrations.prefix(while: { $0.name != "v3-device-providers" }) {
                 for statement in migration.sql { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
                 try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
             }

@@ -118,7 +118,26 @@ import Testing
         let replay = try await store.accept(repeatKey, recipients: 1, deliveries: historyDeliveries(["c"]), idempotencySince: t0.addingTimeInterval(-86_340))
         #expect(replay == .replayed(NotificationReceipt(id: n.id, recipients: 2)))
         #expect(try await store.status(of: repeatKey.id) == nil, "a replay stores nothing")
-        #expect(try await store.receipt(idempotencyKey: "k1", since: t0) == NotificationReceipt(id: n.id, recipients: 2))
+        let claim = IdempotencyClaim(scope: "", key: "k1", requestHash: "")
+        #expect(try await store.receipt(for: claim, since: t0) == .replayed(NotificationReceipt(id: n.id, recipients: 2)))
+        // The same key from another sender is another key; another request under it is refused.
+        var other = claim
+        other.scope = "backend-b"
+        #expect(try await store.receipt(for: other, since: t0) == nil)
+        var changed = claim
+        changed.requestHash = "another request"
+        #expect(try await store.receipt(for: changed, since: t0) == .keyReused(NotificationReceipt(id: n.id, recipients: 2)))
+        let reused = notification(["d"], key: "k1", at: t0.addingTimeInterval(61))
+        #expect(
+            try await store.accept(reused, recipients: 1, deliveries: historyDeliveries(["d"]), idempotency: changed, idempotencySince: t0)
+                == .keyReused(NotificationReceipt(id: n.id, recipients: 2))
+        )
+        #expect(try await store.status(of: reused.id) == nil, "a reused key stores nothing")
+        let scoped = notification(["d"], key: "k1", at: t0.addingTimeInterval(62))
+        #expect(
+            try await store.accept(scoped, recipients: 1, deliveries: historyDeliveries(["d"]), idempotency: other, idempotencySince: t0)
+                == .accepted(NotificationReceipt(id: scoped.id, recipients: 1))
+        )
 
         // After the window the key is free again.
         let later = notification(["c"], key: "k1", at: t0.addingTimeInterval(90_000))
@@ -266,8 +285,8 @@ import Testing
         #expect(accepted.count == 270 + 10)
         #expect(Set(accepted).count == accepted.count)
         for key in (0..<10).map({ "key-\($0 * 10)" }) {
-            let receipt = try #require(try await store.receipt(idempotencyKey: key, since: t0))
-            #expect(accepted.contains(receipt.id))
+            let earlier = try #require(try await store.receipt(for: IdempotencyClaim(scope: "", key: key, requestHash: ""), since: t0))
+            #expect(earlier == .replayed(earlier.receipt) && accepted.contains(earlier.receipt.id))
         }
         for id in accepted {
             let status = try #require(try await store.status(of: id))

@@ -36,22 +36,51 @@ public protocol NotificationStore: Sendable {
     /// Stores the notification and all its deliveries in one transaction, unless its
     /// idempotency key was accepted since `idempotencySince`, in which case nothing is stored
     /// and the first receipt is returned.
-    func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult
+    func accept(
+        _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult
     /// Stores a notification for every subscriber of `topic` in one transaction, reading and
     /// writing subscribers in pages of `pageSize` so memory does not grow with the topic.
     /// `extra` deliveries (topic sends) and the `archive` entry are stored with it.
     /// Subscribers of a Forced subject are every user Herald knows.
     func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
-    /// The first receipt for an idempotency key accepted since `since`.
-    func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt?
+    /// What an idempotency key claimed since `since` stands for: `.replayed` with the first
+    /// receipt for the same request, `.keyReused` for another request, nil when unclaimed.
+    func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult?
     func status(of id: ObjectID) async throws -> NotificationStatus?
     /// Deliveries per sink and state, with each sink's latest error, sorted by sink name.
     func sinkCounters() async throws -> [SinkCounters]
+}
+
+extension NotificationStore {
+    /// An accept whose idempotency key (if any) is scoped to nobody and compared by key alone:
+    /// for tools and tests that store notifications directly.
+    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
+        try await accept(
+            notification, recipients: recipients, deliveries: deliveries, idempotency: notification.unscopedClaim, idempotencySince: idempotencySince
+        )
+    }
+
+    public func acceptFanOut(
+        _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
+        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await acceptFanOut(
+            notification, topic: topic, level: level, plan: plan, extra: extra, archive: archive, pageSize: pageSize,
+            idempotency: notification.unscopedClaim, idempotencySince: idempotencySince
+        )
+    }
+}
+
+extension HeraldNotification {
+    var unscopedClaim: IdempotencyClaim? {
+        idempotencyKey.map { IdempotencyClaim(scope: "", key: $0, requestHash: "") }
+    }
 }
 
 /// Work for the delivery engine.

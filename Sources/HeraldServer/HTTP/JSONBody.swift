@@ -10,6 +10,13 @@ public enum JSONBody {
     /// - Parameter knownFields: when given, a top-level field outside the set is refused (422),
     ///   so a misspelt field is reported instead of silently ignored.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: HeraldRequestContext, knownFields: Set<String>? = nil) async throws -> T {
+        try await decodeKeepingBytes(type, from: request, context: context, knownFields: knownFields).value
+    }
+
+    /// ``decode(_:from:context:knownFields:)``, also returning the body as received.
+    static func decodeKeepingBytes<T: Decodable>(
+        _ type: T.Type, from request: Request, context: HeraldRequestContext, knownFields: Set<String>? = nil
+    ) async throws -> (value: T, bytes: Data) {
         if let contentType = request.headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
             throw HeraldError(.unsupportedMediaType, code: "unsupported_media_type", "send the body as 'Content-Type: application/json'")
         }
@@ -41,7 +48,7 @@ public enum JSONBody {
             }
         }
         do {
-            return try body.value.get()
+            return (try body.value.get(), data)
         } catch let error as DecodingError {
             throw fieldError(error)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HeraldCore
 
@@ -14,18 +15,32 @@ struct NotificationRoutes {
     }
 
     @Sendable func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        _ = try context.requireKey([.backend, .admin])
-        let submission = try await JSONBody.decode(
+        let key = try context.requireKey([.backend, .admin])
+        var (submission, bytes) = try await JSONBody.decodeKeepingBytes(
             NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames
         )
-        let receipt = try await service.send(submission).receipt
+        // The key may come as the `Idempotency-Key` header (IETF draft) or the body field.
+        if let header = request.headers[Self.idempotencyHeader] {
+            if let field = submission.idempotencyKey, field != header {
+                throw HeraldError.invalidField("idempotency_key", "differs from the Idempotency-Key header; give one, or the same in both")
+            }
+            submission.idempotencyKey = header
+        }
+        let hash = submission.idempotencyKey == nil ? "" : try IdempotencyHash.of(bytes)
+        let result = try await service.send(submission, scope: key.id.hex, requestHash: hash)
+        let receipt = result.receipt
         context.logFields.set("notification_id", receipt.id.hex)
         struct Body: Encodable {
             var id: String
             var recipients: Int
         }
-        return try JSONBody.response(Body(id: receipt.id.hex, recipients: receipt.recipients), status: .accepted)
+        var response = try JSONBody.response(Body(id: receipt.id.hex, recipients: receipt.recipients), status: .accepted)
+        if case .replayed = result { response.headers[Self.replayedHeader] = "true" }
+        return response
     }
+
+    static let idempotencyHeader = HTTPField.Name("Idempotency-Key")!
+    static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
 
     @Sendable func status(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])

@@ -211,6 +211,26 @@ enum PostgresSchema {
                 "ALTER TABLE devices ADD CONSTRAINT devices_provider_address_key UNIQUE (provider, address_key)",
             ]
         ),
+        (
+            // Keys are scoped to the API key that sent them and remember the request's hash. Old
+            // global keys cannot be scoped; they last 24 hours at most, so they are dropped.
+            "v4-scoped-idempotency",
+            [
+                "DROP TABLE idempotency_keys",
+                """
+                CREATE TABLE idempotency_keys (
+                    scope TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    recipients BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (scope, key)
+                )
+                """,
+                "CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at)",
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -5,12 +5,12 @@ import PostgresNIO
 extension PostgresStore {
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
         try await transaction { session in
             let now = Self.micros(notification.timestamp)
-            if let receipt = try await Self.insert(notification, recipients: 0, session, idempotencySince: idempotencySince) {
-                return .replayed(receipt)
+            if let earlier = try await Self.insert(notification, recipients: 0, session, idempotency: idempotency, since: idempotencySince) {
+                return earlier
             }
             // Forced subjects reach every user Herald knows; others their subscribers.
             let forced = level == .forced
@@ -26,8 +26,8 @@ extension PostgresStore {
             }
             try await Self.insert(extra, of: notification.id, session, at: now)
             try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
-            if let key = notification.idempotencyKey {
-                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE key = \(key)")
+            if let claim = idempotency {
+                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
             }
             if let archive {
                 try await session.execute(

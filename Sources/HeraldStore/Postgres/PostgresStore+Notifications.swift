@@ -3,39 +3,45 @@ import HeraldCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
-        try await accepts.submit(AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotencySince: idempotencySince))
+    public func accept(
+        _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await accepts.submit(
+            AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
+        )
     }
 
     /// One accept inside a group-commit transaction.
     static func accept(_ request: AcceptRequest, _ session: PostgresSession) async throws -> AcceptResult {
         let notification = request.notification
-        if let receipt = try await insert(notification, recipients: request.recipients, session, idempotencySince: request.idempotencySince) {
-            return .replayed(receipt)
+        if let earlier = try await insert(notification, recipients: request.recipients, session, idempotency: request.idempotency, since: request.idempotencySince) {
+            return earlier
         }
         try await insert(request.deliveries, of: notification.id, session, at: micros(notification.timestamp))
         return .accepted(NotificationReceipt(id: notification.id, recipients: request.recipients))
     }
 
-    /// Inserts the notification and its idempotency key; returns the first receipt instead when
-    /// the key was already accepted since `idempotencySince`.
-    static func insert(_ notification: HeraldNotification, recipients: Int, _ session: PostgresSession, idempotencySince: Date) async throws -> NotificationReceipt? {
+    /// Inserts the notification and claims its idempotency key; returns what the key stands for
+    /// instead (nothing stored) when it was claimed since `since`.
+    static func insert(
+        _ notification: HeraldNotification, recipients: Int, _ session: PostgresSession, idempotency: IdempotencyClaim?, since: Date
+    ) async throws -> AcceptResult? {
         let now = micros(notification.timestamp)
-        if let key = notification.idempotencyKey {
-            // The upsert takes the key's row lock, so two processes accepting one key serialise
-            // here and the second sees the first's receipt.
+        if let claim = idempotency {
+            // The upsert takes the key's row lock, so a duplicate accepted at the same moment (in
+            // this process or another) waits for the first to commit, then sees its receipt.
             let claimed = try await session.count(
                 """
-                INSERT INTO idempotency_keys (key, notification_id, recipients, created_at)
-                VALUES (\(key), \(notification.id.hex), \(recipients), \(now))
-                ON CONFLICT (key) DO UPDATE SET notification_id = excluded.notification_id, recipients = excluded.recipients,
-                    created_at = excluded.created_at
-                WHERE idempotency_keys.created_at < \(micros(idempotencySince))
+                INSERT INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at)
+                VALUES (\(claim.scope), \(claim.key), \(claim.requestHash), \(notification.id.hex), \(recipients), \(now))
+                ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, notification_id = excluded.notification_id,
+                    recipients = excluded.recipients, created_at = excluded.created_at
+                WHERE idempotency_keys.created_at < \(micros(since))
                 RETURNING key
                 """
             )
-            if claimed == 0, let receipt = try await receipt(session, key: key, since: micros(idempotencySince)) {
-                return receipt
+            if claimed == 0, let earlier = try await receipt(session, claim: claim, since: micros(since)) {
+                return earlier
             }
         }
         try await session.execute(
@@ -72,15 +78,18 @@ extension PostgresStore {
         }
     }
 
-    public func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt? {
-        try await withConnection { session in try await Self.receipt(session, key: idempotencyKey, since: Self.micros(since)) }
+    public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {
+        try await withConnection { session in try await Self.receipt(session, claim: claim, since: Self.micros(since)) }
     }
 
-    static func receipt(_ session: PostgresSession, key: String, since: Int64) async throws -> NotificationReceipt? {
+    static func receipt(_ session: PostgresSession, claim: IdempotencyClaim, since: Int64) async throws -> AcceptResult? {
         guard let row = try await session.row(
-            "SELECT notification_id, recipients FROM idempotency_keys WHERE key = \(key) AND created_at >= \(since)"
+            """
+            SELECT notification_id, recipients, request_hash FROM idempotency_keys
+            WHERE scope = \(claim.scope) AND key = \(claim.key) AND created_at >= \(since)
+            """
         ) else { return nil }
-        return NotificationReceipt(id: try row.objectID("notification_id"), recipients: try row.int("recipients"))
+        return try StoredRecords.claimed(row, by: claim)
     }
 
     public func status(of id: ObjectID) async throws -> NotificationStatus? {

@@ -213,6 +213,25 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v8-scoped-idempotency") { db in
+            // Keys are scoped to the API key that sent them and remember the request's hash. Old
+            // global keys cannot be scoped; they last 24 hours at most, so they are dropped.
+            try db.execute(
+                sql: """
+                    DROP TABLE idempotency_keys;
+                    CREATE TABLE idempotency_keys (
+                        scope TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        request_hash TEXT NOT NULL,
+                        notification_id TEXT NOT NULL,
+                        recipients INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY (scope, key)
+                    );
+                    CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -5,12 +5,12 @@ import HeraldCore
 extension SQLiteStore {
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
         try await writer.write { db in
             let now = Self.micros(notification.timestamp)
-            if let receipt = try Self.insert(notification, recipients: 0, db, idempotencySince: idempotencySince) {
-                return .replayed(receipt)
+            if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
+                return earlier
             }
             // Forced subjects reach every user Herald knows; others their subscribers.
             let (source, arguments): (String, StatementArguments) =
@@ -27,8 +27,8 @@ extension SQLiteStore {
             }
             try Self.insert(extra, of: notification.id, db, at: now)
             try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
-            if let key = notification.idempotencyKey {
-                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE key = ?", arguments: [recipients, key])
+            if let claim = idempotency {
+                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE scope = ? AND key = ?", arguments: [recipients, claim.scope, claim.key])
             }
             if let archive {
                 try db.execute(

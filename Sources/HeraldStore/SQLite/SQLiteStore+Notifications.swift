@@ -3,30 +3,37 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
-        try await accepts.submit(AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotencySince: idempotencySince))
+    public func accept(
+        _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await accepts.submit(
+            AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
+        )
     }
 
     /// One accept inside a group-commit transaction.
     static func accept(_ request: AcceptRequest, _ db: Database) throws -> AcceptResult {
         let notification = request.notification
-        if let receipt = try insert(notification, recipients: request.recipients, db, idempotencySince: request.idempotencySince) {
-            return .replayed(receipt)
+        if let earlier = try insert(notification, recipients: request.recipients, db, idempotency: request.idempotency, since: request.idempotencySince) {
+            return earlier
         }
         try insert(request.deliveries, of: notification.id, db, at: micros(notification.timestamp))
         return .accepted(NotificationReceipt(id: notification.id, recipients: request.recipients))
     }
 
-    /// Inserts the notification and its idempotency key; returns the first receipt instead when
-    /// the key was already accepted since `idempotencySince`.
-    static func insert(_ notification: HeraldNotification, recipients: Int, _ db: Database, idempotencySince: Date) throws -> NotificationReceipt? {
+    /// Inserts the notification and claims its idempotency key; returns what the key stands for
+    /// instead (nothing stored) when it was claimed since `since`.
+    static func insert(
+        _ notification: HeraldNotification, recipients: Int, _ db: Database, idempotency: IdempotencyClaim?, since: Date
+    ) throws -> AcceptResult? {
             let now = Self.micros(notification.timestamp)
-            if let key = notification.idempotencyKey {
-                if let receipt = try Self.receipt(db, key: key, since: Self.micros(idempotencySince)) {
-                    return receipt
+            if let claim = idempotency {
+                if let earlier = try Self.receipt(db, claim: claim, since: Self.micros(since)) {
+                    return earlier
                 }
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO idempotency_keys (key, notification_id, recipients, created_at) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [key, notification.id.hex, recipients, now])
+                try db.cachedStatement(
+                    sql: "INSERT OR REPLACE INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+                ).execute(arguments: [claim.scope, claim.key, claim.requestHash, notification.id.hex, recipients, now])
             }
             let insert = try db.cachedStatement(
                 sql: """
@@ -58,8 +65,8 @@ extension SQLiteStore {
         }
     }
 
-    public func receipt(idempotencyKey: String, since: Date) async throws -> NotificationReceipt? {
-        try await writer.read { db in try Self.receipt(db, key: idempotencyKey, since: Self.micros(since)) }
+    public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {
+        try await writer.read { db in try Self.receipt(db, claim: claim, since: Self.micros(since)) }
     }
 
     public func status(of id: ObjectID) async throws -> NotificationStatus? {
@@ -98,10 +105,13 @@ extension SQLiteStore {
         }
     }
 
-    static func receipt(_ db: Database, key: String, since: Int64) throws -> NotificationReceipt? {
+    static func receipt(_ db: Database, claim: IdempotencyClaim, since: Int64) throws -> AcceptResult? {
         guard let row = try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT notification_id, recipients FROM idempotency_keys WHERE key = ? AND created_at >= ?"), arguments: [key, since]
+            try db.cachedStatement(
+                sql: "SELECT notification_id, recipients, request_hash FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?"
+            ),
+            arguments: [claim.scope, claim.key, since]
         ) else { return nil }
-        return NotificationReceipt(id: try row.objectID("notification_id"), recipients: row["recipients"])
+        return try StoredRecords.claimed(row, by: claim)
     }
 }
