@@ -167,7 +167,9 @@ public struct HeraldServer: Sendable {
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         OperationsRoutes(store: store, sinks: sinks, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)
-        UserRoutes(store: store, router: service.router, sinks: sinks, types: types, ids: ids).register(on: router, table: routes)
+        UserRoutes(
+            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics
+        ).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
@@ -187,7 +189,16 @@ public struct HeraldServer: Sendable {
         deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let sinkServices = sinks.sinks.compactMap { $0 as? any Service }
-        let background: [any Service] = [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger)]
+        let maintenance = StorageMaintenance(
+            store: store,
+            policy: .init(
+                staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
+                idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
+            ),
+            logger: logger, metrics: metrics
+        )
+        let background: [any Service] =
+            [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger), maintenance]
         return Application(
             router: router(),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Herald"),

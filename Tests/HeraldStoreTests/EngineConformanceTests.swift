@@ -124,3 +124,64 @@ import Testing
         await store.close()
     }
 }
+
+/// Device limits, stale devices and retention purges, on every engine.
+@Suite struct RetentionConformanceTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    @Test(arguments: StoreKind.allCases)
+    func trimKeepsTheMostRecentlyRegisteredAndPruneTheStale(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        for index in 0..<5 {
+            _ = try await store.registerDevice(userID: "u", registration: .token("t\(index)", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(Double(index)))
+        }
+        // Registering t0 again makes it the most recent.
+        _ = try await store.registerDevice(userID: "u", registration: .token("t0", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(10))
+        let removed = try await store.trimDevices(userID: "u", keep: 3, at: t0.addingTimeInterval(11))
+        #expect(Set(removed.compactMap(\.token)) == ["t1", "t2"])
+        #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t3", "t4"])
+        #expect(try await store.trimDevices(userID: "u", keep: 3, at: t0).isEmpty)
+        // Stale: not registered again since t0+3.5 → t3 goes.
+        #expect(try await store.pruneDevices(registeredBefore: t0.addingTimeInterval(3.5), limit: 10, at: t0.addingTimeInterval(20)) == 1)
+        #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t4"])
+        await store.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func purgesRemoveOnlyWhatIsOldEnoughAndFinished(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let old = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, idempotencyKey: "k-old", target: .users(["a", "b"]))
+        _ = try await store.accept(old, recipients: 2, deliveries: [PlannedDelivery(sink: "history", userID: "a", distribution: .alert), PlannedDelivery(sink: "fcm", userID: "b", distribution: .alert)], idempotencySince: t0)
+        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        // History delivered (and its row written); the push stays pending.
+        let history = try #require(claimed.first { $0.sink == "history" })
+        try await store.appendHistory([(old.id, "a")], at: t0)
+        try await store.record([DeliveryUpdate(id: history.id, state: .delivered, attempts: 1)], at: t0)
+        let later = t0.addingTimeInterval(8 * 86_400)
+        #expect(try await store.purgeFinishedDeliveries(before: later, limit: 100) == 1, "the pending push is kept")
+        #expect(try await store.status(of: old.id)?.deliveries.map(\.sink) == ["fcm"])
+        #expect(try await store.purgeIdempotencyKeys(before: later, limit: 100) == 1)
+        #expect(try await store.receipt(for: IdempotencyClaim(scope: "", key: "k-old", requestHash: ""), since: .distantPast) == nil)
+        #expect(try await store.purgeNotifications(before: later, limit: 100) == 0, "a delivery and a history row still refer to it")
+        #expect(try await store.purgeHistory(before: t0, limit: 100) == 0)
+        #expect(try await store.purgeHistory(before: later, limit: 100) == 1)
+        #expect(try await store.history(userID: "a", limit: 10, before: nil).items.isEmpty)
+        let claimedAgain = try await store.claimDue(now: later, limit: 10, lease: .seconds(30))
+        try await store.record(claimedAgain.map { DeliveryUpdate(id: $0.id, state: .failed, attempts: 2, lastError: "x") }, at: later)
+        #expect(try await store.purgeFinishedDeliveries(before: later.addingTimeInterval(1), limit: 100) == 1)
+        #expect(try await store.purgeNotifications(before: later, limit: 100) == 1, "nothing refers to it any more")
+        #expect(try await store.status(of: old.id) == nil)
+        // The archive, by the message's own (millisecond) timestamp.
+        let message = HeraldNotification(id: ids.next(at: t0), type: "message", title: "M", body: "d", url: nil, timestamp: t0, target: .topic("c-a-s"))
+        let archive = ArchivedMessage(
+            msiKey: message.id.hex, topicKey: "c-a-s", title: "M", desc: "d", message: "m", distribution: .alert,
+            timestamp: Int64(t0.timeIntervalSince1970 * 1000), sender: "Super User"
+        )
+        _ = try await store.acceptFanOut(message, topic: "c-a-s", level: .optIn, plan: .historyOnly, extra: [], archive: archive, pageSize: 100, idempotencySince: t0)
+        #expect(try await store.purgeArchive(before: t0, limit: 100) == 0)
+        #expect(try await store.purgeArchive(before: later, limit: 100) == 1)
+        #expect(try await store.messages(topicKey: nil, limit: 10, before: nil).messages.isEmpty)
+        await store.close()
+    }
+}

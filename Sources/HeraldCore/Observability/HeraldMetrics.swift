@@ -49,6 +49,12 @@ public struct HeraldMetrics: Sendable {
             .increment()
     }
 
+    /// Devices Herald removed itself: `limit` (a user registered more than `devices.max_per_user`)
+    /// or `stale` (not registered again for `devices.stale_after`).
+    public func devicesRemoved(reason: String, count: Int) {
+        Counter(label: "herald_devices_removed_total", dimensions: [("reason", reason)], factory: factory).increment(by: Int64(count))
+    }
+
     /// Whether a sink instance reported itself healthy (1) or degraded (0), sampled when
     /// metrics are read.
     public func sinkHealth(sink: String, ok: Bool) {

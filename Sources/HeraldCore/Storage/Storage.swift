@@ -27,6 +27,11 @@ public protocol UserStore: Sendable {
     /// - Returns: false when the user had no device with this provider and address key.
     func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool
     func devices(userID: String) async throws -> [Device]
+    /// Keeps the user's `keep` most recently registered devices and removes the rest (their
+    /// pending pushes fail). - Returns: the removed devices.
+    func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device]
+    /// Removes up to `limit` devices not registered again since `before`. - Returns: how many.
+    func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int
     /// Settings and devices for each id, in the order given; unknown users get defaults.
     func recipients(userIDs: [String]) async throws -> [RecipientContext]
 }
@@ -136,8 +141,24 @@ public protocol TopicStore: Sendable {
     func unsubscribe(userID: String, topicKey: String) async throws
 }
 
+/// What the maintenance loop purges, in small batches so no purge holds a write lock for long.
+public protocol RetentionStore: Sendable {
+    /// Delivered, failed and dead deliveries last changed before `before`.
+    func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int
+    /// Idempotency keys claimed before `before`.
+    func purgeIdempotencyKeys(before: Date, limit: Int) async throws -> Int
+    /// History rows written before `before`.
+    func purgeHistory(before: Date, limit: Int) async throws -> Int
+    /// Message Hub archive entries posted before `before`.
+    func purgeArchive(before: Date, limit: Int) async throws -> Int
+    /// Notifications accepted before `before` that no delivery and no history row refers to.
+    func purgeNotifications(before: Date, limit: Int) async throws -> Int
+}
+
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore {
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
+    RetentionStore
+{
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws
     /// Whether storage answers now (for `/health/ready`).

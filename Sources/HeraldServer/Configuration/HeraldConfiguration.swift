@@ -35,6 +35,19 @@ public struct HeraldConfiguration: Sendable {
     public var shutdownTimeout: Duration = .seconds(30)
     /// Whether `GET /metrics` answers without an admin key (for a scraper on a private network).
     public var metricsPublic = false
+    /// Devices kept per user, across providers; registering one more removes the least recently
+    /// registered.
+    public var maxDevicesPerUser = 10
+    /// Devices not registered again for this long are pruned (Firebase's advice for stale tokens).
+    public var staleDevicesAfter: Duration = .seconds(60 * 86_400)
+    /// How long finished (delivered, failed, dead) deliveries are kept.
+    public var deliveryRetention: Duration = .seconds(7 * 86_400)
+    /// How long idempotency keys are remembered for purging (they answer for 24 hours).
+    public var idempotencyRetention: Duration = .seconds(86_400)
+    /// How long history rows are kept; nil keeps them forever, as apps expect.
+    public var historyRetention: Duration?
+    /// How long Message Hub archive entries are kept; nil keeps them forever.
+    public var archiveRetention: Duration?
 
     public init() {}
 
@@ -79,6 +92,13 @@ public struct HeraldConfiguration: Sendable {
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
         shutdownTimeout = .saturating(seconds: shutdown)
         metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
+        maxDevicesPerUser = try reader.requiredInt(forKey: "devices.max_per_user", default: maxDevicesPerUser)
+        guard (1...1_000).contains(maxDevicesPerUser) else { throw Self.invalid("devices.max_per_user", "must be 1-1000") }
+        staleDevicesAfter = try reader.duration(forKey: "devices.stale_after", in: 86_400...(3_650 * 86_400)) ?? staleDevicesAfter
+        deliveryRetention = try reader.duration(forKey: "retention.deliveries", in: 3_600...(3_650 * 86_400)) ?? deliveryRetention
+        idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
+        historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
+        archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
         sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }
 
@@ -158,6 +178,27 @@ extension ConfigReader {
 
     func requiredBool(forKey key: String, default value: Bool) throws -> Bool {
         try wrap(key) { try self.requiredBool(forKey: ConfigKey(key)) } ?? value
+    }
+
+    /// A duration: a number of seconds, or a number with a unit (`90s`, `15m`, `24h`, `7d`).
+    func duration(forKey key: String, in range: ClosedRange<Double>) throws -> Duration? {
+        let seconds: Double
+        if let number = try? requiredDouble(forKey: ConfigKey(key)) {
+            seconds = number
+        } else if let text = try optionalString(forKey: key) {
+            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard let unit = trimmed.last.flatMap({ units[$0] }), let value = Double(trimmed.dropLast()), value.isFinite else {
+                throw HeraldConfiguration.invalid(key, "must be seconds or a number with a unit (90s, 15m, 24h, 7d), not '\(text)'")
+            }
+            seconds = value * unit
+        } else {
+            return nil
+        }
+        guard seconds.isFinite, range.contains(seconds) else {
+            throw HeraldConfiguration.invalid(key, "must be between \(Int(range.lowerBound)) and \(Int(range.upperBound)) seconds")
+        }
+        return .saturating(seconds: seconds)
     }
 
     func optionalInt(forKey key: String) throws -> Int? {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HeraldCore
+import Logging
 
 /// The user-facing endpoints existing mobile apps call (SPEC §3), acting for one user.
 struct UserRoutes {
@@ -9,6 +10,8 @@ struct UserRoutes {
     let sinks: SinkRegistry
     let types: NotificationTypes
     let ids: ObjectIDGenerator
+    let maxDevicesPerUser: Int
+    let metrics: HeraldMetrics
 
     static let maxReadIDs = 1_000
 
@@ -34,6 +37,15 @@ struct UserRoutes {
         }
         let now = Date()
         let device = try await store.registerDevice(userID: userID, registration: registration, newID: ids.next(at: now), at: now)
+        // One more than the limit: the least recently registered device goes.
+        let evicted = try await store.trimDevices(userID: userID, keep: maxDevicesPerUser, at: now)
+        if !evicted.isEmpty {
+            context.logger.notice(
+                "removed the least recently registered devices of a user over devices.max_per_user",
+                metadata: ["device_ids": "\(evicted.map(\.id.hex).joined(separator: ","))", "limit": "\(maxDevicesPerUser)"]
+            )
+            metrics.devicesRemoved(reason: "limit", count: evicted.count)
+        }
         return try JSONBody.response(DeviceRegistrationBody.answer(device, form: try body.form))
     }
 

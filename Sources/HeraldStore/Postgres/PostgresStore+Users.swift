@@ -106,6 +106,31 @@ extension PostgresStore {
         try await withConnection { session in try await Self.recipients(session, userIDs: userIDs) }
     }
 
+    public func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
+        try await transaction { session in
+            // Lock the user's devices, so two registrations trim one after the other.
+            let extra = try await session.rows(
+                "SELECT * FROM devices WHERE user_id = \(userID) ORDER BY updated_at DESC, id DESC OFFSET \(max(keep, 0)) FOR UPDATE"
+            ).map { try StoredRecords.device($0) }
+            for device in extra {
+                try await Self.removeDevice(session, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
+            }
+            return extra
+        }
+    }
+
+    public func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int {
+        try await transaction { session in
+            let stale = try await session.rows(
+                "SELECT id FROM devices WHERE updated_at < \(Self.micros(before)) ORDER BY updated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED"
+            ).map { try $0.text("id") }
+            for id in stale {
+                try await Self.removeDevice(session, id: id, reason: "device removed: not registered again since \(Timestamp.format(before))", at: Self.micros(date))
+            }
+            return stale.count
+        }
+    }
+
     static func recipients(_ session: PostgresSession, userIDs: [String]) async throws -> [RecipientContext] {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]

@@ -232,6 +232,18 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v9-retention-indexes") { db in
+            // The maintenance loop purges by age in small batches; these keep each batch a range scan.
+            try db.execute(
+                sql: """
+                    CREATE INDEX deliveries_finished_by_age ON deliveries(updated_at) WHERE state <> 'pending';
+                    CREATE INDEX history_by_age ON history(created_at);
+                    CREATE INDEX messages_by_age ON messages(timestamp);
+                    CREATE INDEX notifications_by_age ON notifications(timestamp);
+                    CREATE INDEX devices_by_age ON devices(updated_at);
+                    """
+            )
+        }
         return migrator
     }
 }

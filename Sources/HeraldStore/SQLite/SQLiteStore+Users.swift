@@ -109,6 +109,28 @@ extension SQLiteStore {
         try await writer.read { db in try Self.recipients(db, userIDs: userIDs) }
     }
 
+    public func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
+        try await writer.write { db in
+            let extra = try Row.fetchAll(
+                db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?", arguments: [userID, max(keep, 0)]
+            ).map { try StoredRecords.device($0) }
+            for device in extra {
+                try Self.removeDevice(db, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
+            }
+            return extra
+        }
+    }
+
+    public func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int {
+        try await writer.write { db in
+            let stale = try String.fetchAll(db, sql: "SELECT id FROM devices WHERE updated_at < ? ORDER BY updated_at LIMIT ?", arguments: [Self.micros(before), limit])
+            for id in stale {
+                try Self.removeDevice(db, id: id, reason: "device removed: not registered again since \(Timestamp.format(before))", at: Self.micros(date))
+            }
+            return stale.count
+        }
+    }
+
     static func recipients(_ db: Database, userIDs: [String]) throws -> [RecipientContext] {
             var settings: [String: UserSettings] = [:]
             var devices: [String: [Device]] = [:]

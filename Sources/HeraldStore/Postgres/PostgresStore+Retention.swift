@@ -1,0 +1,44 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+extension PostgresStore {
+    public func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int {
+        try await purge(
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state <> 'pending' AND updated_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1"
+        )
+    }
+
+    public func purgeIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
+        try await purge(
+            "DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1"
+        )
+    }
+
+    public func purgeHistory(before: Date, limit: Int) async throws -> Int {
+        try await purge("DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1")
+    }
+
+    public func purgeArchive(before: Date, limit: Int) async throws -> Int {
+        // The archive keeps milliseconds, as Message Hub apps read them.
+        try await purge("DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE timestamp < \(Self.micros(before) / 1000) LIMIT \(limit)) RETURNING 1")
+    }
+
+    public func purgeNotifications(before: Date, limit: Int) async throws -> Int {
+        try await purge(
+            """
+            DELETE FROM notifications WHERE id IN (
+                SELECT id FROM notifications n WHERE timestamp < \(Self.micros(before))
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
+                    AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
+                LIMIT \(limit))
+            RETURNING 1
+            """
+        )
+    }
+
+    /// One bounded delete, committed by itself. - Returns: the rows deleted.
+    private func purge(_ query: PostgresQuery) async throws -> Int {
+        try await withConnection { session in try await session.count(query) }
+    }
+}
