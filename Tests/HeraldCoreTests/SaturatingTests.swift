@@ -67,4 +67,5 @@ struct NoQueue: DeliveryQueue {
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws {}
     func nextDueDate() async throws -> Date? { nil }
     func queueStats() async throws -> QueueStats { QueueStats(pending: 0, oldestPendingSince: nil) }
+    func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
 }

@@ -185,3 +185,50 @@ import Testing
         await store.close()
     }
 }
+
+/// Leases are fenced by the attempt: a worker whose lease was taken over cannot overwrite the
+/// newer outcome, and a heartbeat keeps a slow batch's leases.
+@Suite struct LeaseFencingConformanceTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    @Test(arguments: StoreKind.allCases)
+    func aStaleOutcomeChangesNothing(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let device = try await store.registerDevice(userID: "u", registration: .token("t", provider: "fcm"), newID: ids.next(), at: t0)
+        let n = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["u"]))
+        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "u", deviceID: device.id, distribution: .alert)], idempotencySince: t0)
+        let slow = try #require(try await store.claimDue(now: t0, limit: 1, lease: .seconds(1)).first)
+        // The lease runs out; another worker claims it again.
+        let fresh = try #require(try await store.claimDue(now: t0.addingTimeInterval(2), limit: 1, lease: .seconds(60)).first)
+        #expect(slow.id == fresh.id && slow.attempt == 1 && fresh.attempt == 2)
+        // The slow worker answers late: gone (would remove the device) — fenced off.
+        try await store.record([DeliveryUpdate(id: slow.id, state: .failed, attempts: slow.attempt, lastError: "late", removeDevice: device.id)], at: t0.addingTimeInterval(3))
+        var status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.first?.state == .pending && status.deliveries.first?.attempts == 2)
+        #expect(try await store.devices(userID: "u").count == 1, "a stale outcome removes no device")
+        try await store.record([DeliveryUpdate(id: fresh.id, state: .delivered, attempts: fresh.attempt)], at: t0.addingTimeInterval(4))
+        status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.first?.state == .delivered && status.deliveries.first?.attempts == 2)
+        // Recording again, or late, changes nothing either.
+        try await store.record([DeliveryUpdate(id: fresh.id, state: .failed, attempts: fresh.attempt, lastError: "again")], at: t0.addingTimeInterval(5))
+        #expect(try await store.status(of: n.id)?.deliveries.first?.state == .delivered)
+        await store.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aHeartbeatKeepsTheLeaseUntilTheOutcomeIsRecorded(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["u"]))
+        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: t0)
+        let claimed = try #require(try await store.claimDue(now: t0, limit: 1, lease: .seconds(1)).first)
+        let lease = DeliveryLease(id: claimed.id, attempt: claimed.attempt)
+        try await store.extendLeases([lease], until: t0.addingTimeInterval(10))
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(5), limit: 1, lease: .seconds(1)).isEmpty, "the extended lease holds")
+        // A retry recorded: the heartbeat must not move its next attempt.
+        try await store.record([DeliveryUpdate(id: claimed.id, state: .pending, attempts: claimed.attempt, lastError: "503", nextAttemptAt: t0.addingTimeInterval(6))], at: t0.addingTimeInterval(5))
+        try await store.extendLeases([lease], until: t0.addingTimeInterval(100))
+        #expect(try await store.nextDueDate() == t0.addingTimeInterval(6))
+        await store.close()
+    }
+}

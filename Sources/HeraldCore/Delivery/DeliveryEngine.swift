@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import ServiceLifecycle
+import Synchronization
 
 /// How the delivery engine works its queue.
 public struct DeliveryEngineConfiguration: Sendable, Equatable {
@@ -118,18 +119,39 @@ public final class DeliveryEngine: Service {
         guard !batch.isEmpty else { return 0 }
         var bySink: [String: [Delivery]] = [:]
         for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
+        // While a sink is still working, its leases are extended, so a batch slower than the
+        // lease is not claimed (and sent) again by another worker.
+        let outstanding = OutstandingLeases(batch)
+        let heartbeat = Task { await self.keepLeases(outstanding) }
+        defer { heartbeat.cancel() }
         // Each sink's outcomes are recorded as soon as that sink answers, so a slow webhook
         // does not hold back history rows or pushes that were already sent.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (name, deliveries) in bySink {
                 group.addTask {
                     let updates = await self.deliver(deliveries, through: name)
+                    outstanding.finish(deliveries)
                     try await self.record(updates, of: deliveries)
                 }
             }
             try await group.waitForAll()
         }
         return batch.count
+    }
+
+    /// Extends the outstanding leases every third of the lease until cancelled.
+    private func keepLeases(_ outstanding: OutstandingLeases) async {
+        let beat = max(configuration.lease / 3, .milliseconds(50))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: beat)
+            let leases = outstanding.current
+            guard !Task.isCancelled, !leases.isEmpty else { return }
+            do {
+                try await queue.extendLeases(leases, until: clock().addingTimeInterval(configuration.lease.seconds))
+            } catch {
+                logger.warning("could not extend the leases of \(leases.count) deliveries in progress: \(error)")
+            }
+        }
     }
 
     private func record(_ updates: [DeliveryUpdate], of deliveries: [Delivery]) async throws {
@@ -217,6 +239,23 @@ public final class DeliveryEngine: Service {
                 id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
                 nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))
             )
+        }
+    }
+}
+
+/// The leases of a batch whose outcomes are not recorded yet.
+final class OutstandingLeases: Sendable {
+    private let leases: Mutex<Set<DeliveryLease>>
+
+    init(_ batch: [Delivery]) {
+        leases = Mutex(Set(batch.map { DeliveryLease(id: $0.id, attempt: $0.attempt) }))
+    }
+
+    var current: [DeliveryLease] { leases.withLock { Array($0) } }
+
+    func finish(_ deliveries: [Delivery]) {
+        leases.withLock { set in
+            for delivery in deliveries { set.remove(DeliveryLease(id: delivery.id, attempt: delivery.attempt)) }
         }
     }
 }

@@ -91,10 +91,17 @@ extension HeraldNotification {
 /// Work for the delivery engine.
 public protocol DeliveryQueue: Sendable {
     /// Leases up to `limit` pending deliveries due at `now` until `now + lease`; a delivery
-    /// whose lease ran out (its worker died) is due again.
+    /// whose lease ran out (its worker died) is due again. Each claim counts an attempt, and the
+    /// attempt number is the lease's token (``Delivery/attempt``).
     func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery]
-    /// Records outcomes and releases their leases; removes reported-gone devices.
+    /// Records outcomes and releases their leases; removes reported-gone devices. Fenced: an
+    /// outcome applies only while its delivery is still pending under the same attempt
+    /// (``DeliveryUpdate/attempts``), so a worker whose lease was taken over cannot overwrite
+    /// the newer worker's outcome.
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws
+    /// Extends the leases of deliveries still being worked (claimed under `attempt` and not
+    /// yet recorded) until `until`: the heartbeat of a batch that outlives its lease.
+    func extendLeases(_ leases: [DeliveryLease], until: Date) async throws
     /// When the earliest pending delivery becomes due, if any.
     func nextDueDate() async throws -> Date?
     /// How many deliveries are pending, and when the oldest of them was accepted.

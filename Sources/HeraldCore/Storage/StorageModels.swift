@@ -125,6 +125,17 @@ public struct DeliveryUpdate: Sendable, Equatable {
     }
 }
 
+/// A claimed delivery's lease: its id and the attempt it was claimed for (the fencing token).
+public struct DeliveryLease: Sendable, Equatable, Hashable {
+    public var id: Int64
+    public var attempt: Int
+
+    public init(id: Int64, attempt: Int) {
+        self.id = id
+        self.attempt = attempt
+    }
+}
+
 /// One row of a user's history, in the shape apps parse (SPEC §3).
 public struct HistoryItem: Sendable, Equatable {
     public var notificationID: ObjectID

@@ -242,6 +242,11 @@ enum PostgresSchema {
                 "CREATE INDEX devices_by_age ON devices(updated_at)",
             ]
         ),
+        (
+            // Whether a claimed delivery awaits its outcome: only those get their lease extended.
+            "v6-fenced-leases",
+            ["ALTER TABLE deliveries ADD COLUMN leased SMALLINT NOT NULL DEFAULT 0"]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -17,7 +17,7 @@ extension PostgresStore {
                     SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(nowMicros)
                     ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 ), claimed AS (
-                    UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, updated_at = \(nowMicros)
+                    UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, leased = 1, updated_at = \(nowMicros)
                     FROM due WHERE d.id = due.id
                     RETURNING d.id, d.notification_id, d.sink, d.user_id, d.device_id, d.topic_key, d.distribution, d.attempts
                 )
@@ -43,21 +43,40 @@ extension PostgresStore {
         let errors = updates.map { $0.lastError ?? "" }
         let nextAttempts = updates.map { $0.state == .pending ? $0.nextAttemptAt.map(Self.micros) ?? now : -1 }
         try await transaction { session in
-            try await session.execute(
-                """
-                UPDATE deliveries d SET state = u.state, attempts = u.attempts, last_error = NULLIF(u.last_error, ''),
-                    next_attempt_at = NULLIF(u.next_attempt_at, -1), updated_at = \(now)
-                FROM UNNEST(\(ids)::bigint[], \(states)::text[], \(attempts)::bigint[], \(errors)::text[], \(nextAttempts)::bigint[])
-                    AS u(id, state, attempts, last_error, next_attempt_at)
-                WHERE d.id = u.id
-                """
+            // Fenced by the attempt: a stale worker's outcome changes nothing.
+            let applied = Set(
+                try await session.rows(
+                    """
+                    UPDATE deliveries d SET state = u.state, last_error = NULLIF(u.last_error, ''),
+                        next_attempt_at = NULLIF(u.next_attempt_at, -1), leased = 0, updated_at = \(now)
+                    FROM UNNEST(\(ids)::bigint[], \(states)::text[], \(attempts)::bigint[], \(errors)::text[], \(nextAttempts)::bigint[])
+                        AS u(id, state, attempts, last_error, next_attempt_at)
+                    WHERE d.id = u.id AND d.attempts = u.attempts AND d.state = 'pending'
+                    RETURNING d.id
+                    """
+                ).map { try $0.integer("id") }
             )
-            for update in updates {
+            for update in updates where applied.contains(update.id) {
                 guard let device = update.removeDevice else { continue }
                 try await Self.removeDevice(session, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
             }
             // Retries scheduled here may be due sooner than other processes' idle workers look.
             if updates.contains(where: { $0.state == .pending }) { try await session.notifyWork() }
+        }
+    }
+
+    public func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {
+        guard !leases.isEmpty else { return }
+        let ids = leases.map(\.id)
+        let attempts = leases.map { Int64($0.attempt) }
+        try await withConnection { session in
+            try await session.execute(
+                """
+                UPDATE deliveries d SET next_attempt_at = \(Self.micros(until))
+                FROM UNNEST(\(ids)::bigint[], \(attempts)::bigint[]) AS l(id, attempt)
+                WHERE d.id = l.id AND d.attempts = l.attempt AND d.state = 'pending' AND d.leased = 1
+                """
+            )
         }
     }
 

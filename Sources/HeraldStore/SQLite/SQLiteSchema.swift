@@ -244,6 +244,10 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v10-fenced-leases") { db in
+            // Whether a claimed delivery awaits its outcome: only those get their lease extended.
+            try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

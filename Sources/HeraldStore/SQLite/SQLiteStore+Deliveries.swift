@@ -17,7 +17,7 @@ extension SQLiteStore {
             let leaseUntil = nowMicros.saturatingAdd(Int64(saturating: lease.seconds * 1_000_000))
             let list = Self.placeholders(ids.count)
             // Cached statements: these run for every batch, and preparing SQL costs more than running it.
-            try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (\(list))")
+            try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, leased = 1, updated_at = ? WHERE id IN (\(list))")
                 .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids))
             let rows = try Row.fetchAll(
                 try db.cachedStatement(sql: """
@@ -38,20 +38,36 @@ extension SQLiteStore {
         guard !updates.isEmpty else { return }
         try await writer.write { db in
             let now = Self.micros(date)
+            // Fenced by the attempt: a stale worker's outcome changes nothing.
             let statement = try db.cachedStatement(
-                sql: "UPDATE deliveries SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?"
+                sql: """
+                    UPDATE deliveries SET state = ?, last_error = ?, next_attempt_at = ?, leased = 0, updated_at = ?
+                    WHERE id = ? AND attempts = ? AND state = 'pending'
+                    """
             )
+            var applied: [DeliveryUpdate] = []
             for update in updates {
                 try statement.execute(arguments: [
-                    update.state.rawValue, update.attempts, update.lastError,
-                    update.state == .pending ? update.nextAttemptAt.map(Self.micros) ?? now : nil, now, update.id,
+                    update.state.rawValue, update.lastError, update.state == .pending ? update.nextAttemptAt.map(Self.micros) ?? now : nil, now,
+                    update.id, update.attempts,
                 ])
+                if db.changesCount > 0 { applied.append(update) }
             }
-            for update in updates {
+            for update in applied {
                 if let device = update.removeDevice {
                     try Self.removeDevice(db, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
                 }
             }
+        }
+    }
+
+    public func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {
+        guard !leases.isEmpty else { return }
+        try await writer.write { db in
+            let statement = try db.cachedStatement(
+                sql: "UPDATE deliveries SET next_attempt_at = ? WHERE id = ? AND attempts = ? AND state = 'pending' AND leased = 1"
+            )
+            for lease in leases { try statement.execute(arguments: [Self.micros(until), lease.id, lease.attempt]) }
         }
     }
 
