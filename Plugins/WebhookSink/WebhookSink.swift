@@ -9,7 +9,8 @@ import Synchronization
 
 /// An out-of-process sink: each delivery is POSTed as JSON to an operator's URL, signed per
 /// the Standard Webhooks convention. 2xx is delivered; 429, 5xx and timeouts are retried
-/// (Retry-After honoured); 410 Gone disables the sink until Herald restarts; other 4xx fail.
+/// (Retry-After honoured), and so is 410 Gone (the engine's circuit breaker stops sending to a
+/// sink that keeps failing and probes it); other 4xx fail.
 public final class WebhookSink: NotificationSink {
     public struct Configuration: Sendable {
         /// The part after `webhook:` in the sink's name, e.g. `moderation`.
@@ -41,7 +42,6 @@ public final class WebhookSink: NotificationSink {
     private let http: HTTPClient
     private let logger: Logger
     private let clock: @Sendable () -> Date
-    private let disabledReason = Mutex<String?>(nil)
 
     public init(configuration: Configuration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.webhook"), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.name = "webhook:\(configuration.name)"
@@ -56,12 +56,6 @@ public final class WebhookSink: NotificationSink {
     /// The endpoint as reasons and logs show it: no credentials, no query.
     private var shownURL: String { RedactedURL.describe(configuration.url) }
 
-    /// Why the sink stopped sending, if the endpoint answered 410 Gone.
-    public var disabled: String? { disabledReason.withLock { $0 } }
-
-    public func health() async -> SinkHealth {
-        disabled.map { .degraded(reason: $0) } ?? .ok
-    }
 
     /// The rules that send matching notifications to this webhook (`match.types`,
     /// `match.distributions`).
@@ -107,7 +101,6 @@ public final class WebhookSink: NotificationSink {
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
         await concurrently(batch.count) { index in
             let delivery = batch[index]
-            if let reason = self.disabled { return .failed(reason: reason) }
             do {
                 // The id is stable across retries so receivers can drop duplicates.
                 return await self.post(try Self.body(for: delivery), id: "msg_\(delivery.notification.id.hex)_\(delivery.id)")
@@ -177,14 +170,9 @@ public final class WebhookSink: NotificationSink {
             case 200..<300:
                 return .delivered
             case 410:
-                let message = "\(name) disabled: \(shownURL) answered 410 Gone (restart Herald after fixing the endpoint)"
-                if disabledReason.withLock({ current in
-                    defer { current = current ?? message }
-                    return current == nil
-                }) {
-                    logger.error("\(message)")
-                }
-                return .failed(reason: message)
+                // The endpoint is gone, perhaps only until someone fixes it: a sink-level fault.
+                // The delivery waits; the engine's circuit breaker stops sending and probes.
+                return .retry(after: nil, reason: "\(shownURL) answered 410 Gone")
             case 429, 500...599:
                 let after = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
                 return .retry(after: after, reason: reason)

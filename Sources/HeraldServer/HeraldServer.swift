@@ -165,7 +165,7 @@ public struct HeraldServer: Sendable {
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
-        OperationsRoutes(store: store, sinks: sinks, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
+        OperationsRoutes(store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)
         UserRoutes(
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics
@@ -176,7 +176,7 @@ public struct HeraldServer: Sendable {
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
-        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, ids: ids).register(on: router)
+        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router)
         return router
     }
 

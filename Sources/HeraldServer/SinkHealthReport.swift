@@ -10,13 +10,33 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     public var status: String
     public var reason: String?
 
-    /// Asks every sink at once, in registry order.
-    public static func collect(_ sinks: SinkRegistry) async -> [SinkHealthReport] {
+    /// Whether the sink's circuit is open (the delivery engine stopped sending to it).
+    public var circuitOpen = false
+    /// How often its circuit has opened since the process started.
+    public var circuitOpened = 0
+
+    enum CodingKeys: String, CodingKey {
+        case name, kind, status, reason
+        case circuitOpen = "circuit_open"
+        case circuitOpened = "circuit_opened"
+    }
+
+    /// Asks every sink at once, in registry order; an open circuit makes a sink degraded.
+    public static func collect(_ sinks: SinkRegistry, circuits: CircuitBreakers? = nil) async -> [SinkHealthReport] {
         await withTaskGroup(of: (Int, SinkHealthReport).self) { group in
             for (index, sink) in sinks.sinks.enumerated() {
                 group.addTask {
-                    let health = await sink.health()
-                    return (index, SinkHealthReport(name: sink.name, kind: sink.summary, status: health.isOK ? "ok" : "degraded", reason: health.reason))
+                    var health = await sink.health()
+                    let circuit = circuits?.state(of: sink.name) ?? CircuitBreakers.State()
+                    if circuit.isOpen {
+                        let probe = circuit.nextProbeAt.map { " at \(Timestamp.format($0))" } ?? " now"
+                        let reason = "circuit open after \(circuit.consecutiveFailures) consecutive failures; deliveries wait, next probe\(probe)"
+                        health = .degraded(reason: health.reason.map { "\($0); \(reason)" } ?? reason)
+                    }
+                    var report = SinkHealthReport(name: sink.name, kind: sink.summary, status: health.isOK ? "ok" : "degraded", reason: health.reason)
+                    report.circuitOpen = circuit.isOpen
+                    report.circuitOpened = circuit.timesOpened
+                    return (index, report)
                 }
             }
             var reports: [(Int, SinkHealthReport)] = []

@@ -116,7 +116,7 @@ struct Sinks: AsyncParsableCommand {
             await server.close()
             return try await reportingErrors { throw error }
         }
-        let health = await SinkHealthReport.collect(server.sinks)
+        let health = await SinkHealthReport.collect(server.sinks, circuits: server.engine.circuits)
         await server.close()
         func row(_ name: String, _ kind: String, _ state: String) -> [String] {
             let counts = counters.first { $0.sink == name }

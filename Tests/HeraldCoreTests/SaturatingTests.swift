@@ -63,9 +63,9 @@ import Testing
 
 /// A queue with nothing in it, for engine methods that do not touch storage.
 struct NoQueue: DeliveryQueue {
-    func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] { [] }
+    func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] { [] }
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws {}
-    func nextDueDate() async throws -> Date? { nil }
+    func nextDueDate(sinks: SinkFilter) async throws -> Date? { nil }
     func queueStats() async throws -> QueueStats { QueueStats(pending: 0, oldestPendingSince: nil) }
     func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
 }

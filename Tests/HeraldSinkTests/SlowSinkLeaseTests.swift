@@ -35,10 +35,10 @@ import Testing
         let first = try SQLiteStore(path: path)
         try await first.migrate()
         let second = try SQLiteStore(path: path)
-        let sink = SlowSink(delay: .milliseconds(1_500))
+        let sink = SlowSink(delay: .milliseconds(3_500))
         let sinks = try SinkRegistry([sink])
         var configuration = DeliveryEngineConfiguration()
-        configuration.lease = .milliseconds(300)
+        configuration.lease = .milliseconds(1_500)
         let ids = ObjectIDGenerator()
         for index in 0..<3 {
             let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u\(index)"]))
@@ -51,7 +51,7 @@ import Testing
         // Wait until A is inside its slow sink, holding every lease.
         while sink.calls.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(10)) }
         var claimedByB = 0
-        let deadline = ContinuousClock.now + .milliseconds(1_800)
+        let deadline = ContinuousClock.now + .milliseconds(3_800)
         while ContinuousClock.now < deadline {
             claimedByB += try await workerB.processDue()
             try await Task.sleep(for: .milliseconds(100))

@@ -17,6 +17,7 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
     /// The longest a sink's retry-after (a provider's `Retry-After`) may postpone a delivery;
     /// a longer one is capped, so one odd answer cannot park work for years.
     public var maxRetryAfter: Duration = .seconds(3600)
+    public var circuit = CircuitConfiguration()
 
     public init() {}
 }
@@ -32,6 +33,8 @@ public final class DeliveryEngine: Service {
     private let clock: @Sendable () -> Date
     private let metrics: HeraldMetrics
     private let signal = WakeSignal()
+    /// Each sink's circuit: open after consecutive failures, probed, closed by one success.
+    public let circuits: CircuitBreakers
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
@@ -43,6 +46,7 @@ public final class DeliveryEngine: Service {
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
+        self.circuits = CircuitBreakers(configuration: configuration.circuit)
     }
 
     /// The default: an embedder that wants a line per delivery outcome passes its own logger
@@ -103,7 +107,9 @@ public final class DeliveryEngine: Service {
 
     private func idle() async {
         var timeout = configuration.idlePoll
-        if let due = try? await queue.nextDueDate() {
+        // Deliveries of open circuits are not due for this worker; their probe is.
+        let due = [try? await queue.nextDueDate(sinks: .excluding(circuits.openSinks())), circuits.nextProbe()].compactMap { $0 }.min()
+        if let due {
             timeout = min(timeout, .saturating(seconds: max(due.timeIntervalSince(clock()), 0.001)))
         }
         let signal = self.signal
@@ -115,7 +121,15 @@ public final class DeliveryEngine: Service {
     /// - Returns: how many deliveries were worked.
     @discardableResult
     public func processDue() async throws -> Int {
-        let batch = try await queue.claimDue(now: clock(), limit: configuration.batchSize, lease: configuration.lease)
+        let now = clock()
+        // A sink whose circuit is open gets one probe delivery when its probe is due; the rest
+        // of its deliveries stay pending, untouched.
+        var batch = try await queue.claimDue(now: now, limit: configuration.batchSize, lease: configuration.lease, sinks: .excluding(circuits.openSinks()))
+        for sink in circuits.probesDue(at: now) {
+            let probe = try await queue.claimDue(now: now, limit: 1, lease: configuration.lease, sinks: .only(sink))
+            if probe.isEmpty { circuits.probeSkipped(sink) }
+            batch += probe
+        }
         guard !batch.isEmpty else { return 0 }
         var bySink: [String: [Delivery]] = [:]
         for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
@@ -201,6 +215,13 @@ public final class DeliveryEngine: Service {
         }
         for (delivery, outcome) in zip(live, outcomes) {
             updates.append(update(for: delivery, outcome: outcome, now: answered))
+        }
+        if circuits.observe(name, outcomes: outcomes, at: answered) {
+            let state = circuits.state(of: name)
+            logger.error(
+                "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"
+            )
+            metrics.circuitOpened(sink: name)
         }
         return updates
     }

@@ -55,6 +55,16 @@ public struct HeraldMetrics: Sendable {
         Counter(label: "herald_devices_removed_total", dimensions: [("reason", reason)], factory: factory).increment(by: Int64(count))
     }
 
+    /// A sink's circuit opened after consecutive failures.
+    public func circuitOpened(sink: String) {
+        Counter(label: "herald_sink_circuit_opened_total", dimensions: [("sink", sink)], factory: factory).increment()
+    }
+
+    /// Whether a sink's circuit is open (1) or closed (0), sampled when metrics are read.
+    public func circuit(sink: String, open: Bool) {
+        Gauge(label: "herald_sink_circuit_open", dimensions: [("sink", sink)], factory: factory).record(open ? 1 : 0)
+    }
+
     /// Whether a sink instance reported itself healthy (1) or degraded (0), sampled when
     /// metrics are read.
     public func sinkHealth(sink: String, ok: Bool) {

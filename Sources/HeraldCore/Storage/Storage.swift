@@ -93,7 +93,9 @@ public protocol DeliveryQueue: Sendable {
     /// Leases up to `limit` pending deliveries due at `now` until `now + lease`; a delivery
     /// whose lease ran out (its worker died) is due again. Each claim counts an attempt, and the
     /// attempt number is the lease's token (``Delivery/attempt``).
-    func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery]
+    /// `sinks` limits the claim: deliveries of sinks whose circuit is open stay untouched (no
+    /// attempt spent), and a probe claims from one sink only.
+    func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery]
     /// Records outcomes and releases their leases; removes reported-gone devices. Fenced: an
     /// outcome applies only while its delivery is still pending under the same attempt
     /// (``DeliveryUpdate/attempts``), so a worker whose lease was taken over cannot overwrite
@@ -102,8 +104,8 @@ public protocol DeliveryQueue: Sendable {
     /// Extends the leases of deliveries still being worked (claimed under `attempt` and not
     /// yet recorded) until `until`: the heartbeat of a batch that outlives its lease.
     func extendLeases(_ leases: [DeliveryLease], until: Date) async throws
-    /// When the earliest pending delivery becomes due, if any.
-    func nextDueDate() async throws -> Date?
+    /// When the earliest pending delivery the filter lets through becomes due, if any.
+    func nextDueDate(sinks: SinkFilter) async throws -> Date?
     /// How many deliveries are pending, and when the oldest of them was accepted.
     func queueStats() async throws -> QueueStats
     /// Calls `wake` whenever any process commits new work, until the task is cancelled. A store
@@ -113,6 +115,15 @@ public protocol DeliveryQueue: Sendable {
 
 extension DeliveryQueue {
     public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
+
+    /// A claim from every sink.
+    public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {
+        try await claimDue(now: now, limit: limit, lease: lease, sinks: .all)
+    }
+
+    public func nextDueDate() async throws -> Date? {
+        try await nextDueDate(sinks: .all)
+    }
 }
 
 /// Per-user history (SPEC §3), written by the history sink.

@@ -125,6 +125,24 @@ public struct DeliveryUpdate: Sendable, Equatable {
     }
 }
 
+/// Which sinks' deliveries a claim may take.
+public enum SinkFilter: Sendable, Equatable {
+    case all
+    /// Every sink but these (their circuits are open).
+    case excluding(Set<String>)
+    /// This sink only (a circuit's probe).
+    case only(String)
+
+    /// The sinks named, and whether they are the ones taken (`only`) or left (`excluding`).
+    public var names: (included: Bool, sinks: [String]) {
+        switch self {
+        case .all: (false, [])
+        case .excluding(let sinks): (false, sinks.sorted())
+        case .only(let sink): (true, [sink])
+        }
+    }
+}
+
 /// A claimed delivery's lease: its id and the attempt it was claimed for (the fencing token).
 public struct DeliveryLease: Sendable, Equatable, Hashable {
     public var id: Int64

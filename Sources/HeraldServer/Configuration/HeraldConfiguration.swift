@@ -83,6 +83,10 @@ public struct HeraldConfiguration: Sendable {
         let maxRetryAfter = try reader.requiredDouble(forKey: "delivery.max_retry_after", default: delivery.maxRetryAfter.seconds)
         guard maxRetryAfter >= 1, maxRetryAfter <= 86_400 else { throw Self.invalid("delivery.max_retry_after", "must be a number of seconds, 1-86400") }
         delivery.maxRetryAfter = .saturating(seconds: maxRetryAfter)
+        delivery.circuit.failures = try reader.requiredInt(forKey: "circuit.failures", default: delivery.circuit.failures)
+        guard (1...10_000).contains(delivery.circuit.failures) else { throw Self.invalid("circuit.failures", "must be 1-10000") }
+        delivery.circuit.probeAfter = try reader.duration(forKey: "circuit.probe_after", in: 1...3_600) ?? delivery.circuit.probeAfter
+        delivery.circuit.maxProbeInterval = try reader.duration(forKey: "circuit.max_probe_interval", in: 1...86_400) ?? delivery.circuit.maxProbeInterval
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)

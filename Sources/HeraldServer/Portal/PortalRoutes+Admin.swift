@@ -124,8 +124,11 @@ extension PortalRoutes {
         let text = (request.uri.queryParameters.get("id") ?? "").trimmingCharacters(in: .whitespaces)
         var values: [String: Any] = ["id": text]
         var sinks: [[String: Any]] = []
-        for report in await SinkHealthReport.collect(service.sinks) {
-            sinks.append(["name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? ""])
+        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits) {
+            sinks.append([
+                "name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? "",
+                "circuit": report.circuitOpen ? "open" : "closed", "opened": report.circuitOpened,
+            ])
         }
         values["sinks"] = sinks
         if !text.isEmpty {

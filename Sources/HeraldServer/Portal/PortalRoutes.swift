@@ -11,6 +11,7 @@ struct PortalRoutes {
     let sessions: PortalSessions
     let store: any (TopicStore & NotificationStore & APIKeyStore)
     let service: NotificationService
+    let circuits: CircuitBreakers
     let ids: ObjectIDGenerator
 
     /// Registered on the router directly, not in the route table: the table (and openapi.yaml)

@@ -8,6 +8,7 @@ import Prometheus
 struct OperationsRoutes {
     let store: any HeraldStorage
     let sinks: SinkRegistry
+    let circuits: CircuitBreakers
     let metricsRegistry: PrometheusCollectorRegistry
     let metrics: HeraldMetrics
     let metricsPublic: Bool
@@ -25,7 +26,10 @@ struct OperationsRoutes {
         if !metricsPublic { _ = try context.requireKey([.admin]) }
         let stats = try await store.queueStats()
         metrics.queue(pending: stats.pending, oldestAge: stats.oldestPendingSince.map { max(Date().timeIntervalSince($0), 0) } ?? 0)
-        for report in await SinkHealthReport.collect(sinks) { metrics.sinkHealth(sink: report.name, ok: report.status == "ok") }
+        for report in await SinkHealthReport.collect(sinks, circuits: circuits) {
+            metrics.sinkHealth(sink: report.name, ok: report.status == "ok")
+            metrics.circuit(sink: report.name, open: report.circuitOpen)
+        }
         var bytes: [UInt8] = []
         metricsRegistry.emit(into: &bytes)
         return Response(
@@ -52,7 +56,7 @@ struct OperationsRoutes {
     /// Reasons can name endpoints, so it is as private as `/metrics`.
     @Sendable func sinkHealth(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         if !metricsPublic { _ = try context.requireKey([.admin]) }
-        let reports = await SinkHealthReport.collect(sinks)
+        let reports = await SinkHealthReport.collect(sinks, circuits: circuits)
         struct Body: Encodable {
             var status: String
             var sinks: [SinkHealthReport]

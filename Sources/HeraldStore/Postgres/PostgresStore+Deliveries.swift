@@ -3,7 +3,8 @@ import HeraldCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {
+    public func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
+        let (included, names) = sinks.names
         let nowMicros = Self.micros(now)
         // The lease is the next due time: a process that dies before recording leaves the
         // delivery due again once the lease runs out. SKIP LOCKED lets workers in several
@@ -15,6 +16,7 @@ extension PostgresStore {
                 """
                 WITH due AS (
                     SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(nowMicros)
+                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
                     ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 ), claimed AS (
                     UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, leased = 1, updated_at = \(nowMicros)
@@ -93,9 +95,15 @@ extension PostgresStore {
         }
     }
 
-    public func nextDueDate() async throws -> Date? {
-        try await withConnection { session in
-            try await session.row("SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE state = 'pending'")?.optionalDate("due")
+    public func nextDueDate(sinks: SinkFilter) async throws -> Date? {
+        let (included, names) = sinks.names
+        return try await withConnection { session in
+            try await session.row(
+                """
+                SELECT MIN(next_attempt_at) AS due FROM deliveries
+                WHERE state = 'pending' AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
+                """
+            )?.optionalDate("due")
         }
     }
 }

@@ -3,12 +3,15 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {
+    public func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
         try await writer.write { db in
             let nowMicros = Self.micros(now)
+            let (filter, filterArguments) = Self.sinkCondition(sinks)
             let ids = try Int64.fetchAll(
-                try db.cachedStatement(sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?"),
-                arguments: [nowMicros, limit]
+                try db.cachedStatement(
+                    sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?\(filter) ORDER BY next_attempt_at, id LIMIT ?"
+                ),
+                arguments: [nowMicros] + filterArguments + [limit]
             )
             guard !ids.isEmpty else { return [] }
             // The lease is the next due time: a worker that dies before recording leaves the
@@ -78,9 +81,19 @@ extension SQLiteStore {
         }
     }
 
-    public func nextDueDate() async throws -> Date? {
+    public func nextDueDate(sinks: SinkFilter) async throws -> Date? {
         try await writer.read { db in
-            Self.date(try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'")))
+            let (filter, arguments) = Self.sinkCondition(sinks)
+            return Self.date(
+                try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'\(filter)"), arguments: arguments)
+            )
         }
+    }
+
+    /// ` AND sink [NOT] IN (…)` for a filter, with its arguments.
+    static func sinkCondition(_ sinks: SinkFilter) -> (String, StatementArguments) {
+        let (included, names) = sinks.names
+        guard !names.isEmpty else { return ("", []) }
+        return (" AND sink \(included ? "" : "NOT ")IN (\(placeholders(names.count)))", StatementArguments(names))
     }
 }

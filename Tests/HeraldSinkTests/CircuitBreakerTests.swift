@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import HeraldHistorySink
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+/// A sink that keeps failing stops being called: its deliveries wait without spending attempts,
+/// one probe goes out after 30 s (doubling to 5 min), and one success closes the circuit. The
+/// other sinks are not held up.
+@Suite struct CircuitBreakerTests {
+    final class Clock: Sendable {
+        let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+        func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+        var date: Date { now.withLock { $0 } }
+    }
+
+    @Test func aFailingSinkOpensIsProbedAndClosesWithoutSpendingAttempts() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let clock = Clock()
+        let hook = RecordingSink(name: "webhook:down", capabilities: .perUser)
+        let other = RecordingSink(name: "webhook:fine", capabilities: .perUser)
+        let sinks = try SinkRegistry([HistorySink(store: store, clock: { clock.date }), hook, other])
+        var configuration = DeliveryEngineConfiguration()
+        configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(1))
+        let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, metrics: HeraldMetrics(), clock: { clock.date })
+        let ids = ObjectIDGenerator()
+        // Every delivery of the first batch fails, and the first probe too.
+        hook.script(Array(repeating: .retry(after: nil, reason: "503"), count: 9))
+        var notifications: [ObjectID] = []
+        for index in 0..<8 {
+            let n = HeraldNotification(id: ids.next(at: clock.date), type: "violation", title: "T", body: "B", url: nil, timestamp: clock.date, target: .users(["u\(index)"]))
+            let planned = [PlannedDelivery(sink: "webhook:down", userID: "u\(index)", distribution: .alert), PlannedDelivery(sink: "webhook:fine", userID: "u\(index)", distribution: .alert)]
+            _ = try await store.accept(n, recipients: 1, deliveries: planned, idempotencySince: clock.date)
+            notifications.append(n.id)
+        }
+        try await engine.drain()
+        #expect(other.received.count == 8, "the healthy sink is not held up")
+        #expect(hook.received.count == 8, "the first batch was already claimed")
+        #expect(engine.circuits.state(of: "webhook:down").isOpen)
+        // Retries come due; while open, none is claimed and no attempt is spent.
+        clock.advance(5)
+        try await engine.drain()
+        #expect(hook.received.count == 8, "an open circuit sends nothing")
+        let attempts = try await notifications.asyncMap { try await store.status(of: $0)?.deliveries.first { $0.sink == "webhook:down" }?.attempts ?? -1 }
+        #expect(attempts.allSatisfy { $0 == 1 }, "waiting spends no attempt: \(attempts)")
+        // The probe after 30 s fails (scripted): the next probe waits 60 s.
+        clock.advance(26)
+        try await engine.drain()
+        #expect(hook.received.count == 9, "one probe")
+        #expect(engine.circuits.state(of: "webhook:down").isOpen)
+        clock.advance(30)
+        try await engine.drain()
+        #expect(hook.received.count == 9, "the interval doubled")
+        // The next probe succeeds: the circuit closes and the rest go out.
+        clock.advance(31)
+        try await engine.drain()
+        #expect(!engine.circuits.state(of: "webhook:down").isOpen)
+        try await engine.drain()
+        #expect(hook.received.count >= 10)
+        let states = try await notifications.asyncMap { try await store.status(of: $0)?.deliveries.first { $0.sink == "webhook:down" }?.state }
+        #expect(states.allSatisfy { $0 == .delivered }, "nothing failed because the sink was down: \(states)")
+        #expect(engine.circuits.state(of: "webhook:down").timesOpened == 1)
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}
