@@ -2,6 +2,8 @@ import Foundation
 public import HeraldCore
 public import HeraldStore
 public import Hummingbird
+import HummingbirdCore
+import NIOCore
 public import Logging
 public import Prometheus
 import ServiceLifecycle
@@ -47,7 +49,7 @@ public struct HeraldServer: Sendable {
         // started side by side in one process (the tests) keep separate counts.
         let metricsRegistry = PrometheusCollectorRegistry()
         let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
-        let store = try StorageLocation.open(configuration.database)
+        let store = try StorageLocation.open(configuration.database, maxPendingAccepts: configuration.maxPendingAccepts)
         do {
             try await store.migrate()
             let ids = ObjectIDGenerator()
@@ -199,9 +201,19 @@ public struct HeraldServer: Sendable {
         )
         let background: [any Service] =
             [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger), maintenance]
+        let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))
         return Application(
             router: router(),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Herald"),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout)],
+                    idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
+                )
+            ),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "Herald",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)
+            ),
             services: deliveryWorkers ? background : [],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger

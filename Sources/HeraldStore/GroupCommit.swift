@@ -25,20 +25,34 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let maxBatch: Int
+    private let maxWaiting: Int
     private let commit: Commit
 
-    init(maxBatch: Int = 256, commit: @escaping Commit) {
+    /// - Parameter maxWaiting: requests that may wait for a commit at once; one more is refused
+    ///   at once (503), so a flood cannot grow memory without bound.
+    init(maxBatch: Int = 256, maxWaiting: Int = 10_000, commit: @escaping Commit) {
         self.maxBatch = max(1, maxBatch)
+        self.maxWaiting = max(1, maxWaiting)
         self.commit = commit
+    }
+
+    /// The error for a request that finds the queue full.
+    static var full: HeraldError {
+        HeraldError(.unavailable, code: "overloaded", "too many requests are waiting to be committed; retry shortly")
     }
 
     func submit(_ request: Request) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
-            let startCommitter = state.withLock { state -> Bool in
+            let (startCommitter, accepted) = state.withLock { state -> (Bool, Bool) in
+                guard state.waiting.count < maxWaiting else { return (false, false) }
                 state.waiting.append(Waiting(request: request, continuation: continuation))
-                guard !state.committing else { return false }
+                guard !state.committing else { return (false, true) }
                 state.committing = true
-                return true
+                return (true, true)
+            }
+            guard accepted else {
+                continuation.resume(throwing: Self.full)
+                return
             }
             // Unstructured on purpose: the committer outlives the request that started it, and
             // a cancelled request must not cancel the transaction carrying other requests.

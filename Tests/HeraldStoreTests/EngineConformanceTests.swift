@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldStore
+@testable import HeraldStore
 import HeraldTestSupport
 import Synchronization
 import Testing
@@ -230,5 +230,30 @@ import Testing
         try await store.extendLeases([lease], until: t0.addingTimeInterval(100))
         #expect(try await store.nextDueDate() == t0.addingTimeInterval(6))
         await store.close()
+    }
+}
+
+/// The group-commit queue is bounded: a flood is refused at once (503), never queued forever.
+@Suite struct GroupCommitBoundTests {
+    @Test func aFullQueueRefusesAtOnce() async throws {
+        let gate = AsyncStream<Void>.makeStream()
+        let commit = GroupCommit<Int, Int>(maxBatch: 10, maxWaiting: 1) { requests in
+            for await _ in gate.stream { break }
+            return requests
+        }
+        async let first = commit.submit(1)   // committing, waits on the gate
+        try await Task.sleep(for: .milliseconds(50))
+        async let second = commit.submit(2)  // waiting: the queue's one place
+        try await Task.sleep(for: .milliseconds(50))
+        do {
+            _ = try await commit.submit(3)
+            Issue.record("a third request was queued")
+        } catch let error as HeraldError {
+            #expect(error.kind == .unavailable && error.code == "overloaded")
+        }
+        gate.continuation.yield()
+        gate.continuation.yield()
+        #expect(try await first == 1)
+        #expect(try await second == 2)
     }
 }

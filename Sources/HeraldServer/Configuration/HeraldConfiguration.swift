@@ -35,6 +35,14 @@ public struct HeraldConfiguration: Sendable {
     public var shutdownTimeout: Duration = .seconds(30)
     /// Whether `GET /metrics` answers without an admin key (for a scraper on a private network).
     public var metricsPublic = false
+    /// Accepts that may wait for a group commit at once; one more is answered 503 with Retry-After.
+    public var maxPendingAccepts = 10_000
+    /// Open HTTP connections at once; further connections wait in the listen backlog.
+    public var maxConnections = 4_096
+    /// How long an idle keep-alive connection stays open.
+    public var idleTimeout: Duration = .seconds(60)
+    /// How long a client has to send a complete request head (slow-loris defence).
+    public var requestHeadTimeout: Duration = .seconds(10)
     /// Devices kept per user, across providers; registering one more removes the least recently
     /// registered.
     public var maxDevicesPerUser = 10
@@ -96,6 +104,12 @@ public struct HeraldConfiguration: Sendable {
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
         shutdownTimeout = .saturating(seconds: shutdown)
         metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
+        maxPendingAccepts = try reader.requiredInt(forKey: "server.max_pending_accepts", default: maxPendingAccepts)
+        guard (1...1_000_000).contains(maxPendingAccepts) else { throw Self.invalid("server.max_pending_accepts", "must be 1-1000000") }
+        maxConnections = try reader.requiredInt(forKey: "server.max_connections", default: maxConnections)
+        guard (1...1_000_000).contains(maxConnections) else { throw Self.invalid("server.max_connections", "must be 1-1000000") }
+        idleTimeout = try reader.duration(forKey: "server.idle_timeout", in: 1...86_400) ?? idleTimeout
+        requestHeadTimeout = try reader.duration(forKey: "server.request_head_timeout", in: 1...3_600) ?? requestHeadTimeout
         maxDevicesPerUser = try reader.requiredInt(forKey: "devices.max_per_user", default: maxDevicesPerUser)
         guard (1...1_000).contains(maxDevicesPerUser) else { throw Self.invalid("devices.max_per_user", "must be 1-1000") }
         staleDevicesAfter = try reader.duration(forKey: "devices.stale_after", in: 86_400...(3_650 * 86_400)) ?? staleDevicesAfter

@@ -5,7 +5,7 @@ import HeraldStore
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {
     /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
-    public static func open(_ database: String) throws -> any ServerStorage {
+    public static func open(_ database: String, maxPendingAccepts: Int = 10_000) throws -> any ServerStorage {
         if database.hasPrefix("sqlite:") {
             var path = String(database.dropFirst("sqlite:".count))
             if path.hasPrefix("//") { path.removeFirst(2) }
@@ -13,13 +13,13 @@ public enum StorageLocation {
                 throw HeraldError(.unprocessable, code: "invalid_config", "database 'sqlite:' needs a file path, e.g. sqlite:herald.sqlite")
             }
             do {
-                return try SQLiteStore(path: path)
+                return try SQLiteStore(path: path, maxPendingAccepts: maxPendingAccepts)
             } catch {
                 throw HeraldError(.unavailable, code: "storage_unavailable", "cannot open SQLite database '\(path)': \(error)")
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            return try PostgresStore(url: database)
+            return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }

@@ -18,7 +18,10 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HeraldError {
             if error.kind == .internal { context.logger.error("internal error: \(error)") }
-            return Self.response(status: Self.status(error.kind), code: error.code, message: error.message)
+            var response = Self.response(status: Self.status(error.kind), code: error.code, message: error.message)
+            // Unavailable is temporary (storage away, the commit queue full): say when to retry.
+            if error.kind == .unavailable { response.headers[.retryAfter] = "1" }
+            return response
         } catch let error as any HTTPResponseError {
             let (code, message) = Self.describe(error.status)
             return Self.response(status: error.status, code: code, message: message)

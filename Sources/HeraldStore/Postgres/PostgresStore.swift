@@ -28,7 +28,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
-    public init(url: String, maxConnections: Int = 20, logger: Logger = Logger(label: "herald.postgres")) throws {
+    /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
+    ///   are refused with a 503 (`server.max_pending_accepts`).
+    public init(url: String, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -37,7 +39,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         self.logger = logger
         // The pool works only while `run()` does; it ends when the store is closed.
         runner = Task { await client.run() }
-        accepts = GroupCommit { requests in
+        accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try await Self.transaction(client, logger: logger) { session in
                 var results: [AcceptResult] = []
                 for request in requests { results.append(try await Self.accept(request, session)) }

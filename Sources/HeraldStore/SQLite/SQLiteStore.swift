@@ -14,7 +14,9 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
-    public init(path: String) throws {
+    /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
+    ///   are refused with a 503 (`server.max_pending_accepts`).
+    public init(path: String, maxPendingAccepts: Int = 10_000) throws {
         var configuration = Configuration()
         // Another Herald process (`herald keys create` beside a running server) may hold the
         // write lock for a moment: wait for it rather than failing.
@@ -27,7 +29,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         let writer: any DatabaseWriter =
             path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
         self.writer = writer
-        accepts = GroupCommit { requests in
+        accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try await writer.write { db in try requests.map { try Self.accept($0, db) } }
         }
     }

@@ -1,0 +1,57 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Closes a connection whose client does not finish a request head in time: after the
+/// connection opens, and after each response, the next head must arrive within `deadline`.
+/// Trickled bytes do not extend it (an idle timeout would be reset by every byte), which is
+/// what keeps slow-loris clients from holding connections open.
+final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(deadline: TimeAmount) {
+        self.deadline = deadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // The response is complete: the clock runs for the next request on this connection.
+        if case .end = unwrapOutboundIn(data) { arm(context) }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: deadline) {
+            bound.value.close(promise: nil)
+        }
+    }
+}

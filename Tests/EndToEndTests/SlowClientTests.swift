@@ -1,0 +1,62 @@
+import Foundation
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client that trickles its request head cannot hold a connection open: the server closes it
+/// once `server.request_head_timeout` passes without a complete head.
+@Suite struct SlowClientTests {
+    @Test func aSlowLorisConnectionIsClosed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-slow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try await RunningHerald(
+            arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
+            environment: ["HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "1"], in: directory
+        )
+        let started = ContinuousClock.now
+        let closed = try await Task.detached { try Self.trickle(port: herald.port, every: .milliseconds(200), for: .seconds(8)) }.value
+        let elapsed = ContinuousClock.now - started
+        #expect(closed, "the server closed the connection")
+        #expect(elapsed < .seconds(5), "within the head deadline, not the trickle's length: \(elapsed)")
+        // The server still serves others.
+        let live = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(herald.url)/health/live"), timeout: .seconds(5))
+        #expect(live.status == .ok)
+        #expect(await herald.stop() == 0)
+    }
+
+    /// Sends a request line, then one header byte at a time. - Returns: whether the server closed
+    /// the connection before `limit`.
+    static func trickle(port: Int, every pause: Duration, for limit: Duration) throws -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 1_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let head = Array("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8)
+        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let deadline = ContinuousClock.now + limit
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
+            let sent = [UInt8(ascii: "a")].withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 { return true }
+            let received = recv(fd, &buffer, buffer.count, 0)
+            if received == 0 { return true }
+        }
+        return false
+    }
+}
