@@ -96,10 +96,11 @@ public final class DeliveryEngine: Service {
                 failures = 0
                 if processed == 0 { await idle() }
             } catch {
-                // Storage is unavailable: leased work stays safe in the queue; back off and retry.
+                // Storage is unavailable: leased work stays safe in the queue; back off and retry,
+                // never longer than a second, so delivery resumes soon after storage returns.
                 failures += 1
                 logger.error("delivery worker \(worker) could not reach storage: \(error)")
-                let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
+                let pause = Duration.milliseconds(min(100 << min(failures, 6), 1_000))
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
             }
         }

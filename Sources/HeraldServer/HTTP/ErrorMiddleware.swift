@@ -1,6 +1,7 @@
 import Foundation
 public import Hummingbird
 import HeraldCore
+import HeraldStore
 import Logging
 
 /// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).
@@ -26,6 +27,12 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let (code, message) = Self.describe(error.status)
             return Self.response(status: error.status, code: code, message: message)
         } catch {
+            if let unavailable = StorageFailure.unavailable(error) {
+                context.logger.warning("storage unavailable: \(error)")
+                var response = Self.response(status: .serviceUnavailable, code: unavailable.code, message: unavailable.message)
+                response.headers[.retryAfter] = "1"
+                return response
+            }
             context.logger.error("unhandled error: \(error)")
             return Self.response(status: .internalServerError, code: "internal", message: "an unexpected error occurred; it has been logged")
         }

@@ -8,6 +8,11 @@ extension PostgresStore {
     }
 
     public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+        // The transaction runs `change` before it returns, so it never outlives this call.
+        try await withoutActuallyEscaping(change) { change in try await updateSettings(userID: userID, escapable: change) }
+    }
+
+    private func updateSettings(userID: String, escapable change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
         try await transaction { session in
             // The row lock serialises concurrent read-change-writes of one user's settings.
             try await Self.ensureUser(session, userID, at: Self.micros(Date()))

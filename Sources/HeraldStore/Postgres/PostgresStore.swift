@@ -19,10 +19,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// The channel notified when feed messages are added or deleted.
     static let feedChannel = "herald_feed"
 
-    let client: PostgresClient
+    let pool: PostgresPool
     let configuration: PostgresClient.Configuration
     let logger: Logger
-    private let runner: Task<Void, Never>
     /// Concurrent accepts share a transaction, so one commit serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
 
@@ -33,14 +32,12 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     public init(url: String, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.client = client
+        let pool = PostgresPool(configuration: configuration, logger: logger)
+        self.pool = pool
         self.configuration = configuration
         self.logger = logger
-        // The pool works only while `run()` does; it ends when the store is closed.
-        runner = Task { await client.run() }
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
-            try await Self.transaction(client, logger: logger) { session in
+            try await Self.transaction(pool, logger: logger) { session in
                 var results: [AcceptResult] = []
                 for request in requests { results.append(try await Self.accept(request, session)) }
                 if results.contains(where: { if case .accepted = $0 { true } else { false } }) { try await session.notifyWork() }
@@ -49,12 +46,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         }
     }
 
-    deinit { runner.cancel() }
-
     /// Closes the pool's connections.
     public func close() async {
-        runner.cancel()
-        await runner.value
+        await pool.close()
     }
 
     public func migrate() async throws {
@@ -113,23 +107,27 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     }
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
-    func withConnection<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
-        try await client.withConnection { connection in
+    func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
+        let logger = self.logger
+        return try await pool.withConnection { connection in
             try await body(PostgresSession(connection: connection, logger: logger))
         }
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
-    func transaction<Result: Sendable>(_ body: (PostgresSession) async throws -> Result) async throws -> Result {
-        try await Self.transaction(client, logger: logger, body)
+    func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
+        try await Self.transaction(pool, logger: logger, body)
     }
 
     static func transaction<Result: Sendable>(
-        _ client: PostgresClient, logger: Logger, _ body: (PostgresSession) async throws -> Result
+        _ pool: PostgresPool, logger: Logger, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await body(PostgresSession(connection: connection, logger: logger))
+            return try await pool.run { client, acquired in
+                try await client.withTransaction(logger: logger) { connection in
+                    acquired()
+                    return try await body(PostgresSession(connection: connection, logger: logger))
+                }
             }
         } catch let error as PostgresTransactionError {
             // The caller's own error (a validation failure, say) matters more than the wrapper.
@@ -142,7 +140,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// Holds one pooled connection to `LISTEN` on `channel`, calling `heard` per notification,
     /// until the task is cancelled or the connection is lost (then it throws).
     func listen(on channel: String, _ heard: @escaping @Sendable () -> Void) async throws {
-        try await client.withConnection { connection in
+        try await pool.withConnection { connection in
             try await connection.listen(on: channel) { notifications in
                 for try await _ in notifications { heard() }
             }
@@ -151,7 +149,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 }
 
 /// One connection lent to a store operation.
-struct PostgresSession {
+struct PostgresSession: Sendable {
     let connection: PostgresConnection
     let logger: Logger
 

@@ -16,11 +16,13 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
     ///   are refused with a 503 (`server.max_pending_accepts`).
-    public init(path: String, maxPendingAccepts: Int = 10_000) throws {
+    /// - Parameter busyTimeout: how long a write waits for another process's lock before it
+    ///   is answered 503.
+    public init(path: String, maxPendingAccepts: Int = 10_000, busyTimeout: Duration = .seconds(5)) throws {
         var configuration = Configuration()
         // Another Herald process (`herald keys create` beside a running server) may hold the
         // write lock for a moment: wait for it rather than failing.
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout.seconds)
         configuration.prepareDatabase { db in
             // FULL: a commit is on disk before Herald answers 202, so not even a power cut
             // loses an accepted notification (NORMAL would survive only a process crash).
@@ -29,9 +31,22 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         let writer: any DatabaseWriter =
             path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
         self.writer = writer
+        let file = path == ":memory:" ? nil : path
+        self.file = file
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
-            try await writer.write { db in try requests.map { try Self.accept($0, db) } }
+            try Self.checkFile(file)
+            return try await writer.write { db in try requests.map { try Self.accept($0, db) } }
         }
+    }
+
+    /// The database file, nil in memory.
+    let file: String?
+
+    /// A database file deleted under a running server would take every later write with it
+    /// (to an unlinked inode): refuse instead, so nothing is answered 2xx and then lost.
+    static func checkFile(_ path: String?) throws {
+        guard let path, !FileManager.default.fileExists(atPath: path) else { return }
+        throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file \(path) is gone")
     }
 
     public func migrate() async throws {
@@ -39,6 +54,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     }
 
     public func ping() async throws {
+        try Self.checkFile(file)
         _ = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 

@@ -1,0 +1,92 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldTestSupport
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// PostgreSQL going away under load: nothing accepted is lost, requests during the outage are
+/// answered 503 with Retry-After at once (never a 500, never a hang), and accepts flow again
+/// within about a second of its return.
+@Suite(.serialized) struct DatabaseOutageTests {
+    static var proxyScript: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("outage_proxy.py").path
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aPostgresOutageIsAnswered503AndRecoveredFrom() async throws {
+        let database = try #require(URLComponents(string: try await PostgresTestDatabase.create()))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-outage-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The proxy stands between Herald and PostgreSQL, and plays the outage.
+        let proxyOutput = OutputCollector()
+        let (proxy, _, _) = makeProcess(
+            "/usr/bin/env", ["python3", Self.proxyScript, database.host ?? "127.0.0.1", String(database.port ?? 5432)], environment: [:], in: directory,
+            collecting: proxyOutput
+        )
+        try proxy.run()
+        defer { proxy.terminate() }
+        var proxyPort: Int?
+        for _ in 0..<100 where proxyPort == nil {
+            proxyPort = proxyOutput.stdout.firstMatch(of: /proxy listening on (\d+)/).flatMap { Int($0.1) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var viaProxy = database
+        viaProxy.port = try #require(proxyPort, "\(proxyOutput.stderr)")
+        let admin = "hk_" + String(repeating: "o", count: 40)
+        let herald = try await RunningHerald(
+            arguments: ["--database", try #require(viaProxy.string)], environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": admin], in: directory
+        )
+        let url = herald.url
+
+        /// One accept; its status (0 for no answer within 3 s) and how long it took.
+        @Sendable func accept(_ index: Int) async -> (status: Int, seconds: Double, id: String?) {
+            let started = ContinuousClock.now
+            var request = HTTPClientRequest(url: "\(url)/api/notifications")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(admin)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"type":"generic","title":"t\#(index)","body":"b","user_ids":["u"]}"#))
+            let elapsed = { let d = ContinuousClock.now - started; return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+            do {
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(3))
+                let body = try await response.body.collect(upTo: 1 << 16)
+                let id = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["id"] as? String
+                if response.status == .serviceUnavailable && response.headers.first(name: "Retry-After") == nil { return (-503, elapsed(), nil) }
+                return (Int(response.status.code), elapsed(), id)
+            } catch {
+                return (0, elapsed(), nil)
+            }
+        }
+
+        #expect(await accept(0).status == 202)
+        kill(proxy.processIdentifier, SIGUSR1)
+        try await Task.sleep(for: .milliseconds(300))
+        var during: [(status: Int, seconds: Double, id: String?)] = []
+        let outageEnds = ContinuousClock.now + .seconds(5)
+        var index = 1
+        while ContinuousClock.now < outageEnds {
+            during.append(await accept(index))
+            index += 1
+        }
+        kill(proxy.processIdentifier, SIGUSR2)
+        let back = ContinuousClock.now
+        var recovered: Duration?
+        while recovered == nil && ContinuousClock.now - back < .seconds(10) {
+            if await accept(index).status == 202 { recovered = ContinuousClock.now - back }
+            index += 1
+        }
+        #expect(during.allSatisfy { $0.status == 503 }, "every answer during the outage is a 503 with Retry-After: \(during.map(\.status))")
+        #expect(during.allSatisfy { $0.seconds < 2.5 }, "and comes fast: \(during.map(\.seconds))")
+        let recovery = try #require(recovered, "accepts flow again")
+        #expect(recovery < .milliseconds(1_500), "within about a second: \(recovery)")
+        #expect(herald.process.isRunning)
+        #expect(await herald.stop() == 0)
+    }
+}
+
+extension Data {
+    init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
+}
