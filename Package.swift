@@ -19,8 +19,10 @@ let package = Package(
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
         .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
         .library(name: "HeraldFCMEmulator", targets: ["HeraldFCMEmulator"]),
+        .library(name: "HeraldWebPushEmulator", targets: ["HeraldWebPushEmulator"]),
         .library(name: "HeraldWebhookSink", targets: ["HeraldWebhookSink"]),
         .library(name: "HeraldFeedSink", targets: ["HeraldFeedSink"]),
+        .library(name: "HeraldWebPushSink", targets: ["HeraldWebPushSink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -113,6 +115,22 @@ let package = Package(
             path: "Plugins/WebhookSink",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "HeraldWebPushSink",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Plugins/WebPushSink",
+            swiftSettings: swiftSettings
+        ),
         // A local stand-in for Google's token endpoint and FCM v1, for developers and tests.
         .target(
             name: "HeraldFCMEmulator",
@@ -122,6 +140,19 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A local stand-in for a browser's Web Push service, for developers and tests.
+        .target(
+            name: "HeraldWebPushEmulator",
+            dependencies: [
+                "HeraldWebPushSink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -137,6 +168,7 @@ let package = Package(
                 "HeraldFCMSink",
                 "HeraldWebhookSink",
                 "HeraldFeedSink",
+                "HeraldWebPushSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -161,6 +193,8 @@ let package = Package(
             dependencies: [
                 "HeraldServer",
                 "HeraldFCMEmulator",
+                "HeraldWebPushEmulator",
+                "HeraldWebPushSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -242,6 +276,15 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldWebPushSinkTests",
+            dependencies: [
+                "HeraldWebPushSink", "HeraldWebPushEmulator", "HeraldCore", "HeraldTestSupport", "HeraldStore", "HeraldHistorySink",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
         ),

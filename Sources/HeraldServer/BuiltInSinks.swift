@@ -6,10 +6,11 @@ import HeraldConsoleSink
 import HeraldFCMSink
 import HeraldFeedSink
 import HeraldHistorySink
+import HeraldWebPushSink
 import HeraldWebhookSink
 
 extension SinkFactory {
     /// Every sink type Herald ships. An operator's own package passes
     /// `SinkFactory.builtIn + [.mySink]` to ``HeraldServer/start(_:factories:extraSinks:logger:)``.
-    public static let builtIn: [SinkFactory] = [.history, .feed, .console, .fcm, .webhook]
+    public static let builtIn: [SinkFactory] = [.history, .feed, .console, .fcm, .webhook, .webpush]
 }

@@ -83,7 +83,9 @@ import Testing
         let recovery = try #require(recovered, "accepts flow again")
         #expect(recovery < .milliseconds(1_500), "within about a second: \(recovery)")
         #expect(herald.process.isRunning)
-        #expect(await herald.stop() == 0)
+        // Shutdown is not what this test is about, and a loaded machine slows it: 30 s, the default shutdown_timeout.
+        let exit = await herald.stop(timeout: .seconds(35))
+        #expect(exit == 0, "SIGTERM drains and exits: \(herald.output.stdout.suffix(3000))\(herald.output.stderr.suffix(3000))")
     }
 }
 

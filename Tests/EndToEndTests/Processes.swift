@@ -102,10 +102,11 @@ final class RunningHerald: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Sends SIGTERM and waits for the exit status.
-    func stop() async -> Int32 {
+    /// Sends SIGTERM and waits (up to `timeout`) for the exit status.
+    func stop(timeout: Duration = .seconds(10)) async -> Int32 {
         process.terminate()
-        for _ in 0..<200 where process.isRunning {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(50))
         }
         if process.isRunning {

@@ -1,0 +1,248 @@
+public import AsyncHTTPClient
+import Crypto
+public import Foundation
+public import HeraldCore
+public import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+public import ServiceLifecycle
+import Synchronization
+
+/// Web Push (RFC 8030) to browsers' push services: each message encrypted for its subscription
+/// (RFC 8291, aes128gcm) and signed with the application server's VAPID key (RFC 8292). Serves
+/// devices of the provider `webpush`, whose address is the subscription object.
+public final class WebPushSink: NotificationSink, Service {
+    public static let provider = "webpush"
+
+    public struct Configuration: Sendable {
+        public var vapid: VAPIDKey
+        /// The operator's contact for push services: `mailto:` or `https:`.
+        public var subject: String
+        /// Seconds a push service keeps an undelivered message when the notification has no
+        /// `expires_at`.
+        public var ttl = 86_400
+        public var maxConcurrency = 64
+        public var timeout: Duration = .seconds(15)
+
+        public init(vapid: VAPIDKey, subject: String) {
+            self.vapid = vapid
+            self.subject = subject
+        }
+    }
+
+    public let name: String
+    public let capabilities: SinkCapabilities = .push
+    public let providers: DeviceProviders = .only([WebPushSink.provider])
+    private let configuration: Configuration
+    private let http: HTTPClient
+    private let ownsHTTPClient: Bool
+    private let logger: Logger
+    private let clock: @Sendable () -> Date
+    private let credentialFault = Mutex<String?>(nil)
+
+    /// - Parameter http: a client the caller owns; by default the sink makes its own and closes
+    ///   it when ``run()`` ends.
+    public init(name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"), clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.name = name
+        self.configuration = configuration
+        var client = HTTPClient.Configuration()
+        client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, configuration.maxConcurrency)
+        self.http = http ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
+        self.ownsHTTPClient = http == nil
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Closes the HTTP client the sink owns; the sink is not used afterwards.
+    public func shutdown() async {
+        guard ownsHTTPClient else { return }
+        try? await http.shutdown()
+    }
+
+    public func health() async -> SinkHealth {
+        credentialFault.withLock { $0 }.map { .degraded(reason: $0) } ?? .ok
+    }
+
+    // MARK: Devices
+
+    /// A subscription as a browser's `PushSubscription.toJSON()` gives it:
+    /// `{"endpoint", "keys": {"p256dh", "auth"}}`. The endpoint identifies the device.
+    public func prepare(_ registration: inout DeviceRegistration) throws {
+        let field = registration.addressField
+        guard let object = registration.address.value.objectValue else {
+            throw HeraldError.invalidField(field, "must be a subscription object {endpoint, keys: {p256dh, auth}}")
+        }
+        let subscription = try Subscription(object, field: field)
+        registration.address = DeviceAddress(provider: registration.address.provider, value: subscription.json, key: subscription.endpoint.absoluteString)
+        try registration.validateCommonFields()
+    }
+
+    struct Subscription {
+        var endpoint: URL
+        var p256dh: Data
+        var auth: Data
+
+        init(_ object: [String: JSONValue], field: String) throws {
+            guard let text = object["endpoint"]?.stringValue, let url = URL(string: text), let host = url.host, !host.isEmpty,
+                url.scheme == "https" || (url.scheme == "http" && Self.isLoopback(host))
+            else {
+                throw HeraldError.invalidField("\(field).endpoint", "must be the https URL of a push service")
+            }
+            guard let keys = object["keys"]?.objectValue else { throw HeraldError.missingField("\(field).keys") }
+            guard let p256dh = keys["p256dh"]?.stringValue.flatMap(Base64URL.decode), p256dh.count == 65,
+                (try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)) != nil
+            else {
+                throw HeraldError.invalidField("\(field).keys.p256dh", "must be a base64url P-256 public key (65 bytes, uncompressed)")
+            }
+            guard let auth = keys["auth"]?.stringValue.flatMap(Base64URL.decode), auth.count == 16 else {
+                throw HeraldError.invalidField("\(field).keys.auth", "must be a base64url 16-byte secret")
+            }
+            self.endpoint = url
+            self.p256dh = p256dh
+            self.auth = auth
+        }
+
+        init?(device: Device) {
+            guard let object = device.address.value.objectValue, let subscription = try? Subscription(object, field: "address") else { return nil }
+            self = subscription
+        }
+
+        var json: JSONValue {
+            .object([
+                "endpoint": .string(endpoint.absoluteString),
+                "keys": .object(["p256dh": .string(Base64URL.encode(p256dh)), "auth": .string(Base64URL.encode(auth))]),
+            ])
+        }
+
+        /// Plain http is for a push service on this machine (the emulator) only.
+        static func isLoopback(_ host: String) -> Bool {
+            host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"
+        }
+    }
+
+    // MARK: Notifications
+
+    /// What a service worker receives in its `push` event, as JSON.
+    static func payload(for notification: HeraldNotification, distribution: Distribution) -> Data {
+        var object: [String: JSONValue] = [
+            "id": .string(notification.id.hex), "timestamp": .string(Timestamp.format(notification.timestamp)), "type": .string(notification.type),
+            "url": notification.url.map(JSONValue.string) ?? .null, "title": .string(notification.title), "body": .string(notification.body),
+            "distribution": .string(distribution.rawValue),
+        ]
+        if !notification.data.isEmpty { object["data"] = .object(notification.data.mapValues(JSONValue.string)) }
+        return Data(JSONValue.object(object).canonicalText.utf8)
+    }
+
+    /// A notification whose payload could not fit one encrypted record is refused at accept.
+    public func validate(_ notification: HeraldNotification) throws {
+        let size = Distribution.allCases.map { Self.payload(for: notification, distribution: $0).count }.max() ?? 0
+        guard size <= WebPushPayload.maxPlaintextBytes else {
+            throw HeraldError(
+                .unprocessable, code: "payload_too_large_for_webpush",
+                "the Web Push payload would be \(size) bytes; one encrypted record holds \(WebPushPayload.maxPlaintextBytes) (shorten title, body or data)"
+            )
+        }
+    }
+
+    public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
+        await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
+            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: batch.count)
+            var next = 0
+            func schedule() {
+                let index = next
+                next += 1
+                group.addTask { (index, await self.send(batch[index])) }
+            }
+            while next < min(configuration.maxConcurrency, batch.count) { schedule() }
+            while let (index, outcome) = await group.next() {
+                outcomes[index] = outcome
+                if next < batch.count { schedule() }
+            }
+            return outcomes
+        }
+    }
+
+    /// RFC 8030 headers for one message.
+    static func headers(for delivery: Delivery, now: Date, defaultTTL: Int) -> [(String, String)] {
+        let n = delivery.notification
+        let ttl = n.expiresAt.map { max(0, Int(saturating: $0.timeIntervalSince(now))) } ?? defaultTTL
+        let urgency: String
+        switch delivery.distribution {
+        case .information: urgency = "low"
+        case .alert: urgency = n.priority > 0 ? "high" : "normal"
+        }
+        var headers = [("TTL", String(ttl)), ("Urgency", urgency)]
+        if let collapse = n.collapseKey { headers.append(("Topic", topic(collapse))) }
+        return headers
+    }
+
+    /// RFC 8030 §5.4: a Topic is at most 32 characters of the base64url alphabet; other
+    /// collapse keys are hashed into one, so equal keys still replace each other.
+    static func topic(_ collapseKey: String) -> String {
+        let alphabet = collapseKey.utf8.allSatisfy { ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 95 }
+        if alphabet && collapseKey.utf8.count <= 32 { return collapseKey }
+        return Base64URL.encode(Data(SHA256.hash(data: Data(collapseKey.utf8))).prefix(24))
+    }
+
+    private func send(_ delivery: Delivery) async -> DeliveryOutcome {
+        guard let device = delivery.recipient.device, let subscription = Subscription(device: device) else {
+            return .failed(reason: "the device has no usable Web Push subscription")
+        }
+        let now = clock()
+        let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
+        do {
+            let body = try WebPushPayload.encrypt(
+                Self.payload(for: delivery.notification, distribution: delivery.distribution), receiverPublicKey: subscription.p256dh,
+                authSecret: subscription.auth
+            )
+            var request = HTTPClientRequest(url: subscription.endpoint.absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            request.headers.add(name: "Content-Encoding", value: "aes128gcm")
+            request.headers.add(name: "Authorization", value: try await configuration.vapid.authorization(for: subscription.endpoint, subject: configuration.subject, now: now))
+            for (name, value) in Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl) { request.headers.add(name: name, value: value) }
+            request.body = .bytes(ByteBuffer(data: body))
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            _ = try await response.body.collect(upTo: 16 * 1024)
+            let status = Int(response.status.code)
+            // The endpoint's path identifies the subscription: only its origin is ever shown.
+            let reason = "push service \(origin) answered \(status)"
+            switch status {
+            case 200..<300:
+                credentialFault.withLock { $0 = nil }
+                return .delivered
+            case 404, 410:
+                return .recipientGone(reason: "\(reason): the subscription is gone")
+            case 413:
+                return .failed(reason: "\(reason): the payload is too large")
+            case 401, 403:
+                // The push service refused the VAPID signature: a credential fault, never the
+                // subscription's; keep it and retry.
+                let fault = "\(reason): the VAPID key or subject of sink '\(name)' was refused"
+                credentialFault.withLock { $0 = fault }
+                logger.error("\(fault)")
+                return .retry(after: nil, reason: fault)
+            case 429, 500...599:
+                return .retry(after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason)
+            default:
+                return .failed(reason: reason)
+            }
+        } catch let error as WebPushPayload.Failure {
+            return .failed(reason: "the message could not be encrypted for this subscription: \(error)")
+        } catch {
+            return .retry(after: nil, reason: "push service \(origin) did not answer: \(error)")
+        }
+    }
+}
+
+extension Int {
+    init(saturating value: Double) {
+        self = Int(Int64(saturating: value))
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+public import HeraldCore
+
+extension SinkFactory {
+    /// `sinks.<name>.type: webpush`: `vapid_private_key` (base64url, from `herald vapid
+    /// generate`; required), `subject` (`mailto:` or `https:` contact; required), `ttl` (seconds
+    /// a push service keeps a message without `expires_at`, 0-2419200, default 86400),
+    /// `max_concurrency` (1-1024, default 64).
+    public static let webpush = SinkFactory(type: "webpush") { context in
+        let settings = context.settings
+        let vapid: VAPIDKey
+        do {
+            vapid = try VAPIDKey(base64URL: try settings.requiredString("vapid_private_key", isSecret: true))
+        } catch let error as VAPIDError {
+            throw settings.invalid("vapid_private_key", error.description.replacingOccurrences(of: "the VAPID private key ", with: ""))
+        }
+        let subject = try settings.requiredString("subject")
+        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
+            throw settings.invalid("subject", "must be a mailto: or https: contact for push services")
+        }
+        var configuration = WebPushSink.Configuration(vapid: vapid, subject: subject)
+        configuration.ttl = try settings.int("ttl", default: configuration.ttl, in: 0...2_419_200)
+        configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...1_024)
+        return WebPushSink(name: context.name, configuration: configuration, logger: context.logger)
+    }
+}

@@ -1,0 +1,126 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldHistorySink
+import HeraldStore
+import HeraldWebPushEmulator
+import HeraldWebPushSink
+import Synchronization
+import Testing
+
+/// The Web Push sink against the Web Push emulator over loopback: VAPID verified, every message
+/// decrypted, outcomes per the push service's answer.
+@Suite struct WebPushSinkTests {
+    struct Fixture {
+        let emulator: WebPushEmulator
+        let running: Task<Void, any Error>
+        let sink: WebPushSink
+        let store: SQLiteStore
+        let engine: DeliveryEngine
+        let service: NotificationService
+        let ids = ObjectIDGenerator()
+
+        static func start() async throws -> Fixture {
+            let emulator = WebPushEmulator()
+            let port = Mutex<Int?>(nil)
+            let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
+            for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Self.http)
+            let store = try SQLiteStore(path: ":memory:")
+            try await store.migrate()
+            let sinks = try SinkRegistry([HistorySink(store: store), sink])
+            var configuration = DeliveryEngineConfiguration()
+            configuration.retry = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(100), maxDelay: .seconds(2))
+            let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration)
+            let service = NotificationService(
+                validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example")),
+                router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
+            )
+            return Fixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service)
+        }
+
+        /// One client for every fixture, alive for the whole test process.
+        static let http = HTTPClient(eventLoopGroupProvider: .singleton)
+
+        func register(_ user: String, _ name: String) async throws {
+            let subscription = try JSONDecoder().decode(JSONValue.self, from: try JSONSerialization.data(withJSONObject: emulator.subscribe(name)))
+            var registration = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: subscription, key: ""), addressField: "web_push")
+            try sink.prepare(&registration)
+            _ = try await store.registerDevice(userID: user, registration: registration, newID: ids.next(), at: Date())
+        }
+
+        func deliverAll() async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                try await engine.drain()
+                guard let due = try await store.nextDueDate() else { return }
+                try await Task.sleep(for: .milliseconds(Int64(max(due.timeIntervalSinceNow, 0.01) * 1000)))
+            }
+        }
+
+        func stop() async {
+            running.cancel()
+            _ = await running.result
+        }
+    }
+
+    @Test func deliversAnEncryptedSignedMessageTheBrowserCanRead() async throws {
+        let f = try await Fixture.start()
+        try await f.register("ana", "browser-ana")
+        let submission = NotificationSubmission(
+            type: "comment", title: "New comment", body: "Nice post", url: "/posts/9", priority: 1, collapseKey: "post 9", userIDs: ["ana"]
+        )
+        _ = try await f.service.send(submission)
+        try await f.deliverAll()
+        let received = try #require(f.emulator.received.first)
+        #expect(received.status == 201, "\(received.error ?? "")")
+        let message = try #require(try JSONSerialization.jsonObject(with: Data((received.plaintext ?? "").utf8)) as? [String: Any])
+        #expect(message["title"] as? String == "New comment" && message["body"] as? String == "Nice post")
+        #expect(message["url"] as? String == "https://app.example/posts/9" && message["type"] as? String == "comment")
+        #expect(received.headers["urgency"] == "high" && received.headers["ttl"] == "86400")
+        #expect(received.headers["topic"]?.count == 32, "a collapse key outside the Topic alphabet is hashed into one")
+        #expect(received.headers["content-encoding"] == "aes128gcm")
+        await f.stop()
+    }
+
+    @Test func answersBecomeOutcomes() async throws {
+        let f = try await Fixture.start()
+        try await f.register("gil", "gone-1")
+        try await f.register("gil", "keep-1")
+        try await f.register("fay", "flaky-1")
+        try await f.register("bo", "busy-1")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["gil", "fay", "bo"]))
+        try await f.deliverAll()
+        let devices = try await f.store.devices(userID: "gil")
+        #expect(devices.count == 1 && devices.first?.address.key.hasSuffix("/push/keep-1") == true, "410 removes that subscription only")
+        #expect(f.emulator.received.filter { $0.subscription == "flaky-1" }.map(\.status) == [503, 503, 201])
+        #expect(f.emulator.received.filter { $0.subscription == "busy-1" }.map(\.status) == [429, 201])
+        #expect(f.emulator.received.allSatisfy { $0.error == nil || $0.status == 404 })
+        await f.stop()
+    }
+
+    @Test func registrationChecksTheSubscription() async throws {
+        let f = try await Fixture.start()
+        let good = f.emulator.subscribe("x")
+        let keys = try #require(good["keys"] as? [String: String])
+        let bad: [[String: Any]] = [
+            ["endpoint": "http://push.example/send", "keys": keys],
+            ["endpoint": good["endpoint"] ?? "", "keys": ["p256dh": "AAAA", "auth": keys["auth"] ?? ""]],
+            ["endpoint": good["endpoint"] ?? "", "keys": ["p256dh": keys["p256dh"] ?? "", "auth": "AAAA"]],
+            ["endpoint": good["endpoint"] ?? ""],
+        ]
+        for object in bad {
+            var registration = DeviceRegistration(
+                address: DeviceAddress(provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+                addressField: "web_push"
+            )
+            #expect(throws: HeraldError.self, "\(object)") { try f.sink.prepare(&registration) }
+        }
+        var tooLarge = NotificationSubmission(type: "generic", title: String(repeating: "t", count: 1_000), body: String(repeating: "b", count: 3_500), userIDs: ["u"])
+        tooLarge.url = nil
+        let big = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
+            .validate(tooLarge, id: ObjectIDGenerator().next(), now: Date())
+        #expect(throws: HeraldError.self) { try f.sink.validate(big) }
+        await f.stop()
+    }
+}
