@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "HeraldWebhookSink", targets: ["HeraldWebhookSink"]),
         .library(name: "HeraldFeedSink", targets: ["HeraldFeedSink"]),
         .library(name: "HeraldWebPushSink", targets: ["HeraldWebPushSink"]),
+        .library(name: "HeraldAPNsSink", targets: ["HeraldAPNsSink"]),
+        .library(name: "HeraldAPNsEmulator", targets: ["HeraldAPNsEmulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -34,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
@@ -145,6 +150,48 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "HeraldAPNsSink",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Plugins/APNsSink",
+            swiftSettings: swiftSettings
+        ),
+        // What every provider emulator shares: the TLS certificate it mints at start.
+        .target(
+            name: "HeraldEmulatorSupport",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A local stand-in for APNs (HTTP/2 over TLS), for developers and tests.
+        .target(
+            name: "HeraldAPNsEmulator",
+            dependencies: [
+                "HeraldEmulatorSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // A local stand-in for a browser's Web Push service, for developers and tests.
         .target(
             name: "HeraldWebPushEmulator",
@@ -169,6 +216,7 @@ let package = Package(
                 "HeraldWebhookSink",
                 "HeraldFeedSink",
                 "HeraldWebPushSink",
+                "HeraldAPNsSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -195,6 +243,8 @@ let package = Package(
                 "HeraldFCMEmulator",
                 "HeraldWebPushEmulator",
                 "HeraldWebPushSink",
+                "HeraldAPNsEmulator",
+                "HeraldEmulatorSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -289,6 +339,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldAPNsSinkTests",
+            dependencies: [
+                "HeraldAPNsSink", "HeraldAPNsEmulator", "HeraldEmulatorSupport", "HeraldCore", "HeraldStore", "HeraldHistorySink",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldServer",
@@ -312,6 +370,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -2,6 +2,7 @@
 // A new built-in sink is its folder under Plugins/, a target in Package.swift, and one entry
 // in the list below.
 public import HeraldCore
+import HeraldAPNsSink
 import HeraldConsoleSink
 import HeraldFCMSink
 import HeraldFeedSink
@@ -12,5 +13,5 @@ import HeraldWebhookSink
 extension SinkFactory {
     /// Every sink type Herald ships. An operator's own package passes
     /// `SinkFactory.builtIn + [.mySink]` to ``HeraldServer/start(_:factories:extraSinks:logger:)``.
-    public static let builtIn: [SinkFactory] = [.history, .feed, .console, .fcm, .webhook, .webpush]
+    public static let builtIn: [SinkFactory] = [.history, .feed, .console, .fcm, .apns, .webhook, .webpush]
 }

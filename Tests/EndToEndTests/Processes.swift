@@ -80,7 +80,7 @@ final class RunningHerald: Sendable {
         var port: Int?
         for _ in 0..<300 {
             if let line = output.stdout.split(separator: "\n").first(where: { $0.hasPrefix(banner) }),
-                let match = line.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/)
+                let match = line.firstMatch(of: /https?:\/\/127\.0\.0\.1:(\d+)/)
             {
                 port = Int(match.1)
                 break

@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import JWTKit
+
+/// The provider authentication token APNs wants in `authorization: bearer …`: an ES256 JWT
+/// with `kid` = the key id, `iss` = the team id and `iat`. One token is reused and replaced
+/// after `refreshAfter` (50 min: APNs refuses tokens older than an hour, and answers
+/// TooManyProviderTokenUpdates to new ones more often than every 20 min), and at once when APNs
+/// answers ExpiredProviderToken. Concurrent sends share one refresh (an actor).
+actor APNsTokenProvider {
+    struct Token {
+        var value: String
+        var issuedAt: Date
+    }
+
+    static let refreshAfter: TimeInterval = 50 * 60
+
+    private let keys: JWTKeyCollection
+    private let keyID: String
+    private let teamID: String
+    private let clock: @Sendable () -> Date
+    private var current: Token?
+    private(set) var issued = 0
+
+    init(key: P256.Signing.PrivateKey, keyID: String, teamID: String, clock: @escaping @Sendable () -> Date) async throws {
+        self.keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(backing: key), kid: JWKIdentifier(string: keyID))
+        self.keyID = keyID
+        self.teamID = teamID
+        self.clock = clock
+    }
+
+    struct Claims: JWTPayload {
+        var iss: String
+        var iat: Int
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    func token() async throws -> Token {
+        let now = clock()
+        if let current, now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
+        return try await issue(at: now)
+    }
+
+    /// APNs said `expired` is expired: a new token at once, unless another send already
+    /// replaced it.
+    func expired(_ expired: Token) async throws -> Token {
+        if let current, current.value != expired.value { return current }
+        return try await issue(at: clock())
+    }
+
+    private func issue(at now: Date) async throws -> Token {
+        let value = try await keys.sign(Claims(iss: teamID, iat: Int(now.timeIntervalSince1970)), kid: JWKIdentifier(string: keyID))
+        let token = Token(value: value, issuedAt: now)
+        current = token
+        issued += 1
+        return token
+    }
+}

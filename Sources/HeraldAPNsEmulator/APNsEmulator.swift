@@ -1,0 +1,173 @@
+import Crypto
+public import Foundation
+public import HeraldEmulatorSupport
+import HTTPTypes
+import Hummingbird
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// A local stand-in for APNs: HTTP/2 over TLS with a certificate it mints (trusted by its PEM,
+/// `--write-ca`), a `.p8` provider key it writes out, every provider token verified (ES256, `kid`,
+/// `iss`, age under an hour), headers and payload checked, and answers by token prefix:
+///
+/// | token starts with | answer |
+/// |---|---|
+/// | `gone-` | 410 Unregistered |
+/// | `bad-` | 400 BadDeviceToken |
+/// | `flaky-` | 503 ServiceUnavailable twice, then 200 |
+/// | `busy-` | 429 TooManyRequests once, then 200 |
+/// | `expired-` | 403 ExpiredProviderToken for the first provider token it sees, then 200 |
+public final class APNsEmulator: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var keyID = "HERALDKEY1"
+        public var teamID = "HERALDTEAM"
+        public var topic = "com.example.herald"
+        public init() {}
+    }
+
+    public struct Received: Sendable {
+        public var token: String
+        public var status: Int
+        public var reason: String?
+        public var headers: [String: String]
+        public var payload: Data
+    }
+
+    struct State {
+        var received: [Received] = []
+        var attempts: [String: Int] = [:]
+        var port: Int?
+    }
+
+    public let configuration: Configuration
+    public let certificate: SelfSignedCertificate
+    /// The provider key, as Apple's `.p8` file holds it.
+    public let providerKey: P256.Signing.PrivateKey
+    let state = Mutex(State())
+    let print: @Sendable (String) -> Void
+
+    public init(configuration: Configuration = .init(), print: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        self.configuration = configuration
+        self.certificate = try SelfSignedCertificate(commonName: "Herald APNs emulator")
+        self.providerKey = P256.Signing.PrivateKey()
+        self.print = print
+    }
+
+    public var port: Int? { state.withLock { $0.port } }
+    public var baseURL: String { "https://\(configuration.host):\(port ?? configuration.port)" }
+    public var received: [Received] { state.withLock { $0.received } }
+    /// The `.p8` file's contents (PKCS#8 PEM).
+    public var providerKeyPEM: String { providerKey.pemRepresentation }
+
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let router = Router()
+        router.post("/3/device/{token}") { request, context in try await self.push(request, context: context) }
+        router.get("/emulator/messages") { _, _ in
+            try Self.json(self.received.map { item -> [String: Any] in
+                [
+                    "token": item.token, "status": item.status, "reason": item.reason ?? NSNull(), "headers": item.headers,
+                    "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(),
+                ]
+            })
+        }
+        router.get("/emulator/stats") { _, _ in
+            let received = self.received
+            return try Self.json(["requests": received.count, "delivered": received.filter { $0.status == 200 }.count])
+        }
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(certificate.certificatePEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem))
+        )
+        var logger = Logger(label: "apns-emulator")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router, server: try .http2Upgrade(tlsConfiguration: tls),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "apns-emulator"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? self.configuration.port
+                self.state.withLock { $0.port = port }
+                await onRunning(port)
+            },
+            logger: logger
+        )
+        try await app.run()
+    }
+
+    func push(_ request: Request, context: some RequestContext) async throws -> Response {
+        let token = context.parameters.get("token") ?? ""
+        var request = request
+        let payload = Data(try await request.collectBody(upTo: 64 * 1024).readableBytesView)
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
+        func answer(_ status: HTTPResponse.Status, _ reason: String? = nil) throws -> Response {
+            state.withLock { $0.received.append(Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload)) }
+            print("apns-emulator: \(status.code)\(reason.map { " \($0)" } ?? "") \(token): \(String(decoding: payload, as: UTF8.self))")
+            guard let reason else { return Response(status: status) }
+            return try Self.json(["reason": reason], status: status)
+        }
+        if let problem = APNsTokenCheck.problem(headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date()) {
+            return try answer(.forbidden, problem)
+        }
+        guard headers["apns-topic"] == configuration.topic else { return try answer(.badRequest, "BadTopic") }
+        let pushType = headers["apns-push-type"]
+        guard pushType == "alert" || pushType == "background" else { return try answer(.badRequest, "InvalidPushType") }
+        guard headers["apns-priority"] == (pushType == "alert" ? "10" : "5") else { return try answer(.badRequest, "BadPriority") }
+        guard let id = headers["apns-id"], UUID(uuidString: id) != nil else { return try answer(.badRequest, "BadMessageId") }
+        if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { return try answer(.badRequest, "BadCollapseId") }
+        guard payload.count <= 4_096 else { return try answer(.contentTooLarge, "PayloadTooLarge") }
+        guard let object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any], object["aps"] is [String: Any] else {
+            return try answer(.badRequest, "PayloadEmpty")
+        }
+        let attempt = state.withLock { state -> Int in
+            state.attempts[token, default: 0] += 1
+            return state.attempts[token] ?? 1
+        }
+        if token.hasPrefix("gone-") { return try answer(.gone, "Unregistered") }
+        if token.hasPrefix("bad-") { return try answer(.badRequest, "BadDeviceToken") }
+        if token.hasPrefix("flaky-") && attempt <= 2 { return try answer(.serviceUnavailable, "ServiceUnavailable") }
+        if token.hasPrefix("busy-") && attempt == 1 { return try answer(.tooManyRequests, "TooManyRequests") }
+        if token.hasPrefix("expired-") && attempt == 1 { return try answer(.forbidden, "ExpiredProviderToken") }
+        return try answer(.ok)
+    }
+
+    static func json(_ value: Any, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// What APNs checks of `authorization: bearer <JWT>`.
+enum APNsTokenCheck {
+    static func problem(_ header: String?, key: P256.Signing.PublicKey, keyID: String, teamID: String, now: Date) -> String? {
+        guard let header, header.lowercased().hasPrefix("bearer ") else { return "MissingProviderToken" }
+        let parts = header.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let jose = decode(parts[0]), let claims = decode(parts[1]), let signature = base64URL(parts[2]) else {
+            return "InvalidProviderToken"
+        }
+        guard jose["alg"] as? String == "ES256", jose["kid"] as? String == keyID, claims["iss"] as? String == teamID else { return "InvalidProviderToken" }
+        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature), key.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8)) else {
+            return "InvalidProviderToken"
+        }
+        guard let iat = claims["iat"] as? Int else { return "InvalidProviderToken" }
+        let age = now.timeIntervalSince1970 - Double(iat)
+        if age > 3_600 { return "ExpiredProviderToken" }
+        if age < -60 { return "InvalidProviderToken" }
+        return nil
+    }
+
+    static func decode(_ part: String) -> [String: Any]? {
+        base64URL(part).flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
+    }
+
+    static func base64URL(_ text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.utf8.count % 4
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64)
+    }
+}

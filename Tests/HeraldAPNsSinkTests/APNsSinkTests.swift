@@ -1,0 +1,157 @@
+import Foundation
+import HeraldAPNsEmulator
+import HeraldAPNsSink
+import HeraldCore
+import HeraldEmulatorSupport
+import HeraldHistorySink
+import HeraldStore
+import Synchronization
+import Testing
+
+/// The APNs sink against the APNs emulator over HTTP/2 and TLS (its certificate trusted by its
+/// PEM file, never by turning verification off).
+@Suite(.serialized) struct APNsSinkTests {
+    final class Fixture: Sendable {
+        let emulator: APNsEmulator
+        let running: Task<Void, any Error>
+        let sink: APNsSink
+        let store: SQLiteStore
+        let engine: DeliveryEngine
+        let service: NotificationService
+        let directory: URL
+
+        init(emulator: APNsEmulator, running: Task<Void, any Error>, sink: APNsSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService, directory: URL) {
+            self.emulator = emulator
+            self.running = running
+            self.sink = sink
+            self.store = store
+            self.engine = engine
+            self.service = service
+            self.directory = directory
+        }
+
+        static func start(defaultEnvironment: APNsSink.Environment = .production) async throws -> Fixture {
+            let emulator = try APNsEmulator()
+            let port = Mutex<Int?>(nil)
+            let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
+            for _ in 0..<300 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-apns-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let ca = directory.appendingPathComponent("ca.pem").path
+            try emulator.certificate.certificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
+            var configuration = APNsSink.Configuration(key: emulator.providerKey, keyID: "HERALDKEY1", teamID: "HERALDTEAM", topic: "com.example.herald")
+            configuration.productionEndpoint = emulator.baseURL
+            configuration.sandboxEndpoint = emulator.baseURL
+            configuration.caFile = ca
+            configuration.defaultEnvironment = defaultEnvironment
+            let sink = try await APNsSink(configuration: configuration)
+            let store = try SQLiteStore(path: ":memory:")
+            try await store.migrate()
+            let sinks = try SinkRegistry([HistorySink(store: store), sink])
+            var engineConfiguration = DeliveryEngineConfiguration()
+            engineConfiguration.retry = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(100), maxDelay: .seconds(2))
+            engineConfiguration.maxRetryAfter = .seconds(1)
+            let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: engineConfiguration)
+            let service = NotificationService(
+                validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example")),
+                router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
+            )
+            return Fixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service, directory: directory)
+        }
+
+        func register(_ user: String, _ token: String, environment: String? = nil) async throws {
+            var registration = DeviceRegistration(address: DeviceAddress(provider: "apns", token: token), addressField: "apns_token")
+            if let environment { registration.options["environment"] = environment }
+            try sink.prepare(&registration)
+            _ = try await store.registerDevice(userID: user, registration: registration, newID: ObjectIDGenerator().next(), at: Date())
+        }
+
+        func deliverAll() async throws {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while ContinuousClock.now < deadline {
+                try await engine.drain()
+                guard let due = try await store.nextDueDate() else { return }
+                try await Task.sleep(for: .milliseconds(Int64(max(due.timeIntervalSinceNow, 0.01) * 1000)))
+            }
+        }
+
+        func stop() async {
+            await sink.shutdown()
+            running.cancel()
+            _ = await running.result
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    @Test func alertsAndBackgroundPushesHaveApplesShape() async throws {
+        let f = try await Fixture.start()
+        try await f.register("ivy", "abc123", environment: "sandbox")
+        _ = try await f.service.send(NotificationSubmission(type: "comment", title: "New comment", body: "Nice", url: "/posts/3", collapseKey: "post-3", userIDs: ["ivy"]))
+        _ = try await f.service.send(NotificationSubmission(type: "hot", title: "Hot", body: "quiet", distribution: "information", userIDs: ["ivy"]))
+        try await f.deliverAll()
+        let received = f.emulator.received
+        #expect(received.map(\.status) == [200, 200], "\(received.map { $0.reason ?? "" })")
+        let alert = try #require(received.first { $0.headers["apns-push-type"] == "alert" })
+        #expect(alert.headers["apns-priority"] == "10" && alert.headers["apns-topic"] == "com.example.herald")
+        #expect(alert.headers["apns-collapse-id"] == "post-3" && alert.headers["apns-expiration"] == "0")
+        let payload = try #require(try JSONSerialization.jsonObject(with: alert.payload) as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect((aps["alert"] as? [String: String]) == ["title": "New comment", "body": "Nice"] && aps["sound"] as? String == "default")
+        #expect(payload["url"] as? String == "https://app.example/posts/3" && payload["type"] as? String == "comment" && payload["id"] is String)
+        let background = try #require(received.first { $0.headers["apns-push-type"] == "background" })
+        #expect(background.headers["apns-priority"] == "5")
+        let quiet = try #require(try JSONSerialization.jsonObject(with: background.payload) as? [String: Any])
+        #expect((quiet["aps"] as? [String: Int]) == ["content-available": 1] && quiet["title"] as? String == "Hot")
+        #expect(await f.sink.tokensIssued == 1, "one provider token, reused")
+        await f.stop()
+    }
+
+    @Test func answersBecomeOutcomes() async throws {
+        let f = try await Fixture.start()
+        try await f.register("a", "gone-1")
+        try await f.register("a", "keep-1")
+        try await f.register("b", "bad-known", environment: "production")
+        try await f.register("c", "bad-default")
+        try await f.register("d", "flaky-1")
+        try await f.register("e", "busy-1")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["a", "b", "c", "d", "e"]))
+        try await f.deliverAll()
+        #expect(try await f.store.devices(userID: "a").compactMap(\.token) == ["keep-1"], "410 removes that token only")
+        #expect(try await f.store.devices(userID: "b").isEmpty, "BadDeviceToken for a device whose environment is known removes it")
+        #expect(try await f.store.devices(userID: "c").count == 1, "under a default environment it may be a configuration fault: kept")
+        #expect(f.emulator.received.filter { $0.token == "flaky-1" }.map(\.status) == [503, 503, 200])
+        #expect(f.emulator.received.filter { $0.token == "busy-1" }.map(\.status) == [429, 200])
+        await f.stop()
+    }
+
+    @Test func anExpiredProviderTokenIsReplacedAtOnce() async throws {
+        let f = try await Fixture.start()
+        try await f.register("x", "expired-1")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["x"]))
+        try await f.engine.drain()
+        #expect(f.emulator.received.map(\.status) == [403, 200], "refreshed and sent again in the same attempt")
+        #expect(await f.sink.tokensIssued == 2)
+        await f.stop()
+    }
+
+    @Test func theAcceptChecksApplesLimits() async throws {
+        let f = try await Fixture.start()
+        let validator = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
+        let big = try validator.validate(
+            NotificationSubmission(type: "generic", title: "t", body: String(repeating: "b", count: 4_100), userIDs: ["u"]), id: ObjectIDGenerator().next(), now: Date()
+        )
+        #expect(throws: HeraldError.self) { try f.sink.validate(big) }
+        let longCollapse = try validator.validate(
+            NotificationSubmission(type: "generic", title: "t", collapseKey: String(repeating: "c", count: 65), userIDs: ["u"]), id: ObjectIDGenerator().next(), now: Date()
+        )
+        #expect(throws: HeraldError.self) { try f.sink.validate(longCollapse) }
+        var object = DeviceRegistration(address: DeviceAddress(provider: "apns", value: .object([:]), key: ""), addressField: "apns_token")
+        #expect(throws: HeraldError.self) { try f.sink.prepare(&object) }
+        var spaced = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "has space"), addressField: "apns_token")
+        #expect(throws: HeraldError.self) { try f.sink.prepare(&spaced) }
+        var plain = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "abc123"), addressField: "apns_token")
+        try f.sink.prepare(&plain)
+        #expect(plain.options == ["environment": "production", "environment_default": "true"], "a missing environment is the sink's default")
+        await f.stop()
+    }
+}
