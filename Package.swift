@@ -140,6 +140,7 @@ let package = Package(
         .target(
             name: "HeraldFCMEmulator",
             dependencies: [
+                "HeraldEmulatorSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -171,6 +172,12 @@ let package = Package(
         .target(
             name: "HeraldEmulatorSupport",
             dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -197,6 +204,7 @@ let package = Package(
             name: "HeraldWebPushEmulator",
             dependencies: [
                 "HeraldWebPushSink",
+                "HeraldEmulatorSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),

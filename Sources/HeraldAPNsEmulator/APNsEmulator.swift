@@ -3,10 +3,7 @@ public import Foundation
 public import HeraldEmulatorSupport
 import HTTPTypes
 import Hummingbird
-import HummingbirdHTTP2
-import Logging
 import NIOCore
-import NIOSSL
 import Synchronization
 
 /// A local stand-in for APNs: HTTP/2 over TLS with a certificate it mints (trusted by its PEM,
@@ -68,7 +65,7 @@ public final class APNsEmulator: Sendable {
         let router = Router()
         router.post("/3/device/{token}") { request, context in try await self.push(request, context: context) }
         router.get("/emulator/messages") { _, _ in
-            try Self.json(self.received.map { item -> [String: Any] in
+            try EmulatorServer.json(self.received.map { item -> [String: Any] in
                 [
                     "token": item.token, "status": item.status, "reason": item.reason ?? NSNull(), "headers": item.headers,
                     "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(),
@@ -77,25 +74,12 @@ public final class APNsEmulator: Sendable {
         }
         router.get("/emulator/stats") { _, _ in
             let received = self.received
-            return try Self.json(["requests": received.count, "delivered": received.filter { $0.status == 200 }.count])
+            return try EmulatorServer.json(["requests": received.count, "delivered": received.filter { $0.status == 200 }.count])
         }
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(certificate.certificatePEM.utf8), format: .pem))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem))
-        )
-        var logger = Logger(label: "apns-emulator")
-        logger.logLevel = .warning
-        let app = Application(
-            router: router, server: try .http2Upgrade(tlsConfiguration: tls),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "apns-emulator"),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? self.configuration.port
-                self.state.withLock { $0.port = port }
-                await onRunning(port)
-            },
-            logger: logger
-        )
-        try await app.run()
+        try await EmulatorServer.run(router, name: "apns-emulator", host: configuration.host, port: configuration.port, certificate: certificate) { port in
+            self.state.withLock { $0.port = port }
+            await onRunning(port)
+        }
     }
 
     func push(_ request: Request, context: some RequestContext) async throws -> Response {
@@ -108,7 +92,7 @@ public final class APNsEmulator: Sendable {
             state.withLock { $0.received.append(Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload)) }
             print("apns-emulator: \(status.code)\(reason.map { " \($0)" } ?? "") \(token): \(String(decoding: payload, as: UTF8.self))")
             guard let reason else { return Response(status: status) }
-            return try Self.json(["reason": reason], status: status)
+            return try EmulatorServer.json(["reason": reason], status: status)
         }
         if let problem = APNsTokenCheck.problem(headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date()) {
             return try answer(.forbidden, problem)
@@ -133,11 +117,6 @@ public final class APNsEmulator: Sendable {
         if token.hasPrefix("busy-") && attempt == 1 { return try answer(.tooManyRequests, "TooManyRequests") }
         if token.hasPrefix("expired-") && attempt == 1 { return try answer(.forbidden, "ExpiredProviderToken") }
         return try answer(.ok)
-    }
-
-    static func json(_ value: Any, status: HTTPResponse.Status = .ok) throws -> Response {
-        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 

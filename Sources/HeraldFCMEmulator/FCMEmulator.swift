@@ -1,8 +1,8 @@
 public import Foundation
 import HTTPTypes
+import HeraldEmulatorSupport
 import Hummingbird
 import JWTKit
-import Logging
 import NIOCore
 import Synchronization
 import _CryptoExtras
@@ -124,18 +124,9 @@ public final class FCMEmulator: Sendable {
             self.reset()
             return Response(status: .noContent)
         }
-        var logger = Logger(label: "fcm-emulator")
-        logger.logLevel = .warning
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-emulator"),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? self.configuration.port
-                self.state.withLock { $0.port = port }
-                await onRunning(port)
-            },
-            logger: logger
-        )
-        try await app.run()
+        try await EmulatorServer.run(router, name: "fcm-emulator", host: configuration.host, port: configuration.port) { port in
+            self.state.withLock { $0.port = port }
+            await onRunning(port)
+        }
     }
 }

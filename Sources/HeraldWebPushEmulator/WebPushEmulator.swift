@@ -1,9 +1,9 @@
 import Crypto
 public import Foundation
 import HTTPTypes
+import HeraldEmulatorSupport
 import HeraldWebPushSink
 import Hummingbird
-import Logging
 import NIOCore
 import Synchronization
 
@@ -80,28 +80,19 @@ public final class WebPushEmulator: Sendable {
         router.post("/push/{name}") { request, context in try await self.push(request, context: context) }
         router.post("/emulator/subscriptions") { request, _ in
             let name = request.uri.queryParameters.get("name").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString.lowercased()
-            return try Self.json(self.subscribe(name), status: .created)
+            return try EmulatorServer.json(self.subscribe(name), status: .created)
         }
         router.get("/emulator/messages") { _, _ in
-            try Self.json(self.received.map { ["subscription": $0.subscription, "status": $0.status, "plaintext": $0.plaintext ?? NSNull(), "headers": $0.headers, "error": $0.error ?? NSNull()] })
+            try EmulatorServer.json(self.received.map { ["subscription": $0.subscription, "status": $0.status, "plaintext": $0.plaintext ?? NSNull(), "headers": $0.headers, "error": $0.error ?? NSNull()] })
         }
         router.get("/emulator/stats") { _, _ in
             let received = self.received
-            return try Self.json(["requests": received.count, "delivered": received.filter { $0.status == 201 }.count])
+            return try EmulatorServer.json(["requests": received.count, "delivered": received.filter { $0.status == 201 }.count])
         }
-        var logger = Logger(label: "webpush-emulator")
-        logger.logLevel = .warning
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "webpush-emulator"),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? self.configuration.port
-                self.state.withLock { $0.port = port }
-                await onRunning(port)
-            },
-            logger: logger
-        )
-        try await app.run()
+        try await EmulatorServer.run(router, name: "webpush-emulator", host: configuration.host, port: configuration.port) { port in
+            self.state.withLock { $0.port = port }
+            await onRunning(port)
+        }
     }
 
     func push(_ request: Request, context: some RequestContext) async throws -> Response {
@@ -141,11 +132,6 @@ public final class WebPushEmulator: Sendable {
         if name.hasPrefix("flaky-") && attempt <= 2 { return answer(.serviceUnavailable, plaintext: text) }
         if name.hasPrefix("busy-") && attempt == 1 { return answer(.tooManyRequests, plaintext: text, extra: ["Retry-After": "1"]) }
         return answer(.created, plaintext: text)
-    }
-
-    static func json(_ value: Any, status: HTTPResponse.Status = .ok) throws -> Response {
-        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 
