@@ -30,7 +30,8 @@ import Testing
             self.directory = directory
         }
 
-        static func start(defaultEnvironment: APNsSink.Environment = .production) async throws -> Fixture {
+        /// - Parameter productionEndpoint: where production devices go (the emulator by default).
+        static func start(defaultEnvironment: APNsSink.Environment = .production, productionEndpoint: String? = nil) async throws -> Fixture {
             let emulator = try APNsEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
@@ -40,7 +41,7 @@ import Testing
             let ca = directory.appendingPathComponent("ca.pem").path
             try emulator.certificate.certificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
             var configuration = APNsSink.Configuration(key: emulator.providerKey, keyID: "HERALDKEY1", teamID: "HERALDTEAM", topic: "com.example.herald")
-            configuration.productionEndpoint = emulator.baseURL
+            configuration.productionEndpoint = productionEndpoint ?? emulator.baseURL
             configuration.sandboxEndpoint = emulator.baseURL
             configuration.caFile = ca
             configuration.defaultEnvironment = defaultEnvironment
@@ -119,7 +120,9 @@ import Testing
         #expect(try await f.store.devices(userID: "a").compactMap(\.token) == ["keep-1"], "410 removes that token only")
         #expect(try await f.store.devices(userID: "b").isEmpty, "BadDeviceToken for a device whose environment is known removes it")
         #expect(try await f.store.devices(userID: "c").count == 1, "under a default environment it may be a configuration fault: kept")
-        #expect(f.emulator.received.filter { $0.token == "flaky-1" }.map(\.status) == [503, 503, 200])
+        let flaky = f.emulator.received.filter { $0.token == "flaky-1" }
+        #expect(flaky.map(\.status) == [503, 503, 200])
+        #expect(Set(flaky.compactMap { $0.headers["apns-id"] }).count == 1, "a retry carries the same apns-id")
         #expect(f.emulator.received.filter { $0.token == "busy-1" }.map(\.status) == [429, 200])
         await f.stop()
     }
@@ -152,6 +155,18 @@ import Testing
         var plain = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "abc123"), addressField: "apns_token")
         try f.sink.prepare(&plain)
         #expect(plain.options == ["environment": "production", "environment_default": "true"], "a missing environment is the sink's default")
+        await f.stop()
+    }
+
+    /// The device's environment picks the host: here production points nowhere, so only the
+    /// sandbox device's push arrives.
+    @Test func theDevicesEnvironmentPicksTheHost() async throws {
+        let f = try await Fixture.start(productionEndpoint: "https://127.0.0.1:1")
+        try await f.register("s", "sandbox-1", environment: "sandbox")
+        try await f.register("p", "production-1", environment: "production")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["s", "p"]))
+        try await f.engine.drain()
+        #expect(f.emulator.received.map(\.token) == ["sandbox-1"])
         await f.stop()
     }
 }
