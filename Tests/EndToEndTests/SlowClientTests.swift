@@ -30,12 +30,42 @@ import Glibc
         #expect(await herald.stop() == 0)
     }
 
-    /// Sends a request line, then one header byte at a time. - Returns: whether the server closed
-    /// the connection before `limit`.
-    static func trickle(port: Int, every pause: Duration, for limit: Duration) throws -> Bool {
+    /// An idle keep-alive connection is closed after `server.idle_timeout`.
+    @Test func anIdleConnectionIsClosed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-idle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try await RunningHerald(
+            arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
+            environment: ["HERALD_SERVER_IDLE_TIMEOUT": "1", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "30"], in: directory
+        )
+        let closedAfter = try await Task.detached { try Self.idle(port: herald.port, limit: .seconds(8)) }.value
+        let seconds = try #require(closedAfter, "the server closed the idle connection")
+        #expect(seconds >= 0.5 && seconds < 5, "after about the idle timeout: \(seconds) s")
+        #expect(await herald.stop() == 0)
+    }
+
+    /// Sends one complete request, reads the answer, then waits. - Returns: seconds until the
+    /// server closed the connection, or nil if it stayed open until `limit`.
+    static func idle(port: Int, limit: Duration) throws -> Double? {
+        let fd = try connectLoopback(port)
+        defer { close(fd) }
+        let request = Array("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let answered = Date()
+        var sawAnswer = false
+        while Date().timeIntervalSince(answered) < Double(limit.components.seconds) {
+            let received = recv(fd, &buffer, buffer.count, 0)
+            if received == 0 { return sawAnswer ? Date().timeIntervalSince(answered) : nil }
+            if received > 0 { sawAnswer = true }
+        }
+        return nil
+    }
+
+    static func connectLoopback(_ port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -43,7 +73,20 @@ import Glibc
         let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Sends a request line, then one header byte at a time. - Returns: whether the server closed
+    /// the connection before `limit`.
+    static func trickle(port: Int, every pause: Duration, for limit: Duration) throws -> Bool {
+        let fd = try connectLoopback(port)
+        defer { close(fd) }
         var timeout = timeval(tv_sec: 0, tv_usec: 1_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let head = Array("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8)
