@@ -111,7 +111,6 @@ struct DeviceRegistrationBody: Decodable {
     /// `{"device_id", "provider"}` plus the address field in the form the request used.
     static func answer(_ device: Device, form: Form) -> [String: JSONValue] {
         var body: [String: JSONValue] = ["device_id": .string(device.id.hex), "provider": .string(device.provider), form.field: device.address.value]
-        if form == .general { body["provider"] = .string(device.provider) }
         if form == .apns, let environment = device.options["environment"] { body["apns_environment"] = .string(environment) }
         if let app = device.app { body["app"] = .string(app) }
         return body
