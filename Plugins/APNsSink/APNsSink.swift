@@ -7,13 +7,12 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOSSL
-public import ServiceLifecycle
 import Synchronization
 
 /// Apple Push Notification service over HTTP/2 (`POST /3/device/{token}`), with token-based
 /// authentication. Serves devices of the provider `apns`; a device's `environment` option
 /// (`production` or `sandbox`) picks the host.
-public final class APNsSink: NotificationSink, Service {
+public final class APNsSink: ReleasingSink {
     public static let provider = "apns"
 
     public enum Environment: String, Sendable, CaseIterable {
@@ -79,12 +78,7 @@ public final class APNsSink: NotificationSink, Service {
         self.clock = clock
     }
 
-    public func run() async throws {
-        try? await gracefulShutdown()
-        await shutdown()
-    }
-
-    /// Closes the sink's HTTP client; the sink is not used afterwards.
+    /// Closes the HTTP client the sink owns; the sink is not used afterwards.
     public func shutdown() async {
         try? await http.shutdown()
     }
@@ -177,21 +171,7 @@ public final class APNsSink: NotificationSink, Service {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: batch.count)
-            var next = 0
-            func schedule() {
-                let index = next
-                next += 1
-                group.addTask { (index, await self.send(batch[index], refreshed: false)) }
-            }
-            while next < min(configuration.maxConcurrency, batch.count) { schedule() }
-            while let (index, outcome) = await group.next() {
-                outcomes[index] = outcome
-                if next < batch.count { schedule() }
-            }
-            return outcomes
-        }
+        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in await self.send(batch[index], refreshed: false) }
     }
 
     private func send(_ delivery: Delivery, refreshed: Bool) async -> DeliveryOutcome {

@@ -6,7 +6,6 @@ import CoreMetrics
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-public import ServiceLifecycle
 import Synchronization
 
 /// How the FCM sink reaches Google (or the local emulator).
@@ -33,7 +32,7 @@ public struct FCMConfiguration: Sendable {
 /// Hub messages as topic sends. Serves devices of the provider `fcm`.
 ///
 /// A `Service`: in Herald's service group it closes the HTTP client it owns at shutdown.
-public final class FCMSink: NotificationSink, Service {
+public final class FCMSink: ReleasingSink {
     /// The device provider this sink serves.
     public static let provider = "fcm"
 
@@ -89,13 +88,6 @@ public final class FCMSink: NotificationSink, Service {
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
-    }
-
-    /// Waits for graceful shutdown, then closes the HTTP client it owns. Deliveries in flight
-    /// finish first: the delivery engine stops before this service in Herald's group.
-    public func run() async throws {
-        try? await gracefulShutdown()
-        await shutdown()
     }
 
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.

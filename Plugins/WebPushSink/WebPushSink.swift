@@ -6,13 +6,12 @@ public import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-public import ServiceLifecycle
 import Synchronization
 
 /// Web Push (RFC 8030) to browsers' push services: each message encrypted for its subscription
 /// (RFC 8291, aes128gcm) and signed with the application server's VAPID key (RFC 8292). Serves
 /// devices of the provider `webpush`, whose address is the subscription object.
-public final class WebPushSink: NotificationSink, Service {
+public final class WebPushSink: ReleasingSink {
     public static let provider = "webpush"
 
     public struct Configuration: Sendable {
@@ -52,11 +51,6 @@ public final class WebPushSink: NotificationSink, Service {
         self.ownsHTTPClient = http == nil
         self.logger = logger
         self.clock = clock
-    }
-
-    public func run() async throws {
-        try? await gracefulShutdown()
-        await shutdown()
     }
 
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.
@@ -151,21 +145,7 @@ public final class WebPushSink: NotificationSink, Service {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: batch.count)
-            var next = 0
-            func schedule() {
-                let index = next
-                next += 1
-                group.addTask { (index, await self.send(batch[index])) }
-            }
-            while next < min(configuration.maxConcurrency, batch.count) { schedule() }
-            while let (index, outcome) = await group.next() {
-                outcomes[index] = outcome
-                if next < batch.count { schedule() }
-            }
-            return outcomes
-        }
+        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in await self.send(batch[index]) }
     }
 
     /// RFC 8030 headers for one message.

@@ -74,7 +74,7 @@ public final class WebhookSink: NotificationSink {
         guard configuration.forwardsEvents else {
             return events.map { _ in .failed(reason: "\(name) does not forward events (set forward_events: true)") }
         }
-        return await concurrently(events.count) { index in
+        return await deliverConcurrently(events.count, limit: configuration.maxConcurrency) { index in
             let event = events[index]
             do {
                 let body = try Self.body(for: event, at: self.clock())
@@ -99,7 +99,7 @@ public final class WebhookSink: NotificationSink {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await concurrently(batch.count) { index in
+        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in
             let delivery = batch[index]
             do {
                 // The id is stable across retries so receivers can drop duplicates.
@@ -107,25 +107,6 @@ public final class WebhookSink: NotificationSink {
             } catch {
                 return .failed(reason: "the delivery could not be encoded: \(error)")
             }
-        }
-    }
-
-    /// Runs `send` for indexes `0..<count`, at most `maxConcurrency` at a time, outcomes in order.
-    private func concurrently(_ count: Int, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome) async -> [DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-            var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: count)
-            var next = 0
-            func schedule() {
-                let index = next
-                next += 1
-                group.addTask { (index, await send(index)) }
-            }
-            while next < min(configuration.maxConcurrency, count) { schedule() }
-            while let (index, outcome) = await group.next() {
-                outcomes[index] = outcome
-                if next < count { schedule() }
-            }
-            return outcomes
         }
     }
 

@@ -1,0 +1,39 @@
+public import ServiceLifecycle
+
+/// A sink that holds something to release at shutdown (an HTTP client's connections): implement
+/// ``shutdown()``; Herald runs the sink in its service group, and its `run()` waits for graceful
+/// shutdown, then calls it. The delivery engine stops first, so deliveries in flight finish.
+public protocol ReleasingSink: NotificationSink, Service {
+    /// Releases what the sink holds; the sink is not used afterwards.
+    func shutdown() async
+}
+
+extension ReleasingSink {
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+}
+
+/// Runs `send` for `0..<count`, at most `limit` at a time, and returns the outcomes in index
+/// order: the usual shape of a sink's `deliver` for a provider that takes one request per message.
+public func deliverConcurrently(_ count: Int, limit: Int, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome) async -> [DeliveryOutcome] {
+    await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
+        var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: count)
+        var next = 0
+        while next < min(max(limit, 1), count) {
+            let index = next
+            group.addTask { (index, await send(index)) }
+            next += 1
+        }
+        while let (index, outcome) = await group.next() {
+            outcomes[index] = outcome
+            if next < count {
+                let scheduled = next
+                group.addTask { (scheduled, await send(scheduled)) }
+                next += 1
+            }
+        }
+        return outcomes
+    }
+}
