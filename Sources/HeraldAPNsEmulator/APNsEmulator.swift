@@ -33,6 +33,8 @@ public final class APNsEmulator: Sendable {
         public var reason: String?
         public var headers: [String: String]
         public var payload: Data
+        /// The HTTP version the request came over: APNs speaks HTTP/2 only.
+        public var httpVersion: String
     }
 
     struct State {
@@ -62,13 +64,13 @@ public final class APNsEmulator: Sendable {
     public var providerKeyPEM: String { providerKey.pemRepresentation }
 
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let router = Router()
+        let router = Router(context: EmulatorRequestContext.self)
         router.post("/3/device/{token}") { request, context in try await self.push(request, context: context) }
         router.get("/emulator/messages") { _, _ in
             try EmulatorServer.json(self.received.map { item -> [String: Any] in
                 [
                     "token": item.token, "status": item.status, "reason": item.reason ?? NSNull(), "headers": item.headers,
-                    "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(),
+                    "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(), "http_version": item.httpVersion,
                 ]
             })
         }
@@ -82,18 +84,22 @@ public final class APNsEmulator: Sendable {
         }
     }
 
-    func push(_ request: Request, context: some RequestContext) async throws -> Response {
+    func push(_ request: Request, context: EmulatorRequestContext) async throws -> Response {
         let token = context.parameters.get("token") ?? ""
         var request = request
         let payload = Data(try await request.collectBody(upTo: 64 * 1024).readableBytesView)
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
         func answer(_ status: HTTPResponse.Status, _ reason: String? = nil) throws -> Response {
-            state.withLock { $0.received.append(Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload)) }
+            state.withLock {
+                $0.received.append(Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload, httpVersion: context.httpVersion))
+            }
             print("apns-emulator: \(status.code)\(reason.map { " \($0)" } ?? "") \(token): \(String(decoding: payload, as: UTF8.self))")
             guard let reason else { return Response(status: status) }
             return try EmulatorServer.json(["reason": reason], status: status)
         }
+        // APNs refuses HTTP/1.1.
+        guard context.httpVersion == "2" else { return try answer(.badRequest, "UnsupportedHTTPVersion") }
         if let problem = APNsTokenCheck.problem(headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date()) {
             return try answer(.forbidden, problem)
         }

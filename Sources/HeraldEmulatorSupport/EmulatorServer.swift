@@ -11,10 +11,10 @@ import NIOSSL
 public enum EmulatorServer {
     /// Serves `router` until cancelled; `onRunning` gets the bound port.
     /// - Parameter certificate: when given, TLS with HTTP/2 (ALPN), as APNs serves.
-    public static func run(
-        _ router: Router<BasicRequestContext>, name: String, host: String, port: Int, certificate: SelfSignedCertificate? = nil,
+    public static func run<Context: RequestContext>(
+        _ router: Router<Context>, name: String, host: String, port: Int, certificate: SelfSignedCertificate? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void
-    ) async throws {
+    ) async throws where Context.Source == ApplicationRequestContextSource {
         var logger = Logger(label: name)
         logger.logLevel = .warning
         let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: name)

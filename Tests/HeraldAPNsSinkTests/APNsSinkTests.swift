@@ -92,6 +92,7 @@ import Testing
         try await f.deliverAll()
         let received = f.emulator.received
         #expect(received.map(\.status) == [200, 200], "\(received.map { $0.reason ?? "" })")
+        #expect(received.allSatisfy { $0.httpVersion == "2" }, "APNs is spoken over HTTP/2")
         let alert = try #require(received.first { $0.headers["apns-push-type"] == "alert" })
         #expect(alert.headers["apns-priority"] == "10" && alert.headers["apns-topic"] == "com.example.herald")
         #expect(alert.headers["apns-collapse-id"] == "post-3" && alert.headers["apns-expiration"] == "0")
