@@ -137,11 +137,12 @@ import Testing
     }
 
     @Test func aFailedEarlyRefreshKeepsUsingTheStillValidToken() async throws {
-        let f = try await EmulatorFixture.start(tokenLifetime: 4)  // refreshed after 2 s, expires after 4 s
+        // Refreshed after 5 s, expires after 10 s: a loaded machine still sends inside the window.
+        let f = try await EmulatorFixture.start(tokenLifetime: 10)
         try await f.register("kim", "tok-k")
         _ = try await f.send(NotificationSubmission(type: "generic", title: "one", userIDs: ["kim"]))
         try await f.deliverAll()
-        try await Task.sleep(for: .milliseconds(2100))
+        try await Task.sleep(for: .milliseconds(5100))
         f.emulator.setTokenEndpointDown(true)
         _ = try await f.send(NotificationSubmission(type: "generic", title: "two", userIDs: ["kim"]))
         try await f.engine.drain()
