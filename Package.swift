@@ -172,6 +172,7 @@ let package = Package(
         .target(
             name: "HeraldEmulatorSupport",
             dependencies: [
+                "HeraldCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -203,6 +204,7 @@ let package = Package(
         .target(
             name: "HeraldWebPushEmulator",
             dependencies: [
+                "HeraldCore",
                 "HeraldWebPushSink",
                 "HeraldEmulatorSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,5 +1,6 @@
 public import Crypto
 public import Foundation
+import HeraldCore
 import JWTKit
 
 /// An application server's VAPID key (RFC 8292): an ECDSA P-256 key pair whose public half the

@@ -1,5 +1,6 @@
 import Crypto
 public import Foundation
+import HeraldCore
 
 /// Web Push message encryption (RFC 8291) in the `aes128gcm` content coding (RFC 8188), one
 /// record: what a browser's push subscription can decrypt with its private key and `auth` secret.

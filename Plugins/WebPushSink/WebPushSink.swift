@@ -151,7 +151,7 @@ public final class WebPushSink: ReleasingSink {
     /// RFC 8030 headers for one message.
     static func headers(for delivery: Delivery, now: Date, defaultTTL: Int) -> [(String, String)] {
         let n = delivery.notification
-        let ttl = n.expiresAt.map { max(0, Int(saturating: $0.timeIntervalSince(now))) } ?? defaultTTL
+        let ttl = n.expiresAt.map { max(0, Int(Int64(saturating: $0.timeIntervalSince(now)))) } ?? defaultTTL
         let urgency: String
         switch delivery.distribution {
         case .information: urgency = "low"
@@ -218,11 +218,5 @@ public final class WebPushSink: ReleasingSink {
         } catch {
             return .retry(after: nil, reason: "push service \(origin) did not answer: \(error)")
         }
-    }
-}
-
-extension Int {
-    init(saturating value: Double) {
-        self = Int(Int64(saturating: value))
     }
 }

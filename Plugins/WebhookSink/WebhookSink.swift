@@ -5,7 +5,6 @@ public import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import Synchronization
 
 /// An out-of-process sink: each delivery is POSTed as JSON to an operator's URL, signed per
 /// the Standard Webhooks convention. 2xx is delivered; 429, 5xx and timeouts are retried

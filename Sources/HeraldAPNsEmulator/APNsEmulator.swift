@@ -130,29 +130,12 @@ public final class APNsEmulator: Sendable {
 enum APNsTokenCheck {
     static func problem(_ header: String?, key: P256.Signing.PublicKey, keyID: String, teamID: String, now: Date) -> String? {
         guard let header, header.lowercased().hasPrefix("bearer ") else { return "MissingProviderToken" }
-        let parts = header.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3, let jose = decode(parts[0]), let claims = decode(parts[1]), let signature = base64URL(parts[2]) else {
-            return "InvalidProviderToken"
-        }
-        guard jose["alg"] as? String == "ES256", jose["kid"] as? String == keyID, claims["iss"] as? String == teamID else { return "InvalidProviderToken" }
-        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature), key.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8)) else {
-            return "InvalidProviderToken"
-        }
-        guard let iat = claims["iat"] as? Int else { return "InvalidProviderToken" }
+        guard let token = ES256Token(String(header.dropFirst(7)), key: key), token.header["kid"] as? String == keyID,
+            token.claims["iss"] as? String == teamID, let iat = token.claims["iat"] as? Int
+        else { return "InvalidProviderToken" }
         let age = now.timeIntervalSince1970 - Double(iat)
         if age > 3_600 { return "ExpiredProviderToken" }
         if age < -60 { return "InvalidProviderToken" }
         return nil
-    }
-
-    static func decode(_ part: String) -> [String: Any]? {
-        base64URL(part).flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
-    }
-
-    static func base64URL(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        let remainder = base64.utf8.count % 4
-        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
-        return Data(base64Encoded: base64)
     }
 }

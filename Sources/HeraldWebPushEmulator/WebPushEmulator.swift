@@ -1,6 +1,7 @@
 import Crypto
 public import Foundation
 import HTTPTypes
+import HeraldCore
 import HeraldEmulatorSupport
 import HeraldWebPushSink
 import Hummingbird
@@ -148,16 +149,7 @@ enum VAPIDCheck {
         guard let token = parameters["t"], let keyText = parameters["k"], let keyData = Base64URL.decode(keyText),
             let key = try? P256.Signing.PublicKey(x963Representation: keyData)
         else { return "vapid needs t= and k= with a P-256 public key" }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3, let headerJSON = Base64URL.decode(parts[0]), let claimsJSON = Base64URL.decode(parts[1]),
-            let signatureData = Base64URL.decode(parts[2]),
-            let jose = (try? JSONSerialization.jsonObject(with: headerJSON)) as? [String: Any],
-            let claims = (try? JSONSerialization.jsonObject(with: claimsJSON)) as? [String: Any]
-        else { return "the VAPID token is not a JWT" }
-        guard jose["alg"] as? String == "ES256" else { return "the VAPID token must be ES256" }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
-            key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { return "the VAPID signature does not verify" }
+        guard let claims = ES256Token(token, key: key)?.claims else { return "the VAPID token is not an ES256 JWT signed by k" }
         guard claims["aud"] as? String == origin else { return "aud must be \(origin)" }
         guard let exp = claims["exp"] as? Int, Double(exp) > now.timeIntervalSince1970, Double(exp) <= now.timeIntervalSince1970 + 86_400 else {
             return "exp must be in the next 24 hours"
