@@ -24,6 +24,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support import expected_conditions as EC
 
 
@@ -88,7 +89,18 @@ class Portal:
         """Clicks a button that loads a new page, and waits for that page."""
         page = self.driver.find_element(By.TAG_NAME, "html")
         self.find(css).click()
-        WebDriverWait(self.driver, 10).until(EC.staleness_of(page))
+        WebDriverWait(self.driver, 10).until(lambda _: self.is_stale(page))
+
+    @staticmethod
+    def is_stale(element):
+        """Whether the element's page was replaced. Chromedriver may answer a check made during the
+        navigation with a generic error ("Node ... does not belong to the document") rather than a
+        stale-element one: both mean the old page is gone."""
+        try:
+            element.is_enabled()
+            return False
+        except (StaleElementReferenceException, WebDriverException):
+            return True
 
     def find(self, css):
         return self.driver.find_element(By.CSS_SELECTOR, css)
@@ -107,7 +119,7 @@ class Portal:
                 element.send_keys(value)
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         # Every portal form loads a new page: wait for it before looking at it.
-        WebDriverWait(self.driver, 10).until(EC.staleness_of(form))
+        WebDriverWait(self.driver, 10).until(lambda _: self.is_stale(form))
 
     def sign_in(self, key):
         self.open("/portal/login")
