@@ -30,13 +30,19 @@ final class PostgresPool: Sendable {
     let logger: Logger
     let acquireTimeout: Duration
     let probeInterval: Duration
+    /// How long an operation whose connection closed may still take to fail by itself.
+    let closeGrace: Duration
     private let state: Mutex<State>
 
-    init(configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = .seconds(2), probeInterval: Duration = .milliseconds(200)) {
+    init(
+        configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = .seconds(2), probeInterval: Duration = .milliseconds(200),
+        closeGrace: Duration = .milliseconds(500)
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.acquireTimeout = acquireTimeout
         self.probeInterval = probeInterval
+        self.closeGrace = closeGrace
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         // The pool works only while `run()` does; it ends when the store is closed.
         state = Mutex(State(client: client, runner: Task { await client.run() }))
@@ -44,8 +50,11 @@ final class PostgresPool: Sendable {
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
 
-    /// Runs `operation` on the current pool, within the rules above.
-    func run<Result: Sendable>(_ operation: @escaping @Sendable (PostgresClient, _ acquired: @escaping @Sendable () -> Void) async throws -> Result) async throws -> Result {
+    /// Runs `operation` on the current pool, within the rules above. The operation calls
+    /// `acquired` with its connection as soon as it holds one (see ``SupervisedOperation``).
+    func run<Result: Sendable>(
+        _ operation: @escaping @Sendable (PostgresClient, _ acquired: @escaping @Sendable (any LentConnection) throws -> Void) async throws -> Result
+    ) async throws -> Result {
         let client = try state.withLock { state -> PostgresClient in
             if state.closed { throw HeraldError(.unavailable, code: "storage_unavailable", "storage is closed") }
             if let since = state.unreachableSince {
@@ -53,10 +62,9 @@ final class PostgresPool: Sendable {
             }
             return state.client
         }
-        let acquired = Flag()
         do {
-            return try await Self.withDeadline(acquireTimeout, acquired: acquired) {
-                try await operation(client, { acquired.set() })
+            return try await SupervisedOperation.run(acquireTimeout: acquireTimeout, closeGrace: closeGrace) { acquired in
+                try await operation(client, acquired)
             }
         } catch is AcquireTimeout {
             checkReachability()
@@ -72,7 +80,7 @@ final class PostgresPool: Sendable {
     func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         try await run { client, acquired in
             try await client.withConnection { connection in
-                acquired()
+                try acquired(connection)
                 return try await body(connection)
             }
         }
@@ -86,23 +94,44 @@ final class PostgresPool: Sendable {
         }
         probe?.cancel()
         runner.cancel()
-        await runner.value
+        // An operation PostgresNIO never answered (see SupervisedOperation) may keep its lease,
+        // and with it the pool, forever: closing waits a while, not for ever.
+        let closed = await Self.waitAtMost(.seconds(5), for: runner)
+        if !closed { logger.warning("the database pool did not close within 5 s; leaving it") }
         await probe?.value
+    }
+
+    /// Waits for `task` to end, or `timeout`, whichever comes first; true when the task ended.
+    static func waitAtMost(_ timeout: Duration, for task: Task<Void, Never>) async -> Bool {
+        let answered = Mutex(false)
+        return await withCheckedContinuation { continuation in
+            let resume = { @Sendable (ended: Bool) in
+                if answered.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: ended) }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                resume(false)
+            }
+            Task {
+                await task.value
+                timer.cancel()
+                resume(true)
+            }
+        }
     }
 
     struct AcquireTimeout: Error {}
 
-    /// Set once an operation holds a connection: from then on the deadline no longer applies.
-    final class Flag: Sendable {
-        private let value = Mutex(false)
-        func set() { value.withLock { $0 = true } }
-        var isSet: Bool { value.withLock { $0 } }
+    /// The connection closed under an operation that never answered.
+    struct ConnectionLost: Error, CustomStringConvertible {
+        var description: String { "the database connection closed while a statement was in flight" }
     }
 
     /// Errors that mean "no database here now", as opposed to a statement's own failure.
     static func isConnectionFailure(_ error: any Error) -> Bool {
         // The pool's own errors (its circuit breaker, a closed pool) are not public types.
         if String(reflecting: type(of: error)).contains("ConnectionPoolError") { return true }
+        if error is ConnectionLost { return true }
         if let error = error as? PostgresTransactionError {
             return [error.closureError, error.beginError, error.commitError, error.rollbackError].compactMap { $0 }.contains(where: isConnectionFailure)
         }
@@ -137,11 +166,10 @@ final class PostgresPool: Sendable {
     private func connectsFresh() async -> (PostgresClient, Task<Void, Never>)? {
         let candidate = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await candidate.run() }
-        let acquired = Flag()
         do {
-            try await Self.withDeadline(acquireTimeout, acquired: acquired) {
+            try await SupervisedOperation.run(acquireTimeout: acquireTimeout, closeGrace: closeGrace) { acquired in
                 try await candidate.withConnection { connection in
-                    acquired.set()
+                    try acquired(connection)
                     _ = try await connection.query("SELECT 1", logger: self.logger).collect()
                 }
             }
@@ -174,27 +202,6 @@ final class PostgresPool: Sendable {
                 return
             }
             try? await Task.sleep(for: probeInterval)
-        }
-    }
-
-    /// Runs `operation`, throwing ``AcquireTimeout`` when it has not set `acquired` within `timeout`.
-    static func withDeadline<Result: Sendable>(
-        _ timeout: Duration, acquired: Flag, _ operation: @escaping @Sendable () async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                if acquired.isSet { return nil }
-                throw AcquireTimeout()
-            }
-            while let next = try await group.next() {
-                if let result = next {
-                    group.cancelAll()
-                    return result
-                }
-            }
-            throw CancellationError()
         }
     }
 

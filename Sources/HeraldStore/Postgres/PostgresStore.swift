@@ -125,7 +125,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         do {
             return try await pool.run { client, acquired in
                 try await client.withTransaction(logger: logger) { connection in
-                    acquired()
+                    try acquired(connection)
                     return try await body(PostgresSession(connection: connection, logger: logger))
                 }
             }
