@@ -33,6 +33,8 @@ public struct HeraldServer: Sendable {
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
     let ids: ObjectIDGenerator
+    /// Anonymous device sign-ups per client address; one per server, kept across requests.
+    let signUpLimiter: SignUpLimiter
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -80,7 +82,7 @@ public struct HeraldServer: Sendable {
                 return HeraldServer(
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-                    types: types, ids: ids
+                    types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute)
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.
@@ -178,6 +180,11 @@ public struct HeraldServer: Sendable {
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
+        CardRoutes(store: store, metrics: metrics).register(on: router, table: routes)
+        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics).register(on: router, table: routes)
+        DeviceAuthRoutes(
+            store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime
+        ).register(on: router, table: routes)
         PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router)
         return router
     }
@@ -191,14 +198,12 @@ public struct HeraldServer: Sendable {
         deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let sinkServices = sinks.sinks.compactMap { $0 as? any Service }
-        let maintenance = StorageMaintenance(
-            store: store,
-            policy: .init(
-                staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
-                idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
-            ),
-            logger: logger, metrics: metrics
+        var policy = StorageMaintenance.Policy(
+            staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
+            idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
         )
+        policy.events = configuration.eventRetention
+        let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
         let background: [any Service] =
             [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger), maintenance]
         let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))

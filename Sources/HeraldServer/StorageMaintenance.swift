@@ -5,7 +5,8 @@ public import ServiceLifecycle
 
 /// Keeps storage from growing forever: prunes devices not registered again for
 /// `devices.stale_after`, and purges finished deliveries, idempotency keys, and (when
-/// configured) history and the Message Hub archive past their retention. Each purge runs in
+/// configured) history and the Message Hub archive past their retention, and engagement events
+/// past `retention.events`. Each purge runs in
 /// small batches, each its own transaction, so it never holds the write lock for long.
 public struct StorageMaintenance: Service {
     public struct Policy: Sendable {
@@ -14,6 +15,8 @@ public struct StorageMaintenance: Service {
         public var idempotency: Duration
         public var history: Duration?
         public var archive: Duration?
+        /// Engagement events (`retention.events`).
+        public var events: Duration = .seconds(90 * 86_400)
         /// Rows per batch, and batches per kind per pass.
         public var batchSize = 500
         public var batchesPerPass = 20
@@ -66,6 +69,7 @@ public struct StorageMaintenance: Service {
         if let archive = policy.archive {
             removed["archive"] = try await batches { try await store.purgeArchive(before: cutoff(archive), limit: $0) }
         }
+        removed["events"] = try await batches { try await store.purgeEvents(before: cutoff(policy.events), limit: $0) }
         // A notification goes once nothing refers to it: its deliveries and its history rows.
         removed["notifications"] = try await batches { try await store.purgeNotifications(before: cutoff(policy.deliveries), limit: $0) }
         removed = removed.filter { $0.value > 0 }

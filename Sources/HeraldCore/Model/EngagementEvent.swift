@@ -3,6 +3,10 @@ public import Foundation
 /// Something a user did in an app (identify, focus, a reaction, a named event), reported by the
 /// app and forwarded to sinks that take events (a team's own analytics tool behind a webhook).
 public struct EngagementEvent: Sendable, Equatable {
+    public static let types: Set<String> = ["identify", "focus", "reaction", "track"]
+    public static let reactions: Set<String> = ["ctfo", "tfu", "tifb"]
+    public static let maxIDBytes = 128
+
     /// The app's own id for the event; the same id twice for one user is one event.
     public var eventID: String
     public var userID: String

@@ -55,6 +55,17 @@ public struct HeraldMetrics: Sendable {
         Counter(label: "herald_devices_removed_total", dimensions: [("reason", reason)], factory: factory).increment(by: Int64(count))
     }
 
+    /// Engagement events stored, by type (`identify`, `focus`, `reaction`, `track`).
+    public func eventsStored(type: String, count: Int) {
+        Counter(label: "herald_events_total", dimensions: [("type", type)], factory: factory).increment(by: Int64(count))
+    }
+
+    /// Score updates by outcome: `applied`, `ignored_seen`, `stale`, `rejected`.
+    public func scoreUpdates(outcome: String, count: Int) {
+        guard count > 0 else { return }
+        Counter(label: "herald_card_score_updates_total", dimensions: [("outcome", outcome)], factory: factory).increment(by: Int64(count))
+    }
+
     /// A sink's circuit opened after consecutive failures.
     public func circuitOpened(sink: String) {
         Counter(label: "herald_sink_circuit_opened_total", dimensions: [("sink", sink)], factory: factory).increment()

@@ -56,6 +56,14 @@ public struct HeraldConfiguration: Sendable {
     public var historyRetention: Duration?
     /// How long Message Hub archive entries are kept; nil keeps them forever.
     public var archiveRetention: Duration?
+    /// How long engagement events are kept.
+    public var eventRetention: Duration = .seconds(90 * 86_400)
+    /// Whether `POST /api/auth/device` gives a device without a backend's proof an anonymous user.
+    public var deviceSignUp = false
+    /// Anonymous sign-ups allowed per client address per minute.
+    public var deviceSignUpsPerMinute = 10
+    /// How long a token from `POST /api/auth/device` is valid.
+    public var deviceTokenLifetime: Duration = .seconds(30 * 86_400)
 
     public init() {}
 
@@ -117,6 +125,11 @@ public struct HeraldConfiguration: Sendable {
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
+        eventRetention = try reader.duration(forKey: "retention.events", in: 86_400...(36_500 * 86_400)) ?? eventRetention
+        deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
+        deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
+        guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }
+        deviceTokenLifetime = try reader.duration(forKey: "auth.device_token_ttl", in: 60...(3_650 * 86_400)) ?? deviceTokenLifetime
         sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }
 

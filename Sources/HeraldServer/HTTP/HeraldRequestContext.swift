@@ -12,6 +12,8 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
+    /// The client's IP address (no port), for per-address limits.
+    public let clientAddress: String?
     /// What a handler wants on the request's log line (the notification id, say); shared with
     /// ``RequestLogMiddleware``, which writes the line after the response.
     let logFields = RequestLogFields()
@@ -19,6 +21,7 @@ public struct HeraldRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.caller = nil
+        self.clientAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Bodies over 64 KiB are refused with 413 (SPEC §3).

@@ -130,19 +130,19 @@ struct HistoryResponse: Encodable {
         var notification: Content
         var data: Data
         var read: Bool
+
+        init(_ item: HistoryItem) {
+            notification = .init(title: item.title, body: item.body)
+            data = .init(id: item.notificationID.hex, timestamp: Timestamp.format(item.timestamp), type: item.type, url: Nullable(item.url))
+            read = item.read
+        }
     }
 
     var history: [Item]
     var next: Nullable<String>
 
     init(_ page: HistoryPage) {
-        history = page.items.map { item in
-            Item(
-                notification: .init(title: item.title, body: item.body),
-                data: .init(id: item.notificationID.hex, timestamp: Timestamp.format(item.timestamp), type: item.type, url: Nullable(item.url)),
-                read: item.read
-            )
-        }
+        history = page.items.map(Item.init)
         next = Nullable(page.next)
     }
 }

@@ -247,6 +247,58 @@ enum PostgresSchema {
             "v6-fenced-leases",
             ["ALTER TABLE deliveries ADD COLUMN leased SMALLINT NOT NULL DEFAULT 0"]
         ),
+        (
+            // `clock` and `seq` only grow: a pull's cache key is the pair it saw (docs/cards.md).
+            "v7-cards",
+            [
+                """
+                CREATE TABLE cards (
+                    id TEXT PRIMARY KEY,
+                    metadata TEXT NOT NULL,
+                    posted_at BIGINT NOT NULL,
+                    hot DOUBLE PRECISION,
+                    deleted SMALLINT NOT NULL DEFAULT 0,
+                    clock BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX cards_by_clock ON cards(clock)",
+                "CREATE TABLE card_clock (id INTEGER PRIMARY KEY CHECK (id = 1), value BIGINT NOT NULL)",
+                "INSERT INTO card_clock (id, value) VALUES (1, 0)",
+                "CREATE TABLE card_users (user_id TEXT PRIMARY KEY, seq BIGINT NOT NULL, next_index BIGINT NOT NULL)",
+                """
+                CREATE TABLE user_cards (
+                    user_id TEXT NOT NULL,
+                    card_id TEXT NOT NULL,
+                    score DOUBLE PRECISION,
+                    score_ts DOUBLE PRECISION,
+                    seen_index BIGINT,
+                    seen_at BIGINT,
+                    seq BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, card_id)
+                )
+                """,
+                "CREATE INDEX user_cards_by_seq ON user_cards(user_id, seq)",
+                "CREATE INDEX user_cards_pool ON user_cards(user_id, score DESC, card_id) WHERE seen_index IS NULL",
+                "CREATE INDEX user_cards_by_card ON user_cards(card_id)",
+                """
+                CREATE TABLE events (
+                    seq BIGSERIAL PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    reaction TEXT,
+                    card TEXT,
+                    name TEXT,
+                    properties TEXT NOT NULL,
+                    at BIGINT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    UNIQUE (user_id, event_id)
+                )
+                """,
+                "CREATE INDEX events_by_card ON events(card, type) WHERE card IS NOT NULL",
+                "CREATE INDEX events_by_age ON events(received_at)",
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -24,6 +24,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let logger: Logger
     /// Concurrent accepts share a transaction, so one commit serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
+    /// Engagement events are group-committed too.
+    let events: GroupCommit<StoredEvents, [EngagementEvent]>
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
@@ -43,6 +45,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 if results.contains(where: { if case .accepted = $0 { true } else { false } }) { try await session.notifyWork() }
                 return results
             }
+        }
+        events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
+            try await Self.transaction(pool, logger: logger) { session in try await Self.storeEvents(batches, session) }
         }
     }
 

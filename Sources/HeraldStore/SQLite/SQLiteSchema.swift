@@ -248,6 +248,57 @@ enum SQLiteSchema {
             // Whether a claimed delivery awaits its outcome: only those get their lease extended.
             try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v11-cards") { db in
+            // `clock` and `seq` only grow: a pull's cache key is the pair it saw (docs/cards.md).
+            try db.execute(
+                sql: """
+                    CREATE TABLE cards (
+                        id TEXT PRIMARY KEY,
+                        metadata TEXT NOT NULL,
+                        posted_at INTEGER NOT NULL,
+                        hot REAL,
+                        deleted INTEGER NOT NULL DEFAULT 0,
+                        clock INTEGER NOT NULL
+                    );
+                    CREATE INDEX cards_by_clock ON cards(clock);
+                    CREATE TABLE card_clock (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+                    INSERT INTO card_clock (id, value) VALUES (1, 0);
+                    CREATE TABLE card_users (
+                        user_id TEXT PRIMARY KEY,
+                        seq INTEGER NOT NULL,
+                        next_index INTEGER NOT NULL
+                    );
+                    CREATE TABLE user_cards (
+                        user_id TEXT NOT NULL,
+                        card_id TEXT NOT NULL,
+                        score REAL,
+                        score_ts REAL,
+                        seen_index INTEGER,
+                        seen_at INTEGER,
+                        seq INTEGER NOT NULL,
+                        PRIMARY KEY (user_id, card_id)
+                    );
+                    CREATE INDEX user_cards_by_seq ON user_cards(user_id, seq);
+                    CREATE INDEX user_cards_pool ON user_cards(user_id, score DESC, card_id) WHERE seen_index IS NULL;
+                    CREATE INDEX user_cards_by_card ON user_cards(card_id);
+                    CREATE TABLE events (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        user_id TEXT NOT NULL,
+                        event_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        reaction TEXT,
+                        card TEXT,
+                        name TEXT,
+                        properties TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        received_at INTEGER NOT NULL,
+                        UNIQUE (user_id, event_id)
+                    );
+                    CREATE INDEX events_by_card ON events(card, type) WHERE card IS NOT NULL;
+                    CREATE INDEX events_by_age ON events(received_at);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -12,6 +12,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let writer: any DatabaseWriter
     /// Concurrent accepts share a transaction, so one fsync serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
+    /// Engagement events are group-committed too.
+    let events: GroupCommit<StoredEvents, [EngagementEvent]>
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
@@ -36,6 +38,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
             return try await writer.write { db in try requests.map { try Self.accept($0, db) } }
+        }
+        events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
+            try Self.checkFile(file)
+            return try await writer.write { db in try Self.storeEvents(batches, db) }
         }
     }
 

@@ -1,0 +1,312 @@
+import Foundation
+import GRDB
+public import HeraldCore
+
+extension SQLiteStore {
+    public func putCards(_ cards: [Card]) async throws -> Set<String> {
+        guard !cards.isEmpty else { return [] }
+        try Self.checkFile(file)
+        return try await writer.write { db in
+            let clock = try Self.tickCardsClock(db)
+            var created: Set<String> = []
+            for card in cards {
+                if try Int.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM cards WHERE id = ?"), arguments: [card.id]) == nil {
+                    created.insert(card.id)
+                }
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO cards (id, metadata, posted_at, hot, deleted, clock) VALUES (?, ?, ?, ?, 0, ?)
+                        ON CONFLICT (id) DO UPDATE SET metadata = excluded.metadata, posted_at = excluded.posted_at, hot = excluded.hot,
+                            deleted = 0, clock = excluded.clock
+                        """
+                ).execute(arguments: [card.id, CardRecords.metadataText(card), Self.micros(card.postedAt), card.hot, clock])
+            }
+            return created
+        }
+    }
+
+    public func deleteCard(id: String) async throws -> Bool {
+        try Self.checkFile(file)
+        return try await writer.write { db in
+            guard let deleted = try Bool.fetchOne(db, sql: "SELECT deleted FROM cards WHERE id = ?", arguments: [id]) else { return false }
+            if !deleted {
+                let clock = try Self.tickCardsClock(db)
+                try db.execute(sql: "UPDATE cards SET deleted = 1, clock = ? WHERE id = ?", arguments: [clock, id])
+            }
+            return true
+        }
+    }
+
+    public func applyScores(_ updates: [ScoreUpdate]) async throws -> ScoreReport {
+        let (winners, superseded) = ScoreRules.winners(updates)
+        guard !winners.isEmpty else { return ScoreReport(stale: superseded) }
+        try Self.checkFile(file)
+        return try await writer.write { db in
+            var report = ScoreReport(stale: superseded)
+            var live: Set<String> = []
+            for chunk in Set(winners.map(\.card)).sorted().chunked(500) {
+                live.formUnion(
+                    try String.fetchAll(
+                        db, sql: "SELECT id FROM cards WHERE deleted = 0 AND id IN (\(Self.placeholders(chunk.count)))", arguments: StatementArguments(chunk)
+                    )
+                )
+            }
+            let byUser = Dictionary(grouping: winners, by: \.userID)
+            for userID in byUser.keys.sorted() {
+                var applies: [ScoreUpdate] = []
+                for update in byUser[userID] ?? [] {
+                    guard live.contains(update.card) else {
+                        report.rejected.append(.init(userID: userID, card: update.card, reason: "unknown_card"))
+                        continue
+                    }
+                    let row = try Row.fetchOne(
+                        try db.cachedStatement(sql: "SELECT score, score_ts, seen_index FROM user_cards WHERE user_id = ? AND card_id = ?"),
+                        arguments: [userID, update.card]
+                    )
+                    let slot = row.map { PoolSlot(score: $0["score"], timestamp: $0["score_ts"], seen: ($0["seen_index"] as Int64?) != nil) }
+                    switch ScoreRules.decide(update, over: slot) {
+                    case .apply: applies.append(update)
+                    case .ignoredSeen: report.ignoredSeen += 1
+                    case .stale: report.stale += 1
+                    }
+                }
+                guard !applies.isEmpty else { continue }
+                let seq = try Self.tickUser(db, userID).seq
+                for update in applies {
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT INTO user_cards (user_id, card_id, score, score_ts, seq) VALUES (?, ?, ?, ?, ?)
+                            ON CONFLICT (user_id, card_id) DO UPDATE SET score = excluded.score, score_ts = excluded.score_ts, seq = excluded.seq
+                            """
+                    ).execute(arguments: [userID, update.card, update.score, update.timestamp, seq])
+                }
+                report.applied += applies.count
+            }
+            return report
+        }
+    }
+
+    public func markSeen(userID: String, _ reports: [SeenReport]) async throws -> [CardHistoryEntry] {
+        try Self.checkFile(file)
+        return try await writer.write { db in try Self.markSeen(db, userID: userID, reports, unknown: .refuse) }
+    }
+
+    public func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)? {
+        try Self.checkFile(file)
+        return try await writer.write { db in
+            guard
+                let top = try String.fetchOne(
+                    db,
+                    sql: """
+                        SELECT uc.card_id FROM user_cards uc JOIN cards c ON c.id = uc.card_id
+                        WHERE uc.user_id = ? AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
+                        ORDER BY uc.score DESC, uc.card_id LIMIT 1
+                        """,
+                    arguments: [userID]
+                )
+            else { return nil }
+            guard let entry = try Self.markSeen(db, userID: userID, [SeenReport(card: top, at: date)], unknown: .refuse).first,
+                let card = try Self.cards(db, ids: [top]).first
+            else { return nil }
+            return (entry, card)
+        }
+    }
+
+    public func cardState(userID: String) async throws -> CardState {
+        try await writer.read { db in
+            CardState(
+                mark: try Self.cardMark(db, userID: userID),
+                newestNotification: try String.fetchOne(
+                    try db.cachedStatement(sql: "SELECT notification_id FROM history WHERE user_id = ? ORDER BY seq DESC LIMIT 1"), arguments: [userID]
+                ),
+                unread: try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0
+            )
+        }
+    }
+
+    public func pull(userID: String, since: CardMark?, order: PoolOrder, limit: Int) async throws -> CardPull {
+        try await writer.read { db in
+            let mark = try Self.cardMark(db, userID: userID)
+            guard let since, since.cardsClock <= mark.cardsClock, since.userSeq <= mark.userSeq else {
+                return try Self.fullPull(db, userID: userID, mark: mark, order: order, limit: limit)
+            }
+            let slots = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT uc.card_id, uc.score, uc.seen_index, COALESCE(c.deleted, 1) AS deleted
+                    FROM user_cards uc LEFT JOIN cards c ON c.id = uc.card_id WHERE uc.user_id = ? AND uc.seq > ?
+                    """,
+                arguments: [userID, since.userSeq]
+            ).map { row in
+                CardRecords.ChangedSlot(card: row["card_id"], score: row["score"], seenIndex: row["seen_index"], deleted: row["deleted"])
+            }
+            let changedCards = try Row.fetchAll(
+                db,
+                sql: "SELECT c.id, c.deleted FROM cards c JOIN user_cards uc ON uc.card_id = c.id AND uc.user_id = ? WHERE c.clock > ?",
+                arguments: [userID, since.cardsClock]
+            ).map { CardRecords.ChangedCard(id: $0["id"], deleted: $0["deleted"]) }
+            return try CardRecords.delta(mark: mark, slots: slots, changedCards: changedCards, order: order) { try Self.cards(db, ids: $0) }
+        }
+    }
+
+    public func storeEvents(_ events: [EngagementEvent], at date: Date) async throws -> [EngagementEvent] {
+        guard !events.isEmpty else { return [] }
+        try Self.checkFile(file)
+        return try await self.events.submit(StoredEvents(events: events, at: date))
+    }
+
+    /// One group commit of several requests' events.
+    static func storeEvents(_ batches: [StoredEvents], _ db: Database) throws -> [[EngagementEvent]] {
+        try batches.map { batch in
+            var stored: [EngagementEvent] = []
+            for event in batch.events {
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO events (user_id, event_id, type, reaction, card, name, properties, at, received_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, event_id) DO NOTHING
+                        """
+                ).execute(arguments: [
+                    event.userID, event.eventID, event.type, event.reaction, event.card, event.name,
+                    JSONValue.object(event.properties).canonicalText, micros(event.at), micros(batch.at),
+                ])
+                guard db.changesCount > 0 else { continue }
+                stored.append(event)
+                if event.type == "reaction", let card = event.card {
+                    _ = try markSeen(db, userID: event.userID, [SeenReport(card: card, at: event.at)], unknown: .skip)
+                }
+            }
+            return stored
+        }
+    }
+
+    public func eventStats(card: String) async throws -> CardEventStats {
+        try await writer.read { db in
+            var stats = CardEventStats()
+            for row in try Row.fetchAll(
+                db, sql: "SELECT type, reaction, COUNT(*) AS n FROM events WHERE card = ? GROUP BY type, reaction", arguments: [card]
+            ) {
+                let count: Int = row["n"]
+                switch (row["type"] as String?, row["reaction"] as String?) {
+                case ("focus", _): stats.focus += count
+                case ("reaction", "ctfo"): stats.ctfo += count
+                case ("reaction", "tfu"): stats.tfu += count
+                case ("reaction", "tifb"): stats.tifb += count
+                default: break
+                }
+            }
+            return stats
+        }
+    }
+
+    public func purgeEvents(before: Date, limit: Int) async throws -> Int {
+        try await writer.write { db in
+            try db.execute(
+                sql: "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < ? LIMIT ?)", arguments: [Self.micros(before), limit]
+            )
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Pieces
+
+    enum UnknownCards { case refuse, skip }
+
+    /// See ``CardStore/markSeen(userID:_:)``; reactions to cards never stored are skipped.
+    static func markSeen(_ db: Database, userID: String, _ reports: [SeenReport], unknown: UnknownCards) throws -> [CardHistoryEntry] {
+        var entries: [CardHistoryEntry] = []
+        var pending: [SeenReport] = []
+        for report in CardRecords.ordered(reports) {
+            if let index = try Int64.fetchOne(
+                try db.cachedStatement(sql: "SELECT seen_index FROM user_cards WHERE user_id = ? AND card_id = ? AND seen_index IS NOT NULL"),
+                arguments: [userID, report.card]
+            ) {
+                entries.append(CardHistoryEntry(index: index, card: report.card))
+            } else if try Int.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM cards WHERE id = ?"), arguments: [report.card]) != nil {
+                pending.append(report)
+            } else if unknown == .refuse {
+                throw CardRecords.unknownCard(report.card)
+            }
+        }
+        if !pending.isEmpty {
+            let (seq, first) = try tickUser(db, userID)
+            for (offset, report) in pending.enumerated() {
+                let index = first + Int64(offset)
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO user_cards (user_id, card_id, seen_index, seen_at, seq) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (user_id, card_id) DO UPDATE SET seen_index = excluded.seen_index, seen_at = excluded.seen_at, seq = excluded.seq
+                        """
+                ).execute(arguments: [userID, report.card, index, micros(report.at), seq])
+                entries.append(CardHistoryEntry(index: index, card: report.card))
+            }
+            try db.execute(sql: "UPDATE card_users SET next_index = ? WHERE user_id = ?", arguments: [first + Int64(pending.count), userID])
+        }
+        return entries.sorted { $0.index < $1.index }
+    }
+
+    static func tickCardsClock(_ db: Database) throws -> Int64 {
+        guard let value = try Int64.fetchOne(db, sql: "UPDATE card_clock SET value = value + 1 WHERE id = 1 RETURNING value") else {
+            throw StoredRecords.corrupt("card_clock", "missing")
+        }
+        return value
+    }
+
+    /// Counts one change to the user's cards. - Returns: its number and the next history index.
+    static func tickUser(_ db: Database, _ userID: String) throws -> (seq: Int64, nextIndex: Int64) {
+        guard
+            let row = try Row.fetchOne(
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO card_users (user_id, seq, next_index) VALUES (?, 1, 0)
+                        ON CONFLICT (user_id) DO UPDATE SET seq = seq + 1 RETURNING seq, next_index
+                        """
+                ),
+                arguments: [userID]
+            )
+        else { throw StoredRecords.corrupt("card_users", userID) }
+        return (row["seq"], row["next_index"])
+    }
+
+    static func cardMark(_ db: Database, userID: String) throws -> CardMark {
+        CardMark(
+            cardsClock: try Int64.fetchOne(db, sql: "SELECT value FROM card_clock WHERE id = 1") ?? 0,
+            userSeq: try Int64.fetchOne(try db.cachedStatement(sql: "SELECT seq FROM card_users WHERE user_id = ?"), arguments: [userID]) ?? 0
+        )
+    }
+
+    /// The live (not deleted) cards among `ids`, by id.
+    static func cards(_ db: Database, ids: [String]) throws -> [Card] {
+        var cards: [Card] = []
+        for chunk in ids.chunked(500) {
+            cards += try Row.fetchAll(
+                db, sql: "SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id IN (\(placeholders(chunk.count))) ORDER BY id",
+                arguments: StatementArguments(chunk)
+            ).map { try CardRecords.card(id: $0["id"], metadata: $0["metadata"], postedAt: $0["posted_at"], hot: $0["hot"]) }
+        }
+        return cards
+    }
+
+    static func fullPull(_ db: Database, userID: String, mark: CardMark, order: PoolOrder, limit: Int) throws -> CardPull {
+        let ordering = order == .hot ? "uc.score DESC, uc.card_id" : "c.posted_at DESC, uc.card_id"
+        let pool = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT uc.card_id, uc.score FROM user_cards uc JOIN cards c ON c.id = uc.card_id
+                WHERE uc.user_id = ? AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
+                ORDER BY \(ordering) LIMIT ?
+                """,
+            arguments: [userID, limit]
+        ).map { CardPull.PoolEntry(card: $0["card_id"], score: $0["score"]) }
+        let history = try Row.fetchAll(
+            db, sql: "SELECT card_id, seen_index FROM user_cards WHERE user_id = ? AND seen_index IS NOT NULL ORDER BY seen_index", arguments: [userID]
+        ).map { CardHistoryEntry(index: $0["seen_index"], card: $0["card_id"]) }
+        let cards = try cards(db, ids: Array(Set(pool.map(\.card) + history.map(\.card))).sorted())
+        return CardPull(mark: mark, full: true, cards: cards, cardsRemoved: [], pool: pool, poolRemoved: [], history: history)
+    }
+}
+
+/// One request's events, waiting for a group commit.
+struct StoredEvents: Sendable {
+    var events: [EngagementEvent]
+    var at: Date
+}
