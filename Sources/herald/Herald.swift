@@ -9,7 +9,7 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald, a self-hosted notification router.",
         discussion: "Every option also reads HERALD_<NAME> from the environment (HERALD_PORT, HERALD_DATABASE, …).",
-        subcommands: [Serve.self, Migrate.self, Keys.self, Sinks.self, Healthcheck.self, VAPIDCommand.self, FCMEmulatorCommand.self, APNsEmulatorCommand.self, WebPushEmulatorCommand.self],
+        subcommands: [Serve.self, Migrate.self, Keys.self, UserTokenCommand.self, Sinks.self, Healthcheck.self, VAPIDCommand.self, FCMEmulatorCommand.self, APNsEmulatorCommand.self, WebPushEmulatorCommand.self],
         defaultSubcommand: Serve.self
     )
 }
