@@ -140,6 +140,7 @@ struct Run: AsyncParsableCommand {
         }
         report.add("feed index.json 200", feed200.perSecond, unit: "/s", ratio: feed200.perSecond / getCeiling.perSecond)
         report.add("feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling", met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
+        try await measureCards(report: &report, driver: driver, server: server, admin: admin, getCeiling: getCeiling.perSecond)
         await server.stop()
 
         // 5. Pushes: a queue of `notifications` pushes (written straight into a fresh database,
@@ -204,6 +205,50 @@ struct Run: AsyncParsableCommand {
             if written < subscribers { report.add("fan-out rows missing", Double(subscribers - written), unit: "") }
             await fanOut.stop()
         }
+    }
+
+    /// Cards (docs/cards.md): 100 000 score updates as NDJSON, a pull of a 1 000-card pool, and
+    /// the 304 path of an unchanged cache key.
+    func measureCards(report: inout Report, driver: LoadDriver, server: ChildProcess, admin: String, getCeiling: Double) async throws {
+        progress("cards: storing 1000 cards")
+        for batch in stride(from: 0, to: 1_000, by: 250) {
+            let cards = (batch..<batch + 250).map { #"{"id":"bench-card-\#($0)","metadata":{"title":"Card \#($0)"},"posted_at":"2026-11-01T10:00:00Z"}"# }
+            let (status, _, _) = try await driver.call(LoadDriver.post("\(server.url)/api/cards", json: #"{"cards":[\#(cards.joined(separator: ","))]}"#, token: admin))
+            guard status == 200 else { throw BenchError("storing cards answered \(status)") }
+        }
+        progress("cards: 100000 score updates (1000 users x 100 cards)")
+        var lines = ""
+        lines.reserveCapacity(100_000 * 80)
+        for user in 0..<1_000 {
+            for card in 0..<100 { lines += #"{"user_id":"bench-user-\#(user)","card":"bench-card-\#((user + card * 7) % 1_000)","score":0.\#(card),"timestamp":1}"# + "\n" }
+        }
+        var upload = LoadDriver.post("\(server.url)/api/pool/scores", json: lines, token: admin)
+        upload.headers.replaceOrAdd(name: "Content-Type", value: "application/x-ndjson")
+        let started = ContinuousClock.now
+        let (status, answer, _) = try await driver.call(upload)
+        let took = (ContinuousClock.now - started).seconds
+        guard status == 200, answer["applied"] as? Int == 100_000 else { throw BenchError("the score upload answered \(status) \(answer)") }
+        report.add("cards: 100 000 score updates", took, unit: "s", target: "< 5 s", met: took < 5)
+
+        progress("cards: a 1000-card pool")
+        var pool = ""
+        for card in 0..<1_000 { pool += #"{"user_id":"bench-pool-user","card":"bench-card-\#(card)","score":\#(Double(card) / 1_000),"timestamp":1}"# + "\n" }
+        var poolUpload = LoadDriver.post("\(server.url)/api/pool/scores", json: pool, token: admin)
+        poolUpload.headers.replaceOrAdd(name: "Content-Type", value: "application/x-ndjson")
+        _ = try await driver.call(poolUpload)
+        let actingHeaders = [("Authorization", "Bearer \(admin)"), ("X-User-ID", "bench-pool-user")]
+        let url = "\(server.url)/api/pull?limit=1000"
+        let full = await driver.run(count: 500, concurrency: 1, expect: 200) { _ in LoadDriver.get(url, headers: actingHeaders) }
+        report.add("cards: pull of a 1000-card pool p99", full.percentileMilliseconds(99), unit: "ms", target: "< 10 ms", met: full.percentileMilliseconds(99) < 10)
+        let (_, _, headers) = try await driver.call(LoadDriver.get(url, headers: actingHeaders))
+        let etag = headers.first(name: "ETag") ?? ""
+        let unchanged = await driver.run(count: requests, concurrency: concurrency, expect: 304) { _ in
+            LoadDriver.get(url, headers: actingHeaders + [("If-None-Match", etag)])
+        }
+        report.add(
+            "cards: pull 304", unchanged.perSecond, unit: "/s", ratio: unchanged.perSecond / getCeiling, target: ">= 0.50 of GET ceiling",
+            met: unchanged.perSecond >= 0.5 * getCeiling
+        )
     }
 
     /// Settings passed to every Herald the harness starts.
