@@ -8,11 +8,8 @@ enum CardRecords {
         JSONValue.object(card.metadata).canonicalText
     }
 
-    static func card(id: String, metadata: String, postedAt: Int64, hot: Double?) throws -> Card {
-        guard case .object(let fields) = try JSONDecoder().decode(JSONValue.self, from: Data(metadata.utf8)) else {
-            throw StoredRecords.corrupt("cards.metadata", id)
-        }
-        return Card(id: id, metadata: fields, postedAt: Timestamp.date(microseconds: postedAt), hot: hot)
+    static func card(id: String, metadata: String, postedAt: Int64, hot: Double?) -> CardContent {
+        CardContent(id: id, postedAt: Timestamp.date(microseconds: postedAt), hot: hot, metadataJSON: metadata)
     }
 
     /// One of the user's rows changed since the key.
@@ -33,7 +30,7 @@ enum CardRecords {
     /// The changes since `since`: pool entries that came or changed, cards that left the pool
     /// (seen or deleted), new history entries, and the content of every card they mention.
     static func delta(
-        mark: CardMark, slots: [ChangedSlot], changedCards: [ChangedCard], order: PoolOrder, fetch: ([String]) throws -> [Card]
+        mark: CardMark, slots: [ChangedSlot], changedCards: [ChangedCard], order: PoolOrder, fetch: ([String]) throws -> [CardContent]
     ) throws -> CardPull {
         var pool: [CardPull.PoolEntry] = []
         var poolRemoved: Set<String> = []
@@ -69,7 +66,7 @@ enum CardRecords {
         )
     }
 
-    static func sorted(_ pool: [CardPull.PoolEntry], order: PoolOrder, cards: [Card]) -> [CardPull.PoolEntry] {
+    static func sorted(_ pool: [CardPull.PoolEntry], order: PoolOrder, cards: [CardContent]) -> [CardPull.PoolEntry] {
         switch order {
         case .hot:
             return pool.sorted { $0.score != $1.score ? $0.score > $1.score : $0.card < $1.card }

@@ -40,6 +40,31 @@ public struct Card: Sendable, Equatable {
     }
 }
 
+/// A card as a pull sends it: the metadata stays the JSON text it is stored as, so a pull of a
+/// thousand cards does not decode and re-encode a thousand objects.
+public struct CardContent: Sendable, Equatable {
+    public var id: String
+    public var postedAt: Date
+    public var hot: Double?
+    /// The metadata object as JSON text.
+    public var metadataJSON: String
+
+    public init(id: String, postedAt: Date, hot: Double?, metadataJSON: String) {
+        self.id = id
+        self.postedAt = postedAt
+        self.hot = hot
+        self.metadataJSON = metadataJSON
+    }
+
+    /// The card with its metadata decoded.
+    public func card() throws -> Card {
+        guard case .object(let fields) = try JSONDecoder().decode(JSONValue.self, from: Data(metadataJSON.utf8)) else {
+            throw HeraldError(.internal, code: "storage_corrupt", "card \(id) has metadata that is not an object")
+        }
+        return Card(id: id, metadata: fields, postedAt: postedAt, hot: hot)
+    }
+}
+
 /// One history entry: the card a user saw at a fixed index ("0", "1", ...).
 public struct CardHistoryEntry: Sendable, Equatable {
     public var index: Int64

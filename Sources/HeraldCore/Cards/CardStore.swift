@@ -19,7 +19,7 @@ public protocol CardStore: Sendable {
     /// Moves the user's top-scored unseen card (ties by card id) to the end of their history.
     /// - Returns: its entry and the card, or nil when the pool is empty.
     func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)?
-    /// Where the user's pull state stands now.
+    /// Where the user's pull state stands now, read at once (one read: a 304 costs no more).
     func cardState(userID: String) async throws -> CardState
     /// What a pull answers: everything (`since` nil) or the changes since `since`.
     func pull(userID: String, since: CardMark?, order: PoolOrder, limit: Int) async throws -> CardPull
@@ -51,11 +51,13 @@ public struct CardState: Sendable, Equatable {
     /// The id of the newest notification in the user's history.
     public var newestNotification: String?
     public var unread: Int
+    public var settings: UserSettings
 
-    public init(mark: CardMark, newestNotification: String?, unread: Int) {
+    public init(mark: CardMark, newestNotification: String?, unread: Int, settings: UserSettings) {
         self.mark = mark
         self.newestNotification = newestNotification
         self.unread = unread
+        self.settings = settings
     }
 }
 
@@ -74,7 +76,7 @@ public struct CardPull: Sendable, Equatable {
     public var mark: CardMark
     public var full: Bool
     /// Cards the answer mentions, or whose content changed.
-    public var cards: [Card]
+    public var cards: [CardContent]
     public var cardsRemoved: [String]
     /// In the order asked for.
     public var pool: [PoolEntry]
@@ -83,7 +85,7 @@ public struct CardPull: Sendable, Equatable {
     public var history: [CardHistoryEntry]
 
     public init(
-        mark: CardMark, full: Bool, cards: [Card], cardsRemoved: [String], pool: [PoolEntry], poolRemoved: [String], history: [CardHistoryEntry]
+        mark: CardMark, full: Bool, cards: [CardContent], cardsRemoved: [String], pool: [PoolEntry], poolRemoved: [String], history: [CardHistoryEntry]
     ) {
         self.mark = mark
         self.full = full

@@ -13,8 +13,8 @@ struct CardCacheKey: Equatable {
     var mark: CardMark
     var newestNotification: String?
 
-    static func text(userID: String, state: CardState, settings: UserSettings) -> String {
-        let settingsText = (try? JSONBody.encoder().encode(settings)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    static func text(userID: String, state: CardState) -> String {
+        let settingsText = (try? JSONBody.encoder().encode(state.settings)).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let digest = hex(SHA256.hash(data: Data("\(settingsText)|\(state.unread)".utf8)), bytes: 6)
         return "v1.\(userTag(userID)).\(state.mark.cardsClock).\(state.mark.userSeq).\(state.newestNotification ?? "-").\(digest)"
     }

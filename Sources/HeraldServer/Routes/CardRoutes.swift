@@ -5,7 +5,7 @@ import Hummingbird
 /// Cards for offline-first apps (SPEC §12, docs/cards.md): backends store cards and score
 /// them per user; apps pull what changed, report what was seen and promote the next card.
 struct CardRoutes {
-    let store: any (CardStore & UserStore & HistoryStore)
+    let store: any (CardStore & HistoryStore)
     let metrics: HeraldMetrics
 
     static let maxCardsPerRequest = 1_000
@@ -262,8 +262,7 @@ struct CardRoutes {
         let given = query.get("cache_key").flatMap { $0.isEmpty ? nil : CardCacheKey.parse($0, userID: userID) }
 
         let state = try await store.cardState(userID: userID)
-        let settings = try await store.settings(userID: userID)
-        let current = CardCacheKey.text(userID: userID, state: state, settings: settings)
+        let current = CardCacheKey.text(userID: userID, state: state)
         if let match = request.headers[.ifNoneMatch], Self.etags(match).contains(current) {
             return Response(status: .notModified, headers: [.eTag: "\"\(current)\""])
         }
@@ -271,7 +270,7 @@ struct CardRoutes {
         // A change between the two reads: the key names what this answer holds.
         var answered = state
         answered.mark = pull.mark
-        let key = CardCacheKey.text(userID: userID, state: answered, settings: settings)
+        let key = answered == state ? current : CardCacheKey.text(userID: userID, state: answered)
 
         let recent = try await store.history(userID: userID, limit: Self.pullNotifications, before: nil).items
         var notifications = recent
@@ -284,12 +283,14 @@ struct CardRoutes {
         var json = OrderedJSON()
         try json.add("cache_key", key)
         try json.add("full", pull.full)
+        // Card ids need no escaping (letters, digits, _ - . :) and metadata is stored as JSON:
+        // both objects are written directly.
         var cards = OrderedJSON()
-        for card in pull.cards { try cards.add(card.id, card.metadata) }
+        for card in pull.cards { cards.add(card.id, json: Data(card.metadataJSON.utf8)) }
         json.add("cards", object: cards)
         try json.add("cards_removed", pull.cardsRemoved)
         var pool = OrderedJSON()
-        for entry in pull.pool { try pool.add(entry.card, entry.score) }
+        for entry in pull.pool { pool.add(entry.card, json: Data(String(entry.score).utf8)) }
         json.add("pool", object: pool)
         try json.add("pool_removed", pull.poolRemoved)
         try json.add("history", pull.history.map(HistoryEntryBody.init))
@@ -297,7 +298,7 @@ struct CardRoutes {
             var settings: UserSettings
             var unread: Int
         }
-        try json.add("user", User(settings: settings, unread: state.unread))
+        try json.add("user", User(settings: state.settings, unread: state.unread))
         try json.add("notifications", notifications.map(HistoryResponse.Item.init))
         return Response(
             status: .ok,

@@ -7,7 +7,7 @@ import Hummingbird
 /// `proof` (a user token for `user_id`) it acts for that user; without one, when
 /// `auth.device_sign_up` is on, it gets an anonymous user derived from its `device_id`.
 struct DeviceAuthRoutes {
-    let store: any (CardStore & UserStore)
+    let store: any CardStore
     let userTokens: UserTokenVerifier?
     let signUp: Bool
     let limiter: SignUpLimiter
@@ -71,12 +71,11 @@ struct DeviceAuthRoutes {
         }
         let token = try await userTokens.sign(userID: userID, expires: Date().addingTimeInterval(tokenLifetime.seconds))
         let state = try await store.cardState(userID: userID)
-        let settings = try await store.settings(userID: userID)
         struct Answer: Encodable {
             var token: String
             var user_id: String
             var cache_key: String
         }
-        return try JSONBody.response(Answer(token: token, user_id: userID, cache_key: CardCacheKey.text(userID: userID, state: state, settings: settings)))
+        return try JSONBody.response(Answer(token: token, user_id: userID, cache_key: CardCacheKey.text(userID: userID, state: state)))
     }
 }

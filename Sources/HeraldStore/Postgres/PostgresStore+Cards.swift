@@ -124,7 +124,7 @@ extension PostgresStore {
             guard let entry = try await Self.markSeen(session, userID: userID, [SeenReport(card: id, at: date)], unknown: .refuse).first,
                 let card = try await Self.cards(session, ids: [id]).first
             else { return nil }
-            return (entry, card)
+            return (entry, try card.card())
         }
     }
 
@@ -133,7 +133,10 @@ extension PostgresStore {
             let mark = try await Self.cardMark(session, userID: userID)
             let newest = try await session.row("SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1")
             let unread = try await session.row("SELECT COUNT(*) AS n FROM history WHERE user_id = \(userID) AND read = 0")
-            return CardState(mark: mark, newestNotification: try newest?.text("notification_id"), unread: try unread?.int("n") ?? 0)
+            return CardState(
+                mark: mark, newestNotification: try newest?.text("notification_id"), unread: try unread?.int("n") ?? 0,
+                settings: try await Self.settings(session, userID: userID)
+            )
         }
     }
 
@@ -315,10 +318,10 @@ extension PostgresStore {
     }
 
     /// The live (not deleted) cards among `ids`, by id.
-    static func cards(_ session: PostgresSession, ids: [String]) async throws -> [Card] {
+    static func cards(_ session: PostgresSession, ids: [String]) async throws -> [CardContent] {
         guard !ids.isEmpty else { return [] }
         return try await session.rows("SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id = ANY(\(ids)) ORDER BY id").map { row in
-            try CardRecords.card(
+            CardRecords.card(
                 id: try row.text("id"), metadata: try row.text("metadata"), postedAt: try row.integer("posted_at"), hot: try row["hot"].decode(Double?.self)
             )
         }

@@ -108,7 +108,7 @@ extension SQLiteStore {
             guard let entry = try Self.markSeen(db, userID: userID, [SeenReport(card: top, at: date)], unknown: .refuse).first,
                 let card = try Self.cards(db, ids: [top]).first
             else { return nil }
-            return (entry, card)
+            return (entry, try card.card())
         }
     }
 
@@ -119,7 +119,8 @@ extension SQLiteStore {
                 newestNotification: try String.fetchOne(
                     try db.cachedStatement(sql: "SELECT notification_id FROM history WHERE user_id = ? ORDER BY seq DESC LIMIT 1"), arguments: [userID]
                 ),
-                unread: try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0
+                unread: try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0,
+                settings: try Self.settings(db, userID: userID)
             )
         }
     }
@@ -275,13 +276,13 @@ extension SQLiteStore {
     }
 
     /// The live (not deleted) cards among `ids`, by id.
-    static func cards(_ db: Database, ids: [String]) throws -> [Card] {
-        var cards: [Card] = []
+    static func cards(_ db: Database, ids: [String]) throws -> [CardContent] {
+        var cards: [CardContent] = []
         for chunk in ids.chunked(500) {
             cards += try Row.fetchAll(
                 db, sql: "SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id IN (\(placeholders(chunk.count))) ORDER BY id",
                 arguments: StatementArguments(chunk)
-            ).map { try CardRecords.card(id: $0["id"], metadata: $0["metadata"], postedAt: $0["posted_at"], hot: $0["hot"]) }
+            ).map { CardRecords.card(id: $0["id"], metadata: $0["metadata"], postedAt: $0["posted_at"], hot: $0["hot"]) }
         }
         return cards
     }
