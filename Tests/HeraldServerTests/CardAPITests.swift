@@ -121,6 +121,22 @@ import Testing
             let after = try await client.call(.get, "/api/pull?cache_key=\(before)", user)
             #expect(after.object["cache_key"] as? String != before)
 
+            // A notification reaching the user's history changes the key too, and comes with the changes.
+            let beforeNotification = try #require(after.object["cache_key"] as? String)
+            var stillCurrent = user
+            stillCurrent[.ifNoneMatch] = "\"\(beforeNotification)\""
+            #expect(try await client.call(.get, "/api/pull", stillCurrent).status == .notModified)
+            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "Hi", "body": "b", "user_ids": ["u"]])
+            #expect(sent.status == .accepted)
+            try await herald.deliver()
+            let withNotification = try await client.call(.get, "/api/pull?cache_key=\(beforeNotification)", stillCurrent)
+            #expect(withNotification.status == .ok)
+            let items = withNotification.object["notifications"] as? [[String: Any]] ?? []
+            #expect(items.count == 1 && (items.first?["notification"] as? [String: String])?["title"] == "Hi")
+            #expect((withNotification.object["user"] as? [String: Any])?["unread"] as? Int == 1)
+            let next = try #require(withNotification.object["cache_key"] as? String)
+            #expect((try await client.call(.get, "/api/pull?cache_key=\(next)", user).object["notifications"] as? [Any])?.isEmpty == true, "only newer ones")
+
             #expect(try await client.call(.get, "/api/pull?cache_key=garbage", user).object["full"] as? Bool == true, "an unknown key gets everything")
             let otherUsers = try await client.call(.get, "/api/pull?cache_key=\(before)", headers(try await herald.userToken("someone-else")))
             #expect(otherUsers.object["full"] as? Bool == true, "another user's key is unknown")

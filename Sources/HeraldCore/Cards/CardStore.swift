@@ -51,13 +51,20 @@ public struct CardState: Sendable, Equatable {
     /// The id of the newest notification in the user's history.
     public var newestNotification: String?
     public var unread: Int
-    public var settings: UserSettings
+    /// The user's settings as stored (JSON text), nil for the defaults: the key digests the
+    /// text, so a 304 decodes nothing.
+    public var settingsJSON: String?
 
-    public init(mark: CardMark, newestNotification: String?, unread: Int, settings: UserSettings) {
+    public init(mark: CardMark, newestNotification: String?, unread: Int, settingsJSON: String?) {
         self.mark = mark
         self.newestNotification = newestNotification
         self.unread = unread
-        self.settings = settings
+        self.settingsJSON = settingsJSON
+    }
+
+    public func settings() throws -> UserSettings {
+        guard let settingsJSON else { return UserSettings() }
+        return try JSONDecoder().decode(UserSettings.self, from: Data(settingsJSON.utf8))
     }
 }
 

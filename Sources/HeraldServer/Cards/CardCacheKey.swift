@@ -14,8 +14,7 @@ struct CardCacheKey: Equatable {
     var newestNotification: String?
 
     static func text(userID: String, state: CardState) -> String {
-        let settingsText = (try? JSONBody.encoder().encode(state.settings)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-        let digest = hex(SHA256.hash(data: Data("\(settingsText)|\(state.unread)".utf8)), bytes: 6)
+        let digest = hex(SHA256.hash(data: Data("\(state.settingsJSON ?? "")|\(state.unread)".utf8)), bytes: 6)
         return "v1.\(userTag(userID)).\(state.mark.cardsClock).\(state.mark.userSeq).\(state.newestNotification ?? "-").\(digest)"
     }
 

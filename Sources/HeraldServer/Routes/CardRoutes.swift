@@ -298,7 +298,7 @@ struct CardRoutes {
             var settings: UserSettings
             var unread: Int
         }
-        try json.add("user", User(settings: state.settings, unread: state.unread))
+        try json.add("user", User(settings: try state.settings(), unread: state.unread))
         try json.add("notifications", notifications.map(HistoryResponse.Item.init))
         return Response(
             status: .ok,

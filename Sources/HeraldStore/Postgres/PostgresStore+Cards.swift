@@ -130,12 +130,21 @@ extension PostgresStore {
 
     public func cardState(userID: String) async throws -> CardState {
         try await withConnection { session in
-            let mark = try await Self.cardMark(session, userID: userID)
-            let newest = try await session.row("SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1")
-            let unread = try await session.row("SELECT COUNT(*) AS n FROM history WHERE user_id = \(userID) AND read = 0")
+            guard
+                let row = try await session.row(
+                    """
+                    SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
+                        (SELECT seq FROM card_users WHERE user_id = \(userID)) AS seq,
+                        (SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1) AS newest,
+                        (SELECT COUNT(*) FROM history WHERE user_id = \(userID) AND read = 0) AS unread,
+                        (SELECT settings FROM users WHERE id = \(userID)) AS settings
+                    """
+                )
+            else { throw StoredRecords.corrupt("card_clock", "missing") }
             return CardState(
-                mark: mark, newestNotification: try newest?.text("notification_id"), unread: try unread?.int("n") ?? 0,
-                settings: try await Self.settings(session, userID: userID)
+                mark: CardMark(cardsClock: try row.optionalInteger("clock") ?? 0, userSeq: try row.optionalInteger("seq") ?? 0),
+                newestNotification: try row.optionalText("newest"), unread: try row.optionalInteger("unread").map(Int.init) ?? 0,
+                settingsJSON: try row.optionalText("settings")
             )
         }
     }

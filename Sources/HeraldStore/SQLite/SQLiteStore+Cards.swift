@@ -113,16 +113,31 @@ extension SQLiteStore {
     }
 
     public func cardState(userID: String) async throws -> CardState {
-        try await writer.read { db in
-            CardState(
-                mark: try Self.cardMark(db, userID: userID),
-                newestNotification: try String.fetchOne(
-                    try db.cachedStatement(sql: "SELECT notification_id FROM history WHERE user_id = ? ORDER BY seq DESC LIMIT 1"), arguments: [userID]
-                ),
-                unread: try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0,
-                settings: try Self.settings(db, userID: userID)
+        let commits = self.commits.value
+        if let state = cardStates.state(userID: userID, commits: commits) { return state }
+        let state = try await writer.unsafeRead { db in
+            // One statement, so no transaction is needed for a consistent answer.
+            guard
+                let row = try Row.fetchOne(
+                    try db.cachedStatement(
+                        sql: """
+                            SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
+                                (SELECT seq FROM card_users WHERE user_id = ?1) AS seq,
+                                (SELECT notification_id FROM history WHERE user_id = ?1 ORDER BY seq DESC LIMIT 1) AS newest,
+                                (SELECT COUNT(*) FROM history WHERE user_id = ?1 AND read = 0) AS unread,
+                                (SELECT settings FROM users WHERE id = ?1) AS settings
+                            """
+                    ),
+                    arguments: [userID]
+                )
+            else { throw StoredRecords.corrupt("card_clock", "missing") }
+            return CardState(
+                mark: CardMark(cardsClock: row["clock"] ?? 0, userSeq: row["seq"] ?? 0), newestNotification: row["newest"], unread: row["unread"] ?? 0,
+                settingsJSON: row["settings"]
             )
         }
+        cardStates.remember(state, userID: userID, commits: commits)
+        return state
     }
 
     public func pull(userID: String, since: CardMark?, order: PoolOrder, limit: Int) async throws -> CardPull {

@@ -14,6 +14,9 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// Engagement events are group-committed too.
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
+    /// This process's commits, and the card states read between them (``CommitCounter``).
+    let commits = CommitCounter()
+    let cardStates = CardStateCache()
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
@@ -33,6 +36,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         let writer: any DatabaseWriter =
             path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
         self.writer = writer
+        writer.add(transactionObserver: commits, extent: .databaseLifetime)
         let file = path == ":memory:" ? nil : path
         self.file = file
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
