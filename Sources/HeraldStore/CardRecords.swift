@@ -86,6 +86,17 @@ enum CardRecords {
         return earliest.map { SeenReport(card: $0.key, at: $0.value) }.sorted { $0.at != $1.at ? $0.at < $1.at : $0.card < $1.card }
     }
 
+    /// Adds one `type, reaction, count` row of the stats query to `stats`.
+    static func tally(_ stats: inout CardEventStats, type: String?, reaction: String?, count: Int) {
+        switch (type, reaction) {
+        case ("focus", _): stats.focus += count
+        case ("reaction", "ctfo"): stats.ctfo += count
+        case ("reaction", "tfu"): stats.tfu += count
+        case ("reaction", "tifb"): stats.tifb += count
+        default: break
+        }
+    }
+
     static func unknownCard(_ id: String) -> HeraldError {
         HeraldError(.unprocessable, code: "unknown_card", "card '\(id)' is not a known card")
     }

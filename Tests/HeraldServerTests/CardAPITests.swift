@@ -76,6 +76,10 @@ import Testing
             )
             #expect(broken.status == .unprocessableContent)
             #expect(broken.errorMessage.contains("line 2") && broken.errorMessage.contains("score"), "\(broken.errorMessage)")
+            let endless = try await client.call(
+                .post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson"), json: String(repeating: " ", count: 10_000)
+            )
+            #expect(endless.status == .unprocessableContent && endless.errorMessage.contains("line 1"), "a line without end is refused, not buffered")
             let missing = try await client.call(.post, "/api/pool/scores", key, json: ["users": [:]])
             #expect(missing.status == .unprocessableContent && missing.errorMessage.contains("timestamp"))
         }

@@ -11,7 +11,10 @@ struct CardRoutes {
     static let maxCardsPerRequest = 1_000
     static let maxSeenPerRequest = 1_000
     /// NDJSON score uploads may be far larger than JSON bodies: 100 000 lines is about 8 MiB.
-    static let maxScoreUploadBytes = 256 * 1024 * 1024
+    /// They are read whole before anything is applied, so they are bounded in bytes and lines.
+    static let maxScoreUploadBytes = 128 * 1024 * 1024
+    static let maxScoreLines = 1_000_000
+    static let maxScoreLineBytes = 4 * 1024
     /// Updates per store transaction while applying a large upload.
     static let scoreChunk = 10_000
     static let defaultPullLimit = 100
@@ -169,6 +172,9 @@ struct CardRoutes {
         let decoder = JSONDecoder()
         func take(_ bytes: ArraySlice<UInt8>) throws {
             lineNumber += 1
+            guard lineNumber <= maxScoreLines else {
+                throw HeraldError(.payloadTooLarge, code: "payload_too_large", "an NDJSON upload is limited to \(maxScoreLines) lines; send several")
+            }
             let line = bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes
             guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return }
             let data = Data(line)
@@ -200,6 +206,9 @@ struct CardRoutes {
                 start = newline + 1
             }
             pending.removeSubrange(pending.startIndex..<start)
+            guard pending.count <= maxScoreLineBytes else {
+                throw HeraldError(.unprocessable, code: "invalid_field", "line \(lineNumber + 1): longer than \(maxScoreLineBytes) bytes")
+            }
         }
         if !pending.isEmpty { try take(pending[...]) }
         return (updates, rejected)

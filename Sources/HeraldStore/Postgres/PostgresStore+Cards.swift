@@ -234,14 +234,7 @@ extension PostgresStore {
         try await withConnection { session in
             var stats = CardEventStats()
             for row in try await session.rows("SELECT type, reaction, COUNT(*) AS n FROM events WHERE card = \(card) GROUP BY type, reaction") {
-                let count = try row.int("n")
-                switch (try row.text("type"), try row.optionalText("reaction")) {
-                case ("focus", _): stats.focus += count
-                case ("reaction", "ctfo"): stats.ctfo += count
-                case ("reaction", "tfu"): stats.tfu += count
-                case ("reaction", "tifb"): stats.tifb += count
-                default: break
-                }
+                CardRecords.tally(&stats, type: try row.text("type"), reaction: try row.optionalText("reaction"), count: try row.int("n"))
             }
             return stats
         }

@@ -201,14 +201,7 @@ extension SQLiteStore {
             for row in try Row.fetchAll(
                 db, sql: "SELECT type, reaction, COUNT(*) AS n FROM events WHERE card = ? GROUP BY type, reaction", arguments: [card]
             ) {
-                let count: Int = row["n"]
-                switch (row["type"] as String?, row["reaction"] as String?) {
-                case ("focus", _): stats.focus += count
-                case ("reaction", "ctfo"): stats.ctfo += count
-                case ("reaction", "tfu"): stats.tfu += count
-                case ("reaction", "tifb"): stats.tifb += count
-                default: break
-                }
+                CardRecords.tally(&stats, type: row["type"], reaction: row["reaction"], count: row["n"])
             }
             return stats
         }
