@@ -171,7 +171,8 @@ import Testing
     }
 
     @Test func eventsAreAcceptedOnceCountedAndSummarisedPerCard() async throws {
-        let herald = try await TestHerald.make()
+        let analytics = RecordingSink(name: "analytics", capabilities: [.events])
+        let herald = try await TestHerald.make(extraSinks: [analytics])
         try await herald.test { client in
             _ = try await client.call(.put, "/api/cards/c1", headers(herald.backend), json: Self.card(1))
             let user = headers(try await herald.userToken("u"))
@@ -204,6 +205,11 @@ import Testing
                 let response = try await client.call(.post, "/api/events", user, json: ["events": [event]])
                 #expect(response.status == .unprocessableContent && response.errorMessage.contains(field), "\(field): \(response.errorMessage)")
             }
+            // Sinks that take events get each stored event once: duplicates are not forwarded.
+            for _ in 0..<100 where analytics.events.count < 4 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(analytics.events.map(\.eventID).sorted() == ["e1", "e2", "e3", "e4"])
+            #expect(analytics.events.first { $0.eventID == "e3" }?.properties == ["screen": .string("home")])
+            #expect(herald.push.events.isEmpty, "a sink without the events capability gets none")
             let metrics = String(buffer: try await client.call(.get, "/metrics", headers(herald.admin)).body)
             #expect(metrics.contains(#"herald_events_total{type="reaction"} 1"#), "\(metrics.prefix(200))")
         }
