@@ -100,6 +100,19 @@ import Testing
         let future = CardMark(cardsClock: afterDelete.mark.cardsClock + 5, userSeq: 0)
         #expect(try await store.pull(userID: "u", since: future, order: .hot, limit: 10).full, "a mark from elsewhere gets everything")
         #expect(try await store.cardState(userID: "u").mark == afterDelete.mark)
+
+        // The rest of a pull's state: the newest history item, the unread count, the settings.
+        let empty = try await store.cardState(userID: "u")
+        #expect(empty.newestNotification == nil && empty.unread == 0 && empty.settingsJSON == nil)
+        let ids = ObjectIDGenerator()
+        let (first, second) = (ids.next(), ids.next())
+        try await store.appendHistory([(notificationID: first, userID: "u"), (notificationID: second, userID: "u")], at: Self.epoch)
+        _ = try await store.updateSettings(userID: "u") { $0.enabled = false }
+        let state = try await store.cardState(userID: "u")
+        #expect(state.newestNotification == second.hex)
+        #expect(state.unread == 2)
+        #expect(try state.settings().enabled == false)
+        #expect(state.mark == afterDelete.mark, "none of these are card changes")
     }
 
     @Test(arguments: StoreKind.allCases)
