@@ -21,12 +21,19 @@ public struct FCMMessage: Codable, Sendable, Equatable {
     }
 
     public struct Android: Codable, Sendable, Equatable {
+        /// What an Android device does with a notification message when it shows it.
+        public struct Notification: Codable, Sendable, Equatable {
+            public var sound: String?
+        }
+
         public var priority: String
         public var collapseKey: String?
+        public var notification: Notification?
 
         enum CodingKeys: String, CodingKey {
             case priority
             case collapseKey = "collapse_key"
+            case notification
         }
     }
 
@@ -120,9 +127,17 @@ public enum FCMMessageBuilder {
         m.distribution == .alert ? [topicNotification(m), topicData(m)] : [topicData(m)]
     }
 
-    /// Component (a): the visible notification, `{title, body: desc}` plus `data {msi_key}`.
+    /// Component (a): the visible notification, `{title, body: desc}` plus `data {msi_key}`,
+    /// with the Message Hub contract's `priority: high` and `sound: default` mapped onto both
+    /// platforms, so it alerts at once: without them iOS shows it silently and Android may
+    /// hold it back.
     public static func topicNotification(_ m: FCMTopicMessage) -> FCMMessage {
-        FCMMessage(topic: m.topicKey, notification: .init(title: m.title, body: m.desc), data: ["msi_key": m.msiKey])
+        let content = FCMMessage.Notification(title: m.title, body: m.desc)
+        return FCMMessage(
+            topic: m.topicKey, notification: content, data: ["msi_key": m.msiKey],
+            android: .init(priority: "HIGH", notification: .init(sound: "default")),
+            apns: .init(headers: ["apns-priority": "10"], payload: .init(aps: .init(alert: content, sound: "default")))
+        )
     }
 
     /// Component (b): silent data with every field of the message.

@@ -226,7 +226,17 @@ import Testing
         #expect(sent.count == 3)
         #expect((sent[0]["notification"] as? [String: String]) == ["title": "Storm", "body": "Stay in"])
         #expect((sent[0]["data"] as? [String: String]) == ["msi_key": "m1"])
+        // The alert alerts: high priority and the default sound on Android and on iOS.
+        let android = sent[0]["android"] as? [String: Any]
+        #expect(android?["priority"] as? String == "HIGH")
+        #expect((android?["notification"] as? [String: String]) == ["sound": "default"])
+        let visibleAPNs = sent[0]["apns"] as? [String: Any]
+        #expect((visibleAPNs?["headers"] as? [String: String])?["apns-priority"] == "10")
+        let visibleAPS = (visibleAPNs?["payload"] as? [String: Any])?["aps"] as? [String: Any]
+        #expect(visibleAPS?["sound"] as? String == "default")
+        #expect((visibleAPS?["alert"] as? [String: String]) == ["title": "Storm", "body": "Stay in"])
         #expect(sent[1]["notification"] == nil)
+        #expect((sent[1]["android"] as? [String: Any])?["priority"] as? String == "high", "the data component stays high priority")
         #expect((sent[1]["data"] as? [String: String]) == [
             "msi_key": "m1", "topic_key": "c-a-s", "dist": "Alert", "title": "Storm", "desc": "Stay in", "message": "Details", "timestamp": "1700000000000",
         ])
