@@ -195,6 +195,20 @@ import Testing
         }
     }
 
+    /// Every Google client reads its service account from GOOGLE_APPLICATION_CREDENTIALS; Herald
+    /// does too, below its own keys.
+    @Test func googleApplicationCredentialsEnablesTheFCMSinkUnlessHeraldsOwnKeyIsSet() async throws {
+        let google = try await HeraldConfiguration.load(configFile: nil, environment: ["GOOGLE_APPLICATION_CREDENTIALS": "/keys/google.json"])
+        let fcm = try #require(google.sinks.first { $0.name == "fcm" })
+        #expect(fcm.type == "fcm")
+        #expect(try fcm.settings.string("credentials") == "/keys/google.json")
+        let both = try await HeraldConfiguration.load(
+            configFile: nil, environment: ["GOOGLE_APPLICATION_CREDENTIALS": "/keys/google.json", "HERALD_FCM_CREDENTIALS": "/keys/herald.json"]
+        )
+        #expect(try both.sinks.first { $0.name == "fcm" }?.settings.string("credentials") == "/keys/herald.json")
+        #expect(try await HeraldConfiguration.load(configFile: nil, environment: [:]).sinks.contains { $0.name == "fcm" } == false)
+    }
+
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }

@@ -1,7 +1,7 @@
 /// The set of notification types a server accepts: the built-in well-known types plus the
 /// operator's `types.extra`.
 public struct NotificationTypes: Sendable, Equatable {
-    public static let builtIn = ["upvote", "comment", "hot", "top", "leader", "message", "reply", "violation", "generic", "alert"]
+    public static let builtIn = ["upvote", "comment", "hot", "top", "leader", "message", "reply", "violation", "generic", "alert", "like"]
 
     /// Every accepted type, built-ins first, in a stable order for error messages.
     public let all: [String]

@@ -161,7 +161,8 @@ public struct HeraldConfiguration: Sendable {
 
 extension HeraldConfiguration {
     /// Builds the layered reader: `overrides` (command-line options), then `HERALD_*`
-    /// environment variables, then the YAML file at `configFile` (if it exists), then defaults.
+    /// environment variables, then the YAML file at `configFile` (if it exists), then
+    /// `GOOGLE_APPLICATION_CREDENTIALS` as `fcm.credentials`, then defaults.
     public static func reader(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> ConfigReader {
         var providers: [any ConfigProvider] = []
         if !overrides.isEmpty {
@@ -183,6 +184,12 @@ extension HeraldConfiguration {
             } catch {
                 throw HeraldError(.unprocessable, code: "invalid_config", "cannot read configuration file '\(configFile)': \(error)")
             }
+        }
+        // Every Google client finds its service account through GOOGLE_APPLICATION_CREDENTIALS:
+        // it stands for `fcm.credentials` when nothing above names one.
+        let google = (environment ?? ProcessInfo.processInfo.environment)["GOOGLE_APPLICATION_CREDENTIALS"] ?? ""
+        if !google.isEmpty {
+            providers.append(EnvironmentVariablesProvider(environmentVariables: ["FCM_CREDENTIALS": google]))
         }
         return ConfigReader(providers: providers)
     }
