@@ -96,11 +96,11 @@ public enum FCMMessageBuilder {
     public static let heraldDataKeys: Set<String> = ["id", "timestamp", "type", "url", "title", "body"]
 
     /// One message for one device: an alert shows a notification; information is silent data.
-    public static func tokenMessage(for delivery: Delivery, token: String) -> FCMMessage {
+    public static func tokenMessage(for delivery: Delivery, token: String, timestamps: TimestampStyle = .pong) -> FCMMessage {
         let n = delivery.notification
         var data = n.data
         data["id"] = n.id.hex
-        data["timestamp"] = Timestamp.format(n.timestamp)
+        data["timestamp"] = timestamps.format(n.timestamp)
         data["type"] = n.type
         if let url = n.url { data["url"] = url }
         let android = FCMMessage.Android(priority: "high", collapseKey: n.collapseKey)

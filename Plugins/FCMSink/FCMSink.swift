@@ -17,6 +17,8 @@ public struct FCMConfiguration: Sendable {
     public var maxConcurrency: Int
     /// How long one send may take before it counts as unanswered.
     public var requestTimeout: Duration
+    /// How `data.timestamp` is written (Herald's `timestamps` setting).
+    public var timestamps: TimestampStyle = .pong
 
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
         self.account = account
@@ -174,7 +176,7 @@ public final class FCMSink: ReleasingSink {
                     guard let token = delivery.recipient.device?.token else {
                         return (index, .refused("no device token"))
                     }
-                    let message = FCMMessageBuilder.tokenMessage(for: delivery, token: token)
+                    let message = FCMMessageBuilder.tokenMessage(for: delivery, token: token, timestamps: self.configuration.timestamps)
                     return (index, await self.limiter.run { await self.send(message, blindRetry: true, validateOnly: validateOnly) })
                 }
             }

@@ -17,7 +17,8 @@ extension SinkFactory {
         } catch let error as FCMError {
             throw settings.invalid("credentials", "is not usable: \(error.description)")
         }
-        let configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
+        var configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
+        configuration.timestamps = context.timestamps
         do {
             return try await FCMSink(name: context.name, configuration: configuration, logger: context.logger, metrics: context.metrics)
         } catch let error as FCMError {

@@ -110,7 +110,10 @@ public struct HeraldServer: Sendable {
                     let known = byType.keys.sorted().joined(separator: ", ")
                     throw instance.settings.invalid("type", "'\(instance.type)' is not a sink type this server knows (known: \(known))")
                 }
-                let context = SinkContext(name: instance.name, settings: instance.settings, storage: storage, feed: feed, logger: logger, metrics: metrics)
+                let context = SinkContext(
+                    name: instance.name, settings: instance.settings, storage: storage, feed: feed, logger: logger, metrics: metrics,
+                    timestamps: configuration.timestamps
+                )
                 built.append(try await factory.makeSink(context))
             }
         } catch {
@@ -172,7 +175,8 @@ public struct HeraldServer: Sendable {
         OperationsRoutes(store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)
         UserRoutes(
-            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics
+            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
+            timestamps: configuration.timestamps
         ).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
@@ -180,7 +184,7 @@ public struct HeraldServer: Sendable {
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
-        CardRoutes(store: store, metrics: metrics).register(on: router, table: routes)
+        CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
         EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics).register(on: router, table: routes)
         DeviceAuthRoutes(
             store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime

@@ -8,6 +8,22 @@ import NIOCore
 import Testing
 
 @Suite struct UserFacingAPITests {
+    /// `timestamps: rfc3339` switches history items (and push data) to the `…Z` form.
+    @Test func theRFC3339OptionAddsTheOffset() async throws {
+        let herald = try await TestHerald.make { $0.timestamps = .rfc3339 }
+        try await herald.test { client in
+            _ = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "body": "b", "user_ids": ["u1"]])
+            try await herald.deliver()
+            let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u1"))
+            let item = try #require((history.object["history"] as? [[String: Any]])?.first)
+            let timestamp = try #require((item["data"] as? [String: Any])?["timestamp"] as? String)
+            #expect(timestamp.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil, "\(timestamp)")
+            #expect((item["data"] as? [String: Any])?["type"] as? String == "like", "like is a built-in type")
+        }
+        let bad = await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_TIMESTAMPS": "iso"]) }
+        #expect(bad?.message.hasPrefix("timestamps") == true)
+    }
+
     @Test func registerSendHistoryRoundTripHasTheExactItemShape() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
@@ -45,7 +61,8 @@ import Testing
             #expect(data["type"] as? String == "upvote")
             #expect(data["url"] as? String == "https://pong.example/posts/DKJW")
             let timestamp = try #require(data["timestamp"] as? String)
-            #expect(timestamp.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil)
+            // Pong parses 2022-04-08T15:17:41.900560: UTC, six fractional digits, no offset.
+            #expect(timestamp.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$"#, options: .regularExpression) != nil, "\(timestamp)")
             #expect(item["read"] as? Bool == false)
             let raw = String(buffer: history.body)
             #expect(raw.contains("https://pong.example/posts/DKJW"), "URLs are not slash-escaped: \(raw)")

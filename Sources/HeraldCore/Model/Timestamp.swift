@@ -1,5 +1,18 @@
 public import Foundation
 
+/// How instants are written where apps parse them (history items, push data): `pong` is
+/// `2022-04-08T15:17:41.900560` (UTC, six fractional digits, no offset), the form the Pong app
+/// parses and Herald's default; `rfc3339` adds the `Z`.
+public enum TimestampStyle: String, Sendable, CaseIterable {
+    case pong
+    case rfc3339
+
+    public func format(_ date: Date) -> String {
+        let text = Timestamp.format(date)
+        return self == .pong ? String(text.dropLast()) : text
+    }
+}
+
 /// Herald's wire format for instants: RFC 3339 in UTC with microseconds, as apps already parse
 /// (`2022-04-08T15:17:41.900560Z`). Stored instants are whole microseconds since the epoch.
 public enum Timestamp {

@@ -45,13 +45,19 @@ public struct SinkContext: Sendable {
     public var feed: FeedSnapshot
     public var logger: Logger
     public var metrics: HeraldMetrics
+    /// How instants are written into what apps parse (`timestamps`), for sinks that send them.
+    public var timestamps: TimestampStyle
 
-    public init(name: String, settings: SinkSettings, storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics) {
+    public init(
+        name: String, settings: SinkSettings, storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics,
+        timestamps: TimestampStyle = .pong
+    ) {
         self.name = name
         self.settings = settings
         self.storage = storage
         self.feed = feed
         self.logger = logger
         self.metrics = metrics
+        self.timestamps = timestamps
     }
 }

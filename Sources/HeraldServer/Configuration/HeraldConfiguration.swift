@@ -56,6 +56,8 @@ public struct HeraldConfiguration: Sendable {
     public var historyRetention: Duration?
     /// How long Message Hub archive entries are kept; nil keeps them forever.
     public var archiveRetention: Duration?
+    /// How instants are written in history items and push data (SPEC §3): Pong's form by default.
+    public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
     public var eventRetention: Duration = .seconds(90 * 86_400)
     /// Whether `POST /api/auth/device` gives a device without a backend's proof an anonymous user.
@@ -125,6 +127,9 @@ public struct HeraldConfiguration: Sendable {
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
+        let style = try reader.requiredString(forKey: "timestamps", default: timestamps.rawValue)
+        guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
+        timestamps = parsedStyle
         eventRetention = try reader.duration(forKey: "retention.events", in: 86_400...(36_500 * 86_400)) ?? eventRetention
         deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)

@@ -7,6 +7,7 @@ import Hummingbird
 struct CardRoutes {
     let store: any (CardStore & HistoryStore)
     let metrics: HeraldMetrics
+    let timestamps: TimestampStyle
 
     static let maxCardsPerRequest = 1_000
     static let maxSeenPerRequest = 1_000
@@ -308,7 +309,7 @@ struct CardRoutes {
             var unread: Int
         }
         try json.add("user", User(settings: try state.settings(), unread: state.unread))
-        try json.add("notifications", notifications.map(HistoryResponse.Item.init))
+        try json.add("notifications", notifications.map { HistoryResponse.Item($0, timestamps: timestamps) })
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .eTag: "\"\(key)\"", .cacheControl: "private, no-cache"],

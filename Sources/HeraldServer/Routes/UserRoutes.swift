@@ -12,6 +12,7 @@ struct UserRoutes {
     let ids: ObjectIDGenerator
     let maxDevicesPerUser: Int
     let metrics: HeraldMetrics
+    let timestamps: TimestampStyle
 
     static let maxReadIDs = 1_000
 
@@ -96,7 +97,7 @@ struct UserRoutes {
         let userID = try context.actingUser(request)
         let query = try PageQuery(request)
         let page = try await store.history(userID: userID, limit: query.limit, before: query.before)
-        return try JSONBody.response(HistoryResponse(page))
+        return try JSONBody.response(HistoryResponse(page, timestamps: timestamps))
     }
 
     @Sendable func markRead(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -131,9 +132,9 @@ struct HistoryResponse: Encodable {
         var data: Data
         var read: Bool
 
-        init(_ item: HistoryItem) {
+        init(_ item: HistoryItem, timestamps: TimestampStyle) {
             notification = .init(title: item.title, body: item.body)
-            data = .init(id: item.notificationID.hex, timestamp: Timestamp.format(item.timestamp), type: item.type, url: Nullable(item.url))
+            data = .init(id: item.notificationID.hex, timestamp: timestamps.format(item.timestamp), type: item.type, url: Nullable(item.url))
             read = item.read
         }
     }
@@ -141,8 +142,8 @@ struct HistoryResponse: Encodable {
     var history: [Item]
     var next: Nullable<String>
 
-    init(_ page: HistoryPage) {
-        history = page.items.map(Item.init)
+    init(_ page: HistoryPage, timestamps: TimestampStyle) {
+        history = page.items.map { Item($0, timestamps: timestamps) }
         next = Nullable(page.next)
     }
 }
