@@ -122,6 +122,6 @@ import Testing
         var fresh = Device(client: devices[0].client)
         try await fresh.pull()
         #expect(fresh.pool == devices[0].pool && fresh.history == devices[0].history)
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
     }
 }

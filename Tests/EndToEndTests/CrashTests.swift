@@ -54,7 +54,7 @@ import Testing
         let history = try await LoadHarness.history(of: users, at: second.url, key: key)
         #expect(history.count == Set(history).count, "no notification twice in a history")
         #expect(acceptedIDs.isSubset(of: Set(history)), "\(acceptedIDs.subtracting(history).count) accepted notifications missing from history")
-        #expect(await second.stop() == 0)
+        await second.expectCleanStop()
         _ = await emulator.stop()
     }
 
@@ -80,8 +80,8 @@ import Testing
 
         let history = try await LoadHarness.history(of: users, at: b.url, key: key)
         #expect(history.count == accepted.count && Set(history) == Set(accepted), "history holds each notification exactly once")
-        #expect(await a.stop() == 0)
-        #expect(await b.stop() == 0)
+        await a.expectCleanStop()
+        await b.expectCleanStop()
         _ = await emulator.stop()
     }
 
@@ -124,7 +124,7 @@ import Testing
         #expect(states.values.filter { $0.state != "delivered" }.isEmpty, "every push is recorded as delivered")
         let retaken = states.values.filter { $0.attempts >= 2 }.count
         #expect(retaken > 0, "some deliveries were taken over from the killed process")
-        #expect(await survivor.stop() == 0)
+        await survivor.expectCleanStop()
         _ = await emulator.stop()
     }
 }
@@ -154,7 +154,7 @@ extension CrashTests {
         let restarted = try await RunningHerald(arguments: ["--database", database], environment: environment, in: directory)
         let pushed = try await LoadHarness.waitForPushes(of: Set(accepted), emulator: emulator.url, timeout: .seconds(60))
         #expect(Set(accepted).subtracting(pushed).isEmpty, "\(Set(accepted).subtracting(pushed).count) accepted notifications were never pushed")
-        #expect(await restarted.stop() == 0)
+        await restarted.expectCleanStop()
         _ = await emulator.stop()
     }
 }

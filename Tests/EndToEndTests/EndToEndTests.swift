@@ -49,7 +49,7 @@ import Testing
         let viaEnv = try await runCommand(Binaries.path("notifsim"), ["-u", user, "-t", "hot", "-n", "Hot now", "--url", herald.url], environment: ["HERALD_API_KEY": key], in: directory)
         #expect(viaEnv.status == 0, "\(viaEnv.stderr)")
 
-        #expect(await herald.stop() == 0, "SIGTERM drains and exits cleanly")
+        await herald.expectCleanStop()
 
         let sinks = try await runCommand(Binaries.path("herald"), ["sinks", "--database", database], in: directory)
         #expect(sinks.status == 0, "\(sinks.stderr)")

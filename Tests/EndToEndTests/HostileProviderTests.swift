@@ -43,7 +43,7 @@ import Testing
         #expect(herald.process.isRunning, "the process is still up: \(herald.output.stderr)")
         let (ready, _) = try await LoadHarness.request(.GET, "\(herald.url)/health/ready", key: admin)
         #expect(ready == 200)
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
         await receiver.stop()
         try? FileManager.default.removeItem(at: directory)
     }

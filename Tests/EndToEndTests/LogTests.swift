@@ -47,7 +47,7 @@ import Testing
             if states.count == 3, !states.contains("pending") { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
         _ = await emulator.stop()
 
         let log = herald.output.stdout + herald.output.stderr

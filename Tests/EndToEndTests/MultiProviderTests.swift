@@ -117,7 +117,7 @@ import Testing
         }
         let quietHeaders = try #require(quiet?["headers"] as? [String: String], "the quiet-hours push reached APNs")
         #expect(quietHeaders["apns-push-type"] == "background" && quietHeaders["apns-priority"] == "5")
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
         _ = await fcm.stop()
         _ = await webPush.stop()
         _ = await apns.stop()

@@ -53,7 +53,7 @@ import Testing
         let body = try #require(try JSONSerialization.jsonObject(with: hit.body) as? [String: String])
         #expect(body == ["text": "*Post flagged*: post 9 needs review (for mod-1)"])
         #expect(hit.headers["idempotency-key"]?.hasPrefix("herald-") == true)
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
         await receiver.stop()
         try? FileManager.default.removeItem(at: directory)
     }

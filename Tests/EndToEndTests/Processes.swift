@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 
 /// Finds the built `herald` and `notifsim` next to the test bundle.
 enum Binaries {
@@ -103,6 +104,18 @@ final class RunningHerald: Sendable {
     var url: String { "http://127.0.0.1:\(port)" }
 
     /// Sends SIGTERM and waits (up to `timeout`) for the exit status.
+    /// Stops with SIGTERM and records an issue, with the exit status and the end of the
+    /// output, unless the process drains and exits 0 within `timeout`.
+    func expectCleanStop(timeout: Duration = .seconds(20), _ comment: String = "SIGTERM drains and exits cleanly", sourceLocation: SourceLocation = #_sourceLocation) async {
+        let started = ContinuousClock.now
+        let status = await stop(timeout: timeout)
+        guard status != 0 else { return }
+        Issue.record(
+            "\(comment): exit \(status) after \(ContinuousClock.now - started) (-1: still running, killed)\n\(output.stdout.suffix(2000))\n\(output.stderr.suffix(4000))",
+            sourceLocation: sourceLocation
+        )
+    }
+
     func stop(timeout: Duration = .seconds(10)) async -> Int32 {
         process.terminate()
         let deadline = ContinuousClock.now + timeout

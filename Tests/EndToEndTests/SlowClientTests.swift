@@ -27,7 +27,7 @@ import Glibc
         // The server still serves others.
         let live = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(herald.url)/health/live"), timeout: .seconds(5))
         #expect(live.status == .ok)
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
     }
 
     /// An idle keep-alive connection is closed after `server.idle_timeout`.
@@ -42,7 +42,7 @@ import Glibc
         let closedAfter = try await Task.detached { try Self.idle(port: herald.port, limit: .seconds(8)) }.value
         let seconds = try #require(closedAfter, "the server closed the idle connection")
         #expect(seconds >= 0.5 && seconds < 5, "after about the idle timeout: \(seconds) s")
-        #expect(await herald.stop() == 0)
+        await herald.expectCleanStop()
     }
 
     /// Sends one complete request, reads the answer, then waits. - Returns: seconds until the

@@ -56,6 +56,30 @@ import Testing
         }
     }
 
+    /// Content is read often and changes rarely: an ETag per user's view, and 304 for it.
+    @Test func contentAnswers304WhileTheUsersItemsStayTheSame() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": Self.items]))
+            _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            let first = try await client.call(.get, "/api/content", headers(herald.backend, user: "anyone"))
+            let tag = try #require(first.headers[.eTag])
+            var conditional = headers(herald.backend, user: "anyone")
+            conditional[.ifNoneMatch] = tag
+            let again = try await client.call(.get, "/api/content", conditional)
+            #expect(again.status == .notModified)
+            #expect(again.body.readableBytes == 0)
+            var goldie = headers(herald.backend, user: "goldie")
+            _ = try await client.call(.put, "/api/users/goldie", headers(herald.backend), json: js(["tier_id": "gold"]))
+            goldie[.ifNoneMatch] = tag
+            #expect(try await client.call(.get, "/api/content", goldie).status == .ok, "another view, another tag")
+            _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": Array(Self.items.prefix(1))]))
+            #expect(try await client.call(.get, "/api/content", conditional).status == .notModified, "a draft changes nothing")
+            _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            #expect(try await client.call(.get, "/api/content", conditional).status == .ok, "publishing does")
+        }
+    }
+
     @Test func revertRestoresThePublishedSetIntoPending() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

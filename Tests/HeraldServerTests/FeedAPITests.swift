@@ -76,7 +76,10 @@ import Testing
             let expiry = Date().addingTimeInterval(3)
             _ = try await post(client, herald.admin, ["title": "short", "expires_at": Timestamp.format(expiry)])
             _ = try await post(client, herald.admin, ["title": "long"])
-            #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["short", "long"])
+            let before = titles(try await client.call(.get, "/feed/index.json", headers()))
+            // A machine too loaded to read within the window proves nothing about this read;
+            // the trim after the expiry below is checked either way.
+            if Date() < expiry { #expect(before == ["short", "long"]) }
             try await Task.sleep(for: .milliseconds(Int64(max(expiry.timeIntervalSinceNow, 0) * 1000) + 100))
             #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["long"], "trimmed at once, before any purge")
             #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["short", "long"], "admins still see it until the purge")

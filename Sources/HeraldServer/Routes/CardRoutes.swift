@@ -273,7 +273,7 @@ struct CardRoutes {
 
         let state = try await store.cardState(userID: userID)
         let current = CardCacheKey.text(userID: userID, state: state)
-        if let match = request.headers[.ifNoneMatch], Self.etags(match).contains(current) {
+        if EntityTag.matches(request, "\"\(current)\"") {
             return Response(status: .notModified, headers: [.eTag: "\"\(current)\""])
         }
         let pull = try await store.pull(userID: userID, since: given?.mark, order: order, limit: limit)
@@ -317,14 +317,6 @@ struct CardRoutes {
         )
     }
 
-    /// The entity tags in an `If-None-Match` header, quotes and weak markers removed.
-    static func etags(_ header: String) -> [String] {
-        header.split(separator: ",").map { tag in
-            var text = tag.trimmingCharacters(in: .whitespaces)
-            if text.hasPrefix("W/") { text.removeFirst(2) }
-            return text.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-        }
-    }
 }
 
 /// `{"index": "17", "card": "…"}`: indexes are strings, as the app's history keys are.

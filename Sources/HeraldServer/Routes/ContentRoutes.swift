@@ -62,6 +62,10 @@ struct ContentRoutes {
             var content: [[String: JSONValue]]
             var last_published_at: Nullable<Int64>
         }
-        return try JSONBody.response(Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: Nullable(set.lastPublishedAt)))
+        // Tagged by what this user gets: 304 while their visible items stay the same.
+        let body = try JSONBody.encoder().encode(
+            Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: Nullable(set.lastPublishedAt))
+        )
+        return EntityTag.response(body, request: request, cacheControl: "private, no-cache")
     }
 }

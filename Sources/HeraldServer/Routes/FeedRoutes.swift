@@ -63,13 +63,7 @@ struct FeedRoutes {
     @Sendable func index(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let messages = snapshot.eligible(at: Date(), for: try Self.query(request))
         let data = try JSONBody.encoder().encode(Document(messages: messages.map(Item.init)))
-        let etag = "\"" + Hex.lowercase(SHA256.hash(data: data).prefix(16)) + "\""
-        var headers: HTTPFields = [.eTag: etag, .cacheControl: "public, max-age=\(Self.maxAge)"]
-        if let given = request.headers[.ifNoneMatch], given.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "W/", with: "") == etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
-            return Response(status: .notModified, headers: headers)
-        }
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return EntityTag.response(data, request: request, cacheControl: "public, max-age=\(Self.maxAge)")
     }
 
     @Sendable func next(_ request: Request, context: HeraldRequestContext) async throws -> Response {
