@@ -179,7 +179,7 @@ public struct HeraldServer: Sendable {
             timestamps: configuration.timestamps
         ).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
-        TopicRoutes(store: store, ids: ids).register(on: router, table: routes)
+        TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)

@@ -74,6 +74,19 @@ struct Hierarchy {
         }
     }
 
+    /// Apps load the subject tree before sign-in when `topics.public_read` is on; writes still need a key.
+    @Test func publicReadOpensTheTreeAndNothingElse() async throws {
+        let herald = try await TestHerald.make { $0.topicsPublicRead = true }
+        try await herald.test { client in
+            _ = try await Hierarchy.build(client, admin: herald.admin)
+            let anonymous = try await client.call(.get, "/channel", headers())
+            #expect(anonymous.status == .ok)
+            #expect((anonymous.json as? [[String: Any]])?.count == 1)
+            #expect(try await client.call(.post, "/channel", headers(), json: js(["name": "x", "desc": "y"])).status == .unauthorized)
+            #expect(try await client.call(.get, "/message", headers()).status == .unauthorized)
+        }
+    }
+
     @Test func everyErrorStatus() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
@@ -198,7 +211,8 @@ struct Hierarchy {
             #expect(archive.status == .ok)
             let messages = try #require(archive.object["messages"] as? [[String: Any]])
             #expect(messages.compactMap { $0["title"] as? String } == ["Concert", "Fire drill"], "newest first")
-            #expect(messages.last?["sender"] as? String == "communicator-test")
+            #expect(messages.last?["sender"] as? String == "Communicator (communicator-test)", "the role in words and the key's name")
+            #expect(messages.last?["_id"] as? String == messages.last?["msi_key"] as? String)
             #expect(messages.last?["msi_key"] as? String == msi)
             #expect(messages.last?["message"] as? String == "At 10:00 in building B")
             let filtered = try await client.call(.get, "/message?topic_key=\(h.optIn)", headers(herald.admin))

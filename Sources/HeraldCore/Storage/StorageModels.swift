@@ -194,6 +194,21 @@ public enum Role: String, Sendable, Codable, CaseIterable {
     case communicator
     /// Send notifications, act for users.
     case backend
+
+    /// The role as the Message Hub apps name it in a message's `sender`.
+    public var words: String {
+        switch self {
+        case .admin: "Super User"
+        case .communicator: "Communicator"
+        case .backend: "Backend"
+        }
+    }
+
+    /// A Message Hub archive's `sender`: the role in words and the key's name,
+    /// `Communicator (comms-team)`.
+    public func sender(keyName: String) -> String {
+        "\(words) (\(keyName))"
+    }
 }
 
 public struct APIKeyRecord: Sendable, Equatable {

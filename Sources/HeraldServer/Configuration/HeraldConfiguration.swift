@@ -56,6 +56,8 @@ public struct HeraldConfiguration: Sendable {
     public var historyRetention: Duration?
     /// How long Message Hub archive entries are kept; nil keeps them forever.
     public var archiveRetention: Duration?
+    /// Whether `GET /channel` answers without credentials (`topics.public_read`).
+    public var topicsPublicRead = false
     /// How instants are written in history items and push data (SPEC §3): Pong's form by default.
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
@@ -127,6 +129,7 @@ public struct HeraldConfiguration: Sendable {
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
+        topicsPublicRead = try reader.requiredBool(forKey: "topics.public_read", default: topicsPublicRead)
         let style = try reader.requiredString(forKey: "timestamps", default: timestamps.rawValue)
         guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
         timestamps = parsedStyle

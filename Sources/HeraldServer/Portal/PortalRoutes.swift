@@ -149,7 +149,7 @@ struct PortalRoutes {
             topicKey: topicKey, distribution: distribution.rawValue
         )
         do {
-            let archived = try await service.postMessage(submission, sender: session.keyName)
+            let archived = try await service.postMessage(submission, sender: session.role.sender(keyName: session.keyName))
             return pages.page(
                 "sent",
                 [

@@ -13,6 +13,8 @@ struct MessageRoutes {
     }
 
     struct Item: Encodable {
+        /// The archive entry's id, as the Message Hub apps read it; the same as `msi_key`.
+        var _id: String
         var msi_key: String
         var topic_key: String
         var title: String
@@ -23,6 +25,7 @@ struct MessageRoutes {
         var sender: String
 
         init(_ m: ArchivedMessage) {
+            _id = m.msiKey
             msi_key = m.msiKey
             topic_key = m.topicKey
             title = m.title
@@ -37,7 +40,7 @@ struct MessageRoutes {
     @Sendable func post(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let key = try context.requireKey([.communicator, .admin])
         let submission = try await JSONBody.decode(MessageSubmission.self, from: request, context: context, knownFields: MessageSubmission.fieldNames)
-        let archived = try await service.postMessage(submission, sender: key.name)
+        let archived = try await service.postMessage(submission, sender: key.role.sender(keyName: key.name))
         context.logFields.set("notification_id", archived.msiKey)
         struct Body: Encodable {
             var msi_key: String

@@ -6,6 +6,8 @@ import HeraldCore
 struct TopicRoutes {
     let store: any TopicStore
     let ids: ObjectIDGenerator
+    /// `topics.public_read`: apps load the subject tree before anyone signs in.
+    var publicRead = false
 
     static let maxNameBytes = 200
     static let maxDescBytes = 2_000
@@ -69,8 +71,8 @@ struct TopicRoutes {
     }
 
     @Sendable func listChannels(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        guard context.caller != nil else {
-            throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <api key or user token>'")
+        guard context.caller != nil || publicRead else {
+            throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <api key or user token>' (or set topics.public_read)")
         }
         return try JSONBody.response(try await store.channels())
     }
