@@ -100,9 +100,9 @@ import Testing
         try await herald.test { client in
             let cases: [([String: Any], String)] = [
                 (["items": [["title": "x", "visibility": ["all": true]]]], "items[0].type"),
-                (["items": [Self.items[0], ["type": "t", "visibility": ["all": true]]]], "items[1].title"),
-                (["items": [["type": "t", "title": "x"]]], "items[0].visibility"),
-                (["items": [["type": "t", "title": "x", "visibility": ["all": false]]]], "admits nobody"),
+                (["items": [Self.items[0], ["type": "t", "title": 7, "visibility": ["all": true]]]], "items[1].title"),
+                (["items": [["type": "t", "title": "x", "visibility": "everyone"]]], "items[0].visibility"),
+                (["pendingContent": ["zero": ["type": "t", "visibility": ["all": true]]]], "pendingContent.zero"),
                 (["items": [["type": "t", "title": "x", "visibility": ["roles": ["a"]]]]], "items[0].visibility.roles"),
                 (["items": [["type": "t", "title": "x", "visibility": ["tier_ids": [true]]]]], "items[0].visibility.tier_ids[0]"),
                 (["items": [["type": "t", "title": "x", "order": "first", "visibility": ["all": true]]]], "items[0].order"),
@@ -118,6 +118,41 @@ import Testing
             for key in [herald.backend, herald.communicator] {
                 #expect(try await client.call(.post, "/api/content/publish", headers(key)).status == .forbidden)
             }
+        }
+    }
+
+    /// The CMS's own document, as it uploads it: camelCase, items keyed by index, a survey
+    /// without a title, an item for nobody (a warning, not a refusal), its own lastPublishedAt.
+    @Test func theCMSDocumentIsAcceptedAsItIs() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let document: [String: Any] = [
+                "lastPublishedAt": "1699999999999",
+                "pendingContent": [
+                    "0": ["type": "banner", "title": "Welcome", "order": 0, "visibility": ["all": true]],
+                    "1": ["type": "survey", "surveyId": "s-42", "order": 1, "visibility": ["tierIds": ["gold"], "groupIds": [7]]],
+                    "2": ["type": "note", "title": "Draft for nobody", "order": 2, "visibility": ["attendeeIds": []]],
+                ],
+            ]
+            let put = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(document))
+            #expect(put.status == .ok, "\(String(buffer: put.body))")
+            let warnings = put.object["warnings"] as? [[String: String]] ?? []
+            #expect(warnings.count == 1 && warnings.first?["item"] == "2", "\(warnings)")
+            let published = try await client.call(.post, "/api/content/publish", headers(herald.admin))
+            let stamp = try #require(published.object["last_published_at"] as? Int64)
+            #expect(stamp != 1_699_999_999_999, "publishing stamps it; the uploaded value is ignored")
+
+            _ = try await client.call(.put, "/api/users/g", headers(herald.backend), json: js(["tier_id": "gold"]))
+            let ours = try await client.call(.get, "/api/content", headers(herald.backend, user: "g"))
+            #expect((ours.object["content"] as? [[String: Any]])?.compactMap { $0["type"] as? String } == ["banner", "survey"])
+            let theirs = try await client.call(.get, "/api/content?format=doubledutch", headers(herald.backend, user: "g"))
+            let keyed = try #require(theirs.object["content"] as? [String: [String: Any]])
+            #expect(keyed.keys.sorted() == ["0", "1"])
+            #expect(keyed["1"]?["surveyId"] as? String == "s-42" && keyed["1"]?["visibility"] == nil)
+            #expect(theirs.object["lastPublishedAt"] as? Int64 == stamp)
+            let nobody = try await client.call(.get, "/api/content?format=doubledutch", headers(herald.backend, user: "2"))
+            #expect((nobody.object["content"] as? [String: Any])?.count == 1, "the item for nobody is shown to no one")
+            #expect(try await client.call(.get, "/api/content?format=xml", headers(herald.backend, user: "g")).status == .unprocessableContent)
         }
     }
 

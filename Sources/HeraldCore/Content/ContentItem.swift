@@ -5,6 +5,9 @@ public struct ContentVisibility: Sendable, Equatable {
     public var groupIDs: Set<String>
     public var attendeeIDs: Set<String>
 
+    /// Visible to nobody: no rule admits anyone. Stored as sent, with a warning to its author.
+    public var admitsNobody: Bool { !all && tierIDs.isEmpty && groupIDs.isEmpty && attendeeIDs.isEmpty }
+
     /// Whether a user with these attributes sees the item. Attendee ids are user ids.
     public func admits(userID: String, attributes: UserAttributes?) -> Bool {
         if all { return true }
@@ -15,8 +18,9 @@ public struct ContentVisibility: Sendable, Equatable {
     }
 }
 
-/// One item of personalised content (SPEC §7): `type`, `title`, `order`, `visibility`, and any
-/// other fields, which are returned as they were sent.
+/// One item of personalised content (SPEC §7): `type`, `order`, `visibility`, and any other
+/// fields (`title`, a survey's `surveyId`, ...), which are returned as they were sent. The CMS's
+/// camelCase visibility (`tierIds`, `groupIds`, `attendeeIds`) is read like Herald's own.
 public struct ContentItem: Sendable, Equatable, Codable {
     public static let maxItems = 1_000
 
@@ -37,16 +41,19 @@ public struct ContentItem: Sendable, Equatable, Codable {
     /// Validates one item; `path` names it in errors (`items[3]`).
     public init(fields: [String: JSONValue], path: String) throws {
         guard case .string(let type)? = fields["type"], !type.isEmpty else { throw HeraldError.invalidField("\(path).type", "is required: a non-empty string") }
-        guard case .string? = fields["title"] else { throw HeraldError.invalidField("\(path).title", "is required: a string") }
+        if let title = fields["title"], case .string = title {} else if fields["title"] != nil {
+            throw HeraldError.invalidField("\(path).title", "must be a string")
+        }
         switch fields["order"] {
         case .integer(let value)?: order = value
         case nil: order = 0
         default: throw HeraldError.invalidField("\(path).order", "must be an integer")
         }
-        guard case .object(let raw)? = fields["visibility"] else {
-            throw HeraldError.invalidField("\(path).visibility", "is required: {\"all\":true} or any of tier_ids, group_ids, attendee_ids")
+        switch fields["visibility"] {
+        case .object(let raw)?: visibility = try Self.visibility(raw, path: "\(path).visibility")
+        case nil: visibility = ContentVisibility(all: false, tierIDs: [], groupIDs: [], attendeeIDs: [])
+        default: throw HeraldError.invalidField("\(path).visibility", "must be an object: {\"all\":true} or any of tier_ids, group_ids, attendee_ids")
         }
-        visibility = try Self.visibility(raw, path: "\(path).visibility")
         self.fields = fields
     }
 
@@ -64,7 +71,7 @@ public struct ContentItem: Sendable, Equatable, Codable {
             case "all":
                 guard case .bool(let flag) = value else { throw HeraldError.invalidField("\(path).all", "must be true or false") }
                 visibility.all = flag
-            case "tier_ids", "group_ids", "attendee_ids":
+            case "tier_ids", "group_ids", "attendee_ids", "tierIds", "groupIds", "attendeeIds":
                 guard case .array(let entries) = value else { throw HeraldError.invalidField("\(path).\(key)", "must be an array of ids") }
                 // Ids are strings; numbers are accepted and compared as their decimal text (SPEC §7).
                 let ids = try entries.enumerated().map { index, entry -> String in
@@ -75,16 +82,13 @@ public struct ContentItem: Sendable, Equatable, Codable {
                     }
                 }
                 switch key {
-                case "tier_ids": visibility.tierIDs = Set(ids)
-                case "group_ids": visibility.groupIDs = Set(ids)
-                default: visibility.attendeeIDs = Set(ids)
+                case "tier_ids", "tierIds": visibility.tierIDs.formUnion(ids)
+                case "group_ids", "groupIds": visibility.groupIDs.formUnion(ids)
+                default: visibility.attendeeIDs.formUnion(ids)
                 }
             default:
                 throw HeraldError.invalidField("\(path).\(key)", "is not a visibility rule (use all, tier_ids, group_ids, attendee_ids)")
             }
-        }
-        guard visibility.all || !visibility.tierIDs.isEmpty || !visibility.groupIDs.isEmpty || !visibility.attendeeIDs.isEmpty else {
-            throw HeraldError.invalidField(path, "admits nobody: give {\"all\":true} or at least one id")
         }
         return visibility
     }

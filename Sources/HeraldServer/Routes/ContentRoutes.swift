@@ -25,18 +25,67 @@ struct ContentRoutes {
         }
     }
 
+    /// Herald's `{"items": [...]}`, or the CMS's own document: `{"pendingContent": {"0": {...},
+    /// "1": {...}}, "lastPublishedAt": "..."}` (an array works too). An uploaded
+    /// `lastPublishedAt` is ignored: publishing stamps it. Items visible to nobody are stored
+    /// and named in `warnings`.
     @Sendable func putPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        struct Body: Decodable { var items: [JSONValue]? }
-        let body = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["items"])
-        guard let raw = body.items else { throw HeraldError.missingField("items") }
-        guard raw.count <= ContentItem.maxItems else { throw HeraldError.invalidField("items", "must have at most \(ContentItem.maxItems) entries") }
-        let items = try raw.enumerated().map { index, value in
-            guard case .object(let fields) = value else { throw HeraldError.invalidField("items[\(index)]", "must be an object") }
-            return try ContentItem(fields: fields, path: "items[\(index)]")
+        struct Body: Decodable {
+            var items: JSONValue?
+            var pendingContent: JSONValue?
+            var lastPublishedAt: JSONValue?
+            var last_published_at: JSONValue?
+        }
+        let body = try await JSONBody.decode(
+            Body.self, from: request, context: context, knownFields: ["items", "pendingContent", "lastPublishedAt", "last_published_at"]
+        )
+        let field = body.items != nil ? "items" : "pendingContent"
+        guard let document = body.items ?? body.pendingContent else { throw HeraldError.missingField("items") }
+        let entries = try Self.entries(document, field: field)
+        guard entries.count <= ContentItem.maxItems else { throw HeraldError.invalidField(field, "must have at most \(ContentItem.maxItems) entries") }
+        var warnings: [Warning] = []
+        let items = try entries.map { key, value in
+            let path = field == "items" && Int(key) != nil ? "items[\(key)]" : "\(field).\(key)"
+            guard case .object(let fields) = value else { throw HeraldError.invalidField(path, "must be an object") }
+            let item = try ContentItem(fields: fields, path: path)
+            if item.visibility.admitsNobody {
+                warnings.append(Warning(item: key, message: "'\(path).visibility' admits nobody: the item is stored and shown to no one"))
+            }
+            return item
         }
         try await store.setPendingContent(items)
-        return try JSONBody.response(SetBody(try await store.pendingContent()))
+        struct Answer: Encodable {
+            var items: [ContentItem]
+            var last_published_at: Nullable<Int64>
+            var warnings: [Warning]?
+        }
+        let stored = try await store.pendingContent()
+        return try JSONBody.response(Answer(items: stored.items, last_published_at: Nullable(stored.lastPublishedAt), warnings: warnings.isEmpty ? nil : warnings))
+    }
+
+    struct Warning: Encodable {
+        var item: String
+        var message: String
+    }
+
+    /// The items of an array, or of an object keyed `"0"`, `"1"`, ... (in index order), with their keys.
+    static func entries(_ document: JSONValue, field: String) throws -> [(key: String, value: JSONValue)] {
+        switch document {
+        case .array(let values):
+            return values.enumerated().map { (String($0.offset), $0.element) }
+        case .object(let members):
+            return try members.map { key, value in
+                guard let index = Int(key), index >= 0, String(index) == key else {
+                    throw HeraldError.invalidField("\(field).\(key)", "is not an index: keys are \"0\", \"1\", ...")
+                }
+                return (index, key, value)
+            }
+            .sorted { $0.0 < $1.0 }
+            .map { ($0.1, $0.2) }
+        default:
+            throw HeraldError.invalidField(field, "must be an array of items, or an object keyed \"0\", \"1\", ...")
+        }
     }
 
     @Sendable func getPending(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -58,14 +107,27 @@ struct ContentRoutes {
         let userID = try context.actingUser(request)
         let set = try await store.publishedContent()
         let attributes = try await store.attributes(userID: userID)
-        struct Body: Encodable {
-            var content: [[String: JSONValue]]
-            var last_published_at: Nullable<Int64>
+        let visible = set.visible(to: userID, attributes: attributes).map(\.publicFields)
+        let body: Data
+        switch request.uri.queryParameters.get("format") {
+        case nil, "", "herald"?:
+            struct Body: Encodable {
+                var content: [[String: JSONValue]]
+                var last_published_at: Nullable<Int64>
+            }
+            body = try JSONBody.encoder().encode(Body(content: visible, last_published_at: Nullable(set.lastPublishedAt)))
+        case "doubledutch"?:
+            // The CMS's shape: items keyed by index, camelCase.
+            struct Body: Encodable {
+                var content: [String: [String: JSONValue]]
+                var lastPublishedAt: Nullable<Int64>
+            }
+            let keyed = Dictionary(uniqueKeysWithValues: visible.enumerated().map { (String($0.offset), $0.element) })
+            body = try JSONBody.encoder().encode(Body(content: keyed, lastPublishedAt: Nullable(set.lastPublishedAt)))
+        default:
+            throw HeraldError.invalidField("format", "must be 'herald' or 'doubledutch'")
         }
         // Tagged by what this user gets: 304 while their visible items stay the same.
-        let body = try JSONBody.encoder().encode(
-            Body(content: set.visible(to: userID, attributes: attributes).map(\.publicFields), last_published_at: Nullable(set.lastPublishedAt))
-        )
         return EntityTag.response(body, request: request, cacheControl: "private, no-cache")
     }
 }
