@@ -38,6 +38,15 @@ final class HeraldClient: Sendable {
         return try JSONDecoder().decode(Receipt.self, from: data)
     }
 
+    /// A dry run's answer (`"dry_run": true`): the JSON object as Herald wrote it.
+    func dryRun(_ payload: [String: Any]) async throws -> [String: Any] {
+        var payload = payload
+        payload["dry_run"] = true
+        let (status, data) = try await request("POST", "/api/notifications", body: try JSONSerialization.data(withJSONObject: payload))
+        guard status == 200 else { throw Failure(description: Self.describe(status: status, data: data)) }
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    }
+
     /// Deliveries per sink and state: `["history": ["delivered": 1]]`.
     func status(of id: String) async throws -> [String: [String: Int]] {
         struct Status: Decodable { var summary: [String: [String: Int]] }

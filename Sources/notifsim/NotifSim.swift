@@ -12,12 +12,21 @@ struct NotifSim: AsyncParsableCommand {
         abstract: "Send notifications to a running Herald.",
         discussion: """
             Example: notifsim -u 62cc403b99efc110a9a73a55 -t generic -r /
+            With HERALD_NOTIFSIM_USER set: notifsim -t leader -b "You're on the leaderboard!"
+            The resource from the type: notifsim -t comment --id DKJW (→ /posts/DKJW)
+            Check without sending: notifsim -u alice -t upvote --id DKJW --dry-run
             Load: notifsim -u alice -t hot -n Title --count 10000 --concurrency 32
             """
     )
 
-    @Option(name: .short, help: "User id to send to (repeat for several).")
+    @Option(name: .short, help: "User id to send to (repeat for several; default $HERALD_NOTIFSIM_USER).")
     var user: [String] = []
+
+    @Option(help: "The post or thread id: with -r omitted, the resource follows from the type (message, reply → /messages/ID; upvote, comment, hot, top → /posts/ID; leader → /stats).")
+    var id: String?
+
+    @Flag(name: .customLong("dry-run"), help: "Validate and route, and have each push provider validate (FCM validate_only); store and send nothing.")
+    var dryRun = false
 
     @Option(name: .short, help: "Notification type (upvote, comment, hot, top, leader, message, reply, violation, generic, alert, or a configured one).")
     var type: String = "generic"
@@ -58,8 +67,28 @@ struct NotifSim: AsyncParsableCommand {
     @Option(help: "At most this many requests per second in load mode (default: as fast as possible).")
     var rate: Double?
 
+    /// `-u`, or the developer's own test account from the environment.
+    var recipients: [String] {
+        if !user.isEmpty { return user }
+        return ProcessInfo.processInfo.environment["HERALD_NOTIFSIM_USER"].flatMap { $0.isEmpty ? nil : [$0] } ?? []
+    }
+
+    /// `-r`, or the resource the app opens for this type and `--id` (the app team's convention).
+    var resolvedResource: String? {
+        if let resource { return resource }
+        switch type {
+        case "leader": return "/stats"
+        case "message", "reply": return id.map { "/messages/\($0)" }
+        case "upvote", "comment", "hot", "top": return id.map { "/posts/\($0)" }
+        default: return nil
+        }
+    }
+
     func validate() throws {
-        guard !user.isEmpty || topic != nil else { throw ValidationError("name a recipient with -u USER (repeatable) or --topic KEY") }
+        guard !recipients.isEmpty || topic != nil else {
+            throw ValidationError("name a recipient with -u USER (repeatable), --topic KEY, or set HERALD_NOTIFSIM_USER")
+        }
+        if dryRun { guard count == 1, topic == nil else { throw ValidationError("--dry-run sends one notification to users (-u), not --count or --topic") } }
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard (1...1024).contains(concurrency) else { throw ValidationError("--concurrency must be 1-1024") }
         if let rate { guard rate > 0 else { throw ValidationError("--rate must be positive") } }
@@ -73,7 +102,9 @@ struct NotifSim: AsyncParsableCommand {
         }
         let client = HeraldClient(baseURL: url, apiKey: apiKey)
         defer { client.shutdown() }
-        if count == 1 {
+        if dryRun {
+            try await dryRunOne(client)
+        } else if count == 1 {
             try await sendOne(client)
         } else {
             try await LoadRun(count: count, concurrency: concurrency, rate: rate).run { index in
@@ -106,9 +137,39 @@ struct NotifSim: AsyncParsableCommand {
         }
     }
 
+    private func dryRunOne(_ client: HeraldClient) async throws {
+        let answer: [String: Any]
+        do {
+            answer = try await client.dryRun(payload(index: nil))
+        } catch let error as HeraldClient.Failure {
+            FileHandle.standardError.write(Data("notifsim: error: \(error.description)\n".utf8))
+            throw ExitCode.failure
+        }
+        print("dry run: nothing was stored or sent")
+        print("recipients: \(answer["recipients"] as? Int ?? 0)")
+        for delivery in answer["deliveries"] as? [[String: Any]] ?? [] {
+            let recipient = delivery["recipient"] as? [String: Any] ?? [:]
+            let device = (recipient["device_id"] as? String).map { " device \($0)" } ?? ""
+            let distribution = (delivery["payload"] as? [String: Any])?["distribution"] as? String ?? ""
+            print("  \(delivery["sink"] as? String ?? "?"): \(recipient["user_id"] as? String ?? "")\(device) (\(distribution))")
+        }
+        var invalid = false
+        for answer in answer["provider"] as? [[String: Any]] ?? [] {
+            let sink = answer["sink"] as? String ?? "?"
+            switch answer["valid"] as? Bool {
+            case true?: print("  \(sink) provider: valid")
+            case false?:
+                invalid = true
+                print("  \(sink) provider: invalid: \(answer["error"] as? String ?? "")")
+            case nil: print("  \(sink) provider: not asked (\(answer["error"] as? String ?? "unsupported"))")
+            }
+        }
+        if invalid { throw ExitCode.failure }
+    }
+
     func payload(index: Int?) -> [String: Any] {
         var body: [String: Any] = ["type": type, "title": title, "body": self.body]
-        if let resource { body["url"] = resource == "null" ? NSNull() : resource }
+        if let resource = resolvedResource { body["url"] = resource == "null" ? NSNull() : resource }
         if let distribution { body["distribution"] = distribution }
         if !data.isEmpty {
             body["data"] = Dictionary(data.map { entry in
@@ -116,7 +177,7 @@ struct NotifSim: AsyncParsableCommand {
                 return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
             }) { _, last in last }
         }
-        if let topic { body["topic"] = topic } else { body["user_ids"] = user }
+        if let topic { body["topic"] = topic } else { body["user_ids"] = recipients }
         if let idempotencyKey { body["idempotency_key"] = index.map { "\(idempotencyKey)-\($0)" } ?? idempotencyKey }
         return body
     }

@@ -91,6 +91,42 @@ import Testing
         _ = await emulator.stop()
     }
 
+    /// The app team's documented commands: the user from HERALD_NOTIFSIM_USER, the resource from
+    /// the type and --id, and --dry-run asking FCM to validate (validate_only) without sending.
+    @Test func notifsimDryRunValidatesWithFCMAndSendsNothing() async throws {
+        let account = directory.appendingPathComponent("fcm-dry.json").path
+        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(
+            arguments: ["--database", database], environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url], in: directory
+        )
+        for (user, token) in [("dev", "good-token"), ("broken", "invalid-token")] {
+            let (status, _) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(token)\"}")
+            #expect(status == 200)
+        }
+        let environment = ["HERALD_NOTIFSIM_USER": "dev", "HERALD_API_KEY": key, "HERALD_URL": herald.url]
+        let dry = try await runCommand(Binaries.path("notifsim"), ["-t", "comment", "--id", "DKJW", "-n", "New comment", "--dry-run"], environment: environment, in: directory)
+        #expect(dry.status == 0, "\(dry.stdout)\(dry.stderr)")
+        #expect(dry.stdout.contains("nothing was stored or sent") && dry.stdout.contains("fcm provider: valid"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("fcm: dev device"), "\(dry.stdout)")
+        let refused = try await runCommand(Binaries.path("notifsim"), ["-u", "broken", "-t", "generic", "--dry-run"], environment: environment, in: directory)
+        #expect(refused.status != 0 && refused.stdout.contains("fcm provider: invalid"), "\(refused.stdout)")
+
+        let inspection = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/messages"), timeout: .seconds(10))
+        let body = try JSONSerialization.jsonObject(with: Data(try await inspection.body.collect(upTo: 1 << 20).readableBytesView)) as? [String: Any]
+        let requests = (body?["requests"] as? [[String: Any]]) ?? []
+        #expect(requests.count == 2 && requests.allSatisfy { ($0["request"] as? [String: Any])?["validate_only"] as? Bool == true }, "\(requests)")
+        let message = (requests.first?["request"] as? [String: Any])?["message"] as? [String: Any]
+        #expect((message?["data"] as? [String: String])?["url"]?.hasSuffix("/posts/DKJW") == true, "the resource follows from the type and --id")
+        let stats = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/stats"), timeout: .seconds(10))
+        let delivered = (try JSONSerialization.jsonObject(with: Data(try await stats.body.collect(upTo: 1 << 16).readableBytesView)) as? [String: Any])?["delivered"] as? Int
+        #expect(delivered == 0, "a dry run delivers nothing")
+        let (_, history) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/history", key: key, user: "dev")
+        #expect((history["history"] as? [Any])?.isEmpty == true, "and stores nothing")
+        await herald.expectCleanStop()
+        _ = await emulator.stop()
+    }
+
     @Test func notifsimReportsServerErrorsAndExitsNonZero() async throws {
         let key = try await createKey("backend")
         let herald = try await RunningHerald(arguments: ["--database", database], in: directory)

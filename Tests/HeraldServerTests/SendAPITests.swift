@@ -61,6 +61,31 @@ import Testing
         }
     }
 
+    /// `"dry_run": true` plans the deliveries and asks the push sinks, and stores and sends nothing.
+    @Test func aDryRunPlansAndStoresNothing() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u1"), json: ["fcm_token": "tok-1"])
+            let dry = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "body": "b", "url": "/posts/X", "user_ids": ["u1"], "dry_run": true]
+            )
+            #expect(dry.status == .ok, "\(String(buffer: dry.body))")
+            #expect(dry.object["dry_run"] as? Bool == true && dry.object["recipients"] as? Int == 1)
+            let deliveries = dry.object["deliveries"] as? [[String: Any]] ?? []
+            #expect(Set(deliveries.compactMap { $0["sink"] as? String }) == ["history", "fcm"])
+            let push = deliveries.first { $0["sink"] as? String == "fcm" }
+            #expect((push?["recipient"] as? [String: Any])?["provider"] as? String == "fcm")
+            #expect((push?["payload"] as? [String: Any])?["url"] as? String == "https://pong.example/posts/X")
+            #expect((dry.object["provider"] as? [[String: Any]])?.first?["sink"] as? String == "fcm")
+            try await herald.deliver()
+            #expect(herald.push.received.isEmpty, "nothing was sent")
+            let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u1"))
+            #expect((history.object["history"] as? [Any])?.isEmpty == true, "nothing was stored")
+            let topic = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "topic": "a-b-c", "dry_run": true])
+            #expect(topic.status == .unprocessableContent || topic.status == .notFound)
+        }
+    }
+
     @Test func oversizedBodiesAre413() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

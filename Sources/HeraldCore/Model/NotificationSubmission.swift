@@ -17,6 +17,8 @@ public struct NotificationSubmission: Decodable, Sendable {
     public var topic: String?
     public var audience: Audience?
     public var broadcast: BroadcastTarget?
+    /// Validate, route and ask the push providers to validate; store and send nothing.
+    public var dryRun: Bool?
 
     public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 
@@ -26,6 +28,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         case collapseKey = "collapse_key"
         case idempotencyKey = "idempotency_key"
         case userIDs = "user_ids"
+        case dryRun = "dry_run"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -51,6 +54,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         topic = try c.decodeIfPresent(String.self, forKey: .topic)
         audience = try c.decodeIfPresent(Audience.self, forKey: .audience)
         broadcast = try c.decodeIfPresent(BroadcastTarget.self, forKey: .broadcast)
+        dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun)
     }
 
     public init(

@@ -26,6 +26,7 @@ struct NotificationRoutes {
             }
             submission.idempotencyKey = header
         }
+        if submission.dryRun == true { return try await dryRun(submission) }
         let hash = submission.idempotencyKey == nil ? "" : try IdempotencyHash.of(bytes)
         let result = try await service.send(submission, scope: key.id.hex, requestHash: hash)
         let receipt = result.receipt
@@ -37,6 +38,58 @@ struct NotificationRoutes {
         var response = try JSONBody.response(Body(id: receipt.id.hex, recipients: receipt.recipients), status: .accepted)
         if case .replayed = result { response.headers[Self.replayedHeader] = "true" }
         return response
+    }
+
+    /// `"dry_run": true`: what would happen, with each push provider's own validation; nothing
+    /// is stored or sent.
+    func dryRun(_ submission: NotificationSubmission) async throws -> Response {
+        let report = try await service.dryRun(submission)
+        struct Recipient: Encodable {
+            var user_id: String
+            var device_id: String?
+            var provider: String?
+            var topic: String?
+        }
+        struct Payload: Encodable {
+            var type: String
+            var title: String
+            var body: String
+            var url: Nullable<String>
+            var data: [String: String]
+            var distribution: String
+        }
+        struct PlannedDelivery: Encodable {
+            var sink: String
+            var recipient: Recipient
+            var payload: Payload
+        }
+        struct ProviderAnswer: Encodable {
+            var sink: String
+            var valid: Bool?
+            var error: String?
+        }
+        struct Answer: Encodable {
+            var dry_run = true
+            var recipients: Int
+            var deliveries: [PlannedDelivery]
+            var provider: [ProviderAnswer]
+        }
+        let n = report.notification
+        let deliveries = report.deliveries.map { d in
+            PlannedDelivery(
+                sink: d.sink,
+                recipient: Recipient(user_id: d.recipient.userID, device_id: d.recipient.device?.id.hex, provider: d.recipient.device?.address.provider, topic: d.recipient.topic),
+                payload: Payload(type: n.type, title: n.title, body: n.body, url: Nullable(n.url), data: n.data, distribution: d.distribution.rawValue)
+            )
+        }
+        let provider = report.provider.map { answer -> ProviderAnswer in
+            switch answer.result {
+            case .valid: ProviderAnswer(sink: answer.sink, valid: true)
+            case .invalid(let reason): ProviderAnswer(sink: answer.sink, valid: false, error: reason)
+            case .unsupported: ProviderAnswer(sink: answer.sink, valid: nil, error: "this sink cannot ask its provider to validate")
+            }
+        }
+        return try JSONBody.response(Answer(recipients: report.recipients, deliveries: deliveries, provider: provider))
     }
 
     static let idempotencyHeader = HTTPField.Name("Idempotency-Key")!
