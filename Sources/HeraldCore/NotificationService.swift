@@ -73,8 +73,13 @@ public struct NotificationService: Sendable {
                 throw HeraldError(.unprocessable, code: "unsupported_target", "no sink publishes broadcasts on this server")
             }
             result = try await store.accept(notification, recipients: 0, deliveries: deliveries, idempotency: claim, idempotencySince: since)
-        case .audience:
-            throw HeraldError(.unprocessable, code: "unsupported_target", "'\(notification.target.kind.rawValue)' targets are not supported by this server yet")
+        case .audience(let audience):
+            let router = self.router
+            let planned = notification
+            result = try await store.acceptAudience(
+                notification, audience: audience, route: { router.plan(planned, for: $0, at: now) }, pageSize: fanOutPageSize,
+                idempotency: claim, idempotencySince: since
+            )
         }
         if case .accepted = result {
             metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)

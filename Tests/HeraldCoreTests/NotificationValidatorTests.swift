@@ -71,7 +71,8 @@ import Testing
         ("too many users", { $0.userIDs = (0...1000).map { "u\($0)" } }, "'user_ids'"),
         ("empty data key", { $0.data = ["": "x"] }, "'data'"),
         ("malformed topic", { $0.userIDs = nil; $0.topic = "a-b-c" }, "'topic'"),
-        ("audience not yet supported", { $0.userIDs = nil; $0.audience = Audience(all: true) }, "not supported"),
+        ("audience naming nobody", { $0.userIDs = nil; $0.audience = Audience() }, "names nobody"),
+        ("audience with a bad user id", { $0.userIDs = nil; $0.audience = Audience(userIDs: ["a b"]) }, "audience.user_ids[0]"),
         ("title too long", { $0.title = String(repeating: "t", count: 1025) }, "'title'"),
     ]
 

@@ -61,6 +61,32 @@ import Testing
         }
     }
 
+    /// Audience targets resolve to users by tier, group and id (OR-ed, numbers read as text),
+    /// each user's settings applied as for any send.
+    @Test func anAudienceReachesItsUsersHistoriesAndDevices() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await client.call(.put, "/api/users/ann", headers(herald.backend), json: js(["tier_id": 3]))
+            _ = try await client.call(.put, "/api/users/bob", headers(herald.backend), json: js(["group_ids": ["press"]]))
+            _ = try await client.call(.put, "/api/users/cy", headers(herald.backend), json: js(["tier_id": "silver"]))
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "bob"), json: ["fcm_token": "bob-phone"])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "alert", "title": "Doors open", "audience": ["tier_ids": [3], "group_ids": ["press"], "user_ids": ["dee"]]]
+            )
+            #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
+            #expect(sent.object["recipients"] as? Int == 3)
+            try await herald.deliver()
+            for (user, count) in [("ann", 1), ("bob", 1), ("dee", 1), ("cy", 0)] {
+                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+                #expect((history.object["history"] as? [Any])?.count == count, "\(user)")
+            }
+            #expect(herald.push.received.map { $0.recipient.userID } == ["bob"], "devices get pushes as for any send")
+            let nobody = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "alert", "title": "t", "audience": [:]])
+            #expect(nobody.status == .unprocessableContent && nobody.errorMessage.contains("audience"))
+        }
+    }
+
     /// `"dry_run": true` plans the deliveries and asks the push sinks, and stores and sends nothing.
     @Test func aDryRunPlansAndStoresNothing() async throws {
         let herald = try await TestHerald.make()

@@ -19,6 +19,30 @@ import Testing
         users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }
     }
 
+    /// An audience reaches the users whose tier or groups it lists and the users it names
+    /// (known or not), OR-ed and once each; `all` reaches every user Herald knows.
+    @Test(arguments: StoreKind.allCases)
+    func audiencesReachMatchingAndNamedUsersOnce(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "a")
+        try await store.setAttributes(UserAttributes(tierID: "gold", groupIDs: ["x", "y"]), userID: "b")
+        try await store.setAttributes(UserAttributes(tierID: "silver", groupIDs: ["z"]), userID: "c")
+        try await store.setAttributes(UserAttributes(), userID: "d")
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { [PlannedDelivery(sink: "history", userID: $0.userID, distribution: .alert)] }
+        func reached(_ audience: Audience, pageSize: Int = 2) async throws -> [String] {
+            let n = notification([])
+            let result = try await store.acceptAudience(n, audience: audience, route: route, pageSize: pageSize, idempotency: nil, idempotencySince: t0)
+            guard case .accepted(let receipt) = result else { return [] }
+            let status = try #require(try await store.status(of: n.id))
+            #expect(status.recipients == receipt.recipients)
+            return status.deliveries.map(\.userID).sorted()
+        }
+        #expect(try await reached(Audience(tierIDs: ["gold"], groupIDs: ["z"], userIDs: ["b", "stranger"])) == ["a", "b", "c", "stranger"])
+        #expect(try await reached(Audience(groupIDs: ["y"])) == ["b"])
+        #expect(try await reached(Audience(all: true, userIDs: ["stranger"]), pageSize: 1) == ["a", "b", "c", "d", "stranger"])
+        #expect(try await reached(Audience(tierIDs: ["bronze"])) == [])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func migrateTwiceIsHarmless(_ kind: StoreKind) async throws {
         let store = try await kind.make()

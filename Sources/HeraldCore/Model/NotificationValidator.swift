@@ -3,6 +3,8 @@ public import Foundation
 /// Checks a ``NotificationSubmission`` against SPEC §2 and builds the ``HeraldNotification``.
 public struct NotificationValidator: Sendable {
     public static let maxRecipients = 1_000
+    /// Ids an audience may list per kind (tiers, groups, users); the users they match are unbounded.
+    public static let maxAudienceIDs = 1_000
     public static let maxTitleBytes = 1_024
     public static let maxBodyBytes = 8_192
     /// Priorities a notification or feed message may have.
@@ -134,10 +136,15 @@ public struct NotificationValidator: Sendable {
             return target
         case .broadcast:
             return target
-        case .audience:
-            // Topic, audience and broadcast fan-out are built on the topic hierarchy and the pull
-            // feed, which this server does not have yet: refuse clearly instead of dropping them.
-            throw HeraldError(.unprocessable, code: "unsupported_target", "'\(target.kind.rawValue)' targets are not supported by this server yet; use 'user_ids'")
+        case .audience(let audience):
+            guard audience.all || !audience.tierIDs.isEmpty || !audience.groupIDs.isEmpty || !audience.userIDs.isEmpty else {
+                throw HeraldError.invalidField("audience", "names nobody: give {\"all\":true} or any of tier_ids, group_ids, user_ids")
+            }
+            for (field, ids) in [("tier_ids", audience.tierIDs), ("group_ids", audience.groupIDs), ("user_ids", audience.userIDs)] {
+                guard ids.count <= Self.maxAudienceIDs else { throw HeraldError.invalidField("audience.\(field)", "must have at most \(Self.maxAudienceIDs) entries") }
+                for (index, id) in ids.enumerated() { try UserID.validate(id, field: "audience.\(field)[\(index)]") }
+            }
+            return target
         }
     }
 

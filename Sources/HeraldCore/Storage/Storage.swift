@@ -52,6 +52,13 @@ public protocol NotificationStore: Sendable {
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
         archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
+    /// Stores a notification for every user the audience names (SPEC §2: `all`, or any of the
+    /// tiers, groups and user ids, OR-ed, as content visibility is) in one transaction, reading
+    /// users in pages of `pageSize` and routing each page with `route`.
+    func acceptAudience(
+        _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
     /// What an idempotency key claimed since `since` stands for: `.replayed` with the first

@@ -43,6 +43,43 @@ extension PostgresStore {
         }
     }
 
+    public func acceptAudience(
+        _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await transaction { session in
+            let now = Self.micros(notification.timestamp)
+            if let earlier = try await Self.insert(notification, recipients: 0, session, idempotency: idempotency, since: idempotencySince) {
+                return earlier
+            }
+            var recipients = 0
+            var after = ""
+            while true {
+                // Users whose attributes match, and the users named, once each, in keyset pages.
+                let page = try await session.rows(
+                    """
+                    SELECT user_id FROM (
+                        SELECT id AS user_id FROM users
+                        WHERE \(audience.all) OR (attributes::jsonb ->> 'tier_id') = ANY(\(audience.tierIDs)::text[])
+                            OR COALESCE(attributes::jsonb -> 'group_ids', '[]'::jsonb) ?| \(audience.groupIDs)::text[]
+                        UNION SELECT unnest(\(audience.userIDs)::text[])
+                    ) s WHERE user_id > \(after) ORDER BY user_id LIMIT \(pageSize)
+                    """
+                ).map { try $0.text("user_id") }
+                guard let last = page.last else { break }
+                try await Self.insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
+                recipients += page.count
+                after = last
+            }
+            try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
+            if let claim = idempotency {
+                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
+            }
+            try await session.notifyWork()
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
     /// Entirely inside PostgreSQL, nothing read into memory whatever the topic's size: one
     /// statement writes the history rows, in the accepting transaction, and records them as
     /// delivered history deliveries (one queue round-trip per row saved).

@@ -43,6 +43,35 @@ extension SQLiteStore {
         }
     }
 
+    public func acceptAudience(
+        _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try Self.checkFile(file)
+        return try await writer.write { db in
+            let now = Self.micros(notification.timestamp)
+            if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
+                return earlier
+            }
+            // Users whose attributes match, and the users named, once each.
+            let source = """
+                SELECT id AS user_id FROM users
+                WHERE ? OR json_extract(attributes, '$.tier_id') IN (SELECT value FROM json_each(?))
+                    OR EXISTS (SELECT 1 FROM json_each(users.attributes, '$.group_ids') g WHERE g.value IN (SELECT value FROM json_each(?)))
+                UNION SELECT value AS user_id FROM json_each(?)
+                """
+            let arguments: StatementArguments = [
+                audience.all, try StoredJSON.encode(audience.tierIDs), try StoredJSON.encode(audience.groupIDs), try StoredJSON.encode(audience.userIDs),
+            ]
+            let recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+            try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
+            if let claim = idempotency {
+                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE scope = ? AND key = ?", arguments: [recipients, claim.scope, claim.key])
+            }
+            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
     /// Entirely inside SQLite, nothing read into memory whatever the topic's size: the history
     /// rows are written in the accepting transaction and recorded as delivered history
     /// deliveries (one queue round-trip per row saved). - Returns: the number of recipients.
