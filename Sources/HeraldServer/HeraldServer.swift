@@ -201,15 +201,16 @@ public struct HeraldServer: Sendable {
     public func application(
         deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let sinkServices = sinks.sinks.compactMap { $0 as? any Service }
         var policy = StorageMaintenance.Policy(
             staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
             idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
         )
         policy.events = configuration.eventRetention
         let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
-        let background: [any Service] =
-            [StorageService(store: store)] + sinkServices + [engine, FeedMaintenance(store: store, snapshot: feed, logger: logger), maintenance]
+        let named: [(String, any Service)] =
+            [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
+            + [("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)), ("storage maintenance", maintenance)]
+        let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
         let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))
         return Application(
             router: router(),
@@ -235,7 +236,9 @@ public struct HeraldServer: Sendable {
     /// the lease runs out, so nothing accepted is lost.
     public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         var group = ServiceGroupConfiguration(
-            services: [.init(service: application(onServerRunning: onServerRunning))],
+            // Named, so a shutdown logs when it starts (the HTTP server drains first, then the
+            // background services in turn) and when it is done.
+            services: [.init(service: StoppingService(name: "herald", base: application(onServerRunning: onServerRunning), logger: logger))],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
