@@ -35,6 +35,8 @@ public struct HeraldServer: Sendable {
     let ids: ObjectIDGenerator
     /// Anonymous device sign-ups per client address; one per server, kept across requests.
     let signUpLimiter: SignUpLimiter
+    /// Open HTTP connections, ended when a graceful shutdown's drain runs out.
+    let connections = OpenConnections()
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -216,7 +218,7 @@ public struct HeraldServer: Sendable {
             router: router(),
             server: .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout)],
+                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout, connections: connections)],
                     idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
                 )
             ),
@@ -230,6 +232,13 @@ public struct HeraldServer: Sendable {
         )
     }
 
+    /// How long in-flight HTTP requests may take at a graceful shutdown before the connections
+    /// still open are ended: a third of `shutdown_timeout`, between 1 and 10 seconds, so the
+    /// deliveries draining after the server keep most of the budget.
+    static func drainTime(_ shutdownTimeout: Duration) -> Duration {
+        min(max(shutdownTimeout / 3, .seconds(1)), .seconds(10))
+    }
+
     /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets in-flight deliveries
     /// finish and record their outcomes, and returns, all within `shutdown_timeout`. Past it,
     /// the rest is cancelled: deliveries without an outcome stay leased and are retried once
@@ -238,7 +247,22 @@ public struct HeraldServer: Sendable {
         var group = ServiceGroupConfiguration(
             // Named, so a shutdown logs when it starts (the HTTP server drains first, then the
             // background services in turn) and when it is done.
-            services: [.init(service: StoppingService(name: "herald", base: application(onServerRunning: onServerRunning), logger: logger))],
+            services: [
+                .init(
+                    service: StoppingService(
+                        name: "herald", base: application(onServerRunning: onServerRunning), logger: logger,
+                        onStop: { [connections, logger, drain = Self.drainTime(configuration.shutdownTimeout)] in
+                            // In-flight requests get their time; connections still open after it
+                            // (idle ones that missed the server's own close) are ended.
+                            Task {
+                                try? await Task.sleep(for: drain)
+                                let closed = connections.closeAll()
+                                if closed > 0 { logger.notice("closed \(closed) HTTP connections still open \(drain) into the shutdown") }
+                            }
+                        }
+                    )
+                )
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout

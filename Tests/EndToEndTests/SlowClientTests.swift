@@ -30,6 +30,32 @@ import Glibc
         await herald.expectCleanStop()
     }
 
+    /// A client that never finishes its request cannot hold a graceful shutdown for the whole
+    /// `shutdown_timeout`: after a third of it (at least a second) the connection is ended and
+    /// the process exits cleanly.
+    @Test func aStalledRequestDoesNotHoldTheShutdown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-stall-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try await RunningHerald(
+            arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
+            environment: ["HERALD_SHUTDOWN_TIMEOUT": "30", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "60"], in: directory
+        )
+        // A complete head promising a body that never comes: a request in progress.
+        let fd = try Self.connectLoopback(herald.port)
+        defer { close(fd) }
+        let head = Array("POST /api/auth/device HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ty".utf8)
+        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        await herald.expectCleanStop(timeout: .seconds(20))
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(15), "the drain ended the stalled connection after about 10 s, not the 30 s budget: \(took)")
+        let log = herald.output.stderr
+        #expect(log.contains("closed 1 HTTP connections still open"), "\(log.suffix(1500))")
+        #expect(log.contains("stopped delivery workers") && log.contains("stopped storage"), "the rest still drains in turn: \(log.suffix(1500))")
+    }
+
     /// An idle keep-alive connection is closed after `server.idle_timeout`.
     @Test func anIdleConnectionIsClosed() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-idle-\(UUID().uuidString)")

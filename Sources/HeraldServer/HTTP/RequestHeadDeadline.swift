@@ -14,18 +14,28 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let deadline: TimeAmount
     private var timer: Scheduled<Void>?
+    /// Where the connection is registered while open, for the end of a graceful shutdown.
+    private let connections: OpenConnections?
 
-    init(deadline: TimeAmount) {
+    init(deadline: TimeAmount, connections: OpenConnections? = nil) {
         self.deadline = deadline
+        self.connections = connections
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        connections?.add(context.channel)
         if context.channel.isActive { arm(context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        connections?.remove(context.channel)
         timer?.cancel()
         timer = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connections?.remove(context.channel)
+        context.fireChannelInactive()
     }
 
     func channelActive(context: ChannelHandlerContext) {
