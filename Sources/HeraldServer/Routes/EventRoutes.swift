@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 import Logging
+import Synchronization
 
 /// Engagement events (SPEC §12): apps report them in batches, idempotently by `event_id`;
 /// backends read per-card counts; sinks that take events get them forwarded.
@@ -97,11 +98,14 @@ struct EventRoutes {
 
 /// Hands stored events to the sinks that take them (``SinkCapabilities/events``), a batch at
 /// a time, retrying a sink's `retry` answers a few times. The events are stored before this
-/// runs; forwarding is best effort, not a durable queue (docs/cards.md).
-struct EventForwarder: Sendable {
+/// runs; forwarding is best effort, not a durable queue (docs/cards.md). At most
+/// `maxInFlight` batches wait at once: a sink that stalls costs memory no further.
+final class EventForwarder: Sendable {
     let sinks: [any NotificationSink]
     let logger: Logger
-    var retryDelays: [Duration] = [.seconds(1), .seconds(5), .seconds(30)]
+    let retryDelays: [Duration] = [.seconds(1), .seconds(5), .seconds(30)]
+    let maxInFlight = 1_000
+    private let inFlight = Atomic<Int>(0)
 
     init(sinks: [any NotificationSink], logger: Logger) {
         self.sinks = sinks.filter { $0.capabilities.contains(.events) }
@@ -111,7 +115,15 @@ struct EventForwarder: Sendable {
     func forward(_ events: [EngagementEvent]) {
         guard !events.isEmpty else { return }
         for sink in sinks {
+            guard inFlight.add(1, ordering: .relaxed).newValue <= maxInFlight else {
+                inFlight.subtract(1, ordering: .relaxed)
+                logger.warning("sink '\(sink.name)' is behind: \(events.count) engagement events not forwarded (they are stored)")
+                continue
+            }
+            let retryDelays = self.retryDelays
+            let logger = self.logger
             Task {
+                defer { self.inFlight.subtract(1, ordering: .relaxed) }
                 var remaining = events
                 for delay in [Duration.zero] + retryDelays {
                     if delay > .zero { try? await Task.sleep(for: delay) }
