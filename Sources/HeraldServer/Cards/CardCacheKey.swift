@@ -14,7 +14,7 @@ struct CardCacheKey: Equatable {
     var newestNotification: String?
 
     static func text(userID: String, state: CardState) -> String {
-        let digest = hex(SHA256.hash(data: Data("\(state.settingsJSON ?? "")|\(state.unread)".utf8)), bytes: 6)
+        let digest = Hex.lowercase(SHA256.hash(data: Data("\(state.settingsJSON ?? "")|\(state.unread)".utf8)).prefix(6))
         return "v1.\(userTag(userID)).\(state.mark.cardsClock).\(state.mark.userSeq).\(state.newestNotification ?? "-").\(digest)"
     }
 
@@ -30,13 +30,6 @@ struct CardCacheKey: Equatable {
     }
 
     private static func userTag(_ userID: String) -> String {
-        hex(SHA256.hash(data: Data("herald-cards-user|\(userID)".utf8)), bytes: 4)
-    }
-
-    private static func hex(_ digest: SHA256.Digest, bytes: Int) -> String {
-        digest.prefix(bytes).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        Hex.lowercase(SHA256.hash(data: Data("herald-cards-user|\(userID)".utf8)).prefix(4))
     }
 }

@@ -25,10 +25,7 @@ extension PostgresStore {
                 recipients = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
             }
             try await Self.insert(extra, of: notification.id, session, at: now)
-            try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
-            if let claim = idempotency {
-                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
-            }
+            try await Self.recordRecipients(recipients, of: notification, idempotency: idempotency, session)
             if let archive {
                 try await session.execute(
                     """
@@ -71,12 +68,20 @@ extension PostgresStore {
                 recipients += page.count
                 after = last
             }
-            try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
-            if let claim = idempotency {
-                try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
-            }
+            try await Self.recordRecipients(recipients, of: notification, idempotency: idempotency, session)
             try await session.notifyWork()
             return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    /// A fan-out learns its recipient count as it writes: stored on the notification and on its
+    /// idempotency key, so a replay answers the same count.
+    private static func recordRecipients(
+        _ recipients: Int, of notification: HeraldNotification, idempotency: IdempotencyClaim?, _ session: PostgresSession
+    ) async throws {
+        try await session.execute("UPDATE notifications SET recipients = \(recipients) WHERE id = \(notification.id.hex)")
+        if let claim = idempotency {
+            try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
         }
     }
 

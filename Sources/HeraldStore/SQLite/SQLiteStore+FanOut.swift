@@ -26,10 +26,7 @@ extension SQLiteStore {
                 recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
             }
             try Self.insert(extra, of: notification.id, db, at: now)
-            try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
-            if let claim = idempotency {
-                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE scope = ? AND key = ?", arguments: [recipients, claim.scope, claim.key])
-            }
+            try Self.recordRecipients(recipients, of: notification, idempotency: idempotency, db)
             if let archive {
                 try db.execute(
                     sql: """
@@ -64,11 +61,17 @@ extension SQLiteStore {
                 audience.all, try StoredJSON.encode(audience.tierIDs), try StoredJSON.encode(audience.groupIDs), try StoredJSON.encode(audience.userIDs),
             ]
             let recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
-            try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
-            if let claim = idempotency {
-                try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE scope = ? AND key = ?", arguments: [recipients, claim.scope, claim.key])
-            }
+            try Self.recordRecipients(recipients, of: notification, idempotency: idempotency, db)
             return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+        }
+    }
+
+    /// A fan-out learns its recipient count as it writes: stored on the notification and on its
+    /// idempotency key, so a replay answers the same count.
+    private static func recordRecipients(_ recipients: Int, of notification: HeraldNotification, idempotency: IdempotencyClaim?, _ db: Database) throws {
+        try db.execute(sql: "UPDATE notifications SET recipients = ? WHERE id = ?", arguments: [recipients, notification.id.hex])
+        if let claim = idempotency {
+            try db.execute(sql: "UPDATE idempotency_keys SET recipients = ? WHERE scope = ? AND key = ?", arguments: [recipients, claim.scope, claim.key])
         }
     }
 
