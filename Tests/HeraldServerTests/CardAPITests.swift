@@ -191,6 +191,10 @@ import Testing
             #expect(stats.object["reactions"] as? [String: Int] == ["ctfo": 1, "tfu": 0, "tifb": 0])
             #expect(stats.object["focus"] as? Int == 1)
             #expect(try await client.call(.get, "/api/events/stats?card=c1", user).status == .forbidden)
+            for query in ["", "?card=", "?card=a%20b"] {
+                let bad = try await client.call(.get, "/api/events/stats\(query)", headers(herald.backend))
+                #expect(bad.status == .unprocessableContent && bad.errorMessage.contains("card"), "\(query): \(bad.errorMessage)")
+            }
             let pull = try await client.call(.get, "/api/pull", user)
             #expect(pull.object["history"] as? [[String: String]] == [["index": "0", "card": "c1"]], "a reaction marks its card seen")
 
@@ -233,6 +237,10 @@ import Testing
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "proof": forged]).status == .unauthorized)
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "user_id": "alice"]).status == .unauthorized)
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["platform": "ios"]).status == .unprocessableContent)
+            let longPlatform = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": String(repeating: "p", count: 65), "proof": proof])
+            #expect(longPlatform.status == .unprocessableContent && longPlatform.errorMessage.contains("platform"))
+            let badDevice = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "has space", "proof": proof])
+            #expect(badDevice.status == .unprocessableContent && badDevice.errorMessage.contains("device_id"))
         }
         let open = try await TestHerald.make {
             $0.deviceSignUp = true
