@@ -37,6 +37,8 @@ public struct HeraldServer: Sendable {
     let signUpLimiter: SignUpLimiter
     /// Open HTTP connections, ended when a graceful shutdown's drain runs out.
     let connections = OpenConnections()
+    /// Live streams (`GET /api/stream`) open in this process.
+    let streams: LiveStreams
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -84,7 +86,8 @@ public struct HeraldServer: Sendable {
                 return HeraldServer(
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-                    types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute)
+                    types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
+                    streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser)
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.
@@ -191,6 +194,8 @@ public struct HeraldServer: Sendable {
         DeviceAuthRoutes(
             store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime
         ).register(on: router, table: routes)
+        StreamRoutes(store: store, streams: streams, feed: feed, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
+            .register(on: router, table: routes)
         PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router)
         return router
     }
@@ -211,7 +216,10 @@ public struct HeraldServer: Sendable {
         let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
-            + [("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)), ("storage maintenance", maintenance)]
+            + [
+                ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
+                ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
+            ]
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
         let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))
         return Application(
@@ -251,9 +259,11 @@ public struct HeraldServer: Sendable {
                 .init(
                     service: StoppingService(
                         name: "herald", base: application(onServerRunning: onServerRunning), logger: logger,
-                        onStop: { [connections, logger, drain = Self.drainTime(configuration.shutdownTimeout)] in
+                        onStop: { [connections, streams, logger, drain = Self.drainTime(configuration.shutdownTimeout)] in
                             // In-flight requests get their time; connections still open after it
                             // (idle ones that missed the server's own close) are ended.
+                            // Live streams never end by themselves: they end first.
+                            streams.closeAll()
                             Task {
                                 try? await Task.sleep(for: drain)
                                 let closed = connections.closeAll()

@@ -171,6 +171,10 @@ enum StoredRecords {
         )
     }
 
+    static func sequencedHistoryItem(_ row: some StoredRow) throws -> SequencedHistoryItem {
+        SequencedHistoryItem(sequence: try row.integer("seq"), item: try historyItem(row))
+    }
+
     static func archivedMessage(_ row: some StoredRow) throws -> ArchivedMessage {
         ArchivedMessage(
             msiKey: try row.text("msi_key"), topicKey: try row.text("topic_key"), title: try row.text("title"), desc: try row.text("description"),

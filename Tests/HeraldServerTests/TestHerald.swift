@@ -5,6 +5,8 @@ import HeraldServer
 import Hummingbird
 import HTTPTypes
 import HummingbirdTesting
+import Logging
+import ServiceLifecycle
 import NIOCore
 import Testing
 
@@ -94,4 +96,34 @@ extension TestResponse {
 
 extension Data {
     init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
+}
+
+extension TestHerald {
+    /// Runs the whole server (HTTP on a free loopback port, delivery workers, live updates)
+    /// around `body`, then shuts it down gracefully. - Returns: `body`'s result and how long
+    /// the shutdown took.
+    func serve<Value: Sendable>(_ body: @Sendable (_ baseURL: String) async throws -> Value) async throws -> (Value, shutdown: Duration) {
+        let (ports, port) = AsyncStream.makeStream(of: Int.self)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [server.application(onServerRunning: { port.yield($0) })], logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        )
+        let running = Task { try await group.run() }
+        var first = ports.makeAsyncIterator()
+        guard let bound = await first.next() else { throw CancellationError() }
+        let result: Value
+        do {
+            result = try await body("http://127.0.0.1:\(bound)")
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            throw error
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        await group.triggerGracefulShutdown()
+        try await running.value
+        return (result, clock.now - started)
+    }
 }

@@ -11,6 +11,8 @@ public final class FeedSnapshot: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
+    /// Told after each reload, for live streams to check whether what they serve changed.
+    public let reloads = Broadcaster<Void>()
 
     public init() {}
 
@@ -19,6 +21,7 @@ public final class FeedSnapshot: Sendable {
         let messages = try await store.feedMessages()
         let fresh = messages.map { Entry(message: $0, range: $0.targetVersion.flatMap { try? VersionRange($0) }) }
         entries.withLock { $0 = fresh }
+        reloads.send(())
     }
 
     /// Every eligible message, highest priority first, then oldest `posted_at`.

@@ -141,6 +141,12 @@ public protocol HistoryStore: Sendable {
     func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage
     /// Marks the given notifications read for the user and returns the unread count.
     func markRead(userID: String, ids: [ObjectID]) async throws -> Int
+    /// The user's rows written after `sequence`, oldest first: what a resumed stream replays.
+    /// Sequences grow in commit order for each user, so reading from the last one seen misses
+    /// nothing.
+    func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem]
+    /// The sequence of the user's newest row, 0 when there is none.
+    func lastHistorySequence(userID: String) async throws -> Int64
 }
 
 /// The channel → area → subject hierarchy and users' subscriptions (SPEC §2).
@@ -182,7 +188,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
-    RetentionStore, CardStore
+    RetentionStore, CardStore, ChangeStore
 {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws

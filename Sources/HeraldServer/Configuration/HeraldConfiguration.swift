@@ -68,6 +68,10 @@ public struct HeraldConfiguration: Sendable {
     public var deviceSignUpsPerMinute = 10
     /// How long a token from `POST /api/auth/device` is valid.
     public var deviceTokenLifetime: Duration = .seconds(30 * 86_400)
+    /// How often an idle live stream (`GET /api/stream`) sends a heartbeat comment.
+    public var streamHeartbeat: Duration = .seconds(15)
+    /// Live streams a user may hold open; opening one more closes their oldest.
+    public var maxStreamsPerUser = 5
 
     public init() {}
 
@@ -138,6 +142,9 @@ public struct HeraldConfiguration: Sendable {
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
         guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }
         deviceTokenLifetime = try reader.duration(forKey: "auth.device_token_ttl", in: 60...(3_650 * 86_400)) ?? deviceTokenLifetime
+        streamHeartbeat = try reader.duration(forKey: "stream.heartbeat", in: 1...300) ?? streamHeartbeat
+        maxStreamsPerUser = try reader.requiredInt(forKey: "stream.max_per_user", default: maxStreamsPerUser)
+        guard (1...100).contains(maxStreamsPerUser) else { throw Self.invalid("stream.max_per_user", "must be 1-100") }
         sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }
 

@@ -75,4 +75,5 @@ extension HeraldRequestContext {
 
 extension HTTPField.Name {
     static let xUserID = Self("X-User-ID")!
+    static let lastEventID = Self("Last-Event-ID")!
 }

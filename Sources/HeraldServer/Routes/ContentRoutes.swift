@@ -105,17 +105,24 @@ struct ContentRoutes {
 
     @Sendable func content(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
+        let body = try await Self.document(for: userID, format: request.uri.queryParameters.get("format"), store: store)
+        // Tagged by what this user gets: 304 while their visible items stay the same.
+        return EntityTag.response(body, request: request, cacheControl: "private, no-cache")
+    }
+
+    /// The published items `userID` may see, in Herald's shape or (`format=doubledutch`) the
+    /// CMS's; its tag is the version live streams announce.
+    static func document(for userID: String, format: String?, store: any (ContentStore & UserStore)) async throws -> Data {
         let set = try await store.publishedContent()
         let attributes = try await store.attributes(userID: userID)
         let visible = set.visible(to: userID, attributes: attributes).map(\.publicFields)
-        let body: Data
-        switch request.uri.queryParameters.get("format") {
+        switch format {
         case nil, "", "herald"?:
             struct Body: Encodable {
                 var content: [[String: JSONValue]]
                 var last_published_at: Nullable<Int64>
             }
-            body = try JSONBody.encoder().encode(Body(content: visible, last_published_at: Nullable(set.lastPublishedAt)))
+            return try JSONBody.encoder().encode(Body(content: visible, last_published_at: Nullable(set.lastPublishedAt)))
         case "doubledutch"?:
             // The CMS's shape: items keyed by index, camelCase.
             struct Body: Encodable {
@@ -123,11 +130,9 @@ struct ContentRoutes {
                 var lastPublishedAt: Nullable<Int64>
             }
             let keyed = Dictionary(uniqueKeysWithValues: visible.enumerated().map { (String($0.offset), $0.element) })
-            body = try JSONBody.encoder().encode(Body(content: keyed, lastPublishedAt: Nullable(set.lastPublishedAt)))
+            return try JSONBody.encoder().encode(Body(content: keyed, lastPublishedAt: Nullable(set.lastPublishedAt)))
         default:
             throw HeraldError.invalidField("format", "must be 'herald' or 'doubledutch'")
         }
-        // Tagged by what this user gets: 304 while their visible items stay the same.
-        return EntityTag.response(body, request: request, cacheControl: "private, no-cache")
     }
 }

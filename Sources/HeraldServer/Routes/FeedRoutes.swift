@@ -61,9 +61,13 @@ struct FeedRoutes {
     }
 
     @Sendable func index(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let messages = snapshot.eligible(at: Date(), for: try Self.query(request))
-        let data = try JSONBody.encoder().encode(Document(messages: messages.map(Item.init)))
+        let data = try Self.document(snapshot, for: try Self.query(request), at: Date())
         return EntityTag.response(data, request: request, cacheControl: "public, max-age=\(Self.maxAge)")
+    }
+
+    /// `/feed/index.json` for `query`; its tag is the version live streams announce.
+    static func document(_ snapshot: FeedSnapshot, for query: FeedQuery, at now: Date) throws -> Data {
+        try JSONBody.encoder().encode(Document(messages: snapshot.eligible(at: now, for: query).map(Item.init)))
     }
 
     @Sendable func next(_ request: Request, context: HeraldRequestContext) async throws -> Response {

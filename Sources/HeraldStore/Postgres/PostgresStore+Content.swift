@@ -28,6 +28,7 @@ extension PostgresStore {
                 """
             )
             try await session.execute("UPDATE content_sets SET last_published_at = \(milliseconds) WHERE name = 'pending'")
+            try await session.announce(.content)
             return try await Self.contentSet(session, "published")
         }
     }

@@ -7,7 +7,16 @@ extension PostgresStore {
         guard !entries.isEmpty else { return }
         let notifications = entries.map(\.notificationID.hex)
         let users = entries.map(\.userID)
-        try await withConnection { session in
+        try await transaction { session in
+            // One writer per user at a time, so each user's sequences commit in order and a
+            // stream resuming after the last one it saw cannot skip a row committed late.
+            // Locks are taken in sorted order: two batches never wait on each other in a cycle.
+            try await session.execute(
+                """
+                SELECT pg_advisory_xact_lock(\(Self.historyLockSpace), hashtext(user_id))
+                FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
+                """
+            )
             try await session.execute(
                 """
                 INSERT INTO history (notification_id, user_id, read, created_at)
@@ -16,6 +25,29 @@ extension PostgresStore {
                 ON CONFLICT (notification_id, user_id) DO NOTHING
                 """
             )
+            try await session.announce(.history(users: users))
+        }
+    }
+
+    /// The first key of the advisory locks that order history writes per user.
+    static let historyLockSpace: Int32 = 0x4845_5231
+
+    public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {
+        try await withConnection { session in
+            try await session.rows(
+                """
+                SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                FROM history h JOIN notifications n ON n.id = h.notification_id
+                WHERE h.user_id = \(userID) AND h.seq > \(sequence)
+                ORDER BY h.seq LIMIT \(limit)
+                """
+            ).map(StoredRecords.sequencedHistoryItem)
+        }
+    }
+
+    public func lastHistorySequence(userID: String) async throws -> Int64 {
+        try await withConnection { session in
+            try await session.row("SELECT COALESCE(MAX(seq), 0) AS last FROM history WHERE user_id = \(userID)")?.integer("last") ?? 0
         }
     }
 

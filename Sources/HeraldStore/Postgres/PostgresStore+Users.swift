@@ -28,13 +28,14 @@ extension PostgresStore {
 
     public func setAttributes(_ attributes: UserAttributes, userID: String) async throws {
         let text = try StoredJSON.encode(attributes)
-        try await withConnection { session in
+        try await transaction { session in
             try await session.execute(
                 """
                 INSERT INTO users (id, attributes, updated_at) VALUES (\(userID), \(text), \(Self.micros(Date())))
                 ON CONFLICT (id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at
                 """
             )
+            try await session.announce(.attributes(users: [userID]))
         }
     }
 

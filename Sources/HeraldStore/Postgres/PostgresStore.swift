@@ -18,6 +18,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     static let workChannel = "herald_work"
     /// The channel notified when feed messages are added or deleted.
     static let feedChannel = "herald_feed"
+    /// ``StoreChange``s for live streams, one per payload (``StoreChangeMessage``).
+    static let changeChannel = "herald_changes"
 
     let pool: PostgresPool
     let configuration: PostgresClient.Configuration
@@ -145,10 +147,21 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// Holds one pooled connection to `LISTEN` on `channel`, calling `heard` per notification,
     /// until the task is cancelled or the connection is lost (then it throws).
     func listen(on channel: String, _ heard: @escaping @Sendable () -> Void) async throws {
+        try await listen(on: channel) { (_: String) in heard() }
+    }
+
+    /// Like ``listen(on:_:)-(_,()->Void)``, with each notification's payload.
+    func listen(on channel: String, _ heard: @escaping @Sendable (String) -> Void) async throws {
         try await pool.withConnection { connection in
             try await connection.listen(on: channel) { notifications in
-                for try await _ in notifications { heard() }
+                for try await notification in notifications { heard(notification.payload) }
             }
+        }
+    }
+
+    public func watchChanges(_ heard: @escaping @Sendable (StoreChange) -> Void) async throws {
+        try await listen(on: Self.changeChannel) { (payload: String) in
+            if let change = StoreChangeMessage.change(payload) { heard(change) }
         }
     }
 }
@@ -181,8 +194,15 @@ struct PostgresSession: Sendable {
     }
 
     /// Tells every process listening on `channel`, once this transaction commits.
-    func notify(_ channel: String) async throws {
-        try await execute("SELECT pg_notify(\(channel), '')")
+    func notify(_ channel: String, payload: String = "") async throws {
+        try await execute("SELECT pg_notify(\(channel), \(payload))")
+    }
+
+    /// Tells every process's live streams about `change`, once this transaction commits.
+    func announce(_ change: StoreChange) async throws {
+        for payload in StoreChangeMessage.payloads(change) {
+            try await notify(PostgresStore.changeChannel, payload: payload)
+        }
     }
 }
 

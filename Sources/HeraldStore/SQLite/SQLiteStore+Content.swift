@@ -19,7 +19,8 @@ extension SQLiteStore {
     }
 
     public func publishContent(at milliseconds: Int64) async throws -> ContentSet {
-        try await writer.write { db in
+        defer { changes.send(.content) }
+        return try await writer.write { db in
             // One statement: readers of the published row see the old set or the new one.
             try db.execute(
                 sql: """

@@ -12,6 +12,29 @@ extension SQLiteStore {
                 try statement.execute(arguments: [entry.notificationID.hex, entry.userID, now])
             }
         }
+        var seen = Set<String>()
+        changes.send(.history(users: entries.map(\.userID).filter { seen.insert($0).inserted }))
+    }
+
+    public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {
+        try await writer.read { db in
+            let rows = try Row.fetchAll(
+                try db.cachedStatement(sql: """
+                    SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                    FROM history h JOIN notifications n ON n.id = h.notification_id
+                    WHERE h.user_id = ? AND h.seq > ?
+                    ORDER BY h.seq LIMIT ?
+                    """),
+                arguments: [userID, sequence, limit]
+            )
+            return try rows.map(StoredRecords.sequencedHistoryItem)
+        }
+    }
+
+    public func lastHistorySequence(userID: String) async throws -> Int64 {
+        try await writer.read { db in
+            try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MAX(seq) FROM history WHERE user_id = ?"), arguments: [userID]) ?? 0
+        }
     }
 
     public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {

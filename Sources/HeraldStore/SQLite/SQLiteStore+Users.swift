@@ -32,6 +32,7 @@ extension SQLiteStore {
                 arguments: [userID, try StoredJSON.encode(attributes), Self.micros(Date())]
             )
         }
+        changes.send(.attributes(users: [userID]))
     }
 
     public func attributes(userID: String) async throws -> UserAttributes? {

@@ -17,6 +17,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
     let cardStates = CardStateCache()
+    /// Only this process writes the file, so its own commits are every change there is.
+    let changes = Broadcaster<StoreChange>()
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
@@ -66,6 +68,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     public func ping() async throws {
         try Self.checkFile(file)
         _ = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func watchChanges(_ heard: @escaping @Sendable (StoreChange) -> Void) async throws {
+        await changes.listen(heard)
     }
 
     static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }

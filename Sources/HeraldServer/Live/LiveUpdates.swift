@@ -1,0 +1,49 @@
+import HeraldCore
+import Logging
+import ServiceLifecycle
+
+/// Wakes this process's live streams when storage commits a change they serve (in any process,
+/// on PostgreSQL) and when the feed snapshot reloads.
+struct LiveUpdates: Service {
+    let store: any ChangeStore
+    let feed: FeedSnapshot
+    let streams: LiveStreams
+    let logger: Logger
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            try? await cancelWhenGracefulShutdown {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await self.watchStore() }
+                    group.addTask { await self.feed.reloads.listen { [streams] in streams.postAll(.feed) } }
+                }
+            }
+        } onGracefulShutdown: {
+            streams.closeAll()
+        }
+    }
+
+    private func watchStore() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await store.watchChanges { [streams] change in
+                    switch change {
+                    case .history(let users): streams.post(.history, users: users)
+                    case .content: streams.postAll(.content)
+                    case .attributes(let users): streams.post(.content, users: users)
+                    }
+                }
+                failures = 0
+            } catch {
+                guard !Task.isCancelled else { break }
+                failures += 1
+                logger.warning("live streams lost storage's change notifications, retrying: \(error)")
+                try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 6), 5_000)))
+                // Whatever was committed while nobody listened: every stream looks again.
+                streams.postAll(.history)
+                streams.postAll(.content)
+            }
+        }
+    }
+}

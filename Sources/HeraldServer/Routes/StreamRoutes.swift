@@ -1,0 +1,132 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// `GET /api/stream`: a user's live updates as Server-Sent Events, so no app has to poll.
+/// `notification` events replay history rows (their ids are history sequences, so
+/// `Last-Event-ID` resumes without gaps); `content` and `feed` events carry the version (the
+/// entity tag without quotes) of what `GET /api/content` and `GET /feed/index.json` answer now.
+struct StreamRoutes {
+    let store: any (HistoryStore & ContentStore & UserStore)
+    let streams: LiveStreams
+    let feed: FeedSnapshot
+    let heartbeat: Duration
+    let timestamps: TimestampStyle
+    /// History rows read per query while catching up.
+    static let page = 200
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .get, "/api/stream", stream)
+    }
+
+    @Sendable func stream(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let userID = try context.actingUser(request)
+        let feedQuery = try FeedRoutes.query(request)
+        var session = Session(userID: userID, feedQuery: feedQuery, routes: self)
+        if let header = request.headers[.lastEventID] {
+            guard let seen = Int64(header.trimmingCharacters(in: .whitespaces)), seen >= 0 else {
+                throw HeraldError(.badRequest, code: "invalid_header", "'Last-Event-ID' must be the id of an event this stream sent (a whole number)")
+            }
+            session.cursor = seen
+        } else {
+            session.cursor = try await store.lastHistorySequence(userID: userID)
+        }
+        let opened = streams.open(userID: userID)
+        let body = ResponseBody { [streams, heartbeat, session] writer in
+            var session = session
+            defer { streams.close(opened) }
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        while !Task.isCancelled {
+                            try await Task.sleep(for: heartbeat)
+                            opened.inbox.post(.heartbeat)
+                        }
+                    }
+                    // The comment makes the answer's head and first bytes leave at once.
+                    try await writer.write(ByteBuffer(string: ": connected\nretry: 3000\n\n"))
+                    try await session.catchUp(&writer)
+                    try await session.announceContent(&writer)
+                    try await session.announceFeed(&writer)
+                    while let kinds = await opened.inbox.next() {
+                        if kinds.contains(.history) || kinds.contains(.heartbeat) { try await session.catchUp(&writer) }
+                        if kinds.contains(.content) { try await session.announceContent(&writer) }
+                        // The feed also changes as messages expire, which no reload announces.
+                        if kinds.contains(.feed) || kinds.contains(.heartbeat) { try await session.announceFeed(&writer) }
+                        if kinds.contains(.heartbeat) { try await writer.write(ByteBuffer(string: ": heartbeat\n\n")) }
+                    }
+                    group.cancelAll()
+                }
+            } onGracefulShutdown: {
+                opened.inbox.close()
+            }
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/event-stream", .cacheControl: "no-store", HTTPField.Name("X-Accel-Buffering")!: "no"],
+            body: body
+        )
+    }
+
+    /// What one stream has sent.
+    struct Session: Sendable {
+        let userID: String
+        let feedQuery: FeedQuery
+        let routes: StreamRoutes
+        /// The newest history sequence sent (or skipped at connect): every event's id.
+        var cursor: Int64 = 0
+        var contentVersion: String?
+        var feedVersion: String?
+
+        init(userID: String, feedQuery: FeedQuery, routes: StreamRoutes) {
+            self.userID = userID
+            self.feedQuery = feedQuery
+            self.routes = routes
+        }
+
+        /// Sends every history row after the cursor, oldest first.
+        mutating func catchUp(_ writer: inout any ResponseBodyWriter) async throws {
+            while true {
+                let rows = try await routes.store.history(userID: userID, after: cursor, limit: StreamRoutes.page)
+                guard !rows.isEmpty else { return }
+                var buffer = ByteBuffer()
+                for row in rows {
+                    let data = try JSONBody.encoder().encode(HistoryResponse.Item(row.item, timestamps: routes.timestamps))
+                    buffer.writeString("id: \(row.sequence)\nevent: notification\ndata: ")
+                    buffer.writeBytes(data)
+                    buffer.writeString("\n\n")
+                    cursor = row.sequence
+                }
+                try await writer.write(buffer)
+                if rows.count < StreamRoutes.page { return }
+            }
+        }
+
+        mutating func announceContent(_ writer: inout any ResponseBodyWriter) async throws {
+            let version = Self.version(try await ContentRoutes.document(for: userID, format: nil, store: routes.store))
+            guard version != contentVersion else { return }
+            contentVersion = version
+            try await writer.write(event("content", version: version))
+        }
+
+        mutating func announceFeed(_ writer: inout any ResponseBodyWriter) async throws {
+            let version = Self.version(try FeedRoutes.document(routes.feed, for: feedQuery, at: Date()))
+            guard version != feedVersion else { return }
+            feedVersion = version
+            try await writer.write(event("feed", version: version))
+        }
+
+        private func event(_ name: String, version: String) -> ByteBuffer {
+            ByteBuffer(string: "id: \(cursor)\nevent: \(name)\ndata: {\"version\":\"\(version)\"}\n\n")
+        }
+
+        /// The entity tag of `body` without its quotes.
+        static func version(_ body: Data) -> String {
+            String(EntityTag.of(body).dropFirst().dropLast())
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import HeraldCore
+
+/// ``StoreChange``s as PostgreSQL `NOTIFY` payloads: a letter, then user ids one per line
+/// (user ids hold no whitespace), split so no payload passes PostgreSQL's 8 000-byte limit.
+enum StoreChangeMessage {
+    static let maxPayloadBytes = 7_000
+
+    static func payloads(_ change: StoreChange) -> [String] {
+        switch change {
+        case .content: return ["c"]
+        case .history(let users): return chunks("h", users)
+        case .attributes(let users): return chunks("a", users)
+        }
+    }
+
+    /// nil for a payload this version does not know (a newer process's): ignored.
+    static func change(_ payload: String) -> StoreChange? {
+        var lines = payload.split(separator: "\n").map(String.init)
+        guard !lines.isEmpty else { return nil }
+        let kind = lines.removeFirst()
+        switch kind {
+        case "c": return .content
+        case "h": return .history(users: lines)
+        case "a": return .attributes(users: lines)
+        default: return nil
+        }
+    }
+
+    private static func chunks(_ kind: String, _ users: [String]) -> [String] {
+        var payloads: [String] = []
+        var current = kind
+        var seen = Set<String>()
+        for user in users where seen.insert(user).inserted {
+            if current.utf8.count + 1 + user.utf8.count > maxPayloadBytes {
+                payloads.append(current)
+                current = kind
+            }
+            current += "\n" + user
+        }
+        if current != kind { payloads.append(current) }
+        return payloads
+    }
+}

@@ -1,0 +1,190 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import HeraldCore
+import HeraldServer
+import Testing
+
+/// `GET /api/stream` on a running server, read as an app's EventSource would.
+@Suite struct StreamAPITests {
+    static func make(_ configure: @escaping (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
+        try await TestHerald.make { configuration in
+            configuration.port = 0
+            configure(&configuration)
+        }
+    }
+
+    /// Sends a request with a JSON body and answers status and JSON.
+    static func call(
+        _ client: HTTPClient, _ method: HTTPMethod, _ url: String, token: String, user: String? = nil, json: String? = nil
+    ) async throws -> (status: UInt, body: [String: Any], etag: String?) {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let user { request.headers.add(name: "X-User-ID", value: user) }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+        }
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let object = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+        return (response.status.code, object, response.headers.first(name: "ETag"))
+    }
+
+    static func send(_ client: HTTPClient, _ base: String, _ herald: TestHerald, title: String, to user: String) async throws {
+        let sent = try await call(client, .POST, base + "/api/notifications", token: herald.backend, json: js(["type": "comment", "title": title, "user_ids": [user]]))
+        #expect(sent.status == 202, "\(sent.body)")
+    }
+
+    @Test func notificationsArriveLiveAndAReconnectResumesFromTheLastEventID() async throws {
+        let herald = try await Self.make()
+        let (_, shutdown) = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            let token = try await herald.userToken("ada")
+            let stream = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(token)")], client: client)
+            #expect(stream.status == 200)
+            // At connect: the current content and feed versions.
+            let content = try #require(try await stream.next())
+            #expect(content.event == "content")
+            let contentNow = try await Self.call(client, .GET, base + "/api/content", token: token)
+            #expect("\"\(content.json["version"] as? String ?? "")\"" == contentNow.etag, "the version is the entity tag GET /api/content answers")
+            let feed = try #require(try await stream.next())
+            #expect(feed.event == "feed")
+
+            try await Self.send(client, base, herald, title: "First", to: "ada")
+            let first = try #require(try await stream.next(), "a notification event as the history row is written")
+            #expect(first.event == "notification")
+            #expect((first.json["notification"] as? [String: Any])?["title"] as? String == "First")
+            #expect((first.json["data"] as? [String: Any])?["type"] as? String == "comment")
+            #expect(first.json["read"] as? Bool == false)
+            let firstID = try #require(first.id.flatMap { Int64($0) })
+            stream.cancel()
+
+            // Away: two more arrive, then the app reconnects with the last id it saw.
+            try await Self.send(client, base, herald, title: "Second", to: "ada")
+            try await Self.send(client, base, herald, title: "Third", to: "ada")
+            try await Self.send(client, base, herald, title: "Not for ada", to: "bob")
+            var stored = 0
+            for _ in 0..<200 where stored < 3 {
+                stored = (try await Self.call(client, .GET, base + "/api/notifications/history", token: token).body["history"] as? [Any])?.count ?? 0
+                if stored < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            let resumed = try await EventStreamReader.open(
+                base + "/api/stream", headers: [("Authorization", "Bearer \(token)"), ("Last-Event-ID", String(firstID))], client: client
+            )
+            let second = try #require(try await resumed.next())
+            let third = try #require(try await resumed.next())
+            #expect([second, third].map(\.event) == ["notification", "notification"])
+            #expect([second, third].map { ($0.json["notification"] as? [String: Any])?["title"] as? String } == ["Second", "Third"])
+            #expect([second, third].compactMap { $0.id.flatMap { Int64($0) } }.allSatisfy { $0 > firstID })
+            // Then only the current versions, once each.
+            let again = [try await resumed.next(), try await resumed.next()]
+            #expect(again.map { $0?.event } == ["content", "feed"])
+            #expect(again.first??.data == content.data, "content unchanged: the same version")
+            #expect(again.last??.id == third.id, "every event carries the history position to resume from")
+            #expect(try await resumed.next(timeout: .milliseconds(300)) == nil, "nothing else: bob's notification is not ada's")
+            resumed.cancel()
+        }
+        #expect(shutdown < .seconds(5))
+    }
+
+    @Test func contentAndFeedChangesAreAnnouncedWithTheirNewVersions() async throws {
+        let herald = try await Self.make()
+        _ = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            let token = try await herald.userToken("ada")
+            let stream = try await EventStreamReader.open(base + "/api/stream?region=QC", headers: [("Authorization", "Bearer \(token)")], client: client)
+            let initial = [try await stream.next(), try await stream.next()]
+            #expect(initial.map { $0?.event } == ["content", "feed"])
+
+            let items = js(["items": [["type": "banner", "title": "Welcome", "visibility": ["all": true]]]])
+            #expect(try await Self.call(client, .PUT, base + "/api/content/pending", token: herald.admin, json: items).status == 200)
+            #expect(try await stream.next(timeout: .milliseconds(300)) == nil, "a pending change is nobody's yet")
+            #expect(try await Self.call(client, .POST, base + "/api/content/publish", token: herald.admin).status == 200)
+            let content = try #require(try await stream.next())
+            #expect(content.event == "content")
+            #expect(content.data != initial[0]?.data)
+            let now = try await Self.call(client, .GET, base + "/api/content", token: token)
+            #expect("\"\(content.json["version"] as? String ?? "")\"" == now.etag)
+
+            let message = js(["title": "Snow day", "body": "b", "expires_at": Timestamp.format(Date().addingTimeInterval(3600)), "target_regions": ["QC"]])
+            #expect(try await Self.call(client, .POST, base + "/api/feed/messages", token: herald.admin, json: message).status == 201)
+            let feed = try #require(try await stream.next())
+            #expect(feed.event == "feed")
+            var request = HTTPClientRequest(url: base + "/feed/index.json?region=QC")
+            request.method = .GET
+            let index = try await client.execute(request, timeout: .seconds(10))
+            #expect("\"\(feed.json["version"] as? String ?? "")\"" == index.headers.first(name: "ETag"), "the version of the feed as the stream's query sees it")
+            stream.cancel()
+        }
+    }
+
+    @Test func heartbeatsKeepAnIdleStreamAliveAndTheOldestOfTooManyStreamsIsClosed() async throws {
+        let herald = try await Self.make { configuration in
+            configuration.streamHeartbeat = .seconds(1)
+            configuration.maxStreamsPerUser = 2
+        }
+        _ = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            let token = try await herald.userToken("ada")
+            let auth = [("Authorization", "Bearer \(token)")]
+            let oldest = try await EventStreamReader.open(base + "/api/stream", headers: auth, client: client)
+            var comments: [String] = []
+            while comments.filter({ $0 == "heartbeat" }).isEmpty, let event = try await oldest.next(timeout: .seconds(5), comments: true) {
+                if event.isComment { comments.append(event.data) }
+            }
+            #expect(comments == ["connected", "heartbeat"])
+
+            let second = try await EventStreamReader.open(base + "/api/stream", headers: auth, client: client)
+            #expect(try await oldest.ends(within: .seconds(1)) == false, "two streams are allowed")
+            let third = try await EventStreamReader.open(base + "/api/stream", headers: auth, client: client)
+            #expect(try await oldest.ends(within: .seconds(5)), "the third closes the oldest")
+            #expect(try await second.ends(within: .milliseconds(500)) == false)
+            let other = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("bob"))")], client: client)
+            #expect(try await second.ends(within: .milliseconds(500)) == false, "another user's streams count for them")
+            for stream in [second, third, other] { stream.cancel() }
+        }
+    }
+
+    @Test func badRequestsAreRefusedBeforeStreaming() async throws {
+        let herald = try await Self.make()
+        _ = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            let token = try await herald.userToken("ada")
+            func status(_ headers: [(String, String)], query: String = "") async throws -> (UInt, String) {
+                var request = HTTPClientRequest(url: base + "/api/stream" + query)
+                for (name, value) in headers { request.headers.add(name: name, value: value) }
+                let response = try await client.execute(request, timeout: .seconds(10))
+                let body = try await response.body.collect(upTo: 1 << 16)
+                return (response.status.code, String(buffer: body))
+            }
+            #expect(try await status([]).0 == 401)
+            let badID = try await status([("Authorization", "Bearer \(token)"), ("Last-Event-ID", "yesterday")])
+            #expect(badID.0 == 400)
+            #expect(badID.1.contains("Last-Event-ID"))
+            #expect(try await status([("Authorization", "Bearer \(token)"), ("Last-Event-ID", "-1")]).0 == 400)
+            #expect(try await status([("Authorization", "Bearer \(token)")], query: "?version=banana").0 == 400)
+            #expect(try await status([("Authorization", "Bearer \(herald.communicator)"), ("X-User-ID", "ada")]).0 == 403)
+        }
+    }
+
+    /// A graceful shutdown ends open streams at once rather than waiting out the drain.
+    @Test func openStreamsEndAtShutdown() async throws {
+        let herald = try await Self.make { $0.shutdownTimeout = .seconds(30) }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        defer { _ = client.shutdown() }
+        let (stream, shutdown) = try await herald.serve { base in
+            let stream = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("ada"))")], client: client)
+            _ = try await stream.next()
+            return stream
+        }
+        #expect(try await stream.ends(within: .seconds(1)))
+        #expect(shutdown < .seconds(3), "took \(shutdown)")
+    }
+}
