@@ -19,6 +19,10 @@ public struct FCMConfiguration: Sendable {
     public var requestTimeout: Duration
     /// How `data.timestamp` is written (Herald's `timestamps` setting).
     public var timestamps: TimestampStyle = .pong
+    /// The Instance ID API that keeps topic membership, `https://iid.googleapis.com` by default.
+    public var iidEndpoint = "https://iid.googleapis.com" {
+        didSet { while iidEndpoint.hasSuffix("/") { iidEndpoint.removeLast() } }
+    }
 
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
         self.account = account
@@ -39,19 +43,19 @@ public final class FCMSink: ReleasingSink {
     public static let provider = "fcm"
 
     public let name: String
-    public let capabilities: SinkCapabilities = [.push, .topics]
+    public let capabilities: SinkCapabilities = [.push, .topics, .topicMembership]
     public let providers: DeviceProviders = .only([FCMSink.provider])
 
-    private let configuration: FCMConfiguration
-    private let http: HTTPClient
+    let configuration: FCMConfiguration
+    let http: HTTPClient
     private let ownsHTTPClient: Bool
-    private let tokens: FCMAccessTokenProvider
+    let tokens: FCMAccessTokenProvider
     private let limiter: ConcurrencyLimiter
-    private let logger: Logger
-    private let clock: @Sendable () -> Date
-    private let counters = Mutex<[String: Int]>([:])
+    let logger: Logger
+    let clock: @Sendable () -> Date
+    let counters = Mutex<[String: Int]>([:])
     /// Why the credentials look wrong, until a send succeeds again.
-    private let credentialFault = Mutex<String?>(nil)
+    let credentialFault = Mutex<String?>(nil)
     /// When a send last succeeded: proof that these credentials work.
     private let lastSuccess = Mutex<Date?>(nil)
     /// How recent a success must be for SENDER_ID_MISMATCH to mean the token, not the credentials.

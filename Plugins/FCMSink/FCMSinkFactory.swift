@@ -3,7 +3,9 @@ public import HeraldCore
 extension SinkFactory {
     /// `sinks.<name>.type: fcm`: `credentials` (path to a Google service-account JSON file,
     /// required), `endpoint` (default `https://fcm.googleapis.com`), `max_concurrency`
-    /// (1-1024, default 64). For the instance named `fcm`, the top-level `fcm:` section is a
+    /// (1-1024, default 64), `iid_endpoint` (the Instance ID API for topic membership: by default
+    /// `https://iid.googleapis.com` with Google's `endpoint`, else `endpoint` itself). For the
+    /// instance named `fcm`, the top-level `fcm:` section is a
     /// documented alias (`sinks.fcm` wins when both give a key).
     public static let fcm = SinkFactory(type: "fcm") { context in
         let settings = context.settings
@@ -17,7 +19,11 @@ extension SinkFactory {
         } catch let error as FCMError {
             throw settings.invalid("credentials", "is not usable: \(error.description)")
         }
+        // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
+        let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
+        guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
         var configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
+        configuration.iidEndpoint = iidEndpoint
         configuration.timestamps = context.timestamps
         do {
             return try await FCMSink(name: context.name, configuration: configuration, logger: context.logger, metrics: context.metrics)

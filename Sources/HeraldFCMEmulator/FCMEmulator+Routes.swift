@@ -69,11 +69,70 @@ extension FCMEmulator {
         }
         let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         let (response, validateOnly) = await answer(data)
+        let topic = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]).flatMap { ($0["message"] as? [String: Any])?["topic"] as? String }
         state.withLock { state in
             state.received.append(Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly))
-            if response.status == .ok && !validateOnly { state.delivered += 1 }
+            if response.status == .ok && !validateOnly {
+                state.delivered += 1
+                // A topic message reaches the topic's members, and nobody else.
+                if let topic {
+                    state.topicMessages[topic, default: 0] += 1
+                    state.topicDeliveries[topic, default: 0] += state.topicMembers[topic]?.count ?? 0
+                }
+            }
         }
         return response
+    }
+
+    /// The Instance ID API's `batchAdd`/`batchRemove`: `{"to": "/topics/T", "registration_tokens":
+    /// [...]}` (1-1000 tokens) with the OAuth token and `access_token_auth: true`; one result per
+    /// token (`{}` or `{"error": "NOT_FOUND"}` for `dead-` tokens, `INVALID_ARGUMENT` for
+    /// `invalid-` ones).
+    func membership(_ request: Request, add: Bool) async throws -> Response {
+        var request = request
+        let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, state.withLock({ $0.issuedTokens.contains(bearer) }), request.headers[HTTPField.Name("access_token_auth")!] == "true" else {
+            return try json(["error": "Unauthorized: an OAuth access token with 'access_token_auth: true' is required"], status: .unauthorized)
+        }
+        let data = Data(try await request.collectBody(upTo: 1 << 22).readableBytesView)
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let to = root["to"] as? String, to.hasPrefix("/topics/"),
+            let tokens = root["registration_tokens"] as? [String], (1...1_000).contains(tokens.count)
+        else {
+            return try json(["error": "InvalidParameters: 'to' must be /topics/NAME and 'registration_tokens' 1-1000 strings"], status: .badRequest)
+        }
+        let topic = String(to.dropFirst("/topics/".count))
+        guard !topic.isEmpty, topic.range(of: "^[a-zA-Z0-9-_.~%]+$", options: .regularExpression) != nil else {
+            return try json(["error": "InvalidParameters: invalid topic name"], status: .badRequest)
+        }
+        let results: [[String: String]] = state.withLock { state in
+            state.membershipRequests += 1
+            return tokens.map { token in
+                if token.hasPrefix("dead-") { return ["error": "NOT_FOUND"] }
+                if token.hasPrefix("invalid-") { return ["error": "INVALID_ARGUMENT"] }
+                if add {
+                    state.topicMembers[topic, default: []].insert(token)
+                } else {
+                    guard state.topicMembers[topic]?.remove(token) != nil else { return ["error": "NOT_FOUND"] }
+                    if state.topicMembers[topic]?.isEmpty == true { state.topicMembers[topic] = nil }
+                }
+                return [:]
+            }
+        }
+        print("fcm-emulator: \(add ? "batchAdd" : "batchRemove") \(topic): \(tokens.count) tokens")
+        return try json(["results": results], status: .ok)
+    }
+
+    /// Per topic: members, messages accepted, devices reached.
+    func topics() throws -> Response {
+        let topics = state.withLock { state in
+            Set(state.topicMembers.keys).union(state.topicMessages.keys).sorted().map { topic -> (String, [String: Any]) in
+                (topic, [
+                    "members": (state.topicMembers[topic] ?? []).sorted(), "messages": state.topicMessages[topic] ?? 0,
+                    "deliveries": state.topicDeliveries[topic] ?? 0,
+                ])
+            }
+        }
+        return try json(["topics": Dictionary(uniqueKeysWithValues: topics)], status: .ok)
     }
 
     private func answer(_ data: Data) async -> (Response, Bool) {
@@ -141,11 +200,21 @@ extension FCMEmulator {
 
     /// Counts only: cheap to poll during a load test.
     func stats() throws -> Response {
-        let (delivered, received, tokens) = state.withLock { ($0.delivered, $0.received.count, $0.tokenRequests) }
-        return try json(["delivered": delivered, "requests": received, "token_requests": tokens], status: .ok)
+        let (delivered, received, tokens, topics) = state.withLock { state in
+            (
+                state.delivered, state.received.count, state.tokenRequests,
+                Set(state.topicMembers.keys).union(state.topicMessages.keys).reduce(into: [String: [String: Int]]()) { result, topic in
+                    result[topic] = [
+                        "members": state.topicMembers[topic]?.count ?? 0, "messages": state.topicMessages[topic] ?? 0,
+                        "deliveries": state.topicDeliveries[topic] ?? 0,
+                    ]
+                }
+            )
+        }
+        return try json(["delivered": delivered, "requests": received, "token_requests": tokens, "topics": topics], status: .ok)
     }
 
-    private func json(_ value: Any, status: HTTPResponse.Status) throws -> Response {
+    func json(_ value: Any, status: HTTPResponse.Status) throws -> Response {
         let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
         return Response(status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

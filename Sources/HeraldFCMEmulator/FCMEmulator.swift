@@ -54,6 +54,12 @@ public final class FCMEmulator: Sendable {
         var attemptsByToken: [String: Int] = [:]
         var port: Int?
         var tokenEndpointDown = false
+        /// Instance ID topic membership: topic → registration tokens.
+        var topicMembers: [String: Set<String>] = [:]
+        /// Per topic: messages accepted, and the devices they reached (members at the time).
+        var topicMessages: [String: Int] = [:]
+        var topicDeliveries: [String: Int] = [:]
+        var membershipRequests = 0
     }
 
     public let configuration: Configuration
@@ -99,6 +105,19 @@ public final class FCMEmulator: Sendable {
         }
     }
 
+    /// The registration tokens in `topic` (added by `iid/v1:batchAdd`, not since removed).
+    public func members(of topic: String) -> Set<String> {
+        state.withLock { $0.topicMembers[topic] ?? [] }
+    }
+
+    /// Calls to `iid/v1:batchAdd` and `:batchRemove` so far.
+    public var membershipRequests: Int { state.withLock { $0.membershipRequests } }
+
+    /// Devices a topic's accepted messages reached: its members when each was sent.
+    public func topicDeliveries(_ topic: String) -> Int {
+        state.withLock { $0.topicDeliveries[topic] ?? 0 }
+    }
+
     /// Makes the token endpoint answer 503 (true) or work again (false), to test outages.
     public func setTokenEndpointDown(_ down: Bool) {
         state.withLock { $0.tokenEndpointDown = down }
@@ -110,6 +129,8 @@ public final class FCMEmulator: Sendable {
             state.delivered = 0
             state.attemptsByToken = [:]
             state.tokenRequests = 0
+            state.topicMessages = [:]
+            state.topicDeliveries = [:]
         }
     }
 
@@ -118,6 +139,9 @@ public final class FCMEmulator: Sendable {
         let router = Router()
         router.post("/token") { request, context in try await self.token(request, context: context) }
         router.post("/v1/projects/{project}/messages:send") { request, context in try await self.send(request, context: context) }
+        router.post("/iid/v1:batchAdd") { request, _ in try await self.membership(request, add: true) }
+        router.post("/iid/v1:batchRemove") { request, _ in try await self.membership(request, add: false) }
+        router.get("/emulator/topics") { _, _ in try self.topics() }
         router.get("/emulator/messages") { _, _ in try self.inspection() }
         router.get("/emulator/stats") { _, _ in try self.stats() }
         router.delete("/emulator/messages") { _, _ in

@@ -39,6 +39,8 @@ public struct HeraldServer: Sendable {
     let connections = OpenConnections()
     /// Live streams (`GET /api/stream`) open in this process.
     let streams: LiveStreams
+    /// Keeps FCM topic membership equal to subscriptions (`topics.manage_fcm_membership`).
+    public let membership: TopicMembershipWorker
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -87,7 +89,8 @@ public struct HeraldServer: Sendable {
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
-                    streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser)
+                    streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser),
+                    membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger)
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.
@@ -177,6 +180,7 @@ public struct HeraldServer: Sendable {
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
+        if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
         OperationsRoutes(store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
             .register(on: router, table: routes)
         UserRoutes(
@@ -219,7 +223,7 @@ public struct HeraldServer: Sendable {
             + [
                 ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
-            ]
+            ] + (managesMembership ? [("topic membership", membership)] : [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
         let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))
         return Application(
@@ -239,6 +243,9 @@ public struct HeraldServer: Sendable {
             logger: logger
         )
     }
+
+    /// Whether the topic-membership worker runs: switched on, and a sink keeps membership.
+    var managesMembership: Bool { configuration.manageFCMMembership && membership.isNeeded }
 
     /// How long in-flight HTTP requests may take at a graceful shutdown before the connections
     /// still open are ended: a third of `shutdown_timeout`, between 1 and 10 seconds, so the

@@ -17,6 +17,7 @@ final class EmulatorFixture: Sendable {
     let store: SQLiteStore
     let engine: DeliveryEngine
     let service: NotificationService
+    let sinks: SinkRegistry
 
     /// One client for every fixture, alive for the whole test process: a sink that owned its
     /// client would need a shutdown that a failing test could skip.
@@ -37,7 +38,9 @@ final class EmulatorFixture: Sendable {
         }
         guard port.withLock({ $0 }) != nil else { throw CancellationError() }
         let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
-        let sink = try await FCMSink(configuration: FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5)), http: Self.http)
+        var sinkConfiguration = FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5))
+        sinkConfiguration.iidEndpoint = emulator.baseURL
+        let sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http)
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
@@ -48,10 +51,11 @@ final class EmulatorFixture: Sendable {
             validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://pong.example")),
             router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
         )
-        return EmulatorFixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service)
+        return EmulatorFixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service, sinks: sinks)
     }
 
-    private init(emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService) {
+    private init(emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService, sinks: SinkRegistry) {
+        self.sinks = sinks
         self.emulator = emulator
         self.running = running
         self.sink = sink

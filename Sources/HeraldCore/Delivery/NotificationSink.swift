@@ -15,6 +15,9 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public static let broadcast = SinkCapabilities(rawValue: 1 << 3)
     /// Takes engagement events as well as notifications (``NotificationSink/deliverEvents(_:)``).
     public static let events = SinkCapabilities(rawValue: 1 << 4)
+    /// Keeps provider-side topic membership equal to Herald's subscriptions
+    /// (``NotificationSink/updateTopicMembership(_:)``), when `topics.manage_fcm_membership` is on.
+    public static let topicMembership = SinkCapabilities(rawValue: 1 << 5)
 }
 
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
@@ -123,6 +126,9 @@ public protocol NotificationSink: Sendable {
     /// Asks the provider to validate these deliveries without sending them (FCM's
     /// `validate_only`). One result per delivery; the default answers `.unsupported`.
     func dryRun(_ batch: [Delivery]) async -> [DryRunResult]
+    /// Adds device tokens to and removes them from provider-side topics (sinks with
+    /// `.topicMembership`), one outcome per change, in order. The default refuses them.
+    func updateTopicMembership(_ changes: [TopicMembershipChange]) async -> [TopicMembershipOutcome]
     /// Takes engagement events (sinks with the `.events` capability), one outcome per event.
     /// The default fails them: the sink does not take events.
     func deliverEvents(_ events: [EngagementEvent]) async -> [DeliveryOutcome]
@@ -144,6 +150,10 @@ extension NotificationSink {
 
     public func prepare(_ registration: inout DeviceRegistration) throws {
         try registration.validateCommonFields()
+    }
+
+    public func updateTopicMembership(_ changes: [TopicMembershipChange]) async -> [TopicMembershipOutcome] {
+        changes.map { _ in .refused(reason: "sink '\(name)' does not keep topic membership") }
     }
 
     public func dryRun(_ batch: [Delivery]) async -> [DryRunResult] {

@@ -188,7 +188,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
-    RetentionStore, CardStore, ChangeStore
+    RetentionStore, CardStore, ChangeStore, TopicMembershipStore
 {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws

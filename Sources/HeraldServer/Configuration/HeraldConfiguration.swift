@@ -58,6 +58,8 @@ public struct HeraldConfiguration: Sendable {
     public var archiveRetention: Duration?
     /// Whether `GET /channel` answers without credentials (`topics.public_read`).
     public var topicsPublicRead = false
+    /// Whether Herald keeps FCM topic membership equal to its subscriptions (Instance ID API).
+    public var manageFCMMembership = true
     /// How instants are written in history items and push data (SPEC §3): Pong's form by default.
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
@@ -134,6 +136,7 @@ public struct HeraldConfiguration: Sendable {
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
         topicsPublicRead = try reader.requiredBool(forKey: "topics.public_read", default: topicsPublicRead)
+        manageFCMMembership = try reader.requiredBool(forKey: "topics.manage_fcm_membership", default: manageFCMMembership)
         let style = try reader.requiredString(forKey: "timestamps", default: timestamps.rawValue)
         guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
         timestamps = parsedStyle

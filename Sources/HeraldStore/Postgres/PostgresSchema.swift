@@ -299,6 +299,7 @@ enum PostgresSchema {
                 "CREATE INDEX events_by_age ON events(received_at)",
             ]
         ),
+        ("v8-topic-members", [TopicMembershipSQL.table]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -299,6 +299,9 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v12-topic-members") { db in
+            try db.execute(sql: TopicMembershipSQL.table)
+        }
         return migrator
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// The difference between what provider-side topics hold and what Herald's subscriptions say,
+/// on every engine: each way a subscription, a device or a subject changes shows up in it.
+@Suite struct TopicMembershipConformanceTests {
+    let ids = ObjectIDGenerator()
+    let topics = TopicStoreConformanceTests()
+    let fcm = TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true)
+
+    func settle(_ store: any HeraldStorage, _ changes: [TopicMembershipChange], _ outcome: TopicMembershipOutcome = .applied) async throws {
+        try await store.recordMembership(sink: "fcm", changes.map { ($0, outcome) })
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func theDifferenceFollowsSubscriptionsDevicesAndSubjects(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        defer { Task { await store.close() } }
+        let t = try await topics.tree(store)
+        let (forced, optIn) = (t.forced.topicKey, t.optIn.topicKey)
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10).isEmpty)
+
+        _ = try await store.registerDevice(userID: "ann", registration: .token("t-ann", provider: "fcm"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "ann", registration: .token("t-ann-ios", provider: "apns"), newID: ids.next(), at: Date())
+        var other = DeviceRegistration.token("t-other-app", provider: "fcm")
+        other.app = "fcm-eu"
+        _ = try await store.registerDevice(userID: "ann", registration: other, newID: ids.next(), at: Date())
+        // Forced reaches every device in scope; another provider's and another sink's are not this sink's.
+        let first = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(first == [TopicMembershipChange(.add, token: "t-ann", topic: forced)])
+        let eu = TopicMembershipScope(sink: "fcm-eu", providers: ["fcm"], servesUnnamedDevices: false)
+        #expect(try await store.pendingMembershipChanges(eu, limit: 10) == [TopicMembershipChange(.add, token: "t-other-app", topic: forced)])
+        try await settle(store, first)
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10).isEmpty, "recorded: nothing differs")
+
+        try await store.subscribe(userID: "ann", topicKey: optIn, at: Date())
+        _ = try await store.registerDevice(userID: "bob", registration: .token("t-bob", provider: "fcm"), newID: ids.next(), at: Date())
+        let second = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(Set(second) == [TopicMembershipChange(.add, token: "t-ann", topic: optIn), TopicMembershipChange(.add, token: "t-bob", topic: forced)])
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 1).count == 1, "limit")
+        try await settle(store, second)
+        let counts = try await store.membershipCounts(sink: "fcm")
+        #expect(counts[forced]?.members == 2 && counts[optIn]?.members == 1)
+
+        // Opting out, a device going, a subject deleted: removals.
+        try await store.unsubscribe(userID: "ann", topicKey: optIn)
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10) == [TopicMembershipChange(.remove, token: "t-ann", topic: optIn)])
+        #expect(try await store.unregisterDevice(userID: "bob", provider: "fcm", addressKey: "t-bob", at: Date()))
+        let third = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(Set(third) == [TopicMembershipChange(.remove, token: "t-ann", topic: optIn), TopicMembershipChange(.remove, token: "t-bob", topic: forced)])
+        try await settle(store, third)
+        #expect(try await store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
+        let fourth = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(fourth == [TopicMembershipChange(.remove, token: "t-ann", topic: forced)])
+        try await settle(store, fourth)
+        #expect(try await store.membershipCounts(sink: "fcm").isEmpty)
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aRefusedAdditionIsNotTriedAgainWhileWantedAndRetriesAreNotRecorded(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        defer { Task { await store.close() } }
+        let t = try await topics.tree(store)
+        _ = try await store.registerDevice(userID: "ann", registration: .token("bad-token", provider: "fcm"), newID: ids.next(), at: Date())
+        _ = try await store.registerDevice(userID: "bob", registration: .token("good-token", provider: "fcm"), newID: ids.next(), at: Date())
+        let pending = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(pending.count == 2)
+        try await store.recordMembership(sink: "fcm", [
+            (TopicMembershipChange(.add, token: "bad-token", topic: t.forced.topicKey), .refused(reason: "NOT_FOUND")),
+            (TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey), .retry(after: nil, reason: "503")),
+        ])
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10) == [TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey)])
+        let counts = try await store.membershipCounts(sink: "fcm")
+        #expect(counts[t.forced.topicKey]?.members == 0 && counts[t.forced.topicKey]?.refused == 1)
+    }
+}
