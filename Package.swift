@@ -325,7 +325,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldFCMSinkTests",
-            dependencies: ["HeraldFCMSink", "HeraldFCMEmulator", "HeraldHistorySink", "HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldFCMSink", "HeraldFCMEmulator", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

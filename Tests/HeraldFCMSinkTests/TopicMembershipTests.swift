@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldFCMEmulator
 import HeraldFCMSink
 import HeraldStore
+import HeraldTestSupport
 import Logging
 import Testing
 
@@ -10,30 +11,6 @@ import Testing
 /// calls and the emulator, which delivers a topic message only to the topic's members.
 @Suite struct TopicMembershipTests {
     let ids = ObjectIDGenerator()
-
-    struct Tree {
-        var channel: Channel
-        var area: Area
-        var forced: Subject
-        var optIn: Subject
-    }
-
-    func tree(_ f: EmulatorFixture) async throws -> Tree {
-        let channel = Channel(id: ids.next(), name: "Campus", desc: "")
-        let area = Area(id: ids.next(), name: "Safety", desc: "")
-        try await f.store.createChannel(channel)
-        _ = try await f.store.createArea(area, channelID: channel.id)
-        func subject(_ name: String, _ level: SubscriptionLevel) async throws -> Subject {
-            let id = ids.next()
-            let subject = Subject(
-                id: id, name: name, desc: "", topicKey: TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description,
-                opt: .init(level: level, distribution: .alert)
-            )
-            _ = try await f.store.createSubject(subject, channelID: channel.id, areaID: area.id)
-            return subject
-        }
-        return Tree(channel: channel, area: area, forced: try await subject("Alerts", .forced), optIn: try await subject("Sports", .optIn))
-    }
 
     func worker(_ f: EmulatorFixture) throws -> TopicMembershipWorker {
         TopicMembershipWorker(
@@ -44,7 +21,7 @@ import Testing
 
     @Test func membershipFollowsSubscriptionsDevicesAndSubjects() async throws {
         let f = try await EmulatorFixture.start()
-        let t = try await tree(f)
+        let t = try await TopicTree.make(in: f.store, ids: ids)
         let worker = try worker(f)
         for (user, token) in [("ann", "tok-ann"), ("bob", "tok-bob"), ("cat", "dead-cat")] {
             _ = try await f.store.registerDevice(userID: user, registration: .token(token, provider: "fcm"), newID: ids.next(), at: Date())
@@ -89,7 +66,7 @@ import Testing
 
     @Test func anUnreachableProviderIsRetriedAndNothingIsRecordedUntilItAnswers() async throws {
         let f = try await EmulatorFixture.start()
-        let t = try await tree(f)
+        let t = try await TopicTree.make(in: f.store, ids: ids)
         let worker = try worker(f)
         _ = try await f.store.registerDevice(userID: "ann", registration: .token("tok-ann", provider: "fcm"), newID: ids.next(), at: Date())
         f.emulator.setTokenEndpointDown(true)

@@ -1,12 +1,12 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 
 /// The difference between what provider-side topics hold and what Herald's subscriptions say,
 /// on every engine: each way a subscription, a device or a subject changes shows up in it.
 @Suite struct TopicMembershipConformanceTests {
     let ids = ObjectIDGenerator()
-    let topics = TopicStoreConformanceTests()
     let fcm = TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true)
 
     func settle(_ store: any HeraldStorage, _ changes: [TopicMembershipChange], _ outcome: TopicMembershipOutcome = .applied) async throws {
@@ -17,7 +17,7 @@ import Testing
     func theDifferenceFollowsSubscriptionsDevicesAndSubjects(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         defer { Task { await store.close() } }
-        let t = try await topics.tree(store)
+        let t = try await TopicTree.make(in: store, ids: ids)
         let (forced, optIn) = (t.forced.topicKey, t.optIn.topicKey)
         #expect(try await store.pendingMembershipChanges(fcm, limit: 10).isEmpty)
 
@@ -62,7 +62,7 @@ import Testing
     func aRefusedAdditionIsNotTriedAgainWhileWantedAndRetriesAreNotRecorded(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         defer { Task { await store.close() } }
-        let t = try await topics.tree(store)
+        let t = try await TopicTree.make(in: store, ids: ids)
         _ = try await store.registerDevice(userID: "ann", registration: .token("bad-token", provider: "fcm"), newID: ids.next(), at: Date())
         _ = try await store.registerDevice(userID: "bob", registration: .token("good-token", provider: "fcm"), newID: ids.next(), at: Date())
         let pending = try await store.pendingMembershipChanges(fcm, limit: 10)

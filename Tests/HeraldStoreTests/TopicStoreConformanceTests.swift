@@ -1,30 +1,14 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 
 /// The topic hierarchy, subscriptions, fan-out and archive on every storage engine.
 @Suite struct TopicStoreConformanceTests {
     let ids = ObjectIDGenerator()
 
-    struct Tree {
-        var channel: Channel
-        var area: Area
-        var forced: Subject
-        var optIn: Subject
-    }
-
-    func tree(_ store: any HeraldStorage) async throws -> Tree {
-        let channel = Channel(id: ids.next(), name: "c", desc: "cd")
-        let area = Area(id: ids.next(), name: "a", desc: "ad")
-        try await store.createChannel(channel)
-        #expect(try await store.createArea(area, channelID: channel.id))
-        func subject(_ name: String, _ level: SubscriptionLevel) async throws -> Subject {
-            let id = ids.next()
-            let subject = Subject(id: id, name: name, desc: "", topicKey: TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description, opt: .init(level: level, distribution: .alert))
-            #expect(try await store.createSubject(subject, channelID: channel.id, areaID: area.id))
-            return subject
-        }
-        return Tree(channel: channel, area: area, forced: try await subject("f", .forced), optIn: try await subject("o", .optIn))
+    func tree(_ store: any HeraldStorage) async throws -> TopicTree {
+        try await TopicTree.make(in: store, ids: ids)
     }
 
     @Test(arguments: StoreKind.allCases)
