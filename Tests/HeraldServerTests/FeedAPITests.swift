@@ -63,9 +63,17 @@ import Testing
             #expect(try await client.call(.delete, "/api/feed/messages/\(id)", headers(herald.admin)).status == .noContent)
             #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["two"])
             #expect(try await client.call(.delete, "/api/feed/messages/\(id)", headers(herald.admin)).status == .notFound)
-            // Different filters, different documents, different ETags.
+            // Different filters, different documents, different ETags; the same filter, the same.
+            _ = try await post(client, herald.admin, ["title": "quebec", "target_regions": ["QC"]])
+            let everywhere = try await client.call(.get, "/feed/index.json?region=ON", headers())
             let filtered = try await client.call(.get, "/feed/index.json?region=QC", headers())
-            #expect(filtered.headers[.eTag] != nil)
+            #expect(titles(filtered) == ["two", "quebec"] && titles(everywhere) == ["two"])
+            let filteredTag = try #require(filtered.headers[.eTag])
+            #expect(filteredTag != everywhere.headers[.eTag])
+            #expect(try await client.call(.get, "/feed/index.json?region=QC", headers()).headers[.eTag] == filteredTag)
+            var stale = headers()
+            stale[.ifNoneMatch] = everywhere.headers[.eTag]
+            #expect(try await client.call(.get, "/feed/index.json?region=QC", stale).status == .ok, "another filter's tag does not match")
         }
     }
 

@@ -19,7 +19,21 @@ import Testing
         let maintenance = FeedMaintenance(store: second.store, snapshot: second.feed, interval: .seconds(3600), logger: second.logger)
         let running = Task { try await maintenance.run() }
         defer { running.cancel() }
-        try await Task.sleep(for: .milliseconds(300))
+        // Until the second process listens, a post reaches it only by the hourly reload: post
+        // probes until one arrives, so the test starts once notifications flow.
+        var listening = false
+        for _ in 0..<50 where !listening {
+            let probe = FeedMessage(
+                id: ObjectIDGenerator().next(), title: "probe", body: "b", url: nil, postedAt: Date(), expiresAt: Date().addingTimeInterval(3600),
+                priority: 0, targetRegions: [], targetVersion: nil
+            )
+            try await first.store.addFeedMessage(probe)
+            for _ in 0..<20 where !listening {
+                listening = second.feed.eligible(at: Date(), for: FeedQuery()).contains { $0.title == "probe" }
+                if !listening { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        try #require(listening, "the second process hears feed changes")
 
         let now = Date()
         let message = FeedMessage(

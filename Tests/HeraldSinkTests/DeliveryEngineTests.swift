@@ -15,6 +15,12 @@ import Testing
         var date: Date { now.withLock { $0 } }
     }
 
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
+    }
+
     struct Fixture {
         let store: SQLiteStore
         let push = RecordingSink(name: "fcm", capabilities: .push)
@@ -150,19 +156,34 @@ import Testing
 
     @Test func runningEngineWakesOnNewWorkAndStopsOnCancel() async throws {
         let f = try await Fixture()
-        let realEngine = DeliveryEngine(queue: f.store, sinks: try SinkRegistry([HistorySink(store: f.store)]))
+        var configuration = DeliveryEngineConfiguration()
+        // An hour between polls: within the test only a wake can bring work.
+        configuration.idlePoll = .seconds(3600)
+        let realEngine = DeliveryEngine(queue: f.store, sinks: try SinkRegistry([HistorySink(store: f.store)]), configuration: configuration)
         let running = Task { try await realEngine.run() }
-        try await Task.sleep(for: .milliseconds(50))
-        let id = try await f.send(to: ["carol"])
-        realEngine.wake()
-        var delivered = false
-        for _ in 0..<100 where !delivered {
-            try await Task.sleep(for: .milliseconds(20))
-            delivered = try await f.states(id).values.allSatisfy { $0 == .delivered }
+        func delivered(_ id: ObjectID, within attempts: Int = 250) async throws -> Bool {
+            for _ in 0..<attempts {
+                if try await f.states(id).values.allSatisfy({ $0 == .delivered }) { return true }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return false
         }
-        #expect(delivered)
+        // Running: a woken engine delivers, then goes idle again.
+        let warmUp = try await f.send(to: ["carol"])
+        realEngine.wake()
+        #expect(try await delivered(warmUp))
+        try await Task.sleep(for: .milliseconds(200))
+
+        let id = try await f.send(to: ["dave"])
+        #expect(try await delivered(id, within: 15) == false, "idle, and not woken: the work waits")
+        realEngine.wake()
+        #expect(try await delivered(id), "woken: delivered at once, not at the next poll")
+
         running.cancel()
-        _ = await running.result
+        let ended = Flag()
+        Task { _ = await running.result; ended.set() }
+        for _ in 0..<250 where !ended.isSet { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(ended.isSet, "a cancelled engine returns within 5 s")
     }
 }
 

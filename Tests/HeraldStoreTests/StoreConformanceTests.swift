@@ -46,8 +46,15 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func migrateTwiceIsHarmless(_ kind: StoreKind) async throws {
         let store = try await kind.make()
+        let key = APIKeyRecord(id: ids.next(), name: "kept", role: .admin, createdAt: t0)
+        try await store.createKey(key, secretHash: "kept-hash")
+        let n = notification(["a"])
+        _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]), idempotencySince: t0)
         try await store.migrate()
         try await store.ping()
+        #expect(try await store.key(secretHash: "kept-hash") == key, "a second migration keeps what was stored")
+        #expect(try await store.status(of: n.id)?.deliveries.count == 1)
+        #expect(try await store.queueStats().pending == 1)
     }
 
     @Test(arguments: StoreKind.allCases)
