@@ -36,7 +36,7 @@ public final class TopicMembershipWorker: Service {
     public func wake() { signal.notify() }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 for (sink, scope) in self.sinks {
                     group.addTask { await self.keep(sink, scope) }
