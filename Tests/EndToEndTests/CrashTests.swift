@@ -72,8 +72,9 @@ import Testing
         let accepted = await LoadHarness.send(2_000, to: [a.url, b.url], users: users, key: key)
         #expect(accepted.count == 2_000)
         let pushed = try await LoadHarness.waitForPushes(of: Set(accepted), emulator: emulator.url)
-        // Anything still in flight would show up as a late repeat: give it a moment.
-        try await Task.sleep(for: .milliseconds(500))
+        // A late repeat could only come from a delivery still pending: wait until every push
+        // is recorded delivered, then count.
+        #expect(try await recordedDelivered(accepted, at: b.url, key: key), "every push is recorded as delivered")
         let final = try await LoadHarness.pushes(emulator: emulator.url)
         #expect(Set(pushed) == Set(accepted))
         #expect(final.count == accepted.count, "\(final.count - accepted.count) duplicate pushes")
@@ -101,8 +102,9 @@ import Testing
 
         let accepted = await LoadHarness.send(200, to: [victim.url], users: users, key: key)
         #expect(accepted.count == 200)
-        // Both processes are now sending; kill one while its claimed batch is in flight.
-        try await Task.sleep(for: .milliseconds(500))
+        // Kill one process once slow pushes are in flight (the emulator prints each before
+        // answering it 2 s later).
+        #expect(try await sendsInFlight(emulator), "slow pushes started")
         kill(victim.process.processIdentifier, SIGKILL)
         _ = await victim.stop()
 
@@ -130,6 +132,30 @@ import Testing
 }
 
 extension CrashTests {
+    /// Waits (up to 10 s) until the emulator has begun answering a `slow-` token's push.
+    func sendsInFlight(_ emulator: RunningHerald) async throws -> Bool {
+        for _ in 0..<200 {
+            if emulator.output.stdout.contains("to token slow-") { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Waits (up to 30 s) until every notification's push is recorded delivered.
+    func recordedDelivered(_ ids: [String], at url: String, key: String) async throws -> Bool {
+        var pending = Set(ids)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !pending.isEmpty && ContinuousClock.now < deadline {
+            for id in pending {
+                let (_, status) = try await LoadHarness.request(.GET, "\(url)/api/notifications/\(id)", key: key)
+                let push = (status["deliveries"] as? [[String: Any]] ?? []).first { $0["sink"] as? String == "fcm" }
+                if push?["state"] as? String == "delivered" { pending.remove(id) }
+            }
+            if !pending.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return pending.isEmpty
+    }
+
     /// SIGTERM while slow pushes are in flight: the process exits within `shutdown_timeout`
     /// (plus the bounded cancellation), and a restart delivers everything accepted.
     @Test func sigtermUnderLoadExitsInBoundedTimeAndLosesNothing() async throws {
@@ -143,7 +169,7 @@ extension CrashTests {
         try await LoadHarness.registerUsers(users, tokenPrefix: "slow-", at: server.url, key: key)
         let accepted = await LoadHarness.send(300, to: [server.url], users: users, key: key)
         #expect(accepted.count == 300)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await sendsInFlight(emulator), "slow pushes started")
 
         let started = ContinuousClock.now
         let status = await server.stop()
