@@ -24,7 +24,8 @@ final class EmulatorFixture: Sendable {
     static let http = FCMSink.makeHTTPClient()
 
     static func start(
-        maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600
+        maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
         configuration.quotaRetryAfter = quotaRetryAfter
@@ -40,7 +41,7 @@ final class EmulatorFixture: Sendable {
         let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
         var sinkConfiguration = FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5))
         sinkConfiguration.iidEndpoint = emulator.baseURL
-        let sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http)
+        let sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http, clock: clock)
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
@@ -98,4 +99,11 @@ final class EmulatorFixture: Sendable {
     func messages(to token: String) -> [[String: Any]] {
         emulator.deliveredMessages.filter { $0["token"] as? String == token }
     }
+}
+
+/// A clock a test moves by hand, so token lifetimes pass without waiting.
+final class ManualClock: Sendable {
+    private let now = Mutex(Date())
+    func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    var date: Date { now.withLock { $0 } }
 }

@@ -124,31 +124,41 @@ import Testing
     }
 
     @Test func anExpiredAccessTokenIsRefreshed() async throws {
-        // Tokens that live 2 s are refreshed halfway through.
-        let f = try await EmulatorFixture.start(tokenLifetime: 2)
+        // Tokens that live 2 s are refreshed halfway through; the sink's clock moves by hand.
+        let clock = ManualClock()
+        let f = try await EmulatorFixture.start(tokenLifetime: 2, clock: { clock.date })
         try await f.register("gus", "tok-g")
         _ = try await f.send(NotificationSubmission(type: "generic", title: "one", userIDs: ["gus"]))
         try await f.deliverAll()
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(0.9)
         _ = try await f.send(NotificationSubmission(type: "generic", title: "two", userIDs: ["gus"]))
         try await f.deliverAll()
-        #expect(f.messages(to: "tok-g").count == 2)
+        #expect(f.emulator.tokenRequests == 1, "before the halfway mark the cached token serves")
+        clock.advance(0.2)
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "three", userIDs: ["gus"]))
+        try await f.deliverAll()
+        #expect(f.messages(to: "tok-g").count == 3)
         #expect(f.emulator.tokenRequests == 2)
         await f.stop()
     }
 
     @Test func aFailedEarlyRefreshKeepsUsingTheStillValidToken() async throws {
-        // Refreshed after 5 s, expires after 10 s: a loaded machine still sends inside the window.
-        let f = try await EmulatorFixture.start(tokenLifetime: 10)
+        // Refreshed after 5 s, expires after 10 s; the sink's clock moves by hand.
+        let clock = ManualClock()
+        let f = try await EmulatorFixture.start(tokenLifetime: 10, clock: { clock.date })
         try await f.register("kim", "tok-k")
         _ = try await f.send(NotificationSubmission(type: "generic", title: "one", userIDs: ["kim"]))
         try await f.deliverAll()
-        try await Task.sleep(for: .milliseconds(5100))
+        clock.advance(5.1)
         f.emulator.setTokenEndpointDown(true)
         _ = try await f.send(NotificationSubmission(type: "generic", title: "two", userIDs: ["kim"]))
         try await f.engine.drain()
         #expect(f.messages(to: "tok-k").count == 2, "sent with the old, still valid token")
         #expect(f.emulator.tokenRequests == 2, "the refresh was attempted")
+        clock.advance(5)
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "three", userIDs: ["kim"]))
+        try await f.engine.drain()
+        #expect(f.messages(to: "tok-k").count == 2, "past its expiry the old token is not used")
         await f.stop()
     }
 
