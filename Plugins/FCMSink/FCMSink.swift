@@ -227,28 +227,17 @@ public final class FCMSink: ReleasingSink {
         }
     }
 
-    /// One POST to messages:send; a 401 refreshes the access token and tries once more.
+    /// One POST to messages:send (``authorizedPOST(_:json:headers:upTo:)`` retries a 401 once).
     /// - Parameter blindRetry: whether a send that got no answer may be retried later.
-    func send(_ message: FCMMessage, blindRetry: Bool, validateOnly: Bool = false, refreshed: Bool = false) async -> FCMResult {
+    func send(_ message: FCMMessage, blindRetry: Bool, validateOnly: Bool = false) async -> FCMResult {
         let result: FCMResult
         do {
-            let accessToken = try await tokens.token()
-            var request = HTTPClientRequest(url: "\(configuration.endpoint)/v1/projects/\(configuration.account.projectID)/messages:send")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil))))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
-            let body = try await response.body.collect(upTo: 1 << 20)
-            let classified = FCMResult.classify(status: Int(response.status.code), body: Data(buffer: body), retryAfter: response.headers.first(name: "Retry-After"), now: clock())
-            if case .unauthorized = classified, !refreshed {
-                await tokens.invalidate(accessToken)
-                return await send(message, blindRetry: blindRetry, validateOnly: validateOnly, refreshed: true)
-            }
-            result = classified
+            let answer = try await authorizedPOST(
+                "\(configuration.endpoint)/v1/projects/\(configuration.account.projectID)/messages:send",
+                json: try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil)), upTo: 1 << 20
+            )
+            result = FCMResult.classify(status: answer.status, body: answer.body, retryAfter: answer.headers.first(name: "Retry-After"), now: clock())
         } catch let error as FCMError {
-            // The access token could not be had: the credentials, not the devices, are at fault.
-            credentialFault.withLock { $0 = "cannot get an access token for sink '\(name)': \(error.description)" }
             result = .transient(after: nil, reason: error.description)
         } catch {
             result = blindRetry
@@ -257,6 +246,40 @@ public final class FCMSink: ReleasingSink {
         }
         counters.withLock { $0[result.counterName, default: 0] += 1 }
         return result
+    }
+
+    /// POSTs a JSON body with the sink's OAuth access token (FCM sends and Instance ID calls
+    /// share it); a 401 invalidates the token and tries once more with a fresh one.
+    /// - Throws: ``FCMError`` when no access token can be had (recorded as the sink's credential
+    ///   fault: the credentials, not the devices, are at fault), or the HTTP client's error when
+    ///   no answer came.
+    func authorizedPOST(
+        _ url: String, json body: Data, headers extra: [(String, String)] = [], upTo limit: Int
+    ) async throws -> (status: Int, headers: HTTPHeaders, body: Data) {
+        var refreshed = false
+        while true {
+            let accessToken: String
+            do {
+                accessToken = try await tokens.token()
+            } catch let error as FCMError {
+                credentialFault.withLock { $0 = "cannot get an access token for sink '\(name)': \(error.description)" }
+                throw error
+            }
+            var request = HTTPClientRequest(url: url)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            for (name, value) in extra { request.headers.add(name: name, value: value) }
+            request.body = .bytes(ByteBuffer(data: body))
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
+            let answer = Data(buffer: try await response.body.collect(upTo: limit))
+            if response.status.code == 401 && !refreshed {
+                await tokens.invalidate(accessToken)
+                refreshed = true
+                continue
+            }
+            return (Int(response.status.code), response.headers, answer)
+        }
     }
 }
 

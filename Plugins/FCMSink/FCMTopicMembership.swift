@@ -1,8 +1,5 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
-import NIOCore
-import NIOFoundationCompat
 import NIOHTTP1
 import Synchronization
 
@@ -39,36 +36,27 @@ extension FCMSink {
         var registration_tokens: [String]
     }
 
-    /// One call; a 401 refreshes the access token and tries once more.
-    func batch(_ action: TopicMembershipChange.Action, topic: String, tokens registrationTokens: [String], refreshed: Bool = false) async -> [TopicMembershipOutcome] {
+    /// One call (``FCMSink/authorizedPOST(_:json:headers:upTo:)`` retries a 401 once).
+    func batch(_ action: TopicMembershipChange.Action, topic: String, tokens registrationTokens: [String]) async -> [TopicMembershipOutcome] {
         let all: (TopicMembershipOutcome) -> [TopicMembershipOutcome] = { outcome in registrationTokens.map { _ in outcome } }
         do {
-            let accessToken = try await tokens.token()
             let method = action == .add ? "batchAdd" : "batchRemove"
-            var request = HTTPClientRequest(url: "\(configuration.iidEndpoint)/iid/v1:\(method)")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
-            request.headers.add(name: "access_token_auth", value: "true")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(BatchRequest(to: "/topics/\(topic)", registration_tokens: registrationTokens))))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
-            let body = Data(buffer: try await response.body.collect(upTo: 1 << 22))
-            let status = Int(response.status.code)
-            counters.withLock { $0["membership_\(status)", default: 0] += 1 }
-            switch status {
+            let answer = try await authorizedPOST(
+                "\(configuration.iidEndpoint)/iid/v1:\(method)",
+                json: try JSONEncoder().encode(BatchRequest(to: "/topics/\(topic)", registration_tokens: registrationTokens)),
+                headers: [("access_token_auth", "true")], upTo: 1 << 22
+            )
+            counters.withLock { $0["membership_\(answer.status)", default: 0] += 1 }
+            switch answer.status {
             case 200:
-                return Self.outcomes(body, action: action, count: registrationTokens.count)
-            case 401 where !refreshed:
-                await tokens.invalidate(accessToken)
-                return await batch(action, topic: topic, tokens: registrationTokens, refreshed: true)
-            case 408, 429, 500...599, 401:
-                let after = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
-                return all(.retry(after: after, reason: "Instance ID API answered \(status)"))
+                return Self.outcomes(answer.body, action: action, count: registrationTokens.count)
+            case 401, 408, 429, 500...599:
+                let after = answer.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
+                return all(.retry(after: after, reason: "Instance ID API answered \(answer.status)"))
             default:
-                return all(.refused(reason: "Instance ID API answered \(status): \(String(decoding: body.prefix(200), as: UTF8.self))"))
+                return all(.refused(reason: "Instance ID API answered \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))"))
             }
         } catch let error as FCMError {
-            credentialFault.withLock { $0 = "cannot get an access token for sink '\(name)': \(error.description)" }
             return all(.retry(after: nil, reason: error.description))
         } catch {
             // Adding or removing again is harmless: an unanswered call is simply retried.
