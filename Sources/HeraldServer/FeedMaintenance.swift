@@ -39,18 +39,9 @@ public struct FeedMaintenance: Service {
         let (changes, announce) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                var failures = 0
-                while !Task.isCancelled {
-                    do {
-                        try await store.watchFeedChanges { announce.yield() }
-                        break
-                    } catch {
-                        guard !Task.isCancelled else { break }
-                        failures += 1
-                        logger.warning("lost the feed's change notifications, relying on the schedule: \(error)")
-                        let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
-                        try? await Task.sleep(for: pause)
-                    }
+                // Between a loss and the next watch, the schedule still reloads.
+                await keepWatching("the feed's change notifications", logger: logger) {
+                    try await store.watchFeedChanges { announce.yield() }
                 }
                 announce.finish()
             }

@@ -24,25 +24,20 @@ struct LiveUpdates: Service {
     }
 
     private func watchStore() async {
-        var failures = 0
-        while !Task.isCancelled {
-            do {
-                try await store.watchChanges { [streams] change in
-                    switch change {
-                    case .history(let users): streams.post(.history, users: users)
-                    case .content: streams.postAll(.content)
-                    case .attributes(let users): streams.post(.content, users: users)
-                    }
-                }
-                failures = 0
-            } catch {
-                guard !Task.isCancelled else { break }
-                failures += 1
-                logger.warning("live streams lost storage's change notifications, retrying: \(error)")
-                try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 6), 5_000)))
+        await keepWatching(
+            "storage's change notifications for live streams", logger: logger,
+            afterFailure: { [streams] in
                 // Whatever was committed while nobody listened: every stream looks again.
                 streams.postAll(.history)
                 streams.postAll(.content)
+            }
+        ) {
+            try await store.watchChanges { [streams] change in
+                switch change {
+                case .history(let users): streams.post(.history, users: users)
+                case .content: streams.postAll(.content)
+                case .attributes(let users): streams.post(.content, users: users)
+                }
             }
         }
     }
