@@ -76,4 +76,6 @@ extension HeraldRequestContext {
 extension HTTPField.Name {
     static let xUserID = Self("X-User-ID")!
     static let lastEventID = Self("Last-Event-ID")!
+    /// Tells nginx not to buffer an answer (a live stream).
+    static let xAccelBuffering = Self("X-Accel-Buffering")!
 }

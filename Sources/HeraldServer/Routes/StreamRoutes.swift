@@ -34,10 +34,12 @@ struct StreamRoutes {
         } else {
             session.cursor = try await store.lastHistorySequence(userID: userID)
         }
-        let opened = streams.open(userID: userID)
         let body = ResponseBody { [streams, heartbeat, session] writer in
-            var session = session
+            // Registered while the body is written, so an answer never sent leaves nothing behind;
+            // anything committed before is read by the catch-up below.
+            let opened = streams.open(userID: userID)
             defer { streams.close(opened) }
+            var session = session
             try await withGracefulShutdownHandler {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
@@ -67,7 +69,7 @@ struct StreamRoutes {
         }
         return Response(
             status: .ok,
-            headers: [.contentType: "text/event-stream", .cacheControl: "no-store", HTTPField.Name("X-Accel-Buffering")!: "no"],
+            headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
             body: body
         )
     }
