@@ -13,15 +13,15 @@ extension SinkFactory {
         let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
         guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else { throw settings.invalid("endpoint", "must be an http(s) URL") }
         let maxConcurrency = try settings.int("max_concurrency", default: 64, in: 1...1024)
+        // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
+        let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
+        guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
         let account: ServiceAccount
         do {
             account = try ServiceAccount.load(path: credentials)
         } catch let error as FCMError {
             throw settings.invalid("credentials", "is not usable: \(error.description)")
         }
-        // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
-        let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
-        guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
         var configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
         configuration.iidEndpoint = iidEndpoint
         configuration.timestamps = context.timestamps

@@ -182,6 +182,7 @@ import Testing
         (["HERALD_FCM_CREDENTIALS": "/nonexistent/account.json"], "sinks.fcm.credentials"),
         (["HERALD_SINKS_INSTANCES": "fcm2", "HERALD_SINKS_FCM2_TYPE": "fcm"], "sinks.fcm2.credentials"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_MAX_CONCURRENCY": "0"], "sinks.fcm.max_concurrency"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_IID_ENDPOINT": "ftp://iid.example"], "sinks.fcm.iid_endpoint"),
     ])
     func badSinkSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
         do {

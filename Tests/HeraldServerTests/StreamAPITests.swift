@@ -188,4 +188,32 @@ import Testing
         // Without the streams ending, the HTTP server would wait for them for good.
         #expect(shutdown < .seconds(10), "took \(shutdown)")
     }
+
+    @Test func streamAndMembershipSettingsParse() async throws {
+        let configuration = try await HeraldConfiguration.load(
+            configFile: nil, environment: ["HERALD_STREAM_HEARTBEAT": "30s", "HERALD_STREAM_MAX_PER_USER": "2", "HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "false"]
+        )
+        #expect(configuration.streamHeartbeat == .seconds(30))
+        #expect(configuration.maxStreamsPerUser == 2)
+        #expect(configuration.manageFCMMembership == false)
+        let defaults = try await HeraldConfiguration.load(configFile: nil, environment: [:])
+        #expect(defaults.streamHeartbeat == .seconds(15) && defaults.maxStreamsPerUser == 5 && defaults.manageFCMMembership)
+    }
+
+    @Test(arguments: [
+        (["HERALD_STREAM_HEARTBEAT": "0"], "stream.heartbeat"),
+        (["HERALD_STREAM_HEARTBEAT": "10m"], "stream.heartbeat"),
+        (["HERALD_STREAM_HEARTBEAT": "soon"], "stream.heartbeat"),
+        (["HERALD_STREAM_MAX_PER_USER": "0"], "stream.max_per_user"),
+        (["HERALD_STREAM_MAX_PER_USER": "many"], "stream.max_per_user"),
+        (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
+    ] as [([String: String], String)])
+    func badStreamAndMembershipSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
+        do {
+            _ = try await HeraldConfiguration.load(configFile: nil, environment: environment)
+            Issue.record("\(environment) was accepted")
+        } catch let error as HeraldError {
+            #expect(error.message.contains(key), "\(error.message)")
+        }
+    }
 }
