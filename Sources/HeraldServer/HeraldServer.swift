@@ -175,10 +175,12 @@ public struct HeraldServer: Sendable {
     }
 
     private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
-        let router = Router(context: HeraldRequestContext.self)
+        // HEAD is answered wherever GET is (RFC 9110 §9.3.2), and listed in `Allow` with it.
+        let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
+        router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
         OperationsRoutes(store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
@@ -200,7 +202,7 @@ public struct HeraldServer: Sendable {
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feed, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)
-        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router)
+        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router, table: routes)
         return router
     }
 

@@ -26,8 +26,33 @@ import Testing
             #expect(missing.status == .notFound)
             #expect(missing.errorCode == "not_found")
             let method = try await client.call(.put, "/health/live")
-            #expect(method.status.code == 404 || method.status.code == 405)
-            #expect(method.errorCode != nil)
+            #expect(method.status == .methodNotAllowed)
+            #expect(method.errorCode == "method_not_allowed")
+        }
+    }
+
+    /// A served path asked with another method is 405 with `Allow` listing what the route that
+    /// path reaches serves (HEAD wherever GET); the most literal route wins, as in the router.
+    @Test(arguments: [
+        ("TRACE", "/metrics", "GET, HEAD"),
+        ("POST", "/health/live", "GET, HEAD"),
+        ("GET", "/api/notifications/register", "DELETE, POST"),
+        ("PATCH", "/api/cards/c1", "DELETE, PUT"),
+        ("POST", "/api/notifications/history", "GET, HEAD"),
+        ("DELETE", "/channel", "GET, HEAD, POST"),
+        ("GET", "/api/notifications/read", "POST"),
+        ("PUT", "/portal/login", "GET, HEAD, POST"),
+    ])
+    func otherMethodsOnAServedPathAre405WithAllow(_ method: String, _ path: String, _ allow: String) async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let response = try await client.call(HTTPRequest.Method(method) ?? .get, path, headers(herald.admin, user: "u", contentType: nil))
+            #expect(response.status == .methodNotAllowed, "\(method) \(path): \(String(buffer: response.body))")
+            #expect(response.headers[.allow] == allow)
+            #expect(response.errorCode == "method_not_allowed")
+            let unknown = try await client.call(HTTPRequest.Method(method) ?? .get, path + "/not/a/route", headers(herald.admin, user: "u", contentType: nil))
+            #expect(unknown.status == .notFound)
+            #expect(unknown.headers[.allow] == nil)
         }
     }
 

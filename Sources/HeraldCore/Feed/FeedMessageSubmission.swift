@@ -21,14 +21,26 @@ public struct FeedMessageSubmission: Decodable, Sendable {
         case targetVersion = "target_version"
     }
 
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        title = try c.decodeIfPresent(String.self, forKey: .title)
+        body = try c.decodeIfPresent(String.self, forKey: .body)
+        url = try c.decodeIfPresent(String.self, forKey: .url)
+        postedAt = try c.decodeIfPresent(String.self, forKey: .postedAt)
+        expiresAt = try c.decodeIfPresent(String.self, forKey: .expiresAt)
+        priority = try c.decodeIfPresent(WholeNumber.self, forKey: .priority)?.value
+        targetRegions = try c.decodeIfPresent([String].self, forKey: .targetRegions)
+        targetVersion = try c.decodeIfPresent(String.self, forKey: .targetVersion)
+    }
+
     public func validated(id: ObjectID, now: Date, resources: ResourceResolver) throws -> FeedMessage {
         guard let title, !title.isEmpty else { throw title == nil ? HeraldError.missingField("title") : HeraldError.invalidField("title", "must not be empty") }
-        guard title.utf8.count <= NotificationValidator.maxTitleBytes else {
-            throw HeraldError.invalidField("title", "must be at most \(NotificationValidator.maxTitleBytes) bytes")
+        guard title.unicodeScalars.count <= NotificationValidator.maxTitleBytes else {
+            throw HeraldError.invalidField("title", "must be at most \(NotificationValidator.maxTitleBytes) characters")
         }
         let body = self.body ?? ""
-        guard body.utf8.count <= NotificationValidator.maxBodyBytes else {
-            throw HeraldError.invalidField("body", "must be at most \(NotificationValidator.maxBodyBytes) bytes")
+        guard body.unicodeScalars.count <= NotificationValidator.maxBodyBytes else {
+            throw HeraldError.invalidField("body", "must be at most \(NotificationValidator.maxBodyBytes) characters")
         }
         var posted = now
         if let text = postedAt {
@@ -41,7 +53,7 @@ public struct FeedMessageSubmission: Decodable, Sendable {
         guard expires > posted else { throw HeraldError.invalidField("expires_at", "must be after posted_at") }
         guard let regions = targetRegions else { throw HeraldError.missingField("target_regions") }
         guard !regions.isEmpty else { throw HeraldError.invalidField("target_regions", "must name at least one region (\"CA\" means every region)") }
-        for (index, region) in regions.enumerated() where region.isEmpty || region.utf8.count > 16 {
+        for (index, region) in regions.enumerated() where region.isEmpty || region.unicodeScalars.count > 16 {
             throw HeraldError.invalidField("target_regions[\(index)]", "must be a region code of 1-16 characters")
         }
         if let targetVersion { _ = try VersionRange(targetVersion) }

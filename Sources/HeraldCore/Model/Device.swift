@@ -116,8 +116,8 @@ public struct DeviceRegistration: Sendable, Equatable {
     /// address that is bounded. An object's key, unless a sink set one, is its canonical JSON.
     public mutating func validateCommonFields() throws {
         for (name, value) in [("platform", platform), ("app_version", appVersion), ("region", region), ("locale", locale), ("app", app)] {
-            if let value, value.utf8.count > Self.maxFieldBytes {
-                throw HeraldError.invalidField(name, "must be at most \(Self.maxFieldBytes) bytes")
+            if let value, value.unicodeScalars.count > Self.maxFieldBytes {
+                throw HeraldError.invalidField(name, "must be at most \(Self.maxFieldBytes) characters")
             }
         }
         switch address.value {
@@ -193,12 +193,12 @@ public struct UserAttributes: Sendable, Equatable, Codable {
     public func validate() throws {
         guard groupIDs.count <= 1_000 else { throw HeraldError.invalidField("group_ids", "must have at most 1000 entries") }
         for (name, value) in [("tier_id", tierID), ("region", region), ("app_version", appVersion), ("locale", locale)] {
-            if let value, value.isEmpty || value.utf8.count > 128 {
-                throw HeraldError.invalidField(name, "must be 1-128 bytes")
+            if let value, value.isEmpty || value.unicodeScalars.count > 128 {
+                throw HeraldError.invalidField(name, "must be 1-128 characters")
             }
         }
-        for (index, group) in groupIDs.enumerated() where group.isEmpty || group.utf8.count > 128 {
-            throw HeraldError.invalidField("group_ids[\(index)]", "must be 1-128 bytes")
+        for (index, group) in groupIDs.enumerated() where group.isEmpty || group.unicodeScalars.count > 128 {
+            throw HeraldError.invalidField("group_ids[\(index)]", "must be 1-128 characters")
         }
     }
 }

@@ -39,14 +39,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         url = try c.decodeIfPresent(String.self, forKey: .url)
         data = try c.decodeIfPresent([String: String].self, forKey: .data)
         distribution = try c.decodeIfPresent(String.self, forKey: .distribution)
-        // Foundation reports a fractional number for an Int without the field's path; decode
-        // as a number and check, so the error names 'priority'.
-        if let number = try c.decodeIfPresent(Double.self, forKey: .priority) {
-            guard number.rounded() == number, let value = Int(exactly: number) else {
-                throw DecodingError.typeMismatch(Int.self, .init(codingPath: c.codingPath + [CodingKeys.priority], debugDescription: "not an integer"))
-            }
-            priority = value
-        }
+        priority = try c.decodeIfPresent(WholeNumber.self, forKey: .priority)?.value
         expiresAt = try c.decodeIfPresent(String.self, forKey: .expiresAt)
         collapseKey = try c.decodeIfPresent(String.self, forKey: .collapseKey)
         idempotencyKey = try c.decodeIfPresent(String.self, forKey: .idempotencyKey)
@@ -147,5 +140,19 @@ public struct LenientID: Decodable, Sendable, Equatable {
         } else {
             throw DecodingError.typeMismatch(String.self, .init(codingPath: decoder.codingPath, debugDescription: "expected a string or an integer"))
         }
+    }
+}
+
+/// An integer field read as a number first: Foundation reports a fractional or huge number for
+/// an `Int` without the field's path (or with an error of its own), so this names the field.
+public struct WholeNumber: Decodable, Sendable {
+    public var value: Int
+
+    public init(from decoder: any Decoder) throws {
+        let number = try decoder.singleValueContainer().decode(Double.self)
+        guard number.rounded() == number, let value = Int(exactly: number) else {
+            throw DecodingError.typeMismatch(Int.self, .init(codingPath: decoder.codingPath, debugDescription: "not an integer"))
+        }
+        self.value = value
     }
 }

@@ -24,12 +24,12 @@ public struct NotificationValidator: Sendable {
         guard let type = submission.type else { throw HeraldError.missingField("type") }
         try types.validate(type)
         guard let title = submission.title else { throw HeraldError.missingField("title") }
-        guard title.utf8.count <= Self.maxTitleBytes else {
-            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) bytes")
+        guard title.unicodeScalars.count <= Self.maxTitleBytes else {
+            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) characters")
         }
         let body = submission.body ?? ""
-        guard body.utf8.count <= Self.maxBodyBytes else {
-            throw HeraldError.invalidField("body", "must be at most \(Self.maxBodyBytes) bytes")
+        guard body.unicodeScalars.count <= Self.maxBodyBytes else {
+            throw HeraldError.invalidField("body", "must be at most \(Self.maxBodyBytes) characters")
         }
 
         let distribution: Distribution
@@ -83,7 +83,7 @@ public struct NotificationValidator: Sendable {
         var options = BroadcastOptions()
         if let regions = target.regions {
             guard !regions.isEmpty else { throw HeraldError.invalidField("broadcast.regions", "must name at least one region (\"CA\" means every region)") }
-            for (index, region) in regions.enumerated() where region.isEmpty || region.utf8.count > 16 {
+            for (index, region) in regions.enumerated() where region.isEmpty || region.unicodeScalars.count > 16 {
                 throw HeraldError.invalidField("broadcast.regions[\(index)]", "must be a region code of 1-16 characters")
             }
             options.regions = regions
@@ -156,8 +156,8 @@ public struct NotificationValidator: Sendable {
 
     private static func checkKey(_ key: String?, field: String) throws {
         guard let key else { return }
-        guard !key.isEmpty, key.utf8.count <= maxKeyBytes else {
-            throw HeraldError.invalidField(field, "must be 1-\(maxKeyBytes) bytes")
+        guard !key.isEmpty, key.unicodeScalars.count <= maxKeyBytes else {
+            throw HeraldError.invalidField(field, "must be 1-\(maxKeyBytes) characters")
         }
     }
 }

@@ -29,6 +29,11 @@ public enum JSONBody {
         }
         let data = Data(buffer.readableBytesView)
         guard !data.isEmpty else { throw HeraldError(.badRequest, code: "missing_body", "a JSON object body is required") }
+        // JSON is UTF-8 (RFC 8259 §8.1); the decoder would read broken sequences as U+FFFD, and
+        // what was stored would not be what was sent.
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid UTF-8")
+        }
         // One parse: the wrapper reads the object's keys and the value from the same decoder.
         let body: KeyedBody<T>
         do {
@@ -39,9 +44,7 @@ public enum JSONBody {
             throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
         }
         // Refused rather than stored altered: a 2xx means stored exactly as sent.
-        if let field = JSONTextCheck.firstUnstorableString(in: data) {
-            throw HeraldError.invalidField(field, "must not contain U+0000 or an unpaired surrogate")
-        }
+        if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem) }
         if let knownFields {
             for name in body.keys.sorted() where !knownFields.contains(name) {
                 throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")
@@ -49,9 +52,17 @@ public enum JSONBody {
         }
         do {
             return (try body.value.get(), data)
-        } catch let error as DecodingError {
-            throw fieldError(error)
+        } catch {
+            throw decodingFailure(error)
         }
+    }
+
+    /// The 422 for a body the decoder read as JSON but could not turn into the value: a
+    /// `DecodingError` names its field; Foundation reports a number no Swift type of the field can
+    /// hold (`1e400`, `2.5e-42` for an integer) with an error of its own, without the path.
+    static func decodingFailure(_ error: any Error) -> HeraldError {
+        if let error = error as? DecodingError { return fieldError(error) }
+        return HeraldError(.unprocessable, code: "invalid_field", "a number in the body is out of range for its field")
     }
 
     static let tooLarge = HeraldError(.payloadTooLarge, code: "payload_too_large", "the body is larger than \(maxBytes / 1024) KiB")

@@ -1,38 +1,40 @@
+import Foundation
 import HeraldCore
 
-/// Finds strings a JSON body carries that Herald could not store exactly as sent: U+0000 (SQLite
-/// would cut the text there, PostgreSQL refuses it) and unpaired UTF-16 surrogate escapes (the
-/// decoder would replace them). Both can only arrive as `\u` escapes, so a body without one is
-/// passed over in a single scan.
+/// Finds what a JSON body may not carry although the decoder accepts it:
+/// - strings Herald could not store exactly as sent: U+0000 (SQLite would cut the text there,
+///   PostgreSQL refuses it) and unpaired UTF-16 surrogate escapes (the decoder would replace them);
+/// - an object with a member name twice (I-JSON, RFC 7493 §2.3): the decoder would keep one
+///   silently, so what is stored would not be what was sent.
 enum JSONTextCheck {
-    /// The path of the first such string or key (`title`, `data.k`, `ids[2]`), or nil.
-    /// `bytes` is JSON the decoder has already accepted.
-    static func firstUnstorableString(in bytes: some Collection<UInt8>) -> String? {
-        let bytes = Array(bytes)
-        guard mayHaveEscape(bytes) else { return nil }
-        var scanner = Scanner(bytes: bytes)
+    enum Problem: Equatable {
+        /// The path of the string or key (`title`, `data.k`, `ids[2]`).
+        case unstorableString(String)
+        /// The path of the object and the repeated name.
+        case duplicateKey(object: String, key: String)
+    }
+
+    /// The first problem in `bytes`, JSON the decoder has already accepted, or nil.
+    static func firstProblem(in bytes: some Collection<UInt8>) -> Problem? {
+        var scanner = Scanner(bytes: Array(bytes))
         return scanner.run()
     }
 
-    /// Whether `\u` appears at all: the common body has no escapes.
-    private static func mayHaveEscape(_ bytes: [UInt8]) -> Bool {
-        var index = 0
-        while index + 1 < bytes.count {
-            if bytes[index] == UInt8(ascii: "\\") {
-                if bytes[index + 1] == UInt8(ascii: "u") { return true }
-                index += 2
-            } else {
-                index += 1
-            }
+    /// The 4xx for a problem: 422 naming the field for a string, 400 for a repeated name.
+    static func error(for problem: Problem, prefix: String = "") -> HeraldError {
+        switch problem {
+        case .unstorableString(let field):
+            HeraldError.invalidField(prefix + field, "must not contain U+0000 or an unpaired surrogate")
+        case .duplicateKey(let object, let key):
+            HeraldError(.badRequest, code: "duplicate_key", "\(prefix)\(object) has the member '\(key)' more than once (RFC 7493)")
         }
-        return false
     }
 
     /// A walk over valid JSON that keeps the path to the current value, with an explicit stack
     /// so nesting depth cannot exhaust the call stack.
     private struct Scanner {
         enum Frame {
-            case object(key: String)
+            case object(key: String, seen: Set<String>)
             case array(index: Int)
         }
 
@@ -51,30 +53,35 @@ enum JSONTextCheck {
             var text = ""
             for frame in frames {
                 switch frame {
-                case .object(let key): text += text.isEmpty ? key : ".\(key)"
+                case .object(let key, _): text += text.isEmpty ? key : ".\(key)"
                 case .array(let position): text += "[\(position)]"
                 }
             }
             return text.isEmpty ? "body" : text
         }
 
-        mutating func run() -> String? {
+        mutating func run() -> Problem? {
             while index < bytes.count {
                 let byte = bytes[index]
                 switch byte {
                 case UInt8(ascii: "\""):
-                    let (text, storable) = readString()
+                    let start = index
+                    let (text, storable, escaped) = readString()
                     skipWhitespace()
                     if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
                         // A key: the value that follows is at this key.
                         index += 1
-                        if !storable { return parentPath }
-                        if case .object = stack.last { stack[stack.count - 1] = .object(key: text) }
+                        if !storable { return .unstorableString(parentPath) }
+                        if case .object(_, var seen) = stack.last {
+                            let name = escaped ? Self.decodedKey(bytes[start..<start + text.utf8.count + 2]) ?? text : text
+                            guard seen.insert(name).inserted else { return .duplicateKey(object: parentPath, key: name) }
+                            stack[stack.count - 1] = .object(key: text, seen: seen)
+                        }
                     } else if !storable {
-                        return path
+                        return .unstorableString(path)
                     }
                 case UInt8(ascii: "{"):
-                    stack.append(.object(key: ""))
+                    stack.append(.object(key: "", seen: []))
                     index += 1
                 case UInt8(ascii: "["):
                     stack.append(.array(index: 0))
@@ -92,16 +99,23 @@ enum JSONTextCheck {
             return nil
         }
 
+        /// A key with escapes, as the decoder reads it (`"\u0061"` is `a`).
+        static func decodedKey(_ quoted: ArraySlice<UInt8>) -> String? {
+            try? JSONDecoder().decode(String.self, from: Data(quoted))
+        }
+
         mutating func skipWhitespace() {
             while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
         }
 
         /// Reads the string at `index` (its opening quote); returns its raw text for keys (escapes
-        /// left as they are, enough to name a field) and whether it can be stored as sent.
-        mutating func readString() -> (String, Bool) {
+        /// left as they are, enough to name a field), whether it can be stored as sent, and
+        /// whether it has escapes.
+        mutating func readString() -> (String, Bool, Bool) {
             index += 1
             let start = index
             var storable = true
+            var escaped = false
             var pendingHigh = false
             while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
                 guard bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count else {
@@ -110,6 +124,7 @@ enum JSONTextCheck {
                     index += 1
                     continue
                 }
+                escaped = true
                 if bytes[index + 1] == UInt8(ascii: "u"), let unit = hex(at: index + 2) {
                     switch unit {
                     case 0: storable = false
@@ -133,7 +148,7 @@ enum JSONTextCheck {
             if pendingHigh { storable = false }
             let text = String(decoding: bytes[start..<min(index, bytes.count)], as: UTF8.self)
             index += 1
-            return (text, storable)
+            return (text, storable, escaped)
         }
 
         func hex(at position: Int) -> Int? {

@@ -14,24 +14,24 @@ struct PortalRoutes {
     let circuits: CircuitBreakers
     let ids: ObjectIDGenerator
 
-    /// Registered on the router directly, not in the route table: the table (and openapi.yaml)
-    /// describe the JSON API.
-    func register(on router: Router<HeraldRequestContext>) {
-        router.get("portal/") { request, _ in try await home(request) }
-        router.get("portal/login") { request, _ in loginPage(request, error: nil) }
-        router.post("portal/login") { request, _ in try await login(request) }
-        router.post("portal/logout") { request, _ in try await logout(request) }
-        router.get("portal/send") { request, _ in try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) } }
-        router.post("portal/send") { request, _ in try await withSession(request, form: PortalForm(request)) { try await send($0, $1) } }
-        router.get("portal/channels") { request, _ in try await withSession(request, admin: true) { try await channelsPage($0, error: nil) } }
-        router.post("portal/channels/{action}") { request, context in
+    /// Recorded as undocumented: openapi.yaml describes the JSON API, not the portal's pages (the
+    /// table still answers another method on these paths with 405 and `Allow`).
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .get, "/portal/", documented: false) { request, _ in try await home(request) }
+        table.add(router, .get, "/portal/login", documented: false) { request, _ in loginPage(request, error: nil) }
+        table.add(router, .post, "/portal/login", documented: false) { request, _ in try await login(request) }
+        table.add(router, .post, "/portal/logout", documented: false) { request, _ in try await logout(request) }
+        table.add(router, .get, "/portal/send", documented: false) { request, _ in try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) } }
+        table.add(router, .post, "/portal/send", documented: false) { request, _ in try await withSession(request, form: PortalForm(request)) { try await send($0, $1) } }
+        table.add(router, .get, "/portal/channels", documented: false) { request, _ in try await withSession(request, admin: true) { try await channelsPage($0, error: nil) } }
+        table.add(router, .post, "/portal/channels/{action}", documented: false) { request, context in
             let action = context.parameters.get("action") ?? ""
             return try await withSession(request, form: PortalForm(request), admin: true) { try await changeHierarchy(action, $0, $1) }
         }
-        router.get("portal/messages") { request, _ in try await withSession(request, admin: true) { try await messagesPage(request, $0) } }
-        router.get("portal/status") { request, _ in try await withSession(request, admin: true) { try await statusPage(request, $0) } }
-        router.get("portal/static/portal.css") { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8") }
-        router.get("portal/static/portal.js") { _, _ in pages.asset(pages.script, contentType: "text/javascript; charset=utf-8") }
+        table.add(router, .get, "/portal/messages", documented: false) { request, _ in try await withSession(request, admin: true) { try await messagesPage(request, $0) } }
+        table.add(router, .get, "/portal/status", documented: false) { request, _ in try await withSession(request, admin: true) { try await statusPage(request, $0) } }
+        table.add(router, .get, "/portal/static/portal.css", documented: false) { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8") }
+        table.add(router, .get, "/portal/static/portal.js", documented: false) { _, _ in pages.asset(pages.script, contentType: "text/javascript; charset=utf-8") }
     }
 
     // MARK: Sessions

@@ -179,14 +179,15 @@ struct CardRoutes {
             let line = bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes
             guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return }
             let data = Data(line)
-            if let field = JSONTextCheck.firstUnstorableString(in: data) {
-                throw HeraldError.invalidField("line \(lineNumber): \(field)", "must not contain U+0000 or an unpaired surrogate")
+            guard String(validating: data, as: UTF8.self) != nil else {
+                throw HeraldError(.badRequest, code: "invalid_json", "line \(lineNumber) is not valid UTF-8")
             }
+            if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem, prefix: "line \(lineNumber): ") }
             let parsed: Line
             do {
                 parsed = try decoder.decode(Line.self, from: data)
-            } catch let error as DecodingError {
-                let problem = JSONBody.fieldError(error)
+            } catch {
+                let problem = JSONBody.decodingFailure(error)
                 throw HeraldError(.unprocessable, code: problem.code, "line \(lineNumber): \(problem.message)")
             }
             if let reason = check(userID: parsed.user_id, card: parsed.card) {
@@ -263,7 +264,7 @@ struct CardRoutes {
             order = mode
         }
         var limit = Self.defaultPullLimit
-        if let text = query.get("limit"), !text.isEmpty {
+        if let text = query.get("limit") {
             guard let value = Int(text), (1...Self.maxPullLimit).contains(value) else {
                 throw HeraldError.invalidField("limit", "must be an integer from 1 to \(Self.maxPullLimit)")
             }

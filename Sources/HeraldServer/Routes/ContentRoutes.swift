@@ -40,6 +40,9 @@ struct ContentRoutes {
         let body = try await JSONBody.decode(
             Body.self, from: request, context: context, knownFields: ["items", "pendingContent", "lastPublishedAt", "last_published_at"]
         )
+        if body.items != nil && body.pendingContent != nil {
+            throw HeraldError(.unprocessable, code: "ambiguous_field", "give 'items' or 'pendingContent', not both")
+        }
         let field = body.items != nil ? "items" : "pendingContent"
         guard let document = body.items ?? body.pendingContent else { throw HeraldError.missingField("items") }
         let entries = try Self.entries(document, field: field)

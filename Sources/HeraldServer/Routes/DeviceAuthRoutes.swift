@@ -36,7 +36,7 @@ struct DeviceAuthRoutes {
         guard let deviceID = body.device_id else { throw HeraldError.missingField("device_id") }
         try UserID.validate(deviceID, field: "device_id")
         for (field, value) in [("platform", body.platform), ("app_version", body.app_version)] {
-            if let value, value.utf8.count > 64 { throw HeraldError.invalidField(field, "must be at most 64 bytes") }
+            if let value, value.unicodeScalars.count > 64 { throw HeraldError.invalidField(field, "must be at most 64 characters") }
         }
         guard let userTokens else {
             throw HeraldError(.forbidden, code: "device_auth_disabled", "device sign-in needs user tokens: set user_token_secret")

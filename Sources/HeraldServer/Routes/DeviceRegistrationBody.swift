@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// The body of `POST` and `DELETE /api/notifications/register`: exactly one address form, plus
@@ -85,7 +86,8 @@ struct DeviceRegistrationBody: Decodable {
                 options["environment"] = apnsEnvironment
             }
         case .webPush:
-            guard let webPush, webPush.objectValue != nil else { throw HeraldError.invalidField("web_push", "must be a subscription object {endpoint, keys: {p256dh, auth}}") }
+            guard let webPush else { throw HeraldError.missingField("web_push") }
+            try Self.checkSubscriptionShape(webPush)
             (provider, value) = ("webpush", webPush)
         case .general:
             guard let name = self.provider else { throw HeraldError.missingField("provider") }
@@ -101,6 +103,21 @@ struct DeviceRegistrationBody: Decodable {
             address: DeviceAddress(provider: provider, value: value, key: value.stringValue ?? ""), addressField: form.field, app: app,
             options: options, platform: platform, appVersion: appVersion, region: region, locale: locale
         )
+    }
+
+    /// The shape every Web Push subscription has (a browser's `PushSubscription.toJSON()`),
+    /// checked even when no Web Push sink is configured yet; the sink checks the rest.
+    static func checkSubscriptionShape(_ value: JSONValue) throws {
+        let shape = "must be a subscription object {endpoint, keys: {p256dh, auth}}"
+        guard let fields = value.objectValue else { throw HeraldError.invalidField("web_push", shape) }
+        guard let endpoint = fields["endpoint"]?.stringValue else { throw HeraldError.invalidField("web_push.endpoint", "must be a URL string") }
+        guard let url = URLComponents(string: endpoint), let scheme = url.scheme, !scheme.isEmpty else {
+            throw HeraldError.invalidField("web_push.endpoint", "must be an absolute URL")
+        }
+        guard let keys = fields["keys"]?.objectValue else { throw HeraldError.invalidField("web_push.keys", "must be an object {p256dh, auth}") }
+        for name in ["p256dh", "auth"] where keys[name]?.stringValue == nil {
+            throw HeraldError.invalidField("web_push.keys.\(name)", "must be a string")
+        }
     }
 
     private static func token(_ value: JSONValue?, field: String) throws -> JSONValue {

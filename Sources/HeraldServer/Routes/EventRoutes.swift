@@ -29,7 +29,7 @@ struct EventRoutes {
 
         func event(userID: String, path: String) throws -> EngagementEvent {
             guard let id = event_id else { throw HeraldError.missingField("\(path).event_id") }
-            guard !id.isEmpty, id.utf8.count <= EngagementEvent.maxIDBytes, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+            guard !id.isEmpty, id.unicodeScalars.count <= EngagementEvent.maxIDBytes, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
                 throw HeraldError.invalidField("\(path).event_id", "must be 1-\(EngagementEvent.maxIDBytes) bytes without control characters")
             }
             guard let type else { throw HeraldError.missingField("\(path).type") }
@@ -46,7 +46,7 @@ struct EventRoutes {
                 throw HeraldError.invalidField("\(path).reaction", "is only for events of type 'reaction'")
             }
             if type == "track" {
-                guard let name, !name.isEmpty, name.utf8.count <= 128 else { throw HeraldError.invalidField("\(path).name", "must be 1-128 bytes for 'track' events") }
+                guard let name, !name.isEmpty, name.unicodeScalars.count <= 128 else { throw HeraldError.invalidField("\(path).name", "must be 1-128 characters for 'track' events") }
             }
             if let card { try Card.validateID(card, field: "\(path).card") }
             if let properties, JSONValue.object(properties).canonicalText.utf8.count > 8 * 1024 {

@@ -39,10 +39,10 @@ struct TopicRoutes {
             if creating, name == nil { throw HeraldError.missingField("name") }
             if let name {
                 guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw HeraldError.invalidField("name", "must not be empty") }
-                guard name.utf8.count <= TopicRoutes.maxNameBytes else { throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameBytes) bytes") }
+                guard name.unicodeScalars.count <= TopicRoutes.maxNameBytes else { throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameBytes) characters") }
             }
-            if let desc, desc.utf8.count > TopicRoutes.maxDescBytes {
-                throw HeraldError.invalidField("desc", "must be at most \(TopicRoutes.maxDescBytes) bytes")
+            if let desc, desc.unicodeScalars.count > TopicRoutes.maxDescBytes {
+                throw HeraldError.invalidField("desc", "must be at most \(TopicRoutes.maxDescBytes) characters")
             }
             var options: SubjectOptions?
             if withOptions, creating || opt != nil {
