@@ -213,7 +213,7 @@ public final class FCMSink: ReleasingSink {
         FCMTopicMessage(
             msiKey: notification.id.hex, topicKey: topic, distribution: notification.distribution, title: notification.title,
             desc: notification.body, message: notification.data["message"] ?? "",
-            timestamp: Int64(saturating: notification.timestamp.timeIntervalSince1970 * 1000)
+            timestamp: Timestamp.microseconds(notification.timestamp) / 1000
         )
     }
 

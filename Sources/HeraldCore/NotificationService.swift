@@ -121,7 +121,7 @@ public struct NotificationService: Sendable {
         }
         let archive = ArchivedMessage(
             msiKey: notification.id.hex, topicKey: input.topicKey, title: input.title, desc: input.desc, message: input.message,
-            distribution: input.distribution, timestamp: Int64(saturating: now.timeIntervalSince1970 * 1000), sender: sender
+            distribution: input.distribution, timestamp: Timestamp.microseconds(now) / 1000, sender: sender
         )
         let router = self.router
         let plan: FanOutPlan =

@@ -20,8 +20,11 @@ public enum Timestamp {
     /// (a provider's far-future date, a corrupt row) is clamped, never a trap.
     public static let representable: ClosedRange<Int64> = -62_135_596_800_000_000...253_402_300_799_999_999
 
+    /// Rounded, not truncated: a stored instant read back as a `Date` and converted again gives
+    /// the same number (a truncation can lose a microsecond to floating point, and with it a
+    /// millisecond where an archive and a push both show the instant).
     public static func microseconds(_ date: Date) -> Int64 {
-        clamp(Int64(saturating: date.timeIntervalSince1970 * 1_000_000))
+        clamp(Int64(saturating: (date.timeIntervalSince1970 * 1_000_000).rounded()))
     }
 
     public static func date(microseconds: Int64) -> Date {
