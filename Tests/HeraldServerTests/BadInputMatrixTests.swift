@@ -88,6 +88,22 @@ import Testing
         }
     }
 
+    /// An NDJSON score upload gets the same checks line by line, naming the line.
+    @Test(arguments: [
+        ("invalid UTF-8", Array("{\"user_id\":\"u\",\"card\":\"".utf8) + [0xFF] + Array("\",\"score\":1,\"timestamp\":1}\n".utf8), "invalid_json"),
+        ("duplicate key", Array("{\"user_id\":\"u\",\"user_id\":\"v\",\"card\":\"c\",\"score\":1,\"timestamp\":1}\n".utf8), "duplicate_key"),
+    ])
+    func hostileNDJSONLinesAreRefused(_ name: String, _ bytes: [UInt8], _ code: String) async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let response = try await client.execute(
+                uri: "/api/pool/scores", method: .post, headers: headers(herald.admin, contentType: "application/x-ndjson"), body: ByteBuffer(bytes: bytes))
+            #expect(response.status == .badRequest, "\(name): \(String(buffer: response.body))")
+            #expect(response.errorCode == code)
+            #expect(response.errorMessage.hasPrefix("line 1: "), "\(response.errorMessage)")
+        }
+    }
+
     /// A request head over Hummingbird's limit never reaches routing: its parser answers a bare
     /// 400 (or closes the connection), and the server keeps serving the next client.
     @Test func anOversizedHeadDoesNotHurtTheServer() async throws {

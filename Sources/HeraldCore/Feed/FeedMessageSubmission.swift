@@ -35,12 +35,12 @@ public struct FeedMessageSubmission: Decodable, Sendable {
 
     public func validated(id: ObjectID, now: Date, resources: ResourceResolver) throws -> FeedMessage {
         guard let title, !title.isEmpty else { throw title == nil ? HeraldError.missingField("title") : HeraldError.invalidField("title", "must not be empty") }
-        guard title.unicodeScalars.count <= NotificationValidator.maxTitleBytes else {
-            throw HeraldError.invalidField("title", "must be at most \(NotificationValidator.maxTitleBytes) characters")
+        guard title.unicodeScalars.count <= NotificationValidator.maxTitleLength else {
+            throw HeraldError.invalidField("title", "must be at most \(NotificationValidator.maxTitleLength) characters")
         }
         let body = self.body ?? ""
-        guard body.unicodeScalars.count <= NotificationValidator.maxBodyBytes else {
-            throw HeraldError.invalidField("body", "must be at most \(NotificationValidator.maxBodyBytes) characters")
+        guard body.unicodeScalars.count <= NotificationValidator.maxBodyLength else {
+            throw HeraldError.invalidField("body", "must be at most \(NotificationValidator.maxBodyLength) characters")
         }
         var posted = now
         if let text = postedAt {

@@ -81,7 +81,7 @@ public struct Device: Sendable, Equatable {
 /// (``NotificationSink/prepare(_:)``).
 public struct DeviceRegistration: Sendable, Equatable {
     public static let maxTokenBytes = 4_096
-    public static let maxFieldBytes = 64
+    public static let maxFieldLength = 64
 
     public var address: DeviceAddress
     /// The request field the address came from (`fcm_token`, `web_push`, …), for errors.
@@ -116,8 +116,8 @@ public struct DeviceRegistration: Sendable, Equatable {
     /// address that is bounded. An object's key, unless a sink set one, is its canonical JSON.
     public mutating func validateCommonFields() throws {
         for (name, value) in [("platform", platform), ("app_version", appVersion), ("region", region), ("locale", locale), ("app", app)] {
-            if let value, value.unicodeScalars.count > Self.maxFieldBytes {
-                throw HeraldError.invalidField(name, "must be at most \(Self.maxFieldBytes) characters")
+            if let value, value.unicodeScalars.count > Self.maxFieldLength {
+                throw HeraldError.invalidField(name, "must be at most \(Self.maxFieldLength) characters")
             }
         }
         switch address.value {

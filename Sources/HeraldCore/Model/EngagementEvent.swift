@@ -5,7 +5,7 @@ public import Foundation
 public struct EngagementEvent: Sendable, Equatable {
     public static let types: Set<String> = ["identify", "focus", "reaction", "track"]
     public static let reactions: Set<String> = ["ctfo", "tfu", "tifb"]
-    public static let maxIDBytes = 128
+    public static let maxIDLength = 128
 
     /// The app's own id for the event; the same id twice for one user is one event.
     public var eventID: String

@@ -30,7 +30,7 @@ public struct NotificationTypes: Sendable, Equatable {
     }
 
     static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.unicodeScalars.count <= 64
+        !name.isEmpty && name.utf8.count <= 64
             && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 }
     }
 }

@@ -5,12 +5,13 @@ public struct NotificationValidator: Sendable {
     public static let maxRecipients = 1_000
     /// Ids an audience may list per kind (tiers, groups, users); the users they match are unbounded.
     public static let maxAudienceIDs = 1_000
-    public static let maxTitleBytes = 1_024
-    public static let maxBodyBytes = 8_192
+    /// Lengths count Unicode code points, as JSON Schema's `maxLength` in openapi.yaml does.
+    public static let maxTitleLength = 1_024
+    public static let maxBodyLength = 8_192
     /// Priorities a notification or feed message may have.
     public static let priorityRange = -1_000_000...1_000_000
     public static let maxDataEntries = 100
-    public static let maxKeyBytes = 255
+    public static let maxKeyLength = 255
 
     public var types: NotificationTypes
     public var resources: ResourceResolver
@@ -24,12 +25,12 @@ public struct NotificationValidator: Sendable {
         guard let type = submission.type else { throw HeraldError.missingField("type") }
         try types.validate(type)
         guard let title = submission.title else { throw HeraldError.missingField("title") }
-        guard title.unicodeScalars.count <= Self.maxTitleBytes else {
-            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) characters")
+        guard title.unicodeScalars.count <= Self.maxTitleLength else {
+            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleLength) characters")
         }
         let body = submission.body ?? ""
-        guard body.unicodeScalars.count <= Self.maxBodyBytes else {
-            throw HeraldError.invalidField("body", "must be at most \(Self.maxBodyBytes) characters")
+        guard body.unicodeScalars.count <= Self.maxBodyLength else {
+            throw HeraldError.invalidField("body", "must be at most \(Self.maxBodyLength) characters")
         }
 
         let distribution: Distribution
@@ -156,8 +157,8 @@ public struct NotificationValidator: Sendable {
 
     private static func checkKey(_ key: String?, field: String) throws {
         guard let key else { return }
-        guard !key.isEmpty, key.unicodeScalars.count <= maxKeyBytes else {
-            throw HeraldError.invalidField(field, "must be 1-\(maxKeyBytes) characters")
+        guard !key.isEmpty, key.unicodeScalars.count <= maxKeyLength else {
+            throw HeraldError.invalidField(field, "must be 1-\(maxKeyLength) characters")
         }
     }
 }

@@ -7,8 +7,8 @@ public struct MessageSubmission: Decodable, Sendable {
     public var distribution: String?
 
     public static let fieldNames: Set<String> = ["title", "desc", "message", "topic_key", "distribution"]
-    public static let maxTitleBytes = NotificationValidator.maxTitleBytes
-    public static let maxMessageBytes = NotificationValidator.maxBodyBytes
+    public static let maxTitleLength = NotificationValidator.maxTitleLength
+    public static let maxMessageLength = NotificationValidator.maxBodyLength
 
     enum CodingKeys: String, CodingKey {
         case title, desc, message, distribution
@@ -27,7 +27,7 @@ public struct MessageSubmission: Decodable, Sendable {
     public func validated() throws -> (title: String, desc: String, message: String, topicKey: String, distribution: TopicDistribution) {
         guard let title else { throw HeraldError.missingField("title") }
         guard !title.isEmpty else { throw HeraldError.invalidField("title", "must not be empty") }
-        guard title.unicodeScalars.count <= Self.maxTitleBytes else { throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleBytes) characters") }
+        guard title.unicodeScalars.count <= Self.maxTitleLength else { throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleLength) characters") }
         guard let topicKey else { throw HeraldError.missingField("topic_key") }
         guard let text = distribution else { throw HeraldError.missingField("distribution") }
         guard let distribution = TopicDistribution(rawValue: text) else {
@@ -38,8 +38,8 @@ public struct MessageSubmission: Decodable, Sendable {
             throw HeraldError.invalidField("desc", "may be empty only for Information messages: an Alert shows it as the push text")
         }
         let message = self.message ?? ""
-        guard message.unicodeScalars.count <= Self.maxMessageBytes, desc.unicodeScalars.count <= Self.maxMessageBytes else {
-            throw HeraldError.invalidField(message.unicodeScalars.count > Self.maxMessageBytes ? "message" : "desc", "must be at most \(Self.maxMessageBytes) characters")
+        guard message.unicodeScalars.count <= Self.maxMessageLength, desc.unicodeScalars.count <= Self.maxMessageLength else {
+            throw HeraldError.invalidField(message.unicodeScalars.count > Self.maxMessageLength ? "message" : "desc", "must be at most \(Self.maxMessageLength) characters")
         }
         return (title, desc, message, topicKey, distribution)
     }

@@ -29,11 +29,6 @@ public enum JSONBody {
         }
         let data = Data(buffer.readableBytesView)
         guard !data.isEmpty else { throw HeraldError(.badRequest, code: "missing_body", "a JSON object body is required") }
-        // JSON is UTF-8 (RFC 8259 §8.1); the decoder would read broken sequences as U+FFFD, and
-        // what was stored would not be what was sent.
-        guard String(validating: data, as: UTF8.self) != nil else {
-            throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid UTF-8")
-        }
         // One parse: the wrapper reads the object's keys and the value from the same decoder.
         let body: KeyedBody<T>
         do {
@@ -57,10 +52,11 @@ public enum JSONBody {
         }
     }
 
-    /// The 422 for a body the decoder read as JSON but could not turn into the value: a
-    /// `DecodingError` names its field; Foundation reports a number no Swift type of the field can
+    /// The 4xx for a body the decoder read as JSON but could not turn into the value: a check a
+    /// type's decoder makes throws its own error; a `DecodingError` names its field; Foundation reports a number no Swift type of the field can
     /// hold (`1e400`, `2.5e-42` for an integer) with an error of its own, without the path.
     static func decodingFailure(_ error: any Error) -> HeraldError {
+        if let error = error as? HeraldError { return error }
         if let error = error as? DecodingError { return fieldError(error) }
         return HeraldError(.unprocessable, code: "invalid_field", "a number in the body is out of range for its field")
     }

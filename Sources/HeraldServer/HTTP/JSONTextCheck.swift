@@ -2,12 +2,14 @@ import Foundation
 import HeraldCore
 
 /// Finds what a JSON body may not carry although the decoder accepts it:
+/// - bytes that are not UTF-8 (RFC 8259 §8.1): the decoder reads them as U+FFFD;
 /// - strings Herald could not store exactly as sent: U+0000 (SQLite would cut the text there,
 ///   PostgreSQL refuses it) and unpaired UTF-16 surrogate escapes (the decoder would replace them);
 /// - an object with a member name twice (I-JSON, RFC 7493 §2.3): the decoder would keep one
 ///   silently, so what is stored would not be what was sent.
 enum JSONTextCheck {
     enum Problem: Equatable {
+        case invalidUTF8
         /// The path of the string or key (`title`, `data.k`, `ids[2]`).
         case unstorableString(String)
         /// The path of the object and the repeated name.
@@ -16,13 +18,18 @@ enum JSONTextCheck {
 
     /// The first problem in `bytes`, JSON the decoder has already accepted, or nil.
     static func firstProblem(in bytes: some Collection<UInt8>) -> Problem? {
-        var scanner = Scanner(bytes: Array(bytes))
+        let bytes = Array(bytes)
+        guard String(validating: bytes, as: UTF8.self) != nil else { return .invalidUTF8 }
+        var scanner = Scanner(bytes: bytes)
         return scanner.run()
     }
 
-    /// The 4xx for a problem: 422 naming the field for a string, 400 for a repeated name.
+    /// The 4xx for a problem: 422 naming the field for a string, 400 for broken UTF-8 or a
+    /// repeated name.
     static func error(for problem: Problem, prefix: String = "") -> HeraldError {
         switch problem {
+        case .invalidUTF8:
+            HeraldError(.badRequest, code: "invalid_json", prefix.isEmpty ? "the body is not valid UTF-8" : "\(prefix)not valid UTF-8")
         case .unstorableString(let field):
             HeraldError.invalidField(prefix + field, "must not contain U+0000 or an unpaired surrogate")
         case .duplicateKey(let object, let key):

@@ -179,9 +179,6 @@ struct CardRoutes {
             let line = bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes
             guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return }
             let data = Data(line)
-            guard String(validating: data, as: UTF8.self) != nil else {
-                throw HeraldError(.badRequest, code: "invalid_json", "line \(lineNumber) is not valid UTF-8")
-            }
             if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem, prefix: "line \(lineNumber): ") }
             let parsed: Line
             do {

@@ -29,8 +29,8 @@ struct EventRoutes {
 
         func event(userID: String, path: String) throws -> EngagementEvent {
             guard let id = event_id else { throw HeraldError.missingField("\(path).event_id") }
-            guard !id.isEmpty, id.unicodeScalars.count <= EngagementEvent.maxIDBytes, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
-                throw HeraldError.invalidField("\(path).event_id", "must be 1-\(EngagementEvent.maxIDBytes) bytes without control characters")
+            guard !id.isEmpty, id.unicodeScalars.count <= EngagementEvent.maxIDLength, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+                throw HeraldError.invalidField("\(path).event_id", "must be 1-\(EngagementEvent.maxIDLength) characters without control characters")
             }
             guard let type else { throw HeraldError.missingField("\(path).type") }
             guard EngagementEvent.types.contains(type) else {

@@ -9,8 +9,8 @@ struct TopicRoutes {
     /// `topics.public_read`: apps load the subject tree before anyone signs in.
     var publicRead = false
 
-    static let maxNameBytes = 200
-    static let maxDescBytes = 2_000
+    static let maxNameLength = 200
+    static let maxDescLength = 2_000
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/channel", listChannels)
@@ -39,10 +39,10 @@ struct TopicRoutes {
             if creating, name == nil { throw HeraldError.missingField("name") }
             if let name {
                 guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw HeraldError.invalidField("name", "must not be empty") }
-                guard name.unicodeScalars.count <= TopicRoutes.maxNameBytes else { throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameBytes) characters") }
+                guard name.unicodeScalars.count <= TopicRoutes.maxNameLength else { throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameLength) characters") }
             }
-            if let desc, desc.unicodeScalars.count > TopicRoutes.maxDescBytes {
-                throw HeraldError.invalidField("desc", "must be at most \(TopicRoutes.maxDescBytes) characters")
+            if let desc, desc.unicodeScalars.count > TopicRoutes.maxDescLength {
+                throw HeraldError.invalidField("desc", "must be at most \(TopicRoutes.maxDescLength) characters")
             }
             var options: SubjectOptions?
             if withOptions, creating || opt != nil {
