@@ -351,7 +351,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsSinkTests",
             dependencies: [
-                "HeraldAPNsSink", "HeraldAPNsEmulator", "HeraldEmulatorSupport", "HeraldCore", "HeraldStore", "HeraldHistorySink",
+                "HeraldAPNsSink", "HeraldAPNsEmulator", "HeraldEmulatorSupport", "HeraldCore", "HeraldStore", "HeraldHistorySink", "HeraldTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -385,6 +385,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Yams", package: "Yams"),
             ],
             // Run by the tests with python3, found through #filePath.
             exclude: ["outage_proxy.py"],

@@ -1,33 +1,57 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HeraldServer
 import NIOCore
 import NIOHTTP1
 
 /// A probe for container runtimes whose images have no curl: exits 0 when Herald answers
 /// `GET /health/ready` with 200, 1 otherwise.
 struct Healthcheck: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Exit 0 if the Herald at --url is ready (for container health checks).")
+    static let configuration = CommandConfiguration(
+        abstract: "Exit 0 if Herald is ready (for container health checks).",
+        discussion: "Without --url, probes the host and port `herald serve` would listen on with the same configuration (file, HERALD_* variables)."
+    )
 
-    @Option(help: "Herald's base URL.")
-    var url = "http://127.0.0.1:8080"
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Herald's base URL (default: from the configuration, e.g. http://127.0.0.1:8080).")
+    var url: String?
 
     @Option(help: "Seconds to wait for an answer.")
     var timeout: Int64 = 3
 
     func run() async throws {
+        let base: String
+        if let url {
+            base = url
+        } else {
+            // The same layers serve reads, so a HERALD_PORT or config file that moves the server
+            // moves the probe with it.
+            let configuration = try await reportingErrors { try await common.load() }
+            base = "http://\(Self.probeHost(for: configuration.host)):\(configuration.port)"
+        }
         do {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url + "/health/ready"), timeout: .seconds(timeout))
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/health/ready"), timeout: .seconds(timeout))
             guard response.status == .ok else {
-                FileHandle.standardError.write(Data("herald healthcheck: \(url) answered \(response.status.code)\n".utf8))
+                FileHandle.standardError.write(Data("herald healthcheck: \(base) answered \(response.status.code)\n".utf8))
                 throw ExitCode(1)
             }
             print("ready")
         } catch let error as ExitCode {
             throw error
         } catch {
-            FileHandle.standardError.write(Data("herald healthcheck: \(url) is not reachable: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("herald healthcheck: \(base) is not reachable: \(error)\n".utf8))
             throw ExitCode(1)
+        }
+    }
+
+    /// Where to reach a server listening on `host`: a wildcard address is reached on loopback.
+    static func probeHost(for host: String) -> String {
+        switch host {
+        case "0.0.0.0", "": "127.0.0.1"
+        case "::", "[::]": "[::1]"
+        default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         }
     }
 }

@@ -8,7 +8,7 @@ import Testing
 /// Two devices of one user, one of them offline for a while, converge to the same pool and
 /// history through pull: the real binary, over HTTP, on PostgreSQL when the test server runs
 /// (SQLite otherwise).
-@Suite struct CardSyncTests {
+@Suite(.cleansUp) struct CardSyncTests {
     struct Client {
         let base: String
         let token: String
@@ -58,9 +58,7 @@ import Testing
     }
 
     @Test func twoDevicesOneOfflineConvergeThroughPull() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cards-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-cards")
         let database = PostgresTestDatabase.serverURL == nil ? "sqlite:cards.sqlite" : try await PostgresTestDatabase.create()
         let admin = "hk_" + String(repeating: "c", count: 40)
         let secret = "card-sync-user-token-secret-0123456789"

@@ -1,16 +1,16 @@
 import Foundation
+import HeraldTestSupport
 import NIOHTTP1
 import Synchronization
 import Testing
 
 /// SPEC §5 on the real binary: a kill -9 under load loses no accepted notification, and history
 /// stays exactly-once; on PostgreSQL, several processes share the work without duplicates.
-@Suite(.serialized) struct CrashTests {
+@Suite(.serialized, .cleansUp) struct CrashTests {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-crash-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TestResources.temporaryDirectory("herald-crash")
     }
 
     func fcmEnvironment(account: String, emulator: RunningHerald, lease: String = "1.5") -> [String: String] {

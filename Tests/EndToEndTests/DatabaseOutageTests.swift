@@ -9,7 +9,7 @@ import Testing
 /// PostgreSQL going away under load: nothing accepted is lost, requests during the outage are
 /// answered 503 with Retry-After at once (never a 500, never a hang), and accepts flow again
 /// within about a second of its return.
-@Suite(.serialized) struct DatabaseOutageTests {
+@Suite(.serialized, .cleansUp) struct DatabaseOutageTests {
     static var proxyScript: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("outage_proxy.py").path
     }
@@ -17,9 +17,7 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aPostgresOutageIsAnswered503AndRecoveredFrom() async throws {
         let database = try #require(URLComponents(string: try await PostgresTestDatabase.create()))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-outage-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-outage")
         // The proxy stands between Herald and PostgreSQL, and plays the outage.
         let proxyOutput = OutputCollector()
         let (proxy, _, _) = makeProcess(

@@ -1,16 +1,16 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// The real `herald` binary on a free port, driven by the real `notifsim`, over loopback HTTP.
-@Suite(.serialized) struct EndToEndTests {
+@Suite(.serialized, .cleansUp) struct EndToEndTests {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TestResources.temporaryDirectory("herald-e2e")
     }
 
     var database: String { "sqlite:" + directory.appendingPathComponent("herald.sqlite").path }

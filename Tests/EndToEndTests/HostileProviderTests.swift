@@ -5,15 +5,14 @@ import Testing
 
 /// What a provider answers can never stop Herald (issue: one bad endpoint took the service down
 /// for good, again after each restart).
-@Suite struct HostileProviderTests {
+@Suite(.cleansUp) struct HostileProviderTests {
     /// A webhook answering 503 with an absurd Retry-After: the delivery waits at most
     /// `delivery.max_retry_after`, and the process stays up.
     @Test func anAbsurdRetryAfterIsCappedAndNeverTraps() async throws {
         let receiver = Receiver()
         try await receiver.start()
         receiver.answer(503, headers: ["Retry-After": "100000000000000"])
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-hostile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestResources.temporaryDirectory("herald-hostile")
         let admin = "hk_" + String(repeating: "h", count: 40)
         let herald = try await RunningHerald(
             arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
@@ -45,7 +44,6 @@ import Testing
         #expect(ready == 200)
         await herald.expectCleanStop()
         await receiver.stop()
-        try? FileManager.default.removeItem(at: directory)
     }
 }
 

@@ -8,11 +8,9 @@ import Testing
 /// `GET /api/stream` read with `curl -N`, as a developer tries it: notifications sent through one
 /// Herald process reach a stream held by another (PostgreSQL LISTEN/NOTIFY; with SQLite, one
 /// process plays both parts).
-@Suite struct LiveStreamTests {
+@Suite(.cleansUp) struct LiveStreamTests {
     @Test func aStreamOnOneProcessHearsWhatAnotherDelivers() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-stream-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-stream")
         let shared = PostgresTestDatabase.serverURL != nil
         let database = shared ? try await PostgresTestDatabase.create() : "sqlite:stream.sqlite"
         let admin = "hk_" + String(repeating: "s", count: 40)

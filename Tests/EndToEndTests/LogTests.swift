@@ -1,16 +1,16 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// Logs are for operators: one line per request and per delivery outcome, and never a secret.
-@Suite(.serialized) struct LogTests {
+@Suite(.serialized, .cleansUp) struct LogTests {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-logs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TestResources.temporaryDirectory("herald-logs")
     }
 
     @Test func aTraceLevelRunLogsRequestsAndOutcomesButNoSecret() async throws {

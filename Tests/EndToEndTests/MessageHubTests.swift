@@ -7,11 +7,9 @@ import Testing
 
 /// The Message Hub app's flow as docs/topics.md documents it, on the real binaries: the FCM
 /// emulator's topics hold exactly the devices Herald has subscribed, and a message reaches them.
-@Suite struct MessageHubTests {
+@Suite(.cleansUp) struct MessageHubTests {
     @Test func fcmTopicsHoldExactlyHeraldsSubscribers() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-hub-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-hub")
         let account = directory.appendingPathComponent("fcm.json").path
         let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         defer { _ = emulator.process.isRunning ? kill(emulator.process.processIdentifier, SIGKILL) : 0 }

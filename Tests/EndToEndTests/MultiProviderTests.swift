@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -9,16 +10,14 @@ import Testing
 /// Web Push device gets exactly one push on each, each in its provider's format; a gone
 /// subscription is removed from that provider only; quiet hours turn the APNs alert into a
 /// background push.
-@Suite struct MultiProviderTests {
+@Suite(.cleansUp) struct MultiProviderTests {
     func json(_ url: String, client: HTTPClient = .shared) async throws -> Any? {
         let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
         return try JSONSerialization.jsonObject(with: Data(try await response.body.collect(upTo: 1 << 22).readableBytesView))
     }
 
     @Test func oneUserOnePushPerProviderEachInItsFormat() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-providers-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-providers")
         let account = directory.appendingPathComponent("fcm.json").path
         let subscriptionFile = directory.appendingPathComponent("subscription.json").path
         let fcm = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)

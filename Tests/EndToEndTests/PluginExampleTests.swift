@@ -5,7 +5,7 @@ import Testing
 
 /// The operator's example under Examples/ChatSink: its own package adds a sink type to Herald
 /// without touching Herald's code. `scripts/test` builds it into the shared build folder.
-@Suite struct PluginExampleTests {
+@Suite(.cleansUp) struct PluginExampleTests {
     static var binary: String { Binaries.path("herald-chat") }
 
     @Test func anOperatorsOwnSinkDeliversThroughHerald() async throws {
@@ -15,8 +15,7 @@ import Testing
         )
         let receiver = Receiver()
         try await receiver.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-chat-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestResources.temporaryDirectory("herald-chat")
         let admin = "hk_" + String(repeating: "c", count: 40)
         let config = directory.appendingPathComponent("herald.yaml")
         try """
@@ -55,6 +54,5 @@ import Testing
         #expect(hit.headers["idempotency-key"]?.hasPrefix("herald-") == true)
         await herald.expectCleanStop()
         await receiver.stop()
-        try? FileManager.default.removeItem(at: directory)
     }
 }

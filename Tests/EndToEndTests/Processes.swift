@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import Testing
 
@@ -19,6 +22,8 @@ struct CommandResult: Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// Still running at the timeout, so stopped with SIGTERM.
+    var timedOut = false
 }
 
 /// A process with a clean `HERALD_*` environment plus `environment`, whose output streams
@@ -38,10 +43,23 @@ func makeProcess(_ executable: String, _ arguments: [String], environment: [Stri
     return (process, out, err)
 }
 
-/// Runs a command to completion without blocking a concurrency thread.
-func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL) async throws -> CommandResult {
+/// Runs a command to completion without blocking a concurrency thread. With a `timeout`, a
+/// command still running then is sent SIGTERM and reported as `timedOut` (a server that should
+/// have refused to start does not hang the test).
+func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL, timeout: Duration? = nil) async throws -> CommandResult {
     let collected = OutputCollector()
     let (process, out, err) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
+    let timedOut = Flag()
+    let watchdog = timeout.map { limit in
+        Task {
+            try await Task.sleep(for: limit)
+            if process.isRunning {
+                timedOut.set()
+                process.terminate()
+            }
+        }
+    }
+    defer { watchdog?.cancel() }
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
         do { try process.run() } catch { continuation.resume(throwing: error) }
@@ -50,7 +68,32 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
     err.fileHandleForReading.readabilityHandler = nil
     collected.append(out: out.fileHandleForReading.readDataToEndOfFile())
     collected.append(err: err.fileHandleForReading.readDataToEndOfFile())
-    return CommandResult(status: status, stdout: collected.stdout, stderr: collected.stderr)
+    return CommandResult(status: status, stdout: collected.stdout, stderr: collected.stderr, timedOut: timedOut.isSet)
+}
+
+final class Flag: Sendable {
+    private let state = Mutex(false)
+    func set() { state.withLock { $0 = true } }
+    var isSet: Bool { state.withLock { $0 } }
+}
+
+/// A loopback port nothing listens on right now, for a process whose port must be known before
+/// it starts (a health check configured the same way). Another process could take it first; the
+/// start then fails loudly rather than talking to the wrong server.
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 final class OutputCollector: Sendable {
@@ -116,8 +159,13 @@ final class RunningHerald: Sendable {
         )
     }
 
+    /// Sends SIGTERM without waiting (for a `defer`); nothing once the process has exited.
+    func terminate() {
+        if process.isRunning { process.terminate() }
+    }
+
     func stop(timeout: Duration = .seconds(10)) async -> Int32 {
-        process.terminate()
+        terminate()
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(50))

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
@@ -10,11 +11,9 @@ import Glibc
 
 /// A client that trickles its request head cannot hold a connection open: the server closes it
 /// once `server.request_head_timeout` passes without a complete head.
-@Suite struct SlowClientTests {
+@Suite(.cleansUp) struct SlowClientTests {
     @Test func aSlowLorisConnectionIsClosed() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-slow-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-slow")
         let herald = try await RunningHerald(
             arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
             environment: ["HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "1"], in: directory
@@ -34,9 +33,7 @@ import Glibc
     /// `shutdown_timeout`: after a third of it (at least a second) the connection is ended and
     /// the process exits cleanly.
     @Test func aStalledRequestDoesNotHoldTheShutdown() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-stall-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-stall")
         let herald = try await RunningHerald(
             arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
             environment: ["HERALD_SHUTDOWN_TIMEOUT": "30", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "60"], in: directory
@@ -58,9 +55,7 @@ import Glibc
 
     /// An idle keep-alive connection is closed after `server.idle_timeout`.
     @Test func anIdleConnectionIsClosed() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-idle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-idle")
         let herald = try await RunningHerald(
             arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
             environment: ["HERALD_SERVER_IDLE_TIMEOUT": "1", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "30"], in: directory

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import HeraldAPNsEmulator
 import HeraldAPNsSink
 import HeraldCore
@@ -10,7 +11,7 @@ import Testing
 
 /// The APNs sink against the APNs emulator over HTTP/2 and TLS (its certificate trusted by its
 /// PEM file, never by turning verification off).
-@Suite(.serialized) struct APNsSinkTests {
+@Suite(.serialized, .cleansUp) struct APNsSinkTests {
     final class Fixture: Sendable {
         let emulator: APNsEmulator
         let running: Task<Void, any Error>
@@ -36,8 +37,7 @@ import Testing
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<300 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-apns-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try TestResources.temporaryDirectory("herald-apns")
             let ca = directory.appendingPathComponent("ca.pem").path
             try emulator.certificate.certificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
             var configuration = APNsSink.Configuration(key: emulator.providerKey, keyID: "HERALDKEY1", teamID: "HERALDTEAM", topic: "com.example.herald")
@@ -80,7 +80,6 @@ import Testing
             await sink.shutdown()
             running.cancel()
             _ = await running.result
-            try? FileManager.default.removeItem(at: directory)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldFCMEmulator
 import HeraldFCMSink
@@ -6,7 +7,7 @@ import HeraldStore
 import Testing
 
 /// The FCM sink against the local emulator, over real HTTP on loopback.
-@Suite struct FCMSinkTests {
+@Suite(.cleansUp) struct FCMSinkTests {
     @Test func alertReachesEveryDeviceWithTheDocumentedMapping() async throws {
         let f = try await EmulatorFixture.start()
         try await f.register("alice", "phone-1")
@@ -261,7 +262,7 @@ import Testing
     }
 }
 
-@Suite struct MessageHubThroughFCMTests {
+@Suite(.cleansUp) struct MessageHubThroughFCMTests {
     @Test func alertIsTwoTopicMessagesInformationOneAndSubscribersGetHistory() async throws {
         let f = try await EmulatorFixture.start()
         let ids = ObjectIDGenerator()
@@ -307,7 +308,7 @@ import Testing
     }
 }
 
-@Suite struct FCMResultTests {
+@Suite(.cleansUp) struct FCMResultTests {
     func body(_ status: String, _ errorCode: String?, badRequest: Bool = false) -> Data {
         var details: [[String: Any]] = []
         if let errorCode { details.append(["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]) }

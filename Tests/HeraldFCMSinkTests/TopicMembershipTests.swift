@@ -9,7 +9,7 @@ import Testing
 
 /// FCM topic membership follows Herald's subscriptions: the worker, the FCM sink's Instance ID
 /// calls and the emulator, which delivers a topic message only to the topic's members.
-@Suite struct TopicMembershipTests {
+@Suite(.cleansUp) struct TopicMembershipTests {
     let ids = ObjectIDGenerator()
 
     func worker(_ f: EmulatorFixture) throws -> TopicMembershipWorker {

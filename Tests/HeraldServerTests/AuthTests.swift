@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct AuthTests {
+@Suite(.cleansUp) struct AuthTests {
     @Test func authenticationAndRoleMatrix() async throws {
         let herald = try await TestHerald.make()
         let own = try await herald.userToken("alice")

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import HeraldServer
 import HTTPTypes
 import HummingbirdTesting
@@ -10,7 +11,7 @@ import Testing
 /// What a fuzzer driven by openapi.yaml does not send: bodies of the wrong kind, broken or hostile
 /// JSON, numbers no field can hold, arrays and headers far past any limit. Every answer is a 4xx
 /// with the error shape (never a 5xx), and the server keeps answering afterwards.
-@Suite struct BadInputMatrixTests {
+@Suite(.cleansUp) struct BadInputMatrixTests {
     /// Routes that take a JSON body, each with a body it would accept.
     static let routes: [(method: String, path: String, valid: String)] = [
         ("POST", "/api/notifications", #"{"type":"generic","title":"t","body":"b","user_ids":["u"]}"#),

@@ -6,12 +6,10 @@ import HTTPTypes
 import HummingbirdTesting
 import Testing
 
-@Suite struct BootstrapKeyTests {
+@Suite(.cleansUp) struct BootstrapKeyTests {
     /// Revoking the bootstrap key must not stop the next start, nor bring the key back.
     @Test func aRevokedBootstrapKeyStaysRevokedAndTheServerStarts() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bootstrap-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-bootstrap")
         var configuration = HeraldConfiguration()
         configuration.database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
         configuration.bootstrapAdminKey = APIKeySecret.generate()

@@ -8,7 +8,7 @@ import NIOCore
 import Testing
 
 /// The cards API end to end through the router (docs/cards.md).
-@Suite struct CardAPITests {
+@Suite(.cleansUp) struct CardAPITests {
     static func card(_ minutes: Int, hot: Double = 0.5) -> [String: Any] {
         ["metadata": ["title": "t\(minutes)"], "posted_at": "2026-11-0\(1 + minutes % 8)T10:00:00Z", "hot": hot]
     }

@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct ContentAPITests {
+@Suite(.cleansUp) struct ContentAPITests {
     static var items: [[String: Any]] { [
         ["type": "banner", "title": "Welcome", "order": 1, "visibility": ["all": true], "image": "https://x.example/w.png"],
         ["type": "perk", "title": "Gold lounge", "order": 2, "visibility": ["tier_ids": ["gold", 3]]],

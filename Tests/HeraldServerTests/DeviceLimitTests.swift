@@ -9,7 +9,7 @@ import NIOCore
 import Testing
 
 /// One user cannot make one notification fan out to hundreds of pushes.
-@Suite struct DeviceLimitTests {
+@Suite(.cleansUp) struct DeviceLimitTests {
     @Test func registeringPastTheLimitRemovesTheLeastRecentlyRegistered() async throws {
         let herald = try await TestHerald.make { $0.maxDevicesPerUser = 3 }
         try await herald.test { client in

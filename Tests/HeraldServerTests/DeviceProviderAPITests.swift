@@ -9,7 +9,7 @@ import Testing
 
 /// `POST/DELETE /api/notifications/register` for every provider, and the router handing each
 /// push sink only the devices it serves.
-@Suite struct DeviceProviderAPITests {
+@Suite(.cleansUp) struct DeviceProviderAPITests {
     nonisolated(unsafe) static let subscription: [String: Any] = ["endpoint": "https://push.example/send/abc", "keys": ["p256dh": "BPk", "auth": "au"]]
 
     /// A server with the recording FCM stand-in (`fcm`), an APNs stand-in and a Web Push stand-in.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import HTTPTypes
 import HeraldCore
 import HeraldServer
@@ -8,7 +9,7 @@ import Testing
 
 /// Each app's page in docs/ shows the documents the app sends and the shapes it parses. These
 /// tests take the JSON straight from those pages, send it, and hold the answers to the pages.
-@Suite struct DocumentedExamplesTests {
+@Suite(.cleansUp) struct DocumentedExamplesTests {
     /// The JSON code blocks of a page in docs/, in order.
     static func jsonBlocks(_ page: String) throws -> [String] {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs")

@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct FeedAPITests {
+@Suite(.cleansUp) struct FeedAPITests {
     func post(_ client: any TestClientProtocol, _ admin: String, _ fields: [String: Any]) async throws -> String {
         var body: [String: Any] = ["title": "t", "body": "b", "expires_at": Timestamp.format(Date().addingTimeInterval(3600)), "target_regions": ["CA"]]
         body.merge(fields) { _, new in new }

@@ -9,7 +9,7 @@ import Testing
 
 /// Idempotency keys per the IETF Idempotency-Key draft and Stripe: scoped to the API key that
 /// sent them, the same parsed request replays, another request is refused, 24 hours.
-@Suite struct IdempotencyAPITests {
+@Suite(.cleansUp) struct IdempotencyAPITests {
     static let body = #"{"type":"generic","title":"Shipped","body":"Order 1","user_ids":["u"],"idempotency_key":"order-1"}"#
     static let sameReordered = #"{ "user_ids" : ["u"], "idempotency_key":"order-1", "body":"Order 1", "title":"Shipped", "type":"generic" }"#
     static let different = #"{"type":"generic","title":"Shipped","body":"Order 2","user_ids":["u"],"idempotency_key":"order-1"}"#

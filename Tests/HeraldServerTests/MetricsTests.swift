@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct MetricsTests {
+@Suite(.cleansUp) struct MetricsTests {
     /// The value of one sample line `name{labels} value`, summed over lines whose labels
     /// contain every `label` given.
     func value(_ text: String, _ name: String, _ labels: [String] = []) -> Double {

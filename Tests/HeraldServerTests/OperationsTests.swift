@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct OperationsTests {
+@Suite(.cleansUp) struct OperationsTests {
     @Test func healthProbes() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
@@ -86,9 +86,9 @@ import Testing
     }
 }
 
-@Suite struct ConfigurationTests {
+@Suite(.cleansUp) struct ConfigurationTests {
     @Test func environmentOverridesFileAndCommandLineOverridesBoth() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
+        let file = try TestResources.temporaryDirectory("herald-config").appendingPathComponent("herald.yaml")
         try """
             port: 9000
             public_base_url: https://file.example
@@ -144,18 +144,16 @@ import Testing
         #expect(configuration.routing == ["type=digest => -console"])
         #expect(configuration.publicBaseURL == "https://app.example.com")
         // The example's rules must name sinks the example enables.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-example-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestResources.temporaryDirectory("herald-example")
         var runnable = configuration
         runnable.database = "sqlite:" + directory.appendingPathComponent("h.sqlite").path
         let server = try await HeraldServer.start(runnable)
         #expect(server.sinks.names == ["history", "feed", "console", "webhook:moderation"])
         await server.close()
-        try? FileManager.default.removeItem(at: directory)
     }
 
     @Test func webhookSinksFromTheFileAndTheEnvironment() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
+        let file = try TestResources.temporaryDirectory("herald-config").appendingPathComponent("herald.yaml")
         try """
             sinks:
               console:

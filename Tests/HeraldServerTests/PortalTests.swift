@@ -9,7 +9,7 @@ import Testing
 
 /// The portal's security and error handling at the HTTP level; Tests/Browser drives the
 /// pages themselves in Chromium.
-@Suite struct PortalTests {
+@Suite(.cleansUp) struct PortalTests {
     func form(_ fields: [String: String], cookie: String? = nil, forwardedProto: String? = nil) -> (HTTPFields, String) {
         var headers = HTTPFields()
         headers[.contentType] = "application/x-www-form-urlencoded"
@@ -116,6 +116,7 @@ import Testing
         var second = herald.server.configuration
         second.bootstrapAdminKey = nil
         let other = try await HeraldServer.start(second)
+        TestResources.register { await other.close() }
         let session = try await herald.test { (client: any TestClientProtocol) async throws -> String? in
             try await signIn(client, key: herald.communicator).0
         }

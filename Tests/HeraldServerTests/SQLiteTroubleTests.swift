@@ -11,11 +11,9 @@ import Testing
 
 /// SQLite in trouble: a file locked by another process, or deleted under a running server. The
 /// answer is a 503 with Retry-After, never a 500, and never a 2xx for something not stored.
-@Suite struct SQLiteTroubleTests {
+@Suite(.cleansUp) struct SQLiteTroubleTests {
     @Test func aLockedDatabaseIsAnswered503() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-locked-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-locked")
         let path = directory.appendingPathComponent("h.sqlite").path
         let store = try SQLiteStore(path: path, busyTimeout: .milliseconds(200))
         try await store.migrate()

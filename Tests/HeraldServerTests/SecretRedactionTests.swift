@@ -10,7 +10,7 @@ import Testing
 
 /// A sink's URL may carry credentials (user info, query tokens): they never reach `last_error`,
 /// which every backend key can read, nor the portal or `herald sinks`.
-@Suite struct SecretRedactionTests {
+@Suite(.cleansUp) struct SecretRedactionTests {
     @Test func deliveryErrorsNeverShowCredentialsOrTheReceiversReply() async throws {
         let receiver = Receiver()
         try await receiver.start()

@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct SendAPITests {
+@Suite(.cleansUp) struct SendAPITests {
     static var valid: [String: Any] { ["type": "comment", "title": "t", "body": "b", "user_ids": ["u"]] }
 
     /// The valid body with some fields changed or removed, serialised.

@@ -6,7 +6,7 @@ import Testing
 
 /// Two Herald processes on one PostgreSQL serve the same feed: a message posted through one
 /// reaches the other's in-memory snapshot at once, not on the next scheduled reload.
-@Suite struct SharedFeedTests {
+@Suite(.cleansUp) struct SharedFeedTests {
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "needs the PostgreSQL test server"))
     func aFeedMessagePostedThroughOneProcessReachesTheOther() async throws {
         var configuration = HeraldConfiguration()
@@ -14,7 +14,9 @@ import Testing
         configuration.publicBaseURL = "https://feed.example"
         configuration.logLevel = "warning"
         let first = try await HeraldServer.start(configuration)
+        TestResources.register { await first.close() }
         let second = try await HeraldServer.start(configuration)
+        TestResources.register { await second.close() }
         // An hour between scheduled reloads: only the change notification can bring the message.
         let maintenance = FeedMaintenance(store: second.store, snapshot: second.feed, interval: .seconds(3600), logger: second.logger)
         let running = Task { try await maintenance.run() }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
 import HeraldCore
@@ -7,7 +8,7 @@ import HeraldServer
 import Testing
 
 /// `GET /api/stream` on a running server, read as an app's EventSource would.
-@Suite struct StreamAPITests {
+@Suite(.cleansUp) struct StreamAPITests {
     static func make(_ configure: @escaping (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
         try await TestHerald.make { configuration in
             configuration.port = 0

@@ -24,8 +24,7 @@ struct TestHerald {
 
     /// - Parameter extraSinks: sinks beside the recording FCM stand-in (`push`).
     static func make(extraSinks: [any NotificationSink] = [], _ configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-api-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestResources.temporaryDirectory("herald-api")
         var configuration = HeraldConfiguration()
         configuration.database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
         configuration.publicBaseURL = "https://pong.example"
@@ -37,6 +36,7 @@ struct TestHerald {
         // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
         let server = try await HeraldServer.start(configuration, extraSinks: [push] + extraSinks)
+        TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()
             try await server.store.createKey(APIKeyRecord(id: ObjectIDGenerator().next(), name: "\(role.rawValue)-test", role: role, createdAt: Date()), secretHash: APIKeySecret.hash(secret))

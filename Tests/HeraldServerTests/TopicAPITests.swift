@@ -35,7 +35,7 @@ struct Hierarchy {
     }
 }
 
-@Suite struct TopicAPITests {
+@Suite(.cleansUp) struct TopicAPITests {
     @Test func hierarchyRoundTripAsMessageHubAppsReadIt() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
@@ -174,7 +174,7 @@ struct Hierarchy {
     }
 }
 
-@Suite struct MessageAPITests {
+@Suite(.cleansUp) struct MessageAPITests {
     @Test func postingAMessageArchivesItAndWritesSubscribersHistory() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

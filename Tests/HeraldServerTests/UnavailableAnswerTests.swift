@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldServer
 import HTTPTypes
@@ -7,7 +8,7 @@ import HummingbirdTesting
 import Testing
 
 /// A 503 says when to try again.
-@Suite struct UnavailableAnswerTests {
+@Suite(.cleansUp) struct UnavailableAnswerTests {
     @Test func unavailableCarriesRetryAfterAndTheErrorShape() async throws {
         let router = Router()
         router.add(middleware: ErrorMiddleware<BasicRequestContext>())

@@ -9,7 +9,7 @@ import Testing
 
 /// A 2xx means stored exactly as sent: text Herald could not store as sent (U+0000, unpaired
 /// surrogates) is refused with a 422 naming the field, on every route that takes text.
-@Suite struct UnstorableTextTests {
+@Suite(.cleansUp) struct UnstorableTextTests {
     /// Raw JSON bodies: `\u0000` and lone surrogates can only arrive as escapes.
     static let cases: [(String, String, String, String)] = [
         ("POST", "/api/notifications", #"{"type":"generic","title":"a\u0000b","body":"b","user_ids":["u"]}"#, "title"),

@@ -7,7 +7,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct UserFacingAPITests {
+@Suite(.cleansUp) struct UserFacingAPITests {
     /// `timestamps: rfc3339` switches history items (and push data) to the `…Z` form.
     @Test func theRFC3339OptionAddsTheOffset() async throws {
         let herald = try await TestHerald.make { $0.timestamps = .rfc3339 }

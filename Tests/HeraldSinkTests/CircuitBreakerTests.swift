@@ -9,7 +9,7 @@ import Testing
 /// A sink that keeps failing stops being called: its deliveries wait without spending attempts,
 /// one probe goes out after 30 s (doubling to 5 min), and one success closes the circuit. The
 /// other sinks are not held up.
-@Suite struct CircuitBreakerTests {
+@Suite(.cleansUp) struct CircuitBreakerTests {
     final class Clock: Sendable {
         let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
         func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }

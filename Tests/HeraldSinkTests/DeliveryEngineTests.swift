@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 /// The delivery engine on a real SQLite queue, with recording sinks standing in for providers.
-@Suite struct DeliveryEngineTests {
+@Suite(.cleansUp) struct DeliveryEngineTests {
     final class TestClock: Sendable {
         let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
         func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
@@ -187,7 +187,7 @@ import Testing
     }
 }
 
-@Suite struct SinkTests {
+@Suite(.cleansUp) struct SinkTests {
     @Test func consoleSinkPrintsDeviceIDsNeverTokens() async throws {
         let lines = Mutex<[String]>([])
         let sink = ConsoleSink { line in lines.withLock { $0.append(line) } }
@@ -215,7 +215,7 @@ import Testing
 }
 
 /// Fan-out to a large topic, test-sized: pages are small so the paging is exercised.
-@Suite struct FanOutTests {
+@Suite(.cleansUp) struct FanOutTests {
     @Test func topicFanOutPagesThroughEverySubscriberOnce() async throws {
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()

@@ -8,7 +8,7 @@ import Testing
 /// A sink slower than `delivery.lease`, with two workers (two engines, as two processes would
 /// have) on one database: the heartbeat keeps the leases, so each delivery is sent once and
 /// counted once.
-@Suite struct SlowSinkLeaseTests {
+@Suite(.cleansUp) struct SlowSinkLeaseTests {
     /// Takes `delay` per batch, records every call.
     final class SlowSink: NotificationSink {
         let name = "slow"
@@ -28,13 +28,13 @@ import Testing
     }
 
     @Test func aBatchSlowerThanTheLeaseIsSentOnce() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-slow-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-slow")
         let path = directory.appendingPathComponent("q.sqlite").path
         let first = try SQLiteStore(path: path)
+        TestResources.register { await first.close() }
         try await first.migrate()
         let second = try SQLiteStore(path: path)
+        TestResources.register { await second.close() }
         let sink = SlowSink(delay: .milliseconds(3_500))
         let sinks = try SinkRegistry([sink])
         var configuration = DeliveryEngineConfiguration()

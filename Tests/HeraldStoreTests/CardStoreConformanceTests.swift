@@ -1,9 +1,10 @@
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import Testing
 
 /// Cards, pools, histories and engagement events on every storage engine (SPEC §12).
-@Suite struct CardStoreConformanceTests {
+@Suite(.cleansUp) struct CardStoreConformanceTests {
     static let epoch = Date(timeIntervalSince1970: 1_790_000_000)
 
     static func card(_ id: String, minutes: Double = 0) -> Card {

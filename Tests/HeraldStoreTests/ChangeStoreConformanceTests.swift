@@ -8,7 +8,7 @@ import Testing
 /// What live streams rely on, on every engine: history read forward from a sequence, in commit
 /// order per user, and committed changes announced to watchers (across connections on
 /// PostgreSQL).
-@Suite struct ChangeStoreConformanceTests {
+@Suite(.cleansUp) struct ChangeStoreConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -29,7 +29,6 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func historyReadsForwardFromASequence(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        defer { Task { await store.close() } }
         #expect(try await store.lastHistorySequence(userID: "a") == 0)
         #expect(try await store.history(userID: "a", after: 0, limit: 10).isEmpty)
         let sent = try await stored(store, 5)
@@ -53,7 +52,6 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func aReaderFollowingConcurrentWritersMissesNothing(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        defer { Task { await store.close() } }
         let sent = try await stored(store, 40)
         let seen = try await withThrowingTaskGroup(of: [ObjectID].self) { group in
             for (index, id) in sent.enumerated() {
@@ -90,11 +88,11 @@ import Testing
         let store: any ServerStorage
         if let url {
             store = try PostgresStore(url: url)
+            TestResources.register { await store.close() }
             try await store.migrate()
         } else {
             store = try await kind.make()
         }
-        defer { Task { await store.close() } }
         let heard = Heard()
         let watching = Task { try await store.watchChanges { change in heard.changes.withLock { $0.append(change) } } }
         defer { watching.cancel() }
@@ -116,7 +114,7 @@ import Testing
         // A change another writer commits on the same database reaches this watcher too.
         if let url {
             let other = try PostgresStore(url: url)
-            defer { Task { await other.close() } }
+            TestResources.register { await other.close() }
             #expect(try await wait(for: .attributes(users: ["d"])) { try await other.setAttributes(UserAttributes(), userID: "d") })
         }
     }

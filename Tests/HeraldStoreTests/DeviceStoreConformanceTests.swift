@@ -7,7 +7,7 @@ import PostgresNIO
 import Testing
 
 /// Devices of any provider, on every engine, and the migration that made existing devices FCM.
-@Suite struct DeviceStoreConformanceTests {
+@Suite(.cleansUp) struct DeviceStoreConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -50,9 +50,7 @@ import Testing
 
     /// A database created before devices had providers keeps every device, as an FCM token.
     @Test func sqliteMigrationKeepsExistingDevicesAsFCM() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-migrate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TestResources.temporaryDirectory("herald-migrate")
         let path = directory.appendingPathComponent("old.sqlite").path
         let id = ids.next(at: t0)
         do {
@@ -67,6 +65,7 @@ import Testing
             try old.close()
         }
         let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
         try await store.migrate()
         let devices = try await store.devices(userID: "u")
         #expect(devices.map(\.id) == [id] && devices.first?.provider == "fcm" && devices.first?.token == "old-token" && devices.first?.platform == "android")
@@ -76,6 +75,7 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func postgresMigrationKeepsExistingDevicesAsFCM() async throws {
         let store = try PostgresStore(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
         let id = ids.next(at: t0)
         try await store.transaction { session in
             try await session.execute("SELECT pg_advisory_xact_lock(7243150)")

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// Content, the pull feed, queue statistics and the work notifications, on every engine.
-@Suite struct EngineConformanceTests {
+@Suite(.cleansUp) struct EngineConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -106,7 +106,7 @@ import Testing
     }
 }
 
-@Suite struct KeyConformanceTests {
+@Suite(.cleansUp) struct KeyConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func ensureKeyKeepsWhatIsThereRevokedOrNot(_ kind: StoreKind) async throws {
         let store = try await kind.make()
@@ -126,7 +126,7 @@ import Testing
 }
 
 /// Device limits, stale devices and retention purges, on every engine.
-@Suite struct RetentionConformanceTests {
+@Suite(.cleansUp) struct RetentionConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -188,7 +188,7 @@ import Testing
 
 /// Leases are fenced by the attempt: a worker whose lease was taken over cannot overwrite the
 /// newer outcome, and a heartbeat keeps a slow batch's leases.
-@Suite struct LeaseFencingConformanceTests {
+@Suite(.cleansUp) struct LeaseFencingConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -234,7 +234,7 @@ import Testing
 }
 
 /// The group-commit queue is bounded: a flood is refused at once (503), never queued forever.
-@Suite struct GroupCommitBoundTests {
+@Suite(.cleansUp) struct GroupCommitBoundTests {
     @Test func aFullQueueRefusesAtOnce() async throws {
         let gate = AsyncStream<Void>.makeStream()
         let commit = GroupCommit<Int, Int>(maxBatch: 10, maxWaiting: 1) { requests in

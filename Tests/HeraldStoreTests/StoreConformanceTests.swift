@@ -1,10 +1,11 @@
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldStore
 import Testing
 
 /// One suite every storage engine must pass: SQLite (file and memory) and PostgreSQL.
-@Suite struct StoreConformanceTests {
+@Suite(.cleansUp) struct StoreConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 

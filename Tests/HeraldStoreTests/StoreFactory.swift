@@ -21,14 +21,14 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
         let store: any ServerStorage
         switch self {
         case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try TestResources.temporaryDirectory("herald-store")
             store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
         case .sqliteMemory:
             store = try SQLiteStore(path: ":memory:")
         case .postgres:
             store = try PostgresStore(url: try await PostgresTestDatabase.create())
         }
+        TestResources.register { await store.close() }
         try await store.migrate()
         return store
     }
@@ -37,7 +37,7 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
 /// Makes the PostgreSQL runs' absence visible: reported as skipped, with the reason, when the
 /// machine has no PostgreSQL; a failure when it has one but the tests were started without the
 /// server `scripts/test` starts.
-@Suite struct PostgresAvailabilityTests {
+@Suite(.cleansUp) struct PostgresAvailabilityTests {
     @Test(.enabled(
         if: PostgresTestDatabase.serverURL != nil || PostgresTestDatabase.binariesExist,
         "PostgreSQL runs of the conformance suites skipped: no PostgreSQL binaries on this machine (./scripts/test installs them)"

@@ -10,7 +10,7 @@ import Testing
 /// A store call always answers: PostgresNIO can leave a statement waiting forever when its
 /// connection closes at the wrong moment, and a delivery worker stuck on one hung a graceful
 /// shutdown past its deadline. These play that hang with an operation that never returns.
-@Suite(.timeLimit(.minutes(1))) struct SupervisedOperationTests {
+@Suite(.timeLimit(.minutes(1)), .cleansUp) struct SupervisedOperationTests {
     /// An await that ignores cancellation and never ends by itself, as PostgresNIO's lost query did.
     final class Hang: Sendable {
         private let waiting = Mutex<CheckedContinuation<Void, Never>?>(nil)

@@ -5,7 +5,7 @@ import Testing
 
 /// The difference between what provider-side topics hold and what Herald's subscriptions say,
 /// on every engine: each way a subscription, a device or a subject changes shows up in it.
-@Suite struct TopicMembershipConformanceTests {
+@Suite(.cleansUp) struct TopicMembershipConformanceTests {
     let ids = ObjectIDGenerator()
     let fcm = TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true)
 

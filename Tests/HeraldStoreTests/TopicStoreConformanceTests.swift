@@ -4,7 +4,7 @@ import HeraldTestSupport
 import Testing
 
 /// The topic hierarchy, subscriptions, fan-out and archive on every storage engine.
-@Suite struct TopicStoreConformanceTests {
+@Suite(.cleansUp) struct TopicStoreConformanceTests {
     let ids = ObjectIDGenerator()
 
     func tree(_ store: any HeraldStorage) async throws -> TopicTree {

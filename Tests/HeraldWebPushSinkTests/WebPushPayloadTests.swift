@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldWebPushSink
 import Testing
 
 /// RFC 8291 §5's worked example, byte for byte (fixed keys and salt), and the round trip.
-@Suite struct WebPushPayloadTests {
+@Suite(.cleansUp) struct WebPushPayloadTests {
     static let plaintext = "When I grow up, I want to be a watermelon"
     static let receiverPublic = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
     static let receiverPrivate = "q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94"

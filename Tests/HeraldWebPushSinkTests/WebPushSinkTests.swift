@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldHistorySink
 import HeraldStore
@@ -10,7 +11,7 @@ import Testing
 
 /// The Web Push sink against the Web Push emulator over loopback: VAPID verified, every message
 /// decrypted, outcomes per the push service's answer.
-@Suite struct WebPushSinkTests {
+@Suite(.cleansUp) struct WebPushSinkTests {
     struct Fixture {
         let emulator: WebPushEmulator
         let running: Task<Void, any Error>

@@ -10,7 +10,7 @@ import NIOCore
 import Synchronization
 import Testing
 
-@Suite struct WebhookSinkTests {
+@Suite(.cleansUp) struct WebhookSinkTests {
     static let secret = "whsec_" + Data("a very secret key for tests".utf8).base64EncodedString()
 
     func delivery(id: Int64 = 1, type: String = "violation") -> Delivery {
@@ -87,7 +87,7 @@ import Testing
         #expect((notification["data"] as? [String: String]) == ["reason": "spam"])
 
         // Independent implementations: the verification code shipped in docs/webhooks.
-        let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-\(UUID().uuidString).json")
+        let bodyFile = try TestResources.temporaryDirectory("webhook-body").appendingPathComponent("body.json")
         try hit.body.write(to: bodyFile)
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/webhooks")
         var verifiers = [("/usr/bin/env", ["python3", docs.appendingPathComponent("verify.py").path])]

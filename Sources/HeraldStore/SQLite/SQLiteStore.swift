@@ -65,6 +65,12 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         try SQLiteSchema.migrator.migrate(writer)
     }
 
+    /// Closes the connections (checkpointing the WAL). A connection still in use keeps the
+    /// database open; later use throws.
+    public func close() async {
+        try? writer.close()
+    }
+
     public func ping() async throws {
         try Self.checkFile(file)
         _ = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
