@@ -106,7 +106,9 @@ struct Run: AsyncParsableCommand {
         let server = try await ChildProcess(
             heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + directory.appendingPathComponent("herald.sqlite").path, "--log-level", "warning"],
             banner: "Herald listening on",
-            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) { _, new in new }
+            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) {
+                _, new in new
+            }
         )
         let userCount = users
         let registered = await driver.run(count: userCount, concurrency: min(concurrency, 16), expect: 200) { index in
@@ -123,10 +125,14 @@ struct Run: AsyncParsableCommand {
                 json: "{\"type\":\"comment\",\"title\":\"Bench \(index)\",\"body\":\"b\",\"user_ids\":[\"bench-user-\(index % userCount)\"]}", token: admin
             )
         }
-        report.add("accepted", accepts.perSecond, unit: "/s", ratio: accepts.perSecond / postCeiling.perSecond, target: ">= 0.50 of JSON POST ceiling", met: accepts.perSecond >= 0.5 * postCeiling.perSecond)
+        report.add(
+            "accepted", accepts.perSecond, unit: "/s", ratio: accepts.perSecond / postCeiling.perSecond, target: ">= 0.50 of JSON POST ceiling",
+            met: accepts.perSecond >= 0.5 * postCeiling.perSecond)
         report.add("accept errors", Double(accepts.errors), unit: "")
         report.add("accept latency p50", accepts.percentileMilliseconds(50), unit: "ms")
-        report.add("accept latency p99", accepts.percentileMilliseconds(99), unit: "ms", target: "<= 10 ms at 64 connections", met: accepts.percentileMilliseconds(99) <= 10)
+        report.add(
+            "accept latency p99", accepts.percentileMilliseconds(99), unit: "ms", target: "<= 10 ms at 64 connections",
+            met: accepts.percentileMilliseconds(99) <= 10)
         report.add("Herald peak RSS (accepts)", server.peakRSS, unit: "MiB")
 
         // 4. The pull feed: the 200 path and the 304 (ETag) path.
@@ -139,7 +145,9 @@ struct Run: AsyncParsableCommand {
             LoadDriver.get("\(server.url)/feed/index.json", headers: [("If-None-Match", etag)])
         }
         report.add("feed index.json 200", feed200.perSecond, unit: "/s", ratio: feed200.perSecond / getCeiling.perSecond)
-        report.add("feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling", met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
+        report.add(
+            "feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling",
+            met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
         try await measureCards(report: &report, driver: driver, server: server, admin: admin, getCeiling: getCeiling.perSecond)
         await server.stop()
 
@@ -151,7 +159,9 @@ struct Run: AsyncParsableCommand {
         let before = try await delivered(emulator, driver)
         let pusher = try await ChildProcess(
             heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + backlog, "--log-level", "warning"], banner: "Herald listening on",
-            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) { _, new in new }
+            environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) {
+                _, new in new
+            }
         )
         progress("pushes: draining")
         let drainStart = ContinuousClock.now
@@ -163,7 +173,9 @@ struct Run: AsyncParsableCommand {
         }
         let drained = ContinuousClock.now - drainStart
         let pushRate = Double(pushed) / drained.seconds
-        report.add("delivered (pushes at the emulator)", pushRate, unit: "/s", ratio: pushRate / emulatorCeiling.perSecond, target: ">= 20000/s", met: pushRate >= 20_000)
+        report.add(
+            "delivered (pushes at the emulator)", pushRate, unit: "/s", ratio: pushRate / emulatorCeiling.perSecond, target: ">= 20000/s",
+            met: pushRate >= 20_000)
         report.add("Herald peak RSS (pushes)", pusher.peakRSS, unit: "MiB")
         if pushed < notifications { report.add("pushes missing", Double(notifications - pushed), unit: "") }
         await pusher.stop()
@@ -183,7 +195,8 @@ struct Run: AsyncParsableCommand {
             let start = ContinuousClock.now
             let (status, answer, _) = try await driver.call(
                 LoadDriver.post(
-                    "\(fanOut.url)/message", json: "{\"title\":\"Bench\",\"desc\":\"fan-out\",\"message\":\"m\",\"topic_key\":\"\(topic)\",\"distribution\":\"Alert\"}",
+                    "\(fanOut.url)/message",
+                    json: "{\"title\":\"Bench\",\"desc\":\"fan-out\",\"message\":\"m\",\"topic_key\":\"\(topic)\",\"distribution\":\"Alert\"}",
                     token: admin
                 )
             )
@@ -191,7 +204,8 @@ struct Run: AsyncParsableCommand {
             guard status == 201, let id = answer["msi_key"] as? String else { throw BenchError("the message was refused: \(status) \(answer)") }
             var written = 0
             while ContinuousClock.now - start < .seconds(600) {
-                let (_, status, _) = try await driver.call(LoadDriver.get("\(fanOut.url)/api/notifications/\(id)", headers: [("Authorization", "Bearer \(admin)")]))
+                let (_, status, _) = try await driver.call(
+                    LoadDriver.get("\(fanOut.url)/api/notifications/\(id)", headers: [("Authorization", "Bearer \(admin)")]))
                 written = ((status["summary"] as? [String: Any])?["history"] as? [String: Any])?["delivered"] as? Int ?? 0
                 if written >= subscribers { break }
                 try await Task.sleep(for: .milliseconds(100))
@@ -199,8 +213,12 @@ struct Run: AsyncParsableCommand {
             let total = ContinuousClock.now - start
             report.add("fan-out subscribers", Double(subscribers), unit: "")
             report.add("fan-out 201 after", answered.seconds, unit: "s")
-            report.add("fan-out all history written", total.seconds, unit: "s", target: subscribers >= 1_000_000 ? "< 10 s for 1 M" : nil, met: subscribers >= 1_000_000 ? total.seconds < 10 : nil)
-            report.add("fan-out peak RSS", fanOut.peakRSS, unit: "MiB", target: subscribers >= 1_000_000 ? "< 150 MB for 1 M" : nil, met: subscribers >= 1_000_000 ? fanOut.peakRSS * 1.048576 < 150 : nil)
+            report.add(
+                "fan-out all history written", total.seconds, unit: "s", target: subscribers >= 1_000_000 ? "< 10 s for 1 M" : nil,
+                met: subscribers >= 1_000_000 ? total.seconds < 10 : nil)
+            report.add(
+                "fan-out peak RSS", fanOut.peakRSS, unit: "MiB", target: subscribers >= 1_000_000 ? "< 150 MB for 1 M" : nil,
+                met: subscribers >= 1_000_000 ? fanOut.peakRSS * 1.048576 < 150 : nil)
             report.add("fan-out RSS at start", rssBefore, unit: "MiB")
             if written < subscribers { report.add("fan-out rows missing", Double(subscribers - written), unit: "") }
             await fanOut.stop()
@@ -213,14 +231,17 @@ struct Run: AsyncParsableCommand {
         progress("cards: storing 1000 cards")
         for batch in stride(from: 0, to: 1_000, by: 250) {
             let cards = (batch..<batch + 250).map { #"{"id":"bench-card-\#($0)","metadata":{"title":"Card \#($0)"},"posted_at":"2026-11-01T10:00:00Z"}"# }
-            let (status, _, _) = try await driver.call(LoadDriver.post("\(server.url)/api/cards", json: #"{"cards":[\#(cards.joined(separator: ","))]}"#, token: admin))
+            let (status, _, _) = try await driver.call(
+                LoadDriver.post("\(server.url)/api/cards", json: #"{"cards":[\#(cards.joined(separator: ","))]}"#, token: admin))
             guard status == 200 else { throw BenchError("storing cards answered \(status)") }
         }
         progress("cards: 100000 score updates (1000 users x 100 cards)")
         var lines = ""
         lines.reserveCapacity(100_000 * 80)
         for user in 0..<1_000 {
-            for card in 0..<100 { lines += #"{"user_id":"bench-user-\#(user)","card":"bench-card-\#((user + card * 7) % 1_000)","score":0.\#(card),"timestamp":1}"# + "\n" }
+            for card in 0..<100 {
+                lines += #"{"user_id":"bench-user-\#(user)","card":"bench-card-\#((user + card * 7) % 1_000)","score":0.\#(card),"timestamp":1}"# + "\n"
+            }
         }
         var upload = LoadDriver.post("\(server.url)/api/pool/scores", json: lines, token: admin)
         upload.headers.replaceOrAdd(name: "Content-Type", value: "application/x-ndjson")
@@ -239,7 +260,8 @@ struct Run: AsyncParsableCommand {
         let actingHeaders = [("Authorization", "Bearer \(admin)"), ("X-User-ID", "bench-pool-user")]
         let url = "\(server.url)/api/pull?limit=1000"
         let full = await driver.run(count: 500, concurrency: 1, expect: 200) { _ in LoadDriver.get(url, headers: actingHeaders) }
-        report.add("cards: pull of a 1000-card pool p99", full.percentileMilliseconds(99), unit: "ms", target: "< 10 ms", met: full.percentileMilliseconds(99) < 10)
+        report.add(
+            "cards: pull of a 1000-card pool p99", full.percentileMilliseconds(99), unit: "ms", target: "< 10 ms", met: full.percentileMilliseconds(99) < 10)
         let (_, _, headers) = try await driver.call(LoadDriver.get(url, headers: actingHeaders))
         let etag = headers.first(name: "ETag") ?? ""
         let unchanged = await driver.run(count: requests, concurrency: concurrency, expect: 304) { _ in
@@ -311,7 +333,8 @@ struct Run: AsyncParsableCommand {
         try await store.createChannel(channel)
         _ = try await store.createArea(area, channelID: channel.id)
         _ = try await store.createSubject(
-            Subject(id: subjectID, name: "bench", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id
+            Subject(id: subjectID, name: "bench", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id,
+            areaID: area.id
         )
         let queue = try DatabaseQueue(path: database)
         try await queue.write { db in

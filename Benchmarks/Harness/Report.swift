@@ -26,9 +26,9 @@ struct Report {
             let value = row.value >= 100 ? String(format: "%.0f", row.value) : String(format: "%.2f", row.value)
             let ratio = row.ratio.map { String(format: "%.2f", $0) } ?? ""
             let verdict = row.met.map { $0 ? "met" : "MISSED" } ?? ""
-            lines.append(
-                "\(row.name.padding(toLength: width, withPad: " ", startingAt: 0))  \((value + " " + row.unit).leftPadded(12))  \(ratio.padding(toLength: 6, withPad: " ", startingAt: 0))  \(row.target.map { "\($0) \(verdict)" } ?? "")"
-            )
+            let name = row.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            let target = row.target.map { "\($0) \(verdict)" } ?? ""
+            lines.append("\(name)  \((value + " " + row.unit).leftPadded(12))  \(ratio.padding(toLength: 6, withPad: " ", startingAt: 0))  \(target)")
         }
         return lines.joined(separator: "\n")
     }

@@ -57,7 +57,9 @@ public final class APNsSink: ReleasingSink {
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
 
-    public init(name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }) async throws {
+    public init(
+        name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws {
         var client = HTTPClient.Configuration()
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = configuration.caFile {
@@ -99,7 +101,9 @@ public final class APNsSink: ReleasingSink {
     /// token rejected under a default environment is not removed).
     public func prepare(_ registration: inout DeviceRegistration) throws {
         guard let token = registration.address.token else { throw HeraldError.invalidField(registration.addressField, "must be an APNs device token") }
-        guard token.utf8.count <= 200, token.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 95 }) else {
+        guard token.utf8.count <= 200,
+            token.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 95 })
+        else {
             throw HeraldError.invalidField(registration.addressField, "must be an APNs device token: at most 200 characters of hex (letters, digits, '-', '_')")
         }
         if let environment = registration.options["environment"] {
@@ -154,7 +158,12 @@ public final class APNsSink: ReleasingSink {
         var bytes = Array(SHA256.hash(data: Data("herald-apns:\(delivery.notification.id.hex):\(delivery.id)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13],
+                bytes[14], bytes[15]
+            )
+        ).uuidString
     }
 
     /// The request headers for a delivery, authorization aside.

@@ -19,8 +19,9 @@ public struct ConsoleSink: NotificationSink {
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
         batch.map { delivery in
             let notification = delivery.notification
+            let device = delivery.recipient.device.map { "\($0.id)" } ?? "none"
             write(
-                "[\(name)] \(delivery.distribution.rawValue) \(notification.type) \(notification.id) → user \(delivery.recipient.userID) device \(delivery.recipient.device.map { "\($0.id)" } ?? "none"): "
+                "[\(name)] \(delivery.distribution.rawValue) \(notification.type) \(notification.id) → user \(delivery.recipient.userID) device \(device): "
                     + "\(notification.title.debugDescription) \(notification.body.debugDescription) url=\(notification.url ?? "null")"
             )
             return .delivered

@@ -27,7 +27,7 @@ actor ConcurrencyLimiter {
         if waiting.isEmpty {
             running -= 1
         } else {
-            waiting.removeFirst().resume()  // the slot passes straight to the next waiter
+            waiting.removeFirst().resume() // the slot passes straight to the next waiter
         }
     }
 }

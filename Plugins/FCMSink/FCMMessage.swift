@@ -183,7 +183,9 @@ public enum FCMMessageBuilder {
             largest = max(largest, payloadSize(tokenMessage(for: probe, token: "")))
         }
         guard largest <= tokenPayloadLimit else {
-            throw HeraldError(.unprocessable, code: "payload_too_large_for_fcm", "the push payload would be \(largest) bytes; FCM allows \(tokenPayloadLimit) (shorten title, body or data)")
+            throw HeraldError(
+                .unprocessable, code: "payload_too_large_for_fcm",
+                "the push payload would be \(largest) bytes; FCM allows \(tokenPayloadLimit) (shorten title, body or data)")
         }
     }
 
@@ -192,7 +194,9 @@ public enum FCMMessageBuilder {
         for component in topicMessages(message) {
             let size = payloadSize(component)
             guard size <= topicPayloadLimit else {
-                throw HeraldError(.unprocessable, code: "payload_too_large_for_fcm", "the topic payload would be \(size) bytes; FCM allows \(topicPayloadLimit) for topic messages")
+                throw HeraldError(
+                    .unprocessable, code: "payload_too_large_for_fcm",
+                    "the topic payload would be \(size) bytes; FCM allows \(topicPayloadLimit) for topic messages")
             }
         }
     }

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
+import CoreMetrics
 public import Foundation
 public import HeraldCore
 public import Logging
-import CoreMetrics
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -79,7 +79,8 @@ public final class FCMSink: ReleasingSink {
         let client = http ?? Self.makeHTTPClient()
         do {
             self.tokens = try await FCMAccessTokenProvider(
-                account: configuration.account, http: client, clock: clock, onRefresh: {
+                account: configuration.account, http: client, clock: clock,
+                onRefresh: {
                     Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory).increment()
                 }
             )
@@ -120,7 +121,9 @@ public final class FCMSink: ReleasingSink {
 
     /// FCM registration tokens are strings.
     public func prepare(_ registration: inout DeviceRegistration) throws {
-        guard registration.address.token != nil else { throw HeraldError.invalidField(registration.addressField, "must be an FCM registration token (a string)") }
+        guard registration.address.token != nil else {
+            throw HeraldError.invalidField(registration.addressField, "must be an FCM registration token (a string)")
+        }
         try registration.validateCommonFields()
     }
 
@@ -142,7 +145,8 @@ public final class FCMSink: ReleasingSink {
         let proven = lastSuccess.withLock { $0.map { now.timeIntervalSince($0) < Self.credentialProofWindow } ?? false }
         let mismatches = results.filter { if case .senderMismatch = $0 { true } else { false } }.count
         if mismatches > 0 && !proven {
-            let reason = "FCM answered SENDER_ID_MISMATCH and sink '\(name)' has not delivered to any token recently: its credentials probably belong to another Firebase project; devices are kept"
+            let reason =
+                "FCM answered SENDER_ID_MISMATCH and sink '\(name)' has not delivered to any token recently: its credentials probably belong to another Firebase project; devices are kept"
             logger.error("\(reason)")
             credentialFault.withLock { $0 = reason }
         }
@@ -240,7 +244,8 @@ public final class FCMSink: ReleasingSink {
         } catch let error as FCMError {
             result = .transient(after: nil, reason: error.description)
         } catch {
-            result = blindRetry
+            result =
+                blindRetry
                 ? .transient(after: nil, reason: "no answer from FCM: \(error)")
                 : .refused("no answer from FCM for a topic send (not retried: it may already be fanning out): \(error)")
         }

@@ -41,7 +41,8 @@ public struct ServiceAccount: Codable, Sendable, Equatable {
         do {
             account = try JSONDecoder().decode(ServiceAccount.self, from: data)
         } catch DecodingError.keyNotFound(let key, _) {
-            throw FCMError.configuration("fcm.credentials '\(path)' has no '\(key.stringValue)': use the service-account JSON key file from the Firebase console")
+            throw FCMError.configuration(
+                "fcm.credentials '\(path)' has no '\(key.stringValue)': use the service-account JSON key file from the Firebase console")
         } catch {
             throw FCMError.configuration("fcm.credentials '\(path)' is not a service-account JSON file")
         }

@@ -39,7 +39,7 @@ public enum WebPushPayload {
             shared: shared, authSecret: authSecret, receiverPublic: receiverPublicKey, senderPublic: senderPublic, salt: salt
         )
         var record = plaintext
-        record.append(0x02)  // the last (and only) record's padding delimiter
+        record.append(0x02) // the last (and only) record's padding delimiter
         let sealed = try AES.GCM.seal(record, using: key, nonce: nonce)
         var body = salt
         withUnsafeBytes(of: recordSize.bigEndian) { body.append(contentsOf: $0) }

@@ -42,7 +42,10 @@ public final class WebPushSink: ReleasingSink {
 
     /// - Parameter http: a client the caller owns; by default the sink makes its own and closes
     ///   it when ``run()`` ends.
-    public init(name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"), clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"),
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.name = name
         self.configuration = configuration
         var client = HTTPClient.Configuration()
@@ -185,7 +188,8 @@ public final class WebPushSink: ReleasingSink {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/octet-stream")
             request.headers.add(name: "Content-Encoding", value: "aes128gcm")
-            request.headers.add(name: "Authorization", value: try await configuration.vapid.authorization(for: subscription.endpoint, subject: configuration.subject, now: now))
+            request.headers.add(
+                name: "Authorization", value: try await configuration.vapid.authorization(for: subscription.endpoint, subject: configuration.subject, now: now))
             for (name, value) in Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl) { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: body))
             let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))

@@ -42,7 +42,10 @@ public final class WebhookSink: NotificationSink {
     private let logger: Logger
     private let clock: @Sendable () -> Date
 
-    public init(configuration: Configuration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.webhook"), clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        configuration: Configuration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.webhook"),
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.name = "webhook:\(configuration.name)"
         self.capabilities = configuration.forwardsEvents ? [.perUser, .events] : .perUser
         self.configuration = configuration
@@ -54,7 +57,6 @@ public final class WebhookSink: NotificationSink {
 
     /// The endpoint as reasons and logs show it: no credentials, no query.
     private var shownURL: String { RedactedURL.describe(configuration.url) }
-
 
     /// The rules that send matching notifications to this webhook (`match.types`,
     /// `match.distributions`).

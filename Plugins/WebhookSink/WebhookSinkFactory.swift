@@ -15,7 +15,9 @@ extension SinkFactory {
         var configuration = WebhookSink.Configuration(name: context.name, url: url, secret: secret)
         configuration.types = try settings.stringList("match.types") ?? []
         configuration.distributions = try (settings.stringList("match.distributions") ?? []).map { text in
-            guard let value = Distribution(rawValue: text.lowercased()) else { throw settings.invalid("match.distributions", "must list alert and/or information") }
+            guard let value = Distribution(rawValue: text.lowercased()) else {
+                throw settings.invalid("match.distributions", "must list alert and/or information")
+            }
             return value
         }
         let timeout = try settings.double("timeout") ?? 10

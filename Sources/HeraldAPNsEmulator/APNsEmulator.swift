@@ -1,7 +1,7 @@
 import Crypto
 public import Foundation
-public import HeraldEmulatorSupport
 import HTTPTypes
+public import HeraldEmulatorSupport
 import Hummingbird
 import NIOCore
 import Synchronization
@@ -67,12 +67,13 @@ public final class APNsEmulator: Sendable {
         let router = Router(context: EmulatorRequestContext.self)
         router.post("/3/device/{token}") { request, context in try await self.push(request, context: context) }
         router.get("/emulator/messages") { _, _ in
-            try EmulatorServer.json(self.received.map { item -> [String: Any] in
-                [
-                    "token": item.token, "status": item.status, "reason": item.reason ?? NSNull(), "headers": item.headers,
-                    "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(), "http_version": item.httpVersion,
-                ]
-            })
+            try EmulatorServer.json(
+                self.received.map { item -> [String: Any] in
+                    [
+                        "token": item.token, "status": item.status, "reason": item.reason ?? NSNull(), "headers": item.headers,
+                        "payload": (try? JSONSerialization.jsonObject(with: item.payload)) ?? NSNull(), "http_version": item.httpVersion,
+                    ]
+                })
         }
         router.get("/emulator/stats") { _, _ in
             let received = self.received
@@ -92,7 +93,8 @@ public final class APNsEmulator: Sendable {
         for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
         func answer(_ status: HTTPResponse.Status, _ reason: String? = nil) throws -> Response {
             state.withLock {
-                $0.received.append(Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload, httpVersion: context.httpVersion))
+                $0.received.append(
+                    Received(token: token, status: Int(status.code), reason: reason, headers: headers, payload: payload, httpVersion: context.httpVersion))
             }
             print("apns-emulator: \(status.code)\(reason.map { " \($0)" } ?? "") \(token): \(String(decoding: payload, as: UTF8.self))")
             guard let reason else { return Response(status: status) }
@@ -100,7 +102,9 @@ public final class APNsEmulator: Sendable {
         }
         // APNs refuses HTTP/1.1.
         guard context.httpVersion == "2" else { return try answer(.badRequest, "UnsupportedHTTPVersion") }
-        if let problem = APNsTokenCheck.problem(headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date()) {
+        if let problem = APNsTokenCheck.problem(
+            headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date())
+        {
             return try answer(.forbidden, problem)
         }
         guard headers["apns-topic"] == configuration.topic else { return try answer(.badRequest, "BadTopic") }

@@ -24,7 +24,8 @@ public enum EmulatorServer {
                 certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(certificate.certificatePEM.utf8), format: .pem))],
                 privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem))
             )
-            let app = Application(router: router, server: try .http2Upgrade(tlsConfiguration: tls), configuration: configuration, onServerRunning: running, logger: logger)
+            let app = Application(
+                router: router, server: try .http2Upgrade(tlsConfiguration: tls), configuration: configuration, onServerRunning: running, logger: logger)
             try await app.run()
         } else {
             let app = Application(router: router, configuration: configuration, onServerRunning: running, logger: logger)

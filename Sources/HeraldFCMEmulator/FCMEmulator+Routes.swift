@@ -21,7 +21,9 @@ extension FCMEmulator {
         let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
         var form: [String: String] = [:]
         for pair in body.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0) }
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+            }
             if parts.count == 2 { form[parts[0]] = parts[1] }
         }
         let down = state.withLock { state -> Bool in
@@ -65,7 +67,8 @@ extension FCMEmulator {
             return fcmError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", errorCode: nil)
         }
         guard context.parameters.get("project") == configuration.projectID else {
-            return fcmError(403, "PERMISSION_DENIED", "Permission denied for project \(context.parameters.get("project") ?? "?")", errorCode: "SENDER_ID_MISMATCH")
+            return fcmError(
+                403, "PERMISSION_DENIED", "Permission denied for project \(context.parameters.get("project") ?? "?")", errorCode: "SENDER_ID_MISMATCH")
         }
         let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         let (response, validateOnly) = await answer(data)
@@ -126,10 +129,13 @@ extension FCMEmulator {
     func topics() throws -> Response {
         let topics = state.withLock { state in
             Set(state.topicMembers.keys).union(state.topicMessages.keys).sorted().map { topic -> (String, [String: Any]) in
-                (topic, [
-                    "members": (state.topicMembers[topic] ?? []).sorted(), "messages": state.topicMessages[topic] ?? 0,
-                    "deliveries": state.topicDeliveries[topic] ?? 0,
-                ])
+                (
+                    topic,
+                    [
+                        "members": (state.topicMembers[topic] ?? []).sorted(), "messages": state.topicMessages[topic] ?? 0,
+                        "deliveries": state.topicDeliveries[topic] ?? 0,
+                    ]
+                )
             }
         }
         return try json(["topics": Dictionary(uniqueKeysWithValues: topics)], status: .ok)
@@ -164,12 +170,16 @@ extension FCMEmulator {
             state.attemptsByToken[target, default: 0] += 1
             return state.attemptsByToken[target] ?? 1
         }
-        print("fcm-emulator: \(validateOnly ? "validated" : "message") #\(attempt) to \(message["token"] != nil ? "token" : "topic") \(target): \(String(decoding: data, as: UTF8.self))")
+        print(
+            "fcm-emulator: \(validateOnly ? "validated" : "message") #\(attempt) to \(message["token"] != nil ? "token" : "topic") \(target): \(String(decoding: data, as: UTF8.self))"
+        )
         if target.hasPrefix("dead-") {
             return (fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED"), validateOnly)
         }
         if target.hasPrefix("invalid-") {
-            return (fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", errorCode: "INVALID_ARGUMENT"), validateOnly)
+            return (
+                fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", errorCode: "INVALID_ARGUMENT"), validateOnly
+            )
         }
         if target.hasPrefix("mismatch-") {
             return (fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH"), validateOnly)

@@ -1,9 +1,9 @@
+import HeraldAPNsSink
+import HeraldConsoleSink
 // The composition root for sinks: the one file of Herald's own code that names sink modules.
 // A new built-in sink is its folder under Plugins/, a target in Package.swift, and one entry
 // in the list below.
 public import HeraldCore
-import HeraldAPNsSink
-import HeraldConsoleSink
 import HeraldFCMSink
 import HeraldFeedSink
 import HeraldHistorySink

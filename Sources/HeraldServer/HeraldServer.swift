@@ -3,8 +3,8 @@ public import HeraldCore
 public import HeraldStore
 public import Hummingbird
 import HummingbirdCore
-import NIOCore
 public import Logging
+import NIOCore
 public import Prometheus
 import ServiceLifecycle
 import UnixSignals
@@ -81,7 +81,8 @@ public struct HeraldServer: Sendable {
                 if let secret = configuration.userTokenSecret {
                     // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
                     guard secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
-                        throw HeraldError(.unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
+                        throw HeraldError(
+                            .unprocessable, code: "invalid_config", "user_token_secret must be at least \(UserTokenVerifier.minimumSecretBytes) bytes")
                     }
                     userTokens = await UserTokenVerifier(secret: secret)
                 }
@@ -152,7 +153,9 @@ public struct HeraldServer: Sendable {
     /// revoked: the server starts, and says so.
     static func ensureBootstrapKey(_ secret: String, store: any HeraldStorage, ids: ObjectIDGenerator, logger: Logger) async throws {
         guard secret.hasPrefix(APIKeySecret.prefix), secret.utf8.count >= APIKeySecret.prefix.utf8.count + 32 else {
-            throw HeraldError(.unprocessable, code: "invalid_config", "bootstrap_admin_key must start with '\(APIKeySecret.prefix)' and have at least 32 characters after it (herald keys generate prints one)")
+            throw HeraldError(
+                .unprocessable, code: "invalid_config",
+                "bootstrap_admin_key must start with '\(APIKeySecret.prefix)' and have at least 32 characters after it (herald keys generate prints one)")
         }
         let key = try await store.ensureKey(
             APIKeyRecord(id: ids.next(), name: "bootstrap-admin", role: .admin, createdAt: Date()), secretHash: APIKeySecret.hash(secret)
@@ -183,8 +186,11 @@ public struct HeraldServer: Sendable {
         router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
-        OperationsRoutes(store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics, metricsPublic: configuration.metricsPublic)
-            .register(on: router, table: routes)
+        OperationsRoutes(
+            store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics,
+            metricsPublic: configuration.metricsPublic
+        )
+        .register(on: router, table: routes)
         UserRoutes(
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
             timestamps: configuration.timestamps
@@ -202,7 +208,8 @@ public struct HeraldServer: Sendable {
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feed, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)
-        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(on: router, table: routes)
+        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(
+            on: router, table: routes)
         return router
     }
 

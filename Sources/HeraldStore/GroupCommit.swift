@@ -80,7 +80,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
                 throw GroupCommitError.responseCountMismatch
             }
             for (waiting, response) in zip(batch, responses) { waiting.continuation.resume(returning: response) }
-        } catch where batch.count > 1 {
+        } catch  where batch.count > 1 {
             for waiting in batch { await run([waiting]) }
         } catch {
             batch[0].continuation.resume(throwing: error)

@@ -13,7 +13,6 @@ public protocol PortalSessionStore: Sendable {
     func deletePortalSession(idHash: String) async throws
 }
 
-
 /// A portal session as stored: only a hash of its id, so the table cannot be replayed.
 public struct PortalSessionRecord: Sendable, Equatable {
     public var idHash: String

@@ -84,7 +84,13 @@ public final class WebPushEmulator: Sendable {
             return try EmulatorServer.json(self.subscribe(name), status: .created)
         }
         router.get("/emulator/messages") { _, _ in
-            try EmulatorServer.json(self.received.map { ["subscription": $0.subscription, "status": $0.status, "plaintext": $0.plaintext ?? NSNull(), "headers": $0.headers, "error": $0.error ?? NSNull()] })
+            try EmulatorServer.json(
+                self.received.map {
+                    [
+                        "subscription": $0.subscription, "status": $0.status, "plaintext": $0.plaintext ?? NSNull(), "headers": $0.headers,
+                        "error": $0.error ?? NSNull(),
+                    ]
+                })
         }
         router.get("/emulator/stats") { _, _ in
             let received = self.received

@@ -9,7 +9,10 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald, a self-hosted notification router.",
         discussion: "Every option also reads HERALD_<NAME> from the environment (HERALD_PORT, HERALD_DATABASE, …).",
-        subcommands: [Serve.self, Migrate.self, Keys.self, UserTokenCommand.self, Sinks.self, Healthcheck.self, VAPIDCommand.self, FCMEmulatorCommand.self, APNsEmulatorCommand.self, WebPushEmulatorCommand.self],
+        subcommands: [
+            Serve.self, Migrate.self, Keys.self, UserTokenCommand.self, Sinks.self, Healthcheck.self, VAPIDCommand.self, FCMEmulatorCommand.self,
+            APNsEmulatorCommand.self, WebPushEmulatorCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }
@@ -126,12 +129,14 @@ struct Sinks: AsyncParsableCommand {
         // Sinks with stored deliveries that this configuration no longer has are listed too:
         // their pending deliveries wait for the sink to come back.
         let configured = Set(server.sinks.names)
-        let rows = health.map { row($0.name, $0.kind, $0.reason.map { "degraded: \($0)" } ?? "ok") }
+        let rows =
+            health.map { row($0.name, $0.kind, $0.reason.map { "degraded: \($0)" } ?? "ok") }
             + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "not configured") }
         let header = ["SINK", "KIND", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
-            print(zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+            print(
+                zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
     }
 }

@@ -42,7 +42,8 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
         try await emulator.run { port in
             if let file {
                 do {
-                    let data = try JSONSerialization.data(withJSONObject: emulator.subscribe("browser-1"), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                    let data = try JSONSerialization.data(
+                        withJSONObject: emulator.subscribe("browser-1"), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                     try data.write(to: URL(fileURLWithPath: file))
                 } catch {
                     FileHandle.standardError.write(Data("herald: error: cannot write \(file): \(error)\n".utf8))

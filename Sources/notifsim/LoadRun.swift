@@ -26,7 +26,8 @@ struct LoadRun {
                 try? await Task.sleep(for: .milliseconds(500))
                 let state = progress.state.withLock { $0 }
                 let elapsed = (ContinuousClock.now - start).seconds
-                FileHandle.standardError.write(Data(String(format: "\rsent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors).utf8))
+                FileHandle.standardError.write(
+                    Data(String(format: "\rsent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors).utf8))
             }
         }
         await withTaskGroup(of: Void.self) { group in

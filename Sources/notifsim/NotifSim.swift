@@ -22,7 +22,10 @@ struct NotifSim: AsyncParsableCommand {
     @Option(name: .short, help: "User id to send to (repeat for several; default $HERALD_NOTIFSIM_USER).")
     var user: [String] = []
 
-    @Option(help: "The post or thread id: with -r omitted, the resource follows from the type (message, reply → /messages/ID; upvote, comment, hot, top → /posts/ID; leader → /stats).")
+    @Option(
+        help:
+            "The post or thread id: with -r omitted, the resource follows from the type (message, reply → /messages/ID; upvote, comment, hot, top → /posts/ID; leader → /stats)."
+    )
     var id: String?
 
     @Flag(name: .customLong("dry-run"), help: "Validate and route, and have each push provider validate (FCM validate_only); store and send nothing.")
@@ -172,10 +175,12 @@ struct NotifSim: AsyncParsableCommand {
         if let resource = resolvedResource { body["url"] = resource == "null" ? NSNull() : resource }
         if let distribution { body["distribution"] = distribution }
         if !data.isEmpty {
-            body["data"] = Dictionary(data.map { entry in
-                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-            }) { _, last in last }
+            body["data"] = Dictionary(
+                data.map { entry in
+                    let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+                }
+            ) { _, last in last }
         }
         if let topic { body["topic"] = topic } else { body["user_ids"] = recipients }
         if let idempotencyKey { body["idempotency_key"] = index.map { "\(idempotencyKey)-\($0)" } ?? idempotencyKey }

@@ -13,7 +13,9 @@ import Testing
         let base: String
         let token: String
 
-        func call(_ method: HTTPMethod, _ path: String, json: Any? = nil, contentType: String = "application/json", raw: String? = nil) async throws -> (Int, [String: Any]) {
+        func call(
+            _ method: HTTPMethod, _ path: String, json: Any? = nil, contentType: String = "application/json", raw: String? = nil
+        ) async throws -> (Int, [String: Any]) {
             var request = HTTPClientRequest(url: base + path)
             request.method = method
             if !token.isEmpty { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

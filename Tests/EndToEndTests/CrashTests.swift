@@ -19,7 +19,8 @@ import Testing
 
     func startEmulator() async throws -> (RunningHerald, String) {
         let account = directory.appendingPathComponent("fcm.json").path
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         return (emulator, account)
     }
 
@@ -38,7 +39,12 @@ import Testing
         let pid = first.process.processIdentifier
         let accepted = await LoadHarness.send(4_000, to: [first.url], users: users, key: key) { count in
             guard count >= 1_500 else { return true }
-            if killed.withLock({ done in defer { done = true }; return !done }) { kill(pid, SIGKILL) }
+            if killed.withLock({ done in
+                defer { done = true }
+                return !done
+            }) {
+                kill(pid, SIGKILL)
+            }
             return false
         }
         #expect(killed.withLock { $0 }, "the server was killed mid-load")

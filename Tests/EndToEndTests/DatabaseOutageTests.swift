@@ -47,7 +47,10 @@ import Testing
             request.headers.add(name: "Authorization", value: "Bearer \(admin)")
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: #"{"type":"generic","title":"t\#(index)","body":"b","user_ids":["u"]}"#))
-            let elapsed = { let d = ContinuousClock.now - started; return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+            let elapsed = {
+                let d = ContinuousClock.now - started
+                return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+            }
             do {
                 let response = try await HTTPClient.shared.execute(request, timeout: .seconds(3))
                 let body = try await response.body.collect(upTo: 1 << 16)

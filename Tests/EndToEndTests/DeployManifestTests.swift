@@ -50,7 +50,8 @@ import Yams
         let build = try #require(dockerfile.stages.first)
         let runtime = try #require(dockerfile.stages.last)
         let alias = try #require(build.alias, "the build stage is named")
-        #expect(runtime.instructions.contains { $0.keyword == "COPY" && $0.arguments.hasPrefix("--from=\(alias) ") }, "the runtime stage copies the build's output")
+        #expect(
+            runtime.instructions.contains { $0.keyword == "COPY" && $0.arguments.hasPrefix("--from=\(alias) ") }, "the runtime stage copies the build's output")
         let user = try #require(runtime.last("USER"), "the runtime stage names a user")
         #expect(!["root", "0"].contains(user.split(separator: ":").first.map(String.init) ?? ""), "the image does not run as root: USER \(user)")
 
@@ -73,7 +74,8 @@ import Yams
         var env = environment.mapValues { $0.replacingOccurrences(of: workdir, with: directory.path) }
         env["HERALD_HOST"] = "127.0.0.1"
         env["HERALD_PORT"] = String(port)
-        let herald = try await RunningHerald(executable: Binaries.path(entrypoint[0]), arguments: Array(entrypoint.dropFirst()) + command, environment: env, in: directory)
+        let herald = try await RunningHerald(
+            executable: Binaries.path(entrypoint[0]), arguments: Array(entrypoint.dropFirst()) + command, environment: env, in: directory)
         #expect(herald.port == port)
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "HERALD_DATABASE put SQLite in the volume")
         #expect(try await Self.status("\(herald.url)/openapi.yaml") == 200, "the resource bundle beside the binary is found")
@@ -137,7 +139,8 @@ import Yams
         env["HERALD_PORT"] = String(port)
         let herald = try await RunningHerald(executable: Binaries.path("herald"), arguments: ["serve"], environment: env, in: directory)
         #expect(try await Self.status("\(herald.url)/health/ready") == 200, "migrated its PostgreSQL database and is ready")
-        #expect(try await Self.status("\(herald.url)/api/content/pending", key: secrets["HERALD_BOOTSTRAP_ADMIN_KEY"]) == 200, "the bootstrap key is an admin key")
+        #expect(
+            try await Self.status("\(herald.url)/api/content/pending", key: secrets["HERALD_BOOTSTRAP_ADMIN_KEY"]) == 200, "the bootstrap key is an admin key")
         #expect(try await Self.status("\(herald.url)/api/content/pending", key: "hk_" + String(repeating: "x", count: 40)) == 401)
 
         let grace = try #require(Self.seconds(heraldService["stop_grace_period"] as? String))
@@ -189,7 +192,8 @@ import Yams
         let emulatorDirectory = try TestResources.temporaryDirectory("herald-pod-fcm")
         let account = emulatorDirectory.appendingPathComponent("service-account.json").path
         // The shipped service account is a placeholder: the emulator's stands in for a real one.
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: emulatorDirectory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: emulatorDirectory)
         defer { emulator.terminate() }
         let realAccount = try String(contentsOfFile: account, encoding: .utf8)
         for mount in try #require(container["volumeMounts"] as? [[String: Any]]) {
@@ -229,7 +233,9 @@ import Yams
 
         // Applied as shipped, the Secret's placeholders are refused, naming the setting.
         let refused = try await runCommand(Binaries.path("herald"), arguments + ["--port", "0"], environment: env, in: root, timeout: .seconds(20))
-        #expect(!refused.timedOut && refused.status != 0 && (refused.stderr.contains("bootstrap_admin_key") || refused.stderr.contains("user_token_secret")), "placeholders are not usable secrets: \(refused.stderr)")
+        #expect(
+            !refused.timedOut && refused.status != 0 && (refused.stderr.contains("bootstrap_admin_key") || refused.stderr.contains("user_token_secret")),
+            "placeholders are not usable secrets: \(refused.stderr)")
 
         env["HERALD_BOOTSTRAP_ADMIN_KEY"] = try await Self.generatedKey(in: root)
         env["HERALD_USER_TOKEN_SECRET"] = String(repeating: "cd", count: 32)
@@ -285,7 +291,9 @@ import Yams
         let state = directory.path
         let config = directory.appendingPathComponent("herald.yaml").path
         try "shutdown_timeout: 30\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let arguments = execStart.dropFirst().map { $0.replacingOccurrences(of: "/var/lib/herald", with: state).replacingOccurrences(of: "/etc/herald/herald.yaml", with: config) }
+        let arguments = execStart.dropFirst().map {
+            $0.replacingOccurrences(of: "/var/lib/herald", with: state).replacingOccurrences(of: "/etc/herald/herald.yaml", with: config)
+        }
         let herald = try await RunningHerald(executable: Binaries.path("herald"), arguments: arguments + ["--port", "0"], in: directory)
         #expect(try await Self.status("\(herald.url)/health/ready") == 200)
         #expect(FileManager.default.fileExists(atPath: state + "/herald.sqlite"), "the database is in the StateDirectory")

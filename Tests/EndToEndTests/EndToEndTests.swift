@@ -46,7 +46,8 @@ import Testing
         #expect(data["type"] as? String == "generic")
 
         // The key given through the environment works the same.
-        let viaEnv = try await runCommand(Binaries.path("notifsim"), ["-u", user, "-t", "hot", "-n", "Hot now", "--url", herald.url], environment: ["HERALD_API_KEY": key], in: directory)
+        let viaEnv = try await runCommand(
+            Binaries.path("notifsim"), ["-u", user, "-t", "hot", "-n", "Hot now", "--url", herald.url], environment: ["HERALD_API_KEY": key], in: directory)
         #expect(viaEnv.status == 0, "\(viaEnv.stderr)")
 
         await herald.expectCleanStop()
@@ -59,17 +60,20 @@ import Testing
 
     @Test func pushesThroughTheFCMEmulatorProcess() async throws {
         let account = directory.appendingPathComponent("fcm-emulator.json").path
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         let key = try await createKey("backend")
         let herald = try await RunningHerald(
             arguments: ["--database", database],
             environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_METRICS_PUBLIC": "true"], in: directory
         )
         for token in ["phone-token", "tablet-token"] {
-            let (status, _) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: key, user: "zoe", body: "{\"fcm_token\":\"\(token)\"}")
+            let (status, _) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: key, user: "zoe", body: "{\"fcm_token\":\"\(token)\"}")
             #expect(status == 200)
         }
-        let sent = try await runCommand(Binaries.path("notifsim"), ["-u", "zoe", "-t", "message", "-n", "New message", "--url", herald.url, "--key", key], in: directory)
+        let sent = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "zoe", "-t", "message", "-n", "New message", "--url", herald.url, "--key", key], in: directory)
         #expect(sent.status == 0, "\(sent.stderr)")
         #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
         let id = String(sent.stdout.prefix(24))
@@ -95,17 +99,20 @@ import Testing
     /// the type and --id, and --dry-run asking FCM to validate (validate_only) without sending.
     @Test func notifsimDryRunValidatesWithFCMAndSendsNothing() async throws {
         let account = directory.appendingPathComponent("fcm-dry.json").path
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         let key = try await createKey("backend")
         let herald = try await RunningHerald(
             arguments: ["--database", database], environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url], in: directory
         )
         for (user, token) in [("dev", "good-token"), ("broken", "invalid-token")] {
-            let (status, _) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(token)\"}")
+            let (status, _) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(token)\"}")
             #expect(status == 200)
         }
         let environment = ["HERALD_NOTIFSIM_USER": "dev", "HERALD_API_KEY": key, "HERALD_URL": herald.url]
-        let dry = try await runCommand(Binaries.path("notifsim"), ["-t", "comment", "--id", "DKJW", "-n", "New comment", "--dry-run"], environment: environment, in: directory)
+        let dry = try await runCommand(
+            Binaries.path("notifsim"), ["-t", "comment", "--id", "DKJW", "-n", "New comment", "--dry-run"], environment: environment, in: directory)
         #expect(dry.status == 0, "\(dry.stdout)\(dry.stderr)")
         #expect(dry.stdout.contains("nothing was stored or sent") && dry.stdout.contains("fcm provider: valid"), "\(dry.stdout)")
         #expect(dry.stdout.contains("fcm: dev device"), "\(dry.stdout)")
@@ -119,7 +126,9 @@ import Testing
         let message = (requests.first?["request"] as? [String: Any])?["message"] as? [String: Any]
         #expect((message?["data"] as? [String: String])?["url"]?.hasSuffix("/posts/DKJW") == true, "the resource follows from the type and --id")
         let stats = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/stats"), timeout: .seconds(10))
-        let delivered = (try JSONSerialization.jsonObject(with: Data(try await stats.body.collect(upTo: 1 << 16).readableBytesView)) as? [String: Any])?["delivered"] as? Int
+        let delivered =
+            (try JSONSerialization.jsonObject(with: Data(try await stats.body.collect(upTo: 1 << 16).readableBytesView)) as? [String: Any])?["delivered"]
+            as? Int
         #expect(delivered == 0, "a dry run delivers nothing")
         let (_, history) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/history", key: key, user: "dev")
         #expect((history["history"] as? [Any])?.isEmpty == true, "and stores nothing")
@@ -153,7 +162,8 @@ import Testing
         let key = try await createKey("backend")
         let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
         let load = try await runCommand(
-            Binaries.path("notifsim"), ["-u", "loaded", "-t", "comment", "--count", "150", "--concurrency", "16", "--url", herald.url, "--key", key], in: directory
+            Binaries.path("notifsim"), ["-u", "loaded", "-t", "comment", "--count", "150", "--concurrency", "16", "--url", herald.url, "--key", key],
+            in: directory
         )
         #expect(load.status == 0, "\(load.stderr)")
         #expect(load.stdout.contains("sent 150 in"), "\(load.stdout)")
@@ -199,7 +209,8 @@ import Testing
         let badPort = try await runCommand(Binaries.path("herald"), ["migrate", "--database", "mysql://x"], in: directory)
         #expect(badPort.status != 0)
         #expect(badPort.stderr.contains("herald: error: database must be sqlite:PATH"), "\(badPort.stderr)")
-        let badEnv = try await runCommand(Binaries.path("herald"), ["migrate", "--database", database], environment: ["HERALD_DELIVERY_MAX_ATTEMPTS": "lots"], in: directory)
+        let badEnv = try await runCommand(
+            Binaries.path("herald"), ["migrate", "--database", database], environment: ["HERALD_DELIVERY_MAX_ATTEMPTS": "lots"], in: directory)
         #expect(badEnv.status != 0)
         #expect(badEnv.stderr.contains("delivery.max_attempts"), "\(badEnv.stderr)")
         let badRole = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "root", "--database", database], in: directory)

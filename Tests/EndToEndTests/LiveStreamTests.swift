@@ -28,7 +28,8 @@ import Testing
         #expect(token.status == 0, "\(token.stderr)")
         let curlOutput = OutputCollector()
         let (curl, _, _) = makeProcess(
-            "/usr/bin/curl", ["-N", "-s", "-H", "Authorization: Bearer \(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))", reader.url + "/api/stream"],
+            "/usr/bin/curl",
+            ["-N", "-s", "-H", "Authorization: Bearer \(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))", reader.url + "/api/stream"],
             environment: [:], in: directory, collecting: curlOutput
         )
         try curl.run()

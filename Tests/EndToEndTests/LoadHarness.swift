@@ -51,7 +51,8 @@ enum LoadHarness {
 
     static func registerUsers(_ users: [String], tokenPrefix: String = "tok-", at url: String, key: String) async throws {
         for user in users {
-            let (status, _) = try await request(.POST, "\(url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(tokenPrefix)\(user)\"}")
+            let (status, _) = try await request(
+                .POST, "\(url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(tokenPrefix)\(user)\"}")
             guard status == 200 else { throw HarnessError("registering \(user) answered \(status)") }
         }
     }

@@ -15,7 +15,8 @@ import Testing
 
     @Test func aTraceLevelRunLogsRequestsAndOutcomesButNoSecret() async throws {
         let account = directory.appendingPathComponent("fcm.json").path
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         let generated = try await runCommand(Binaries.path("herald"), ["keys", "generate"], in: directory)
         let admin = try #require(generated.stdout.split(whereSeparator: \.isWhitespace).last.map(String.init))
         let userTokenSecret = "user-token-secret-\(UUID().uuidString)-\(UUID().uuidString)"
@@ -35,8 +36,12 @@ import Testing
         )
 
         let backend = try await LoadHarness.backendKey(database: database, in: directory)
-        #expect(try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: backend, user: "lena", body: "{\"fcm_token\":\"\(deviceToken)\"}").0 == 200)
-        let (sent, sentBody) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications", key: backend, body: "{\"type\":\"comment\",\"title\":\"hi\",\"user_ids\":[\"lena\"]}")
+        #expect(
+            try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: backend, user: "lena", body: "{\"fcm_token\":\"\(deviceToken)\"}"
+            ).0 == 200)
+        let (sent, sentBody) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: backend, body: "{\"type\":\"comment\",\"title\":\"hi\",\"user_ids\":[\"lena\"]}")
         #expect(sent == 202)
         let id = try #require(sentBody["id"] as? String)
         #expect(try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/history", key: "hk_wrong_key_\(UUID().uuidString)", user: "lena").0 == 401)
@@ -60,7 +65,9 @@ import Testing
             (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: account))) as? [String: Any])?["private_key"] as? String
         )
         let keyLines = privateKey.split(separator: "\n").filter { $0.count > 40 }.map(String.init)
-        var secrets = ["admin key": admin, "backend key": backend, "user token secret": userTokenSecret, "webhook secret": webhookSecret, "device token": deviceToken]
+        var secrets = [
+            "admin key": admin, "backend key": backend, "user token secret": userTokenSecret, "webhook secret": webhookSecret, "device token": deviceToken,
+        ]
         for (index, line) in keyLines.enumerated() { secrets["private key line \(index)"] = line }
         for (name, secret) in secrets {
             #expect(!log.contains(secret), "the \(name) appears in the log")

@@ -11,7 +11,8 @@ import Testing
     @Test func fcmTopicsHoldExactlyHeraldsSubscribers() async throws {
         let directory = try TestResources.temporaryDirectory("herald-hub")
         let account = directory.appendingPathComponent("fcm.json").path
-        let emulator = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         defer { _ = emulator.process.isRunning ? kill(emulator.process.processIdentifier, SIGKILL) : 0 }
         let admin = "hk_" + String(repeating: "h", count: 40)
         let herald = try await RunningHerald(
@@ -24,7 +25,9 @@ import Testing
         )
         defer { _ = herald.process.isRunning ? kill(herald.process.processIdentifier, SIGKILL) : 0 }
         func call(_ method: HTTPMethod, _ path: String, user: String? = nil, _ body: Any? = nil) async throws -> (Int, [String: Any]) {
-            try await LoadHarness.request(method, herald.url + path, key: admin, user: user, body: body.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) })
+            try await LoadHarness.request(
+                method, herald.url + path, key: admin, user: user,
+                body: body.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) })
         }
         func topics() async throws -> [String: [String: Any]] {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/topics"), timeout: .seconds(10))
@@ -47,7 +50,8 @@ import Testing
         let (_, area) = try await call(.POST, "/area/\(channelID)", ["name": "Safety", "desc": ""])
         let areaID = try #require(area["id"] as? String)
         func subject(_ name: String, _ level: String, _ distribution: String) async throws -> (id: String, key: String) {
-            let (status, body) = try await call(.POST, "/subject/\(channelID)/\(areaID)", ["name": name, "desc": "", "opt": ["level": level, "distribution": distribution]])
+            let (status, body) = try await call(
+                .POST, "/subject/\(channelID)/\(areaID)", ["name": name, "desc": "", "opt": ["level": level, "distribution": distribution]])
             #expect(status == 201 || status == 200, "\(body)")
             return (try #require(body["id"] as? String), try #require(body["topic_key"] as? String))
         }
@@ -68,7 +72,8 @@ import Testing
         #expect(try await eventually(sports.key, ["tok-ann"]) == ["tok-ann"], "opt-in")
         #expect(try await eventually(events.key, ["tok-ann"]) == ["tok-ann"], "opt-out")
 
-        let (sent, receipt) = try await call(.POST, "/message", ["title": "Match tonight", "desc": "", "message": "Gym, 19:00", "topic_key": sports.key, "distribution": "Information"])
+        let (sent, receipt) = try await call(
+            .POST, "/message", ["title": "Match tonight", "desc": "", "message": "Gym, 19:00", "topic_key": sports.key, "distribution": "Information"])
         #expect(sent == 201, "\(receipt)")
         var delivered = 0
         for _ in 0..<100 where delivered == 0 {

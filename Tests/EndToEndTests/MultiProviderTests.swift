@@ -20,13 +20,15 @@ import Testing
         let directory = try TestResources.temporaryDirectory("herald-providers")
         let account = directory.appendingPathComponent("fcm.json").path
         let subscriptionFile = directory.appendingPathComponent("subscription.json").path
-        let fcm = try await RunningHerald(command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let fcm = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
         let webPush = try await RunningHerald(
             command: "webpush-emulator", banner: "Web Push emulator listening on", arguments: ["--write-subscription", subscriptionFile], in: directory
         )
         let ca = directory.appendingPathComponent("apns-ca.pem").path
         let p8 = directory.appendingPathComponent("apns-key.p8").path
-        let apns = try await RunningHerald(command: "apns-emulator", banner: "APNs emulator listening on", arguments: ["--write-ca", ca, "--write-key", p8], in: directory)
+        let apns = try await RunningHerald(
+            command: "apns-emulator", banner: "APNs emulator listening on", arguments: ["--write-ca", ca, "--write-key", p8], in: directory)
         let apnsURL = "https://127.0.0.1:\(apns.port)"
         // The emulator's own pages are TLS too: a client that trusts its certificate.
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -50,18 +52,22 @@ import Testing
             in: directory
         )
         let subscription = try String(contentsOfFile: subscriptionFile, encoding: .utf8)
-        let gone = try #require(try await {
-            var request = HTTPClientRequest(url: "\(webPush.url)/emulator/subscriptions?name=gone-1")
-            request.method = .POST
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-            return String(buffer: try await response.body.collect(upTo: 1 << 16))
-        }())
-        for body in [#"{"fcm_token":"phone-1"}"#, #"{"apns_token":"ab12cd","apns_environment":"sandbox"}"#, "{\"web_push\": \(subscription)}", "{\"web_push\": \(gone)}"] {
+        let gone = try #require(
+            try await {
+                var request = HTTPClientRequest(url: "\(webPush.url)/emulator/subscriptions?name=gone-1")
+                request.method = .POST
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                return String(buffer: try await response.body.collect(upTo: 1 << 16))
+            }())
+        for body in [
+            #"{"fcm_token":"phone-1"}"#, #"{"apns_token":"ab12cd","apns_environment":"sandbox"}"#, "{\"web_push\": \(subscription)}", "{\"web_push\": \(gone)}",
+        ] {
             let (status, answer) = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications/register", key: admin, user: "zoe", body: body)
             #expect(status == 200, "\(answer)")
         }
         let (status, sent) = try await LoadHarness.request(
-            .POST, "\(herald.url)/api/notifications", key: admin, body: #"{"type":"comment","title":"Hi Zoe","body":"A reply","url":"/posts/7","user_ids":["zoe"]}"#
+            .POST, "\(herald.url)/api/notifications", key: admin,
+            body: #"{"type":"comment","title":"Hi Zoe","body":"A reply","url":"/posts/7","user_ids":["zoe"]}"#
         )
         #expect(status == 202)
         let id = try #require(sent["id"] as? String)
@@ -74,7 +80,9 @@ import Testing
             if states.count == 4 && !states.contains("pending") { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(states.sorted() == ["delivered", "delivered", "delivered", "failed"], "FCM, APNs and the live subscription delivered, the gone one failed: \(states)")
+        #expect(
+            states.sorted() == ["delivered", "delivered", "delivered", "failed"],
+            "FCM, APNs and the live subscription delivered, the gone one failed: \(states)")
         // FCM got one message in its format.
         let fcmMessages = ((try await json("\(fcm.url)/emulator/messages") as? [String: Any])?["requests"] as? [[String: Any]] ?? [])
             .compactMap { ($0["request"] as? [String: Any])?["message"] as? [String: Any] }
@@ -85,7 +93,8 @@ import Testing
         let pushes = (try await json("\(webPush.url)/emulator/messages") as? [[String: Any]]) ?? []
         let delivered = pushes.filter { $0["status"] as? Int == 201 }
         #expect(delivered.count == 1 && delivered.first?["subscription"] as? String == "browser-1")
-        let payload = try #require((delivered.first?["plaintext"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        let payload = try #require(
+            (delivered.first?["plaintext"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
         #expect(payload["title"] as? String == "Hi Zoe" && payload["id"] as? String == id)
         // APNs got one alert in Apple's shape.
         let apnsMessages = ((try await json("\(apnsURL)/emulator/messages", client: trusting)) as? [[String: Any]]) ?? []
@@ -106,7 +115,8 @@ import Testing
             .PATCH, "\(herald.url)/api/notifications/settings", key: admin, user: "zoe", body: #"{"quiet_hours":{"start":"00:00","end":"23:59","tz":"UTC"}}"#
         )
         #expect(patched == 200)
-        _ = try await LoadHarness.request(.POST, "\(herald.url)/api/notifications", key: admin, body: #"{"type":"comment","title":"Shh","body":"b","user_ids":["zoe"]}"#)
+        _ = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: admin, body: #"{"type":"comment","title":"Shh","body":"b","user_ids":["zoe"]}"#)
         var quiet: [String: Any]?
         let quietDeadline = ContinuousClock.now + .seconds(20)
         while quiet == nil && ContinuousClock.now < quietDeadline {

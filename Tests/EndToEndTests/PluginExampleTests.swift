@@ -19,15 +19,15 @@ import Testing
         let admin = "hk_" + String(repeating: "c", count: 40)
         let config = directory.appendingPathComponent("herald.yaml")
         try """
-            port: 0
-            database: sqlite:\(directory.appendingPathComponent("h.sqlite").path)
-            bootstrap_admin_key: \(admin)
-            sinks:
-              room:
-                type: chat
-                url: \(receiver.url)
-                types: [violation]
-            """.write(to: config, atomically: true, encoding: .utf8)
+        port: 0
+        database: sqlite:\(directory.appendingPathComponent("h.sqlite").path)
+        bootstrap_admin_key: \(admin)
+        sinks:
+          room:
+            type: chat
+            url: \(receiver.url)
+            types: [violation]
+        """.write(to: config, atomically: true, encoding: .utf8)
         let herald = try await RunningHerald(executable: Self.binary, arguments: [config.path], in: directory)
         let (status, sent) = try await LoadHarness.request(
             .POST, "\(herald.url)/api/notifications", key: admin,

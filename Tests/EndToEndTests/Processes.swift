@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Finds the built `herald` and `notifsim` next to the test bundle.
 enum Binaries {
@@ -28,7 +29,9 @@ struct CommandResult: Sendable {
 
 /// A process with a clean `HERALD_*` environment plus `environment`, whose output streams
 /// into `collector` as it is written.
-func makeProcess(_ executable: String, _ arguments: [String], environment: [String: String], in directory: URL, collecting collector: OutputCollector) -> (Process, Pipe, Pipe) {
+func makeProcess(
+    _ executable: String, _ arguments: [String], environment: [String: String], in directory: URL, collecting collector: OutputCollector
+) -> (Process, Pipe, Pipe) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -46,7 +49,9 @@ func makeProcess(_ executable: String, _ arguments: [String], environment: [Stri
 /// Runs a command to completion without blocking a concurrency thread. With a `timeout`, a
 /// command still running then is sent SIGTERM and reported as `timedOut` (a server that should
 /// have refused to start does not hang the test).
-func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL, timeout: Duration? = nil) async throws -> CommandResult {
+func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL, timeout: Duration? = nil
+) async throws -> CommandResult {
     let collected = OutputCollector()
     let (process, out, err) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
     let timedOut = Flag()
@@ -111,8 +116,11 @@ final class RunningHerald: Sendable {
     let port: Int
 
     /// Starts `herald <command> --port 0 <arguments>` and waits for its "<banner> http://127.0.0.1:PORT" line.
-    convenience init(command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL) async throws {
-        try await self.init(executable: Binaries.path("herald"), arguments: [command, "--port", "0"] + arguments, banner: banner, environment: environment, in: directory)
+    convenience init(
+        command: String = "serve", banner: String = "Herald listening on", arguments: [String], environment: [String: String] = [:], in directory: URL
+    ) async throws {
+        try await self.init(
+            executable: Binaries.path("herald"), arguments: [command, "--port", "0"] + arguments, banner: banner, environment: environment, in: directory)
     }
 
     /// Starts `executable` with exactly `arguments` and waits for its banner line.
@@ -149,7 +157,9 @@ final class RunningHerald: Sendable {
     /// Sends SIGTERM and waits (up to `timeout`) for the exit status.
     /// Stops with SIGTERM and records an issue, with the exit status and the end of the
     /// output, unless the process drains and exits 0 within `timeout`.
-    func expectCleanStop(timeout: Duration = .seconds(20), _ comment: String = "SIGTERM drains and exits cleanly", sourceLocation: SourceLocation = #_sourceLocation) async {
+    func expectCleanStop(
+        timeout: Duration = .seconds(20), _ comment: String = "SIGTERM drains and exits cleanly", sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         let started = ContinuousClock.now
         let status = await stop(timeout: timeout)
         guard status != 0 else { return }

@@ -1,12 +1,12 @@
+import AsyncHTTPClient
 import Foundation
 import HeraldTestSupport
-import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A client that trickles its request head cannot hold a connection open: the server closes it

@@ -1,11 +1,11 @@
 import Foundation
-import HeraldTestSupport
 import HeraldAPNsEmulator
 import HeraldAPNsSink
 import HeraldCore
 import HeraldEmulatorSupport
 import HeraldHistorySink
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -21,7 +21,10 @@ import Testing
         let service: NotificationService
         let directory: URL
 
-        init(emulator: APNsEmulator, running: Task<Void, any Error>, sink: APNsSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService, directory: URL) {
+        init(
+            emulator: APNsEmulator, running: Task<Void, any Error>, sink: APNsSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService,
+            directory: URL
+        ) {
             self.emulator = emulator
             self.running = running
             self.sink = sink
@@ -86,7 +89,8 @@ import Testing
     @Test func alertsAndBackgroundPushesHaveApplesShape() async throws {
         let f = try await Fixture.start()
         try await f.register("ivy", "abc123", environment: "sandbox")
-        _ = try await f.service.send(NotificationSubmission(type: "comment", title: "New comment", body: "Nice", url: "/posts/3", collapseKey: "post-3", userIDs: ["ivy"]))
+        _ = try await f.service.send(
+            NotificationSubmission(type: "comment", title: "New comment", body: "Nice", url: "/posts/3", collapseKey: "post-3", userIDs: ["ivy"]))
         _ = try await f.service.send(NotificationSubmission(type: "hot", title: "Hot", body: "quiet", distribution: "information", userIDs: ["ivy"]))
         try await f.deliverAll()
         let received = f.emulator.received
@@ -141,11 +145,13 @@ import Testing
         let f = try await Fixture.start()
         let validator = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
         let big = try validator.validate(
-            NotificationSubmission(type: "generic", title: "t", body: String(repeating: "b", count: 4_100), userIDs: ["u"]), id: ObjectIDGenerator().next(), now: Date()
+            NotificationSubmission(type: "generic", title: "t", body: String(repeating: "b", count: 4_100), userIDs: ["u"]), id: ObjectIDGenerator().next(),
+            now: Date()
         )
         #expect(throws: HeraldError.self) { try f.sink.validate(big) }
         let longCollapse = try validator.validate(
-            NotificationSubmission(type: "generic", title: "t", collapseKey: String(repeating: "c", count: 65), userIDs: ["u"]), id: ObjectIDGenerator().next(), now: Date()
+            NotificationSubmission(type: "generic", title: "t", collapseKey: String(repeating: "c", count: 65), userIDs: ["u"]), id: ObjectIDGenerator().next(),
+            now: Date()
         )
         #expect(throws: HeraldError.self) { try f.sink.validate(longCollapse) }
         var object = DeviceRegistration(address: DeviceAddress(provider: "apns", value: .object([:]), key: ""), addressField: "apns_token")

@@ -19,7 +19,9 @@ import Testing
     func recipient(_ settings: UserSettings, devices: Int = 2) -> RecipientContext {
         RecipientContext(
             userID: "u", settings: settings,
-            devices: (0..<devices).map { Device(id: ids.next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "t\($0)"), createdAt: now, updatedAt: now) }
+            devices: (0..<devices).map {
+                Device(id: ids.next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "t\($0)"), createdAt: now, updatedAt: now)
+            }
         )
     }
 
@@ -72,10 +74,12 @@ import Testing
     }
 
     @Test func rulesAddAndRemoveSinks() throws {
-        let router = try NotificationRouter(sinks: Self.sinks, rules: [
-            try RoutingRule.parse("type=violation => +webhook:moderation"),
-            try RoutingRule.parse("type=hot distribution=information => -fcm"),
-        ])
+        let router = try NotificationRouter(
+            sinks: Self.sinks,
+            rules: [
+                try RoutingRule.parse("type=violation => +webhook:moderation"),
+                try RoutingRule.parse("type=hot distribution=information => -fcm"),
+            ])
         let violation = router.plan(notification(type: "violation"), for: recipient(UserSettings()), at: now)
         #expect(violation.filter { $0.sink == "webhook:moderation" }.count == 1, "a per-user extra sink is one delivery per user")
         #expect(violation.filter { $0.sink == "fcm" }.count == 2)
@@ -132,14 +136,18 @@ import Testing
             .init(name: "apns", capabilities: .push, providers: .only(["apns"])),
         ])
         #expect(router.hasPushSinksWithoutTopics)
-        let message = HeraldNotification(id: ids.next(), type: "message", title: "t", body: "d", url: nil, timestamp: now, distribution: .alert, target: .topic("c-a-s"))
+        let message = HeraldNotification(
+            id: ids.next(), type: "message", title: "t", body: "d", url: nil, timestamp: now, distribution: .alert, target: .topic("c-a-s"))
         let devices = [device("fcm", "f1"), device("apns", "a1"), device("apns", "a2")]
         let planned = router.messageHubDeliveries(message, for: RecipientContext(userID: "u", devices: devices), at: now)
         #expect(planned.map(\.sink) == ["apns", "apns"])
         #expect(planned.allSatisfy { $0.distribution == .alert })
         var quiet = UserSettings()
         quiet.quietHours = QuietHours(start: "00:00", end: "23:59", tz: "UTC")
-        #expect(router.messageHubDeliveries(message, for: RecipientContext(userID: "u", settings: quiet, devices: devices), at: now).allSatisfy { $0.distribution == .information })
+        #expect(
+            router.messageHubDeliveries(message, for: RecipientContext(userID: "u", settings: quiet, devices: devices), at: now).allSatisfy {
+                $0.distribution == .information
+            })
         var off = UserSettings()
         off.enabled = false
         #expect(router.messageHubDeliveries(message, for: RecipientContext(userID: "u", settings: off, devices: devices), at: now).isEmpty)
@@ -160,7 +168,10 @@ import Testing
         #expect(rule.remove == ["fcm"])
     }
 
-    @Test(arguments: ["type=hot", "type=hot =>", "type => +fcm", "colour=red => +fcm", "distribution=loud => +fcm", "target=everyone => +fcm", "type=hot => fcm", "type=hot => +"])
+    @Test(arguments: [
+        "type=hot", "type=hot =>", "type => +fcm", "colour=red => +fcm", "distribution=loud => +fcm", "target=everyone => +fcm", "type=hot => fcm",
+        "type=hot => +",
+    ])
     func refusesMalformedRules(_ line: String) {
         #expect(throws: HeraldError.self) { try RoutingRule.parse(line) }
     }

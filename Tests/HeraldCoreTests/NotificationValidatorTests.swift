@@ -52,7 +52,13 @@ import Testing
     static let invalid: [(String, @Sendable (inout NotificationSubmission) -> Void, String)] = [
         ("missing type", { $0.type = nil }, "'type'"),
         ("missing title", { $0.title = nil }, "'title'"),
-        ("empty alert", { $0.title = ""; $0.body = "" }, "'title'"),
+        (
+            "empty alert",
+            {
+                $0.title = ""
+                $0.body = ""
+            }, "'title'"
+        ),
         ("bad distribution", { $0.distribution = "loud" }, "'distribution'"),
         ("relative url", { $0.url = "posts/1" }, "'url'"),
         ("ftp url", { $0.url = "ftp://x.example/a" }, "'url'"),
@@ -70,9 +76,27 @@ import Testing
         ("user id with space", { $0.userIDs = ["a b"] }, "'user_ids[0]'"),
         ("too many users", { $0.userIDs = (0...1000).map { "u\($0)" } }, "'user_ids'"),
         ("empty data key", { $0.data = ["": "x"] }, "'data'"),
-        ("malformed topic", { $0.userIDs = nil; $0.topic = "a-b-c" }, "'topic'"),
-        ("audience naming nobody", { $0.userIDs = nil; $0.audience = Audience() }, "names nobody"),
-        ("audience with a bad user id", { $0.userIDs = nil; $0.audience = Audience(userIDs: ["a b"]) }, "audience.user_ids[0]"),
+        (
+            "malformed topic",
+            {
+                $0.userIDs = nil
+                $0.topic = "a-b-c"
+            }, "'topic'"
+        ),
+        (
+            "audience naming nobody",
+            {
+                $0.userIDs = nil
+                $0.audience = Audience()
+            }, "names nobody"
+        ),
+        (
+            "audience with a bad user id",
+            {
+                $0.userIDs = nil
+                $0.audience = Audience(userIDs: ["a b"])
+            }, "audience.user_ids[0]"
+        ),
         ("title too long", { $0.title = String(repeating: "t", count: 1025) }, "'title'"),
     ]
 

@@ -1,10 +1,11 @@
 import Foundation
-@testable import HeraldCore
 import Testing
+
+@testable import HeraldCore
 
 /// Nothing from outside can trap the process: numbers saturate, odd headers are ignored.
 @Suite struct SaturatingTests {
-    let now = Date(timeIntervalSince1970: 1_445_412_470)  // Wed, 21 Oct 2015 07:27:50 GMT
+    let now = Date(timeIntervalSince1970: 1_445_412_470) // Wed, 21 Oct 2015 07:27:50 GMT
 
     @Test func retryAfterTakesSecondsAndHTTPDatesAndIgnoresGarbage() {
         #expect(RetryAfter.parse("120", now: now) == .seconds(120))

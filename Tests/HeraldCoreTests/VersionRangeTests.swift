@@ -55,7 +55,9 @@ import Testing
     }
 
     @Test func precedenceFollowsSemver2() throws {
-        let ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"]
+        let ordered = [
+            "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0",
+        ]
         let versions = try ordered.map { try #require(SemanticVersion($0)) }
         #expect(versions == versions.sorted())
         for (a, b) in zip(versions, versions.dropFirst()) { #expect(a < b, "\(a) < \(b)") }
@@ -75,14 +77,18 @@ import Testing
     struct SeededGenerator: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return state
         }
     }
 
     static func randomVersion(_ rng: inout SeededGenerator) -> SemanticVersion {
-        let pre: [SemanticVersion.Identifier] = Int.random(in: 0..<4, using: &rng) == 0
-            ? [Bool.random(using: &rng) ? .alphanumeric(["alpha", "beta", "rc"].randomElement(using: &rng) ?? "rc") : .numeric(Int.random(in: 0...3, using: &rng))]
+        let pre: [SemanticVersion.Identifier] =
+            Int.random(in: 0..<4, using: &rng) == 0
+            ? [
+                Bool.random(using: &rng)
+                    ? .alphanumeric(["alpha", "beta", "rc"].randomElement(using: &rng) ?? "rc") : .numeric(Int.random(in: 0...3, using: &rng))
+            ]
             : []
         return SemanticVersion(Int.random(in: 0...3, using: &rng), Int.random(in: 0...3, using: &rng), Int.random(in: 0...3, using: &rng), prerelease: pre)
     }
@@ -95,10 +101,13 @@ import Testing
             let b = SemanticVersion(base.major, base.minor, base.patch)
             let caretHigh = b.major > 0 ? "\(b.major + 1).0.0-0" : b.minor > 0 ? "0.\(b.minor + 1).0-0" : "0.0.\(b.patch + 1)-0"
             #expect(try VersionRange("^\(b)").isSatisfied(by: probe) == VersionRange(">=\(b) <\(caretHigh)").isSatisfied(by: probe), "^\(b) vs \(probe)")
-            #expect(try VersionRange("~\(b)").isSatisfied(by: probe) == VersionRange(">=\(b) <\(b.major).\(b.minor + 1).0-0").isSatisfied(by: probe), "~\(b) vs \(probe)")
+            #expect(
+                try VersionRange("~\(b)").isSatisfied(by: probe) == VersionRange(">=\(b) <\(b.major).\(b.minor + 1).0-0").isSatisfied(by: probe),
+                "~\(b) vs \(probe)")
             #expect(try VersionRange("\(b.major).\(b.minor).x").isSatisfied(by: probe) == VersionRange("~\(b.major).\(b.minor).0").isSatisfied(by: probe))
             // OR is union, space is intersection.
-            let r1 = try VersionRange(">=\(b)"), r2 = try VersionRange("<\(base)")
+            let r1 = try VersionRange(">=\(b)")
+            let r2 = try VersionRange("<\(base)")
             #expect(try VersionRange(">=\(b) || <\(base)").isSatisfied(by: probe) == (r1.isSatisfied(by: probe) || r2.isSatisfied(by: probe)))
             #expect(try VersionRange("=\(probe)").isSatisfied(by: probe), "a version satisfies itself exactly")
         }

@@ -55,7 +55,10 @@ final class EmulatorFixture: Sendable {
         return EmulatorFixture(emulator: emulator, running: running, sink: sink, store: store, engine: engine, service: service, sinks: sinks)
     }
 
-    private init(emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService, sinks: SinkRegistry) {
+    private init(
+        emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService,
+        sinks: SinkRegistry
+    ) {
         self.sinks = sinks
         self.emulator = emulator
         self.running = running

@@ -1,9 +1,9 @@
 import Foundation
-import HeraldTestSupport
 import HeraldCore
 import HeraldFCMEmulator
 import HeraldFCMSink
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// The FCM sink against the local emulator, over real HTTP on loopback.
@@ -12,9 +12,11 @@ import Testing
         let f = try await EmulatorFixture.start()
         try await f.register("alice", "phone-1")
         try await f.register("alice", "tablet-1")
-        let id = try await f.send(NotificationSubmission(
-            type: "upvote", title: "Your post got an upvote", body: "Nice", url: "/posts/DKJW", data: ["thread": "9"], collapseKey: "votes", userIDs: ["alice"]
-        ))
+        let id = try await f.send(
+            NotificationSubmission(
+                type: "upvote", title: "Your post got an upvote", body: "Nice", url: "/posts/DKJW", data: ["thread": "9"], collapseKey: "votes",
+                userIDs: ["alice"]
+            ))
         try await f.deliverAll()
         for token in ["phone-1", "tablet-1"] {
             let message = try #require(f.messages(to: token).first, "\(token) got the alert")
@@ -43,7 +45,8 @@ import Testing
     @Test func informationIsSilentData() async throws {
         let f = try await EmulatorFixture.start()
         try await f.register("bob", "phone-2")
-        let id = try await f.send(NotificationSubmission(type: "hot", title: "Trending", body: "quietly", url: nil, distribution: "information", userIDs: ["bob"]))
+        let id = try await f.send(
+            NotificationSubmission(type: "hot", title: "Trending", body: "quietly", url: nil, distribution: "information", userIDs: ["bob"]))
         try await f.deliverAll()
         let message = try #require(f.messages(to: "phone-2").first)
         #expect(message["notification"] == nil, "no notification block")
@@ -230,9 +233,11 @@ import Testing
 
     @Test func topicSendsHaveTwoComponentsForAlertsAndOneForInformation() async throws {
         let f = try await EmulatorFixture.start()
-        let alert = FCMTopicMessage(msiKey: "m1", topicKey: "c-a-s", distribution: .alert, title: "Storm", desc: "Stay in", message: "Details", timestamp: 1_700_000_000_000)
+        let alert = FCMTopicMessage(
+            msiKey: "m1", topicKey: "c-a-s", distribution: .alert, title: "Storm", desc: "Stay in", message: "Details", timestamp: 1_700_000_000_000)
         #expect(await f.sink.sendToTopic(alert) == [.delivered, .delivered])
-        let info = FCMTopicMessage(msiKey: "m2", topicKey: "c-a-s", distribution: .information, title: "FYI", desc: "", message: "More", timestamp: 1_700_000_000_001)
+        let info = FCMTopicMessage(
+            msiKey: "m2", topicKey: "c-a-s", distribution: .information, title: "FYI", desc: "", message: "More", timestamp: 1_700_000_000_001)
         #expect(await f.sink.sendToTopic(info) == [.delivered])
         let sent = f.emulator.deliveredMessages.filter { $0["topic"] as? String == "c-a-s" }
         #expect(sent.count == 3)
@@ -249,14 +254,17 @@ import Testing
         #expect((visibleAPS?["alert"] as? [String: String]) == ["title": "Storm", "body": "Stay in"])
         #expect(sent[1]["notification"] == nil)
         #expect((sent[1]["android"] as? [String: Any])?["priority"] as? String == "high", "the data component stays high priority")
-        #expect((sent[1]["data"] as? [String: String]) == [
-            "msi_key": "m1", "topic_key": "c-a-s", "dist": "Alert", "title": "Storm", "desc": "Stay in", "message": "Details", "timestamp": "1700000000000",
-        ])
+        #expect(
+            (sent[1]["data"] as? [String: String]) == [
+                "msi_key": "m1", "topic_key": "c-a-s", "dist": "Alert", "title": "Storm", "desc": "Stay in", "message": "Details", "timestamp": "1700000000000",
+            ])
         #expect((sent[2]["data"] as? [String: String])?["dist"] == "Information")
         let aps = ((sent[2]["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any]
         #expect(aps?["content-available"] as? Int == 1)
         #expect(throws: HeraldError.self) {
-            try FCMMessageBuilder.validate(FCMTopicMessage(msiKey: "m", topicKey: "c-a-s", distribution: .alert, title: "t", desc: "d", message: String(repeating: "m", count: 2100), timestamp: 0))
+            try FCMMessageBuilder.validate(
+                FCMTopicMessage(
+                    msiKey: "m", topicKey: "c-a-s", distribution: .alert, title: "t", desc: "d", message: String(repeating: "m", count: 2100), timestamp: 0))
         }
         await f.stop()
     }
@@ -273,7 +281,9 @@ import Testing
         func subject(_ name: String, _ distribution: TopicDistribution) async throws -> String {
             let id = ids.next()
             let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description
-            _ = try await f.store.createSubject(Subject(id: id, name: name, desc: "", topicKey: key, opt: .init(level: .optIn, distribution: distribution)), channelID: channel.id, areaID: area.id)
+            _ = try await f.store.createSubject(
+                Subject(id: id, name: name, desc: "", topicKey: key, opt: .init(level: .optIn, distribution: distribution)), channelID: channel.id,
+                areaID: area.id)
             return key
         }
         let alerts = try await subject("Alerts", .alert)
@@ -283,7 +293,8 @@ import Testing
         let alert = try await f.service.postMessage(
             MessageSubmission(title: "Storm", desc: "Stay inside", message: "Until 18:00", topicKey: alerts, distribution: "Alert"), sender: "comms"
         )
-        _ = try await f.service.postMessage(MessageSubmission(title: "FYI", desc: "", message: "Library open", topicKey: infos, distribution: "Information"), sender: "comms")
+        _ = try await f.service.postMessage(
+            MessageSubmission(title: "FYI", desc: "", message: "Library open", topicKey: infos, distribution: "Information"), sender: "comms")
         try await f.deliverAll()
 
         let toAlerts = f.emulator.deliveredMessages.filter { $0["topic"] as? String == alerts }
@@ -292,10 +303,11 @@ import Testing
         #expect((visible["notification"] as? [String: String]) == ["title": "Storm", "body": "Stay inside"])
         #expect((visible["data"] as? [String: String]) == ["msi_key": alert.msiKey])
         let data = try #require(toAlerts.first { $0["notification"] == nil })
-        #expect((data["data"] as? [String: String]) == [
-            "msi_key": alert.msiKey, "topic_key": alerts, "dist": "Alert", "title": "Storm", "desc": "Stay inside",
-            "message": "Until 18:00", "timestamp": String(alert.timestamp),
-        ])
+        #expect(
+            (data["data"] as? [String: String]) == [
+                "msi_key": alert.msiKey, "topic_key": alerts, "dist": "Alert", "title": "Storm", "desc": "Stay inside",
+                "message": "Until 18:00", "timestamp": String(alert.timestamp),
+            ])
         let toInfos = f.emulator.deliveredMessages.filter { $0["topic"] as? String == infos }
         #expect(toInfos.count == 1)
         #expect(toInfos.first?["notification"] == nil)
@@ -318,23 +330,53 @@ import Testing
 
     @Test func classifiesByStatusAndErrorCode() {
         #expect(FCMResult.classify(status: 200, body: Data(), retryAfter: nil) == .sent)
-        guard case .unregistered = FCMResult.classify(status: 404, body: body("NOT_FOUND", "UNREGISTERED"), retryAfter: nil) else { Issue.record("404 UNREGISTERED"); return }
+        guard case .unregistered = FCMResult.classify(status: 404, body: body("NOT_FOUND", "UNREGISTERED"), retryAfter: nil) else {
+            Issue.record("404 UNREGISTERED")
+            return
+        }
         // The status can read NOT_FOUND or INVALID_ARGUMENT while the errorCode says UNREGISTERED.
-        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "UNREGISTERED"), retryAfter: nil) else { Issue.record("400 UNREGISTERED"); return }
-        guard case .senderMismatch = FCMResult.classify(status: 403, body: body("PERMISSION_DENIED", "SENDER_ID_MISMATCH"), retryAfter: nil) else { Issue.record("403"); return }
-        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT"), retryAfter: nil) else { Issue.record("bad token"); return }
-        guard case .payloadFault = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT", badRequest: true), retryAfter: nil) else { Issue.record("payload"); return }
-        guard case .transient(let after, _) = FCMResult.classify(status: 429, body: body("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), retryAfter: "7") else { Issue.record("429"); return }
+        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "UNREGISTERED"), retryAfter: nil) else {
+            Issue.record("400 UNREGISTERED")
+            return
+        }
+        guard case .senderMismatch = FCMResult.classify(status: 403, body: body("PERMISSION_DENIED", "SENDER_ID_MISMATCH"), retryAfter: nil) else {
+            Issue.record("403")
+            return
+        }
+        guard case .unregistered = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT"), retryAfter: nil) else {
+            Issue.record("bad token")
+            return
+        }
+        guard case .payloadFault = FCMResult.classify(status: 400, body: body("INVALID_ARGUMENT", "INVALID_ARGUMENT", badRequest: true), retryAfter: nil) else {
+            Issue.record("payload")
+            return
+        }
+        guard case .transient(let after, _) = FCMResult.classify(status: 429, body: body("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), retryAfter: "7") else {
+            Issue.record("429")
+            return
+        }
         #expect(after == .seconds(7))
-        guard case .transient(nil, _) = FCMResult.classify(status: 503, body: body("UNAVAILABLE", "UNAVAILABLE"), retryAfter: nil) else { Issue.record("503"); return }
-        guard case .transient = FCMResult.classify(status: 500, body: Data("oops".utf8), retryAfter: nil) else { Issue.record("500"); return }
-        guard case .unauthorized = FCMResult.classify(status: 401, body: body("UNAUTHENTICATED", nil), retryAfter: nil) else { Issue.record("401"); return }
-        guard case .refused(let text) = FCMResult.classify(status: 404, body: body("NOT_FOUND", nil), retryAfter: nil) else { Issue.record("other 4xx"); return }
+        guard case .transient(nil, _) = FCMResult.classify(status: 503, body: body("UNAVAILABLE", "UNAVAILABLE"), retryAfter: nil) else {
+            Issue.record("503")
+            return
+        }
+        guard case .transient = FCMResult.classify(status: 500, body: Data("oops".utf8), retryAfter: nil) else {
+            Issue.record("500")
+            return
+        }
+        guard case .unauthorized = FCMResult.classify(status: 401, body: body("UNAUTHENTICATED", nil), retryAfter: nil) else {
+            Issue.record("401")
+            return
+        }
+        guard case .refused(let text) = FCMResult.classify(status: 404, body: body("NOT_FOUND", nil), retryAfter: nil) else {
+            Issue.record("other 4xx")
+            return
+        }
         #expect(text.contains("FCM 404"))
     }
 
     @Test func retryAfterInSecondsOrAsAnHTTPDate() {
-        let now = Date(timeIntervalSince1970: 1_445_412_470)  // Wed, 21 Oct 2015 07:27:50 GMT
+        let now = Date(timeIntervalSince1970: 1_445_412_470) // Wed, 21 Oct 2015 07:27:50 GMT
         #expect(RetryAfter.parse("120", now: now) == .seconds(120))
         #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
         #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
@@ -345,7 +387,8 @@ import Testing
     @Test func dryRunAsksFCMToValidateWithoutSending() async throws {
         let f = try await EmulatorFixture.start()
         let now = Date()
-        let device = Device(id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "dry-1"), createdAt: now, updatedAt: now)
+        let device = Device(
+            id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "dry-1"), createdAt: now, updatedAt: now)
         let good = HeraldNotification(id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, timestamp: now, target: .users(["u"]))
         var reserved = good
         reserved.data = ["from": "x"]
@@ -354,7 +397,11 @@ import Testing
         }
         let results = await f.sink.dryRun(deliveries)
         #expect(results.first == .valid)
-        guard case .invalid = results.last else { Issue.record("a message FCM refuses is invalid: \(results)"); await f.stop(); return }
+        guard case .invalid = results.last else {
+            Issue.record("a message FCM refuses is invalid: \(results)")
+            await f.stop()
+            return
+        }
         #expect(f.emulator.received.count == 2 && f.emulator.received.allSatisfy(\.validateOnly), "both were sent with validate_only")
         #expect(f.emulator.deliveredMessages.isEmpty, "nothing was delivered")
         await f.stop()

@@ -36,7 +36,8 @@ import Testing
         #expect(f.emulator.members(of: t.optIn.topicKey) == ["tok-ann"], "opt-in")
 
         // Who a topic send reaches is exactly who Herald has subscribed.
-        _ = try await f.service.postMessage(MessageSubmission(title: "Match", desc: "Tonight", message: "m", topicKey: t.optIn.topicKey, distribution: "Alert"), sender: "c")
+        _ = try await f.service.postMessage(
+            MessageSubmission(title: "Match", desc: "Tonight", message: "m", topicKey: t.optIn.topicKey, distribution: "Alert"), sender: "c")
         try await f.deliverAll()
         #expect(f.emulator.topicDeliveries(t.optIn.topicKey) == 2, "an alert is two topic messages, each reaching one member")
 
@@ -49,13 +50,15 @@ import Testing
         #expect(try await f.store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
         try await worker.drain()
         #expect(f.emulator.members(of: t.forced.topicKey).isEmpty, "a deleted subject's topic is emptied")
-        #expect(try await f.store.pendingMembershipChanges(TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true), limit: 10).isEmpty)
+        #expect(
+            try await f.store.pendingMembershipChanges(TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true), limit: 10).isEmpty)
         await f.stop()
     }
 
     @Test func largeChangesGoInCallsOfAtMostAThousandTokens() async throws {
         let f = try await EmulatorFixture.start()
-        let changes = (0..<2_500).map { TopicMembershipChange(.add, token: "tok-\($0)", topic: "big") }
+        let changes =
+            (0..<2_500).map { TopicMembershipChange(.add, token: "tok-\($0)", topic: "big") }
             + [TopicMembershipChange(.remove, token: "tok-0", topic: "big"), TopicMembershipChange(.remove, token: "never-added", topic: "big")]
         let outcomes = await f.sink.updateTopicMembership(changes)
         #expect(outcomes.allSatisfy { $0 == .applied }, "removing a token that is not a member leaves it so: applied")

@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -26,25 +26,43 @@ import Testing
         }
         let rows: [Row] = [
             Row(name: "no credentials", method: .get, uri: "/api/notifications/settings", headers: headers(), status: 401, code: "missing_credentials"),
-            Row(name: "unknown key", method: .get, uri: "/api/notifications/settings", headers: headers("hk_0000000000000000000000000000000000000000000000", user: "alice"), status: 401, code: "invalid_credentials"),
-            Row(name: "not a bearer", method: .get, uri: "/api/notifications/settings", headers: { var h = headers(); h[.authorization] = "Basic abc"; return h }(), status: 401, code: "invalid_credentials"),
+            Row(
+                name: "unknown key", method: .get, uri: "/api/notifications/settings",
+                headers: headers("hk_0000000000000000000000000000000000000000000000", user: "alice"), status: 401, code: "invalid_credentials"),
+            Row(
+                name: "not a bearer", method: .get, uri: "/api/notifications/settings",
+                headers: {
+                    var h = headers()
+                    h[.authorization] = "Basic abc"
+                    return h
+                }(), status: 401, code: "invalid_credentials"),
             Row(name: "garbage token", method: .get, uri: "/api/notifications/settings", headers: headers("garbage"), status: 401, code: "invalid_credentials"),
-            Row(name: "backend without X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend), status: 400, code: "missing_user_id"),
+            Row(
+                name: "backend without X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend), status: 400,
+                code: "missing_user_id"),
             Row(name: "backend acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "alice"), status: 200),
             Row(name: "admin acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.admin, user: "alice"), status: 200),
-            Row(name: "communicator acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.communicator, user: "alice"), status: 403, code: "forbidden"),
+            Row(
+                name: "communicator acting", method: .get, uri: "/api/notifications/settings", headers: headers(herald.communicator, user: "alice"),
+                status: 403, code: "forbidden"),
             Row(name: "user token, own data", method: .get, uri: "/api/notifications/settings", headers: headers(own), status: 200),
             Row(name: "user token naming itself", method: .get, uri: "/api/notifications/history", headers: headers(own, user: "alice"), status: 200),
-            Row(name: "user token for another user", method: .get, uri: "/api/notifications/history", headers: headers(own, user: "bob"), status: 403, code: "forbidden"),
+            Row(
+                name: "user token for another user", method: .get, uri: "/api/notifications/history", headers: headers(own, user: "bob"), status: 403,
+                code: "forbidden"),
             Row(name: "expired user token", method: .get, uri: "/api/notifications/settings", headers: headers(expired), status: 401, code: "token_expired"),
             Row(name: "forged user token", method: .get, uri: "/api/notifications/settings", headers: headers(forged), status: 401, code: "invalid_token"),
-            Row(name: "bad X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "has space"), status: 422, code: "invalid_field"),
+            Row(
+                name: "bad X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "has space"), status: 422,
+                code: "invalid_field"),
             Row(name: "send without key", method: .post, uri: "/api/notifications", headers: headers(), body: send, status: 401),
             Row(name: "send as communicator", method: .post, uri: "/api/notifications", headers: headers(herald.communicator), body: send, status: 403),
             Row(name: "send with user token", method: .post, uri: "/api/notifications", headers: headers(own), body: send, status: 403),
             Row(name: "send as backend", method: .post, uri: "/api/notifications", headers: headers(herald.backend), body: send, status: 202),
             Row(name: "send as admin", method: .post, uri: "/api/notifications", headers: headers(herald.admin), body: send, status: 202),
-            Row(name: "set user as communicator", method: .put, uri: "/api/users/alice", headers: headers(herald.communicator), body: js(["region": "QC"]), status: 403),
+            Row(
+                name: "set user as communicator", method: .put, uri: "/api/users/alice", headers: headers(herald.communicator), body: js(["region": "QC"]),
+                status: 403),
             Row(name: "set user with user token", method: .put, uri: "/api/users/alice", headers: headers(own), body: js(["region": "QC"]), status: 403),
             Row(name: "status with user token", method: .get, uri: "/api/notifications/62505215624257b417055bc4", headers: headers(own), status: 403),
             Row(name: "health needs nothing", method: .get, uri: "/health/live", headers: headers(), status: 200),

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Foundation
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
@@ -40,7 +40,10 @@ import Testing
             ("duplicate key", "application/json", Array("{\(object),\(object)}".utf8), .badRequest, "duplicate_key"),
             ("escaped duplicate key", "application/json", Array(#"{"a":1,"\u0061":2}"#.utf8), .badRequest, "duplicate_key"),
             ("nested duplicate key", "application/json", Array("{\(object),\"x\":{\"k\":1,\"k\":2}}".utf8), .badRequest, "duplicate_key"),
-            ("huge array", "application/json", Array("{\"x\":[\(Array(repeating: "1", count: 40_000).joined(separator: ","))]}".utf8), .contentTooLarge, "payload_too_large"),
+            (
+                "huge array", "application/json", Array("{\"x\":[\(Array(repeating: "1", count: 40_000).joined(separator: ","))]}".utf8), .contentTooLarge,
+                "payload_too_large"
+            ),
         ]
     }
 

@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import Testing
 
@@ -24,7 +24,8 @@ import Testing
         #expect(try await second.store.keys().first?.revokedAt != nil, "the key stays revoked")
         let bootstrap = configuration.bootstrapAdminKey ?? ""
         try await second.application(deliveryWorkers: false).test(.router) { client in
-            let response = try await client.execute(uri: "/api/notifications/\(ObjectIDGenerator().next())", method: .get, headers: [.authorization: "Bearer \(bootstrap)"])
+            let response = try await client.execute(
+                uri: "/api/notifications/\(ObjectIDGenerator().next())", method: .get, headers: [.authorization: "Bearer \(bootstrap)"])
             #expect(response.status == .unauthorized)
         }
         await second.close()

@@ -21,7 +21,8 @@ import Testing
             let again = try await client.call(.put, "/api/cards/a1", key, json: Self.card(2))
             #expect(again.status == .ok)
             #expect(again.object["id"] as? String == "a1")
-            let bulk = try await client.call(.post, "/api/cards", key, json: ["cards": [["id": "a1"].merging(Self.card(3)) { a, _ in a }, ["id": "b2"].merging(Self.card(4)) { a, _ in a }]])
+            let bulk = try await client.call(
+                .post, "/api/cards", key, json: ["cards": [["id": "a1"].merging(Self.card(3)) { a, _ in a }, ["id": "b2"].merging(Self.card(4)) { a, _ in a }]])
             #expect(bulk.status == .ok)
             #expect(bulk.object["created"] as? [String] == ["b2"])
             #expect(try await client.call(.delete, "/api/cards/b2", key).status == .noContent)
@@ -50,9 +51,11 @@ import Testing
         try await herald.test { client in
             let key = headers(herald.backend)
             for id in ["c1", "c2", "c3"] { _ = try await client.call(.put, "/api/cards/\(id)", key, json: Self.card(1)) }
-            _ = try await client.call(.post, "/api/pool/seen", headers(herald.backend, user: "u1"), json: ["seen": [["card": "c3", "at": "2026-11-02T00:00:00Z"]]])
+            _ = try await client.call(
+                .post, "/api/pool/seen", headers(herald.backend, user: "u1"), json: ["seen": [["card": "c3", "at": "2026-11-02T00:00:00Z"]]])
             let json = try await client.call(
-                .post, "/api/pool/scores", key, json: ["timestamp": 100, "users": ["u1": ["c1": 0.9, "c2": 0.2, "c3": 0.5, "nope": 1], "bad user": ["c1": 1]]]
+                .post, "/api/pool/scores", key,
+                json: ["timestamp": 100, "users": ["u1": ["c1": 0.9, "c2": 0.2, "c3": 0.5, "nope": 1], "bad user": ["c1": 1]]]
             )
             #expect(json.status == .ok, "\(String(buffer: json.body))")
             #expect(json.object["applied"] as? Int == 2)
@@ -65,7 +68,7 @@ import Testing
             for user in 0..<200 {
                 for card in ["c1", "c2"] { lines += #"{"user_id":"n\#(user)","card":"\#(card)","score":0.\#(user % 9),"timestamp":5}"# + "\n" }
             }
-            lines += #"{"user_id":"u1","card":"c1","score":0.1,"timestamp":50}"#  // older than 100: stale
+            lines += #"{"user_id":"u1","card":"c1","score":0.1,"timestamp":50}"# // older than 100: stale
             let ndjson = try await client.call(.post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson"), json: lines)
             #expect(ndjson.status == .ok, "\(String(buffer: ndjson.body))")
             #expect(ndjson.object["applied"] as? Int == 400)
@@ -130,7 +133,8 @@ import Testing
             var stillCurrent = user
             stillCurrent[.ifNoneMatch] = "\"\(beforeNotification)\""
             #expect(try await client.call(.get, "/api/pull", stillCurrent).status == .notModified)
-            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "Hi", "body": "b", "user_ids": ["u"]])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "Hi", "body": "b", "user_ids": ["u"]])
             #expect(sent.status == .accepted)
             try await herald.deliver()
             let withNotification = try await client.call(.get, "/api/pull?cache_key=\(beforeNotification)", stillCurrent)
@@ -225,7 +229,8 @@ import Testing
             let anonymous = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": "ios", "app_version": "1.0"])
             #expect(anonymous.status == .forbidden && anonymous.errorCode == "sign_up_disabled")
             let proof = try await closed.userToken("alice")
-            let proven = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": "ios", "user_id": "alice", "proof": proof])
+            let proven = try await client.call(
+                .post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": "ios", "user_id": "alice", "proof": proof])
             #expect(proven.status == .ok, "\(String(buffer: proven.body))")
             #expect(proven.object["user_id"] as? String == "alice")
             let token = try #require(proven.object["token"] as? String)
@@ -237,7 +242,8 @@ import Testing
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "proof": forged]).status == .unauthorized)
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "user_id": "alice"]).status == .unauthorized)
             #expect(try await client.call(.post, "/api/auth/device", headers(), json: ["platform": "ios"]).status == .unprocessableContent)
-            let longPlatform = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": String(repeating: "p", count: 65), "proof": proof])
+            let longPlatform = try await client.call(
+                .post, "/api/auth/device", headers(), json: ["device_id": "d1", "platform": String(repeating: "p", count: 65), "proof": proof])
             #expect(longPlatform.status == .unprocessableContent && longPlatform.errorMessage.contains("platform"))
             let badDevice = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "has space", "proof": proof])
             #expect(badDevice.status == .unprocessableContent && badDevice.errorMessage.contains("device_id"))

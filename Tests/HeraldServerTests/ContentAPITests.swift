@@ -1,19 +1,21 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HeraldTestSupport
 import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
 
 @Suite(.cleansUp) struct ContentAPITests {
-    static var items: [[String: Any]] { [
-        ["type": "banner", "title": "Welcome", "order": 1, "visibility": ["all": true], "image": "https://x.example/w.png"],
-        ["type": "perk", "title": "Gold lounge", "order": 2, "visibility": ["tier_ids": ["gold", 3]]],
-        ["type": "session", "title": "Speakers dinner", "order": 0, "visibility": ["group_ids": ["speakers"], "attendee_ids": ["vip-1", 42]]],
-        ["type": "note", "title": "Only for carol", "order": 5, "visibility": ["attendee_ids": ["carol"]], "extra": ["nested": [1, 2]]],
-    ] }
+    static var items: [[String: Any]] {
+        [
+            ["type": "banner", "title": "Welcome", "order": 1, "visibility": ["all": true], "image": "https://x.example/w.png"],
+            ["type": "perk", "title": "Gold lounge", "order": 2, "visibility": ["tier_ids": ["gold", 3]]],
+            ["type": "session", "title": "Speakers dinner", "order": 0, "visibility": ["group_ids": ["speakers"], "attendee_ids": ["vip-1", 42]]],
+            ["type": "note", "title": "Only for carol", "order": 5, "visibility": ["attendee_ids": ["carol"]], "extra": ["nested": [1, 2]]],
+        ]
+    }
 
     func titles(_ response: TestResponse) -> [String] {
         (response.object["content"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
@@ -24,7 +26,8 @@ import Testing
         try await herald.test { client in
             let put = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: js(["items": Self.items]))
             #expect(put.status == .ok, "\(String(buffer: put.body))")
-            #expect(titles(try await client.call(.get, "/api/content", headers(herald.backend, user: "anyone"))).isEmpty, "nothing is visible before publishing")
+            #expect(
+                titles(try await client.call(.get, "/api/content", headers(herald.backend, user: "anyone"))).isEmpty, "nothing is visible before publishing")
 
             _ = try await client.call(.put, "/api/users/goldie", headers(herald.backend), json: js(["tier_id": "gold"]))
             _ = try await client.call(.put, "/api/users/tier3", headers(herald.backend), json: js(["tier_id": 3]))
@@ -169,7 +172,8 @@ import Testing
             try await withThrowingTaskGroup(of: [[String]].self) { group in
                 group.addTask {
                     for round in 0..<30 {
-                        _ = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: round.isMultiple(of: 2) ? set("b", 35) : set("a", 20))
+                        _ = try await client.call(
+                            .put, "/api/content/pending", headers(herald.admin), json: round.isMultiple(of: 2) ? set("b", 35) : set("a", 20))
                         _ = try await client.call(.post, "/api/content/publish", headers(herald.admin))
                     }
                     return []

@@ -1,10 +1,10 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
-import Logging
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
+import Logging
 import NIOCore
 import Testing
 
@@ -22,7 +22,8 @@ import Testing
             _ = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "apns-1"])
             let devices = try await herald.server.store.devices(userID: "u")
             #expect(Set(devices.compactMap(\.token)) == ["tok-4", "tok-5", "apns-1"])
-            let send = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "body": "b", "user_ids": ["u"]])
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "body": "b", "user_ids": ["u"]])
             #expect(send.status == .accepted)
             try await herald.deliver()
             #expect(herald.push.received.count == 2, "two FCM devices left, not six")
@@ -39,7 +40,8 @@ import Testing
         _ = try await store.registerDevice(userID: "new", registration: .token("fresh-1", provider: "fcm"), newID: ObjectIDGenerator().next(), at: Date())
         let maintenance = StorageMaintenance(
             store: store,
-            policy: .init(staleDevicesAfter: .seconds(60 * 86_400), deliveries: .seconds(7 * 86_400), idempotency: .seconds(86_400), history: nil, archive: nil),
+            policy: .init(
+                staleDevicesAfter: .seconds(60 * 86_400), deliveries: .seconds(7 * 86_400), idempotency: .seconds(86_400), history: nil, archive: nil),
             logger: Logger(label: "test"), metrics: HeraldMetrics()
         )
         let removed = try await maintenance.runOnce()
@@ -48,13 +50,14 @@ import Testing
         #expect(try await store.devices(userID: "new").count == 1)
     }
 
-    @Test(arguments: [
-        (["HERALD_RETENTION_DELIVERIES": "7d", "HERALD_RETENTION_HISTORY": "400d", "HERALD_DEVICES_STALE_AFTER": "5184000"], nil),
-        (["HERALD_RETENTION_DELIVERIES": "soon"], "retention.deliveries"),
-        (["HERALD_RETENTION_IDEMPOTENCY": "1h"], "retention.idempotency"),
-        (["HERALD_DEVICES_MAX_PER_USER": "0"], "devices.max_per_user"),
-        (["HERALD_RETENTION_HISTORY": "-3d"], "retention.history"),
-    ] as [([String: String], String?)])
+    @Test(
+        arguments: [
+            (["HERALD_RETENTION_DELIVERIES": "7d", "HERALD_RETENTION_HISTORY": "400d", "HERALD_DEVICES_STALE_AFTER": "5184000"], nil),
+            (["HERALD_RETENTION_DELIVERIES": "soon"], "retention.deliveries"),
+            (["HERALD_RETENTION_IDEMPOTENCY": "1h"], "retention.idempotency"),
+            (["HERALD_DEVICES_MAX_PER_USER": "0"], "devices.max_per_user"),
+            (["HERALD_RETENTION_HISTORY": "-3d"], "retention.history"),
+        ] as [([String: String], String?)])
     func retentionSettingsParseOrAreRefused(_ environment: [String: String], _ refusedKey: String?) async throws {
         do {
             let configuration = try await HeraldConfiguration.load(configFile: nil, environment: environment)

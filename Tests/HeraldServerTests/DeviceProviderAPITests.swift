@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -96,7 +96,8 @@ import Testing
             _ = try await client.call(.post, "/api/notifications/register", user, json: ["fcm_token": "same"])
             _ = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "same"])
             _ = try await client.call(.post, "/api/notifications/register", user, json: ["web_push": Self.subscription])
-            let send = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "body": "b", "user_ids": ["u"]])
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "body": "b", "user_ids": ["u"]])
             #expect(send.status == .accepted)
             try await herald.deliver()
             #expect(herald.push.received.map { $0.recipient.device?.provider } == ["fcm"])
@@ -124,7 +125,8 @@ import Testing
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "web-user"), json: ["web_push": Self.subscription])
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "droid"), json: ["fcm_token": "f-9"])
             let message = try await client.call(
-                .post, "/message", admin, json: ["title": "Snow day", "desc": "Campus closed", "message": "Stay home", "topic_key": topic, "distribution": "Alert"]
+                .post, "/message", admin,
+                json: ["title": "Snow day", "desc": "Campus closed", "message": "Stay home", "topic_key": topic, "distribution": "Alert"]
             )
             #expect(message.status == .created, "\(message.object)")
             try await herald.deliver()

@@ -1,8 +1,8 @@
 import Foundation
-import HeraldTestSupport
 import HTTPTypes
 import HeraldCore
 import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -12,7 +12,8 @@ import Testing
 @Suite(.cleansUp) struct DocumentedExamplesTests {
     /// The JSON code blocks of a page in docs/, in order.
     static func jsonBlocks(_ page: String) throws -> [String] {
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs")
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "docs")
         let text = try String(contentsOf: docs.appendingPathComponent(page), encoding: .utf8)
         return text.components(separatedBy: "```json\n").dropFirst().compactMap { block in
             block.components(separatedBy: "```").first
@@ -37,13 +38,16 @@ import Testing
         let herald = try await TestHerald.make()
         try await herald.test { client in
             let documented = try #require(Self.parse(page) as? [String: Any])
-            let register = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "pat"), json: js(["fcm_token": "pat-phone"]))
+            let register = try await client.call(
+                .post, "/api/notifications/register", headers(herald.backend, user: "pat"), json: js(["fcm_token": "pat-phone"]))
             #expect(register.status == .ok)
             #expect(Set(register.object.keys) == ["device_id", "fcm_token", "provider"])
             let notification = documented["notification"] as? [String: Any]
             let sent = try await client.call(
                 .post, "/api/notifications", headers(herald.backend),
-                json: js(["type": "upvote", "title": notification?["title"] ?? "", "body": notification?["body"] ?? "", "url": "/posts/DKJW", "user_ids": ["pat"]])
+                json: js([
+                    "type": "upvote", "title": notification?["title"] ?? "", "body": notification?["body"] ?? "", "url": "/posts/DKJW", "user_ids": ["pat"],
+                ])
             )
             #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
             try await herald.deliver()
@@ -78,7 +82,9 @@ import Testing
             for index in expected.indices { expected[index]["visibility"] = nil }
             #expect(content.keys.sorted() == ["0", "1"])
             for (index, key) in ["0", "1"].enumerated() {
-                #expect(NSDictionary(dictionary: content[key] ?? [:]).isEqual(to: expected[index]), "fields exactly as uploaded, without visibility: \(content[key] ?? [:])")
+                #expect(
+                    NSDictionary(dictionary: content[key] ?? [:]).isEqual(to: expected[index]),
+                    "fields exactly as uploaded, without visibility: \(content[key] ?? [:])")
             }
             let stamped = try #require(read.object["lastPublishedAt"] as? Int64)
             #expect(String(stamped) != document["lastPublishedAt"] as? String, "publishing stamps it")
@@ -98,7 +104,8 @@ import Testing
             let area = try await client.call(.post, "/area/\(channelID)", headers(herald.admin), json: js(["name": "Safety", "desc": ""]))
             let areaID = try #require(area.object["id"] as? String)
             _ = try await client.call(
-                .post, "/subject/\(channelID)/\(areaID)", headers(herald.admin), json: js(["name": "Emergencies", "desc": "", "opt": ["level": "Forced", "distribution": "Alert"]])
+                .post, "/subject/\(channelID)/\(areaID)", headers(herald.admin),
+                json: js(["name": "Emergencies", "desc": "", "opt": ["level": "Forced", "distribution": "Alert"]])
             )
             let tree = try await client.call(.get, "/channel", headers(herald.communicator))
             #expect(Self.shape(tree.json) == Self.shape(documented))

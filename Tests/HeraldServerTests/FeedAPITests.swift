@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HeraldTestSupport
 import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -26,7 +26,9 @@ import Testing
             let now = Date()
             _ = try await post(client, herald.admin, ["title": "everyone", "priority": 1, "posted_at": Timestamp.format(now.addingTimeInterval(-30))])
             _ = try await post(client, herald.admin, ["title": "quebec-only", "priority": 5, "target_regions": ["QC"]])
-            _ = try await post(client, herald.admin, ["title": "new-app", "priority": 1, "target_version": ">=2.1.0 <3", "posted_at": Timestamp.format(now.addingTimeInterval(-60))])
+            _ = try await post(
+                client, herald.admin,
+                ["title": "new-app", "priority": 1, "target_version": ">=2.1.0 <3", "posted_at": Timestamp.format(now.addingTimeInterval(-60))])
             _ = try await post(client, herald.admin, ["title": "old-app", "target_version": "^1.4 || <0.9"])
             _ = try await post(client, herald.admin, ["title": "ontario-and-bc", "priority": 3, "target_regions": ["ON", "BC"], "url": "/promo"])
 
@@ -90,7 +92,8 @@ import Testing
             if Date() < expiry { #expect(before == ["short", "long"]) }
             try await Task.sleep(for: .milliseconds(Int64(max(expiry.timeIntervalSinceNow, 0) * 1000) + 100))
             #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["long"], "trimmed at once, before any purge")
-            #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["short", "long"], "admins still see it until the purge")
+            #expect(
+                titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["short", "long"], "admins still see it until the purge")
             try await FeedMaintenance(store: herald.server.store, snapshot: herald.server.feed, logger: herald.server.logger).runOnce()
             #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["long"])
         }
@@ -152,13 +155,16 @@ import Testing
     @Test func broadcastNotificationsArePublishedToTheFeed() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            let targeted = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js([
-                "type": "alert", "title": "Update available", "body": "2.4 is out", "url": "/update", "priority": 7,
-                "broadcast": ["regions": ["QC"], "version": "<2.4.0", "expires_at": Timestamp.format(Date().addingTimeInterval(600))],
-            ]))
+            let targeted = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: js([
+                    "type": "alert", "title": "Update available", "body": "2.4 is out", "url": "/update", "priority": 7,
+                    "broadcast": ["regions": ["QC"], "version": "<2.4.0", "expires_at": Timestamp.format(Date().addingTimeInterval(600))],
+                ]))
             #expect(targeted.status == .accepted, "\(String(buffer: targeted.body))")
             #expect(targeted.object["recipients"] as? Int == 0)
-            let everyone = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hello all", "broadcast": true]))
+            let everyone = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hello all", "broadcast": true]))
             #expect(everyone.status == .accepted)
             try await herald.deliver()
             #expect(titles(try await client.call(.get, "/feed/index.json?region=QC&version=2.3.9", headers())) == ["Update available", "Hello all"])

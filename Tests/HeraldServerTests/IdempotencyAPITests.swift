@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -16,7 +16,8 @@ import Testing
 
     func backendKey(_ herald: TestHerald, _ name: String) async throws -> String {
         let secret = APIKeySecret.generate()
-        try await herald.server.store.createKey(APIKeyRecord(id: ObjectIDGenerator().next(), name: name, role: .backend, createdAt: Date()), secretHash: APIKeySecret.hash(secret))
+        try await herald.server.store.createKey(
+            APIKeyRecord(id: ObjectIDGenerator().next(), name: name, role: .backend, createdAt: Date()), secretHash: APIKeySecret.hash(secret))
         return secret
     }
 
@@ -93,7 +94,10 @@ import Testing
             _ = try await herald.server.service.send(submission, now: t0.addingTimeInterval(23 * 3600), scope: "k", requestHash: "other")
         }
         let later = try await herald.server.service.send(submission, now: t0.addingTimeInterval(25 * 3600), scope: "k", requestHash: "other")
-        guard case .accepted(let receipt) = later else { Issue.record("after 24 h the key is free: \(later)"); return }
+        guard case .accepted(let receipt) = later else {
+            Issue.record("after 24 h the key is free: \(later)")
+            return
+        }
         #expect(receipt.id != first.receipt.id)
     }
 }

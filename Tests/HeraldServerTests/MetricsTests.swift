@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -19,9 +19,11 @@ import Testing
     @Test func countersMoveWithTrafficAndDeliveries() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            #expect(try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "m1"), json: ["fcm_token": "tok-m1"]).status == .ok)
+            #expect(
+                try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "m1"), json: ["fcm_token": "tok-m1"]).status == .ok)
             for _ in 0..<3 {
-                let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "user_ids": ["m1"]])
+                let sent = try await client.call(
+                    .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "user_ids": ["m1"]])
                 #expect(sent.status == .accepted)
             }
             // Before delivery: three push and three history deliveries wait in the queue.

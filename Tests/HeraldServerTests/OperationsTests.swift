@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -90,18 +90,18 @@ import Testing
     @Test func environmentOverridesFileAndCommandLineOverridesBoth() async throws {
         let file = try TestResources.temporaryDirectory("herald-config").appendingPathComponent("herald.yaml")
         try """
-            port: 9000
-            public_base_url: https://file.example
-            delivery:
-              max_attempts: 4
-            types:
-              extra: [digest, weekly]
-            routing:
-              - "type=violation => +console"
-            sinks:
-              console:
-                enabled: true
-            """.write(to: file, atomically: true, encoding: .utf8)
+        port: 9000
+        public_base_url: https://file.example
+        delivery:
+          max_attempts: 4
+        types:
+          extra: [digest, weekly]
+        routing:
+          - "type=violation => +console"
+        sinks:
+          console:
+            enabled: true
+        """.write(to: file, atomically: true, encoding: .utf8)
         let reader = try await HeraldConfiguration.reader(
             configFile: file.path, overrides: ["port": "9100"],
             environment: ["HERALD_PORT": "9050", "HERALD_PUBLIC_BASE_URL": "https://env.example", "HERALD_DELIVERY_BACKOFF": "0.5"]
@@ -155,17 +155,17 @@ import Testing
     @Test func webhookSinksFromTheFileAndTheEnvironment() async throws {
         let file = try TestResources.temporaryDirectory("herald-config").appendingPathComponent("herald.yaml")
         try """
-            sinks:
-              console:
-                enabled: false
-              moderation:
-                type: webhook
-                url: https://mod.example/hook
-                secret: moderation-secret-123
-                match:
-                  types: [violation]
-                  distributions: [alert]
-            """.write(to: file, atomically: true, encoding: .utf8)
+        sinks:
+          console:
+            enabled: false
+          moderation:
+            type: webhook
+            url: https://mod.example/hook
+            secret: moderation-secret-123
+            match:
+              types: [violation]
+              distributions: [alert]
+        """.write(to: file, atomically: true, encoding: .utf8)
         let configuration = try await HeraldConfiguration.load(
             configFile: file.path,
             environment: [
@@ -195,7 +195,10 @@ import Testing
         (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "ftp://x", "HERALD_SINKS_X_SECRET": "long-enough-secret"], "sinks.x.url"),
         (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "short"], "sinks.x.secret"),
         (
-            ["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "long-enough-secret", "HERALD_SINKS_X_MATCH_DISTRIBUTIONS": "loud"],
+            [
+                "HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://x", "HERALD_SINKS_X_SECRET": "long-enough-secret",
+                "HERALD_SINKS_X_MATCH_DISTRIBUTIONS": "loud",
+            ],
             "sinks.x.match.distributions"
         ),
         (["HERALD_SINKS_WEBHOOKS": "Bad Name"], "sinks.Bad Name"),

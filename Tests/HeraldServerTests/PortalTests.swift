@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing

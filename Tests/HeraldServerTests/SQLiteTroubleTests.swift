@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -34,7 +34,8 @@ import Testing
         }
         let n = HeraldNotification(id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, timestamp: Date(), target: .users(["u"]))
         do {
-            _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: Date())
+            _ = try await store.accept(
+                n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: Date())
             Issue.record("an accept went through a lock held by another process")
         } catch {
             let answer = try #require(StorageFailure.unavailable(error), "\(error)")
@@ -55,7 +56,8 @@ import Testing
         let path = String(herald.server.configuration.database.dropFirst("sqlite:".count))
         try FileManager.default.removeItem(atPath: path)
         try await herald.test { client in
-            let send = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "body": "b", "user_ids": ["u"]])
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "body": "b", "user_ids": ["u"]])
             #expect(send.status == .serviceUnavailable, "\(String(buffer: send.body))")
             #expect(send.headers[.retryAfter] == "1")
             #expect(send.errorCode == "storage_unavailable")

@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Synchronization
@@ -21,7 +21,8 @@ import Testing
             $0.addSink("audit", type: "webhook", ["url": url, "secret": "redaction-secret-0123"])
         }
         try await herald.test { client in
-            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "body": "b", "user_ids": ["u"]])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "body": "b", "user_ids": ["u"]])
             let id = try #require(sent.object["id"] as? String)
             try await herald.deliver()
             #expect(receiver.received.count == 1)

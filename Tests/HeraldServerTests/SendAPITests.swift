@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -93,7 +93,8 @@ import Testing
         try await herald.test { client in
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u1"), json: ["fcm_token": "tok-1"])
             let dry = try await client.call(
-                .post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "body": "b", "url": "/posts/X", "user_ids": ["u1"], "dry_run": true]
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "like", "title": "t", "body": "b", "url": "/posts/X", "user_ids": ["u1"], "dry_run": true]
             )
             #expect(dry.status == .ok, "\(String(buffer: dry.body))")
             #expect(dry.object["dry_run"] as? Bool == true && dry.object["recipients"] as? Int == 1)
@@ -107,7 +108,8 @@ import Testing
             #expect(herald.push.received.isEmpty, "nothing was sent")
             let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u1"))
             #expect((history.object["history"] as? [Any])?.isEmpty == true, "nothing was stored")
-            let topic = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "topic": "a-b-c", "dry_run": true])
+            let topic = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "topic": "a-b-c", "dry_run": true])
             #expect(topic.status == .unprocessableContent || topic.status == .notFound)
         }
     }
@@ -119,7 +121,8 @@ import Testing
             let response = try await client.call(.post, "/api/notifications", headers(herald.backend), json: big)
             #expect(response.status == .contentTooLarge)
             #expect(response.errorCode == "payload_too_large")
-            let register = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u"), json: ["fcm_token": String(repeating: "x", count: 65 * 1024)])
+            let register = try await client.call(
+                .post, "/api/notifications/register", headers(herald.backend, user: "u"), json: ["fcm_token": String(repeating: "x", count: 65 * 1024)])
             #expect(register.status == .contentTooLarge)
         }
     }
@@ -203,7 +206,8 @@ import Testing
             $0.addSink("moderation", type: "webhook", ["url": "http://127.0.0.1:1/hook", "secret": "moderation-secret-123", "match.types": "violation"])
         }
         try await herald.test { client in
-            let violation = try await client.call(.post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "violation", "user_ids": ["a", "b"]]))
+            let violation = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "violation", "user_ids": ["a", "b"]]))
             let comment = try await client.call(.post, "/api/notifications", headers(herald.backend), json: Self.with(["type": "comment"]))
             for (response, expected) in [(violation, 2), (comment, 0)] {
                 let id = try #require(response.object["id"] as? String)
@@ -217,7 +221,8 @@ import Testing
     @Test func putUserSetsAttributes() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            let response = try await client.call(.put, "/api/users/alice", headers(herald.backend), json: ["tier_id": 3, "group_ids": ["g1", 7], "region": "QC"])
+            let response = try await client.call(
+                .put, "/api/users/alice", headers(herald.backend), json: ["tier_id": 3, "group_ids": ["g1", 7], "region": "QC"])
             #expect(response.status == .ok)
             #expect(response.object["id"] as? String == "alice")
             let attributes = try #require(response.object["attributes"] as? [String: Any])
@@ -231,7 +236,9 @@ import Testing
             let spaced = try await client.call(.put, "/api/users/a%20b", headers(herald.backend), json: js(["region": "ON"]))
             #expect(spaced.status == .unprocessableContent)
 
-            for (body, fragment) in [(js(["tier_id": true]), "tier_id"), (js(["group_ids": "g1"]), "group_ids"), (js(["colour": "red"]), "colour"), (js(["region": ""]), "region")] {
+            for (body, fragment) in [
+                (js(["tier_id": true]), "tier_id"), (js(["group_ids": "g1"]), "group_ids"), (js(["colour": "red"]), "colour"), (js(["region": ""]), "region"),
+            ] {
                 let bad = try await client.call(.put, "/api/users/alice", headers(herald.backend), json: body)
                 #expect(bad.status == .unprocessableContent, "\(body)")
                 #expect(bad.errorMessage.contains(fragment), "\(body): \(bad.errorMessage)")

@@ -116,7 +116,7 @@ final class EventStreamReader: Sendable {
                     case "event": current.event = value
                     case "id": current.id = value
                     case "data": dataLines.append(value)
-                    default: continue  // retry, unknown fields: no event of their own
+                    default: continue // retry, unknown fields: no event of their own
                     }
                     hasFields = true
                 }

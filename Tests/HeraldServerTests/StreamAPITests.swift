@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
+import HeraldServer
 import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
-import HeraldCore
-import HeraldServer
 import Testing
 
 /// `GET /api/stream` on a running server, read as an app's EventSource would.
@@ -35,7 +35,8 @@ import Testing
     }
 
     static func send(_ client: HTTPClient, _ base: String, _ herald: TestHerald, title: String, to user: String) async throws {
-        let sent = try await call(client, .POST, base + "/api/notifications", token: herald.backend, json: js(["type": "comment", "title": title, "user_ids": [user]]))
+        let sent = try await call(
+            client, .POST, base + "/api/notifications", token: herald.backend, json: js(["type": "comment", "title": title, "user_ids": [user]]))
         #expect(sent.status == 202, "\(sent.body)")
     }
 
@@ -119,7 +120,8 @@ import Testing
             var request = HTTPClientRequest(url: base + "/feed/index.json?region=QC")
             request.method = .GET
             let index = try await client.execute(request, timeout: .seconds(10))
-            #expect("\"\(feed.json["version"] as? String ?? "")\"" == index.headers.first(name: "ETag"), "the version of the feed as the stream's query sees it")
+            #expect(
+                "\"\(feed.json["version"] as? String ?? "")\"" == index.headers.first(name: "ETag"), "the version of the feed as the stream's query sees it")
             stream.cancel()
         }
     }
@@ -146,7 +148,8 @@ import Testing
             let third = try await EventStreamReader.open(base + "/api/stream", headers: auth, client: client)
             #expect(try await oldest.ends(within: .seconds(5)), "the third closes the oldest")
             #expect(try await second.ends(within: .milliseconds(500)) == false)
-            let other = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("bob"))")], client: client)
+            let other = try await EventStreamReader.open(
+                base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("bob"))")], client: client)
             #expect(try await second.ends(within: .milliseconds(500)) == false, "another user's streams count for them")
             for stream in [second, third, other] { stream.cancel() }
         }
@@ -181,7 +184,8 @@ import Testing
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         defer { _ = client.shutdown() }
         let (stream, shutdown) = try await herald.serve { base in
-            let stream = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("ada"))")], client: client)
+            let stream = try await EventStreamReader.open(
+                base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("ada"))")], client: client)
             _ = try await stream.next()
             return stream
         }
@@ -201,14 +205,15 @@ import Testing
         #expect(defaults.streamHeartbeat == .seconds(15) && defaults.maxStreamsPerUser == 5 && defaults.manageFCMMembership)
     }
 
-    @Test(arguments: [
-        (["HERALD_STREAM_HEARTBEAT": "0"], "stream.heartbeat"),
-        (["HERALD_STREAM_HEARTBEAT": "10m"], "stream.heartbeat"),
-        (["HERALD_STREAM_HEARTBEAT": "soon"], "stream.heartbeat"),
-        (["HERALD_STREAM_MAX_PER_USER": "0"], "stream.max_per_user"),
-        (["HERALD_STREAM_MAX_PER_USER": "many"], "stream.max_per_user"),
-        (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
-    ] as [([String: String], String)])
+    @Test(
+        arguments: [
+            (["HERALD_STREAM_HEARTBEAT": "0"], "stream.heartbeat"),
+            (["HERALD_STREAM_HEARTBEAT": "10m"], "stream.heartbeat"),
+            (["HERALD_STREAM_HEARTBEAT": "soon"], "stream.heartbeat"),
+            (["HERALD_STREAM_MAX_PER_USER": "0"], "stream.max_per_user"),
+            (["HERALD_STREAM_MAX_PER_USER": "many"], "stream.max_per_user"),
+            (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
+        ] as [([String: String], String)])
     func badStreamAndMembershipSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
         do {
             _ = try await HeraldConfiguration.load(configFile: nil, environment: environment)

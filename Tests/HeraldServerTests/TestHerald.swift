@@ -1,13 +1,13 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
-import Hummingbird
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import Hummingbird
 import HummingbirdTesting
 import Logging
-import ServiceLifecycle
 import NIOCore
+import ServiceLifecycle
 import Testing
 
 /// A Herald server on a fresh SQLite file, with one key per role and user tokens enabled.
@@ -39,7 +39,9 @@ struct TestHerald {
         TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()
-            try await server.store.createKey(APIKeyRecord(id: ObjectIDGenerator().next(), name: "\(role.rawValue)-test", role: role, createdAt: Date()), secretHash: APIKeySecret.hash(secret))
+            try await server.store.createKey(
+                APIKeyRecord(id: ObjectIDGenerator().next(), name: "\(role.rawValue)-test", role: role, createdAt: Date()),
+                secretHash: APIKeySecret.hash(secret))
             return secret
         }
         return TestHerald(

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HeraldTestSupport
 import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -25,7 +25,9 @@ struct Hierarchy {
         let channel = try #require(try await post("/channel", ["name": "Campus", "desc": "All campus news"])["_id"] as? String)
         let area = try #require(try await post("/area/\(channel)", ["name": "Safety", "desc": ""])["id"] as? String)
         func subject(_ name: String, _ level: String, _ distribution: String) async throws -> String {
-            try #require(try await post("/subject/\(channel)/\(area)", ["name": name, "desc": "", "opt": ["level": level, "distribution": distribution]])["topic_key"] as? String)
+            try #require(
+                try await post("/subject/\(channel)/\(area)", ["name": name, "desc": "", "opt": ["level": level, "distribution": distribution]])["topic_key"]
+                    as? String)
         }
         return Hierarchy(
             channel: channel, area: area, forced: try await subject("Emergencies", "Forced", "Alert"),
@@ -63,7 +65,8 @@ struct Hierarchy {
             #expect(renamed.status == .ok)
             #expect(renamed.object["name"] as? String == "Security")
             #expect(renamed.object["desc"] as? String == "")
-            let changed = try await client.call(.put, "/subject/\(h.channel)/\(h.area)/\(subjectID)", headers(herald.admin), json: js(["opt": ["distribution": "Information"]]))
+            let changed = try await client.call(
+                .put, "/subject/\(h.channel)/\(h.area)/\(subjectID)", headers(herald.admin), json: js(["opt": ["distribution": "Information"]]))
             #expect(changed.status == .ok)
             #expect((changed.object["opt"] as? [String: String]) == ["level": "Forced", "distribution": "Information"])
             #expect(changed.object["name"] as? String == "Emergencies")
@@ -126,8 +129,10 @@ struct Hierarchy {
         try await herald.test { client in
             let h = try await Hierarchy.build(client, admin: herald.admin)
             for caller in [herald.communicator, herald.backend, user] {
-                for (method, uri) in [(HTTPRequest.Method.post, "/channel"), (.post, "/area/\(h.channel)"), (.put, "/area/\(h.channel)/\(h.area)"),
-                                      (.delete, "/area/\(h.channel)/\(h.area)"), (.post, "/subject/\(h.channel)/\(h.area)")] {
+                for (method, uri) in [
+                    (HTTPRequest.Method.post, "/channel"), (.post, "/area/\(h.channel)"), (.put, "/area/\(h.channel)/\(h.area)"),
+                    (.delete, "/area/\(h.channel)/\(h.area)"), (.post, "/subject/\(h.channel)/\(h.area)"),
+                ] {
                     let response = try await client.call(method, uri, headers(caller), json: js(["name": "x"]))
                     #expect(response.status == .forbidden, "\(method) \(uri)")
                 }
@@ -145,14 +150,20 @@ struct Hierarchy {
                 #expect(response.status == .ok)
                 let items = try #require(response.json as? [[String: Any]])
                 for item in items { #expect(Set(item.keys) == ["topic_key", "channel", "area", "subject", "level", "subscribed"]) }
-                return Dictionary(uniqueKeysWithValues: items.compactMap { item in (item["topic_key"] as? String).map { ($0, item["subscribed"] as? Bool ?? false) } })
+                return Dictionary(
+                    uniqueKeysWithValues: items.compactMap { item in (item["topic_key"] as? String).map { ($0, item["subscribed"] as? Bool ?? false) } })
             }
-            #expect(try await subscribed("newbie") == [h.forced: true, h.recommended: false, h.optIn: false, h.info: false], "Forced applies before any registration")
+            #expect(
+                try await subscribed("newbie") == [h.forced: true, h.recommended: false, h.optIn: false, h.info: false],
+                "Forced applies before any registration")
 
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "newbie"), json: js(["fcm_token": "t1"]))
-            #expect(try await subscribed("newbie") == [h.forced: true, h.recommended: true, h.optIn: false, h.info: false], "Recommended at first registration")
+            #expect(
+                try await subscribed("newbie") == [h.forced: true, h.recommended: true, h.optIn: false, h.info: false], "Recommended at first registration")
 
-            #expect(try await client.call(.delete, "/api/notifications/subscriptions/\(h.recommended)", headers(herald.backend, user: "newbie")).status == .noContent)
+            #expect(
+                try await client.call(.delete, "/api/notifications/subscriptions/\(h.recommended)", headers(herald.backend, user: "newbie")).status
+                    == .noContent)
             #expect(try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: "newbie")).status == .noContent)
             // A second device does not bring the removed Recommended subject back.
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "newbie"), json: js(["fcm_token": "t2"]))
@@ -161,7 +172,9 @@ struct Hierarchy {
             let forced = try await client.call(.delete, "/api/notifications/subscriptions/\(h.forced)", headers(herald.backend, user: "newbie"))
             #expect(forced.status == .conflict)
             #expect(forced.errorCode == "forced_subscription")
-            let unknown = try await client.call(.put, "/api/notifications/subscriptions/62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4", headers(herald.backend, user: "newbie"))
+            let unknown = try await client.call(
+                .put, "/api/notifications/subscriptions/62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4",
+                headers(herald.backend, user: "newbie"))
             #expect(unknown.status == .notFound)
 
             // Deleting a subject removes it and its subscriptions.
@@ -184,16 +197,20 @@ struct Hierarchy {
             _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "quiet"), json: js(["enabled": false]))
             _ = try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: "fan"))
 
-            let post = try await client.call(.post, "/message", headers(herald.communicator), json: js([
-                "title": "Fire drill", "desc": "Leave the building", "message": "At 10:00 in building B", "topic_key": h.forced, "distribution": "Alert",
-            ]))
+            let post = try await client.call(
+                .post, "/message", headers(herald.communicator),
+                json: js([
+                    "title": "Fire drill", "desc": "Leave the building", "message": "At 10:00 in building B", "topic_key": h.forced, "distribution": "Alert",
+                ]))
             #expect(post.status == .created, "\(String(buffer: post.body))")
             let msi = try #require(post.object["msi_key"] as? String)
             let timestamp = try #require(post.object["timestamp"] as? Int64)
             #expect(abs(Double(timestamp) / 1000 - Date().timeIntervalSince1970) < 60, "timestamp is in milliseconds")
-            _ = try await client.call(.post, "/message", headers(herald.admin), json: js([
-                "title": "Concert", "desc": "Tonight", "message": "", "topic_key": h.optIn, "distribution": "Alert",
-            ]))
+            _ = try await client.call(
+                .post, "/message", headers(herald.admin),
+                json: js([
+                    "title": "Concert", "desc": "Tonight", "message": "", "topic_key": h.optIn, "distribution": "Alert",
+                ]))
             try await herald.deliver()
 
             func history(_ user: String) async throws -> [String] {
@@ -203,7 +220,9 @@ struct Hierarchy {
             #expect(try await history("reg") == ["Fire drill"], "Forced reaches every user")
             #expect(try await history("quiet") == ["Fire drill"], "settings never suppress history")
             #expect(try await history("fan") == ["Concert", "Fire drill"])
-            let item = try #require((try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "reg"))).object["history"] as? [[String: Any]]).first
+            let item = try #require(
+                (try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "reg"))).object["history"] as? [[String: Any]]
+            ).first
             #expect((item?["data"] as? [String: Any])?["id"] as? String == msi)
             #expect((item?["notification"] as? [String: String])?["body"] == "Leave the building")
 
@@ -247,7 +266,9 @@ struct Hierarchy {
                 #expect(response.status.code == status, "\(body): \(String(buffer: response.body))")
                 #expect(response.errorMessage.contains(fragment), "\(body): \(response.errorMessage)")
             }
-            let information = try await client.call(.post, "/message", headers(herald.communicator), json: js(["title": "Open late", "desc": "", "message": "until 22:00", "topic_key": h.info, "distribution": "Information"]))
+            let information = try await client.call(
+                .post, "/message", headers(herald.communicator),
+                json: js(["title": "Open late", "desc": "", "message": "until 22:00", "topic_key": h.info, "distribution": "Information"]))
             #expect(information.status == .created, "an empty desc is fine for Information")
             let valid = js(["title": "t", "desc": "d", "topic_key": h.forced, "distribution": "Alert"])
             #expect(try await client.call(.post, "/message", headers(user), json: valid).status == .forbidden, "a user token cannot post messages")
@@ -269,7 +290,8 @@ struct Hierarchy {
             }
             _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "muted"), json: js(["enabled": false]))
             _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "picky"), json: js(["types": ["hot": false]]))
-            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
             #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
             #expect(sent.object["recipients"] as? Int == 3)
             try await herald.deliver()
@@ -282,11 +304,14 @@ struct Hierarchy {
             #expect((outsider.object["history"] as? [Any])?.isEmpty == true)
 
             // The subject's distribution is the default; unknown topics are 404.
-            let info = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hours", "topic": h.info]))
+            let info = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hours", "topic": h.info]))
             let id = try #require(info.object["id"] as? String)
             let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
             #expect((status.object["notification"] as? [String: Any])?["distribution"] as? String == "information")
-            let missing = try await client.call(.post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "x", "topic": "62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4"]))
+            let missing = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: js(["type": "generic", "title": "x", "topic": "62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4"]))
             #expect(missing.status == .notFound)
         }
     }

@@ -1,8 +1,8 @@
 import Foundation
-import HeraldTestSupport
+import HTTPTypes
 import HeraldCore
 import HeraldServer
-import HTTPTypes
+import HeraldTestSupport
 import Hummingbird
 import HummingbirdTesting
 import Testing

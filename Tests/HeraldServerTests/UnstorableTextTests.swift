@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldServer
 import HeraldTestSupport
-import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing

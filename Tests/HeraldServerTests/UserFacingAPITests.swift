@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldTestSupport
-import HeraldServer
 import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -12,7 +12,8 @@ import Testing
     @Test func theRFC3339OptionAddsTheOffset() async throws {
         let herald = try await TestHerald.make { $0.timestamps = .rfc3339 }
         try await herald.test { client in
-            _ = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "body": "b", "user_ids": ["u1"]])
+            _ = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "like", "title": "t", "body": "b", "user_ids": ["u1"]])
             try await herald.deliver()
             let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u1"))
             let item = try #require((history.object["history"] as? [[String: Any]])?.first)
@@ -27,7 +28,8 @@ import Testing
     @Test func registerSendHistoryRoundTripHasTheExactItemShape() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            let register = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u1"), json: ["fcm_token": "tok-1", "platform": "android"])
+            let register = try await client.call(
+                .post, "/api/notifications/register", headers(herald.backend, user: "u1"), json: ["fcm_token": "tok-1", "platform": "android"])
             #expect(register.status == .ok)
             #expect(register.object["fcm_token"] as? String == "tok-1")
             let deviceID = try #require(register.object["device_id"] as? String)
@@ -35,9 +37,11 @@ import Testing
             let again = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u1"), json: ["fcm_token": "tok-1"])
             #expect(again.object["device_id"] as? String == deviceID, "registration is idempotent")
 
-            let send = try await client.call(.post, "/api/notifications", headers(herald.backend), json: [
-                "type": "upvote", "title": "Your post got an upvote", "body": "Someone liked it", "url": "/posts/DKJW", "user_ids": ["u1"],
-            ])
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: [
+                    "type": "upvote", "title": "Your post got an upvote", "body": "Someone liked it", "url": "/posts/DKJW", "user_ids": ["u1"],
+                ])
             #expect(send.status == .accepted)
             #expect(send.object["recipients"] as? Int == 1)
             let id = try #require(send.object["id"] as? String)
@@ -72,7 +76,8 @@ import Testing
     @Test func nullURLStaysNull() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            _ = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "url": NSNull(), "user_ids": ["u"]])
+            _ = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "url": NSNull(), "user_ids": ["u"]])
             try await herald.deliver()
             let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u"))
             let data = try #require(((history.object["history"] as? [[String: Any]])?.first)?["data"] as? [String: Any])
@@ -104,15 +109,18 @@ import Testing
             #expect((initial.object["types"] as? [String: Any])?.isEmpty == true)
             #expect(initial.object["quiet_hours"] is NSNull)
 
-            let patched = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "u"), json: [
-                "types": ["upvote": false], "quiet_hours": ["start": "22:00", "end": "07:00", "tz": "America/Toronto"],
-            ])
+            let patched = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "u"),
+                json: [
+                    "types": ["upvote": false], "quiet_hours": ["start": "22:00", "end": "07:00", "tz": "America/Toronto"],
+                ])
             #expect(patched.status == .ok)
             #expect((patched.object["types"] as? [String: Bool]) == ["upvote": false])
             #expect((patched.object["quiet_hours"] as? [String: String])?["tz"] == "America/Toronto")
             #expect(patched.object["enabled"] as? Bool == true, "fields not given are kept")
 
-            let cleared = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "u"), json: ["quiet_hours": NSNull(), "delivery": "pull"])
+            let cleared = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "u"), json: ["quiet_hours": NSNull(), "delivery": "pull"])
             #expect(cleared.object["quiet_hours"] is NSNull)
             #expect(cleared.object["delivery"] as? String == "pull")
             #expect((cleared.object["types"] as? [String: Bool]) == ["upvote": false])
@@ -157,7 +165,8 @@ import Testing
         try await herald.test { client in
             var sent: [String] = []
             for i in 0..<23 {
-                let response = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "n\(i)", "user_ids": ["pager"]])
+                let response = try await client.call(
+                    .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "n\(i)", "user_ids": ["pager"]])
                 sent.append(try #require(response.object["id"] as? String))
             }
             try await herald.deliver()
@@ -193,7 +202,8 @@ import Testing
         try await herald.test { client in
             var ids: [String] = []
             for _ in 0..<3 {
-                let response = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "reply", "title": "t", "user_ids": ["r"]])
+                let response = try await client.call(
+                    .post, "/api/notifications", headers(herald.backend), json: ["type": "reply", "title": "t", "user_ids": ["r"]])
                 ids.append(try #require(response.object["id"] as? String))
             }
             try await herald.deliver()
@@ -212,7 +222,10 @@ import Testing
     @Test func registerValidatesTheToken() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            for body in [js([String: Any]()), js(["fcm_token": ""]), js(["fcm_token": 42]), js(["fcm_token": "has space"]), js(["fcm_token": String(repeating: "x", count: 5000)])] {
+            for body in [
+                js([String: Any]()), js(["fcm_token": ""]), js(["fcm_token": 42]), js(["fcm_token": "has space"]),
+                js(["fcm_token": String(repeating: "x", count: 5000)]),
+            ] {
                 let response = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "u"), json: body)
                 #expect(response.status == .unprocessableContent, "\(body)")
                 #expect(response.errorMessage.contains("fcm_token"))

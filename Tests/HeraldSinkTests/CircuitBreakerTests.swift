@@ -31,8 +31,12 @@ import Testing
         hook.script(Array(repeating: .retry(after: nil, reason: "503"), count: 9))
         var notifications: [ObjectID] = []
         for index in 0..<8 {
-            let n = HeraldNotification(id: ids.next(at: clock.date), type: "violation", title: "T", body: "B", url: nil, timestamp: clock.date, target: .users(["u\(index)"]))
-            let planned = [PlannedDelivery(sink: "webhook:down", userID: "u\(index)", distribution: .alert), PlannedDelivery(sink: "webhook:fine", userID: "u\(index)", distribution: .alert)]
+            let n = HeraldNotification(
+                id: ids.next(at: clock.date), type: "violation", title: "T", body: "B", url: nil, timestamp: clock.date, target: .users(["u\(index)"]))
+            let planned = [
+                PlannedDelivery(sink: "webhook:down", userID: "u\(index)", distribution: .alert),
+                PlannedDelivery(sink: "webhook:fine", userID: "u\(index)", distribution: .alert),
+            ]
             _ = try await store.accept(n, recipients: 1, deliveries: planned, idempotencySince: clock.date)
             notifications.append(n.id)
         }

@@ -1,9 +1,9 @@
 import Foundation
 import HeraldConsoleSink
 import HeraldCore
-import HeraldTestSupport
 import HeraldHistorySink
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -181,7 +181,10 @@ import Testing
 
         running.cancel()
         let ended = Flag()
-        Task { _ = await running.result; ended.set() }
+        Task {
+            _ = await running.result
+            ended.set()
+        }
         for _ in 0..<250 where !ended.isSet { try await Task.sleep(for: .milliseconds(20)) }
         #expect(ended.isSet, "a cancelled engine returns within 5 s")
     }
@@ -192,9 +195,13 @@ import Testing
         let lines = Mutex<[String]>([])
         let sink = ConsoleSink { line in lines.withLock { $0.append(line) } }
         let now = Date()
-        let device = Device(id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "SECRET-TOKEN"), createdAt: now, updatedAt: now)
-        let notification = HeraldNotification(id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "there", url: nil, timestamp: now, target: .users(["u"]))
-        let outcomes = await sink.deliver([Delivery(id: 1, sink: "console", notification: notification, recipient: .init(userID: "u", device: device), distribution: .information, attempt: 1)])
+        let device = Device(
+            id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "fcm", token: "SECRET-TOKEN"), createdAt: now, updatedAt: now)
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "there", url: nil, timestamp: now, target: .users(["u"]))
+        let outcomes = await sink.deliver([
+            Delivery(id: 1, sink: "console", notification: notification, recipient: .init(userID: "u", device: device), distribution: .information, attempt: 1)
+        ])
         #expect(outcomes == [.delivered])
         let line = try #require(lines.withLock { $0.first })
         #expect(line.contains("information") && line.contains("\"Hi\"") && line.contains(device.id.hex))
@@ -202,11 +209,14 @@ import Testing
     }
 
     @Test func historySinkRetriesWhenStorageFails() async throws {
-        let store = try SQLiteStore(path: ":memory:")  // never migrated: every write fails
+        let store = try SQLiteStore(path: ":memory:") // never migrated: every write fails
         let sink = HistorySink(store: store)
         let now = Date()
-        let notification = HeraldNotification(id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "", url: nil, timestamp: now, target: .users(["u"]))
-        let outcomes = await sink.deliver([Delivery(id: 1, sink: "history", notification: notification, recipient: .init(userID: "u"), distribution: .alert, attempt: 1)])
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "hot", title: "Hi", body: "", url: nil, timestamp: now, target: .users(["u"]))
+        let outcomes = await sink.deliver([
+            Delivery(id: 1, sink: "history", notification: notification, recipient: .init(userID: "u"), distribution: .alert, attempt: 1)
+        ])
         guard case .retry = outcomes.first else {
             Issue.record("expected a retry, got \(outcomes)")
             return
@@ -226,7 +236,8 @@ import Testing
         let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
         try await store.createChannel(channel)
         _ = try await store.createArea(area, channelID: channel.id)
-        _ = try await store.createSubject(Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
+        _ = try await store.createSubject(
+            Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
         let subscribers = 2_345
         for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
         _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7", provider: "fcm"), newID: ids.next(), at: Date())

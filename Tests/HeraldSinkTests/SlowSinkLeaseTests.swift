@@ -42,7 +42,8 @@ import Testing
         let ids = ObjectIDGenerator()
         for index in 0..<3 {
             let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u\(index)"]))
-            _ = try await first.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "slow", userID: "u\(index)", distribution: .alert)], idempotencySince: Date())
+            _ = try await first.accept(
+                n, recipients: 1, deliveries: [PlannedDelivery(sink: "slow", userID: "u\(index)", distribution: .alert)], idempotencySince: Date())
         }
         let workerA = DeliveryEngine(queue: first, sinks: sinks, configuration: configuration)
         let workerB = DeliveryEngine(queue: second, sinks: sinks, configuration: configuration)

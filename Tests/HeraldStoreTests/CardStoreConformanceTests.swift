@@ -1,6 +1,6 @@
 import Foundation
-import HeraldTestSupport
 import HeraldCore
+import HeraldTestSupport
 import Testing
 
 /// Cards, pools, histories and engagement events on every storage engine (SPEC §12).
@@ -188,7 +188,9 @@ import Testing
                 var promoted: [String] = []
                 while let next = try await store.promote(userID: user, at: Self.epoch) { promoted.append(next.card.id) }
                 #expect(promoted == expected.map(\.card), "promotions come out in score order")
-                #expect(try await store.pull(userID: user, since: nil, order: .hot, limit: 100).history.map(\.index) == Array(0..<Int64(promoted.count + (seen[user]?.count ?? 0))))
+                #expect(
+                    try await store.pull(userID: user, since: nil, order: .hot, limit: 100).history.map(\.index)
+                        == Array(0..<Int64(promoted.count + (seen[user]?.count ?? 0))))
             }
         }
     }

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 import HeraldCore
-@testable import HeraldStore
 import HeraldTestSupport
 import PostgresNIO
 import Testing
+
+@testable import HeraldStore
 
 /// Devices of any provider, on every engine, and the migration that made existing devices FCM.
 @Suite(.cleansUp) struct DeviceStoreConformanceTests {
@@ -18,7 +19,8 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func devicesOfEveryProviderRoundTrip(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        var webPush = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: Self.subscription, key: ""), addressField: "web_push", app: "push-eu")
+        var webPush = DeviceRegistration(
+            address: DeviceAddress(provider: "webpush", value: Self.subscription, key: ""), addressField: "web_push", app: "push-eu")
         try webPush.validateCommonFields()
         let apns = DeviceRegistration(address: DeviceAddress(provider: "apns", token: "same-token"), options: ["environment": "sandbox"], platform: "ios")
         let fcm = try await store.registerDevice(userID: "u", registration: .token("same-token", provider: "fcm"), newID: ids.next(), at: t0)

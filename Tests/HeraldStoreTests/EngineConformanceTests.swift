@@ -1,9 +1,10 @@
 import Foundation
 import HeraldCore
-@testable import HeraldStore
 import HeraldTestSupport
 import Synchronization
 import Testing
+
+@testable import HeraldStore
 
 /// Content, the pull feed, queue statistics and the work notifications, on every engine.
 @Suite(.cleansUp) struct EngineConformanceTests {
@@ -65,7 +66,8 @@ import Testing
         for (offset, users) in [(0.0, ["a", "b"]), (30.0, ["c"])] {
             let at = t0.addingTimeInterval(offset)
             let n = HeraldNotification(id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(users))
-            _ = try await store.accept(n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }, idempotencySince: t0)
+            _ = try await store.accept(
+                n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }, idempotencySince: t0)
         }
         #expect(try await store.queueStats() == QueueStats(pending: 3, oldestPendingSince: t0))
         let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 2, lease: .seconds(30))
@@ -95,7 +97,8 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(10)
         while wakes.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
             let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u"]))
-            _ = try await writer.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: t0)
+            _ = try await writer.accept(
+                n, recipients: 1, deliveries: [PlannedDelivery(sink: "history", userID: "u", distribution: .alert)], idempotencySince: t0)
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(wakes.withLock { $0 } > 0, "a commit in another process wakes the watcher")
@@ -134,7 +137,8 @@ import Testing
     func trimKeepsTheMostRecentlyRegisteredAndPruneTheStale(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         for index in 0..<5 {
-            _ = try await store.registerDevice(userID: "u", registration: .token("t\(index)", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(Double(index)))
+            _ = try await store.registerDevice(
+                userID: "u", registration: .token("t\(index)", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(Double(index)))
         }
         // Registering t0 again makes it the most recent.
         _ = try await store.registerDevice(userID: "u", registration: .token("t0", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(10))
@@ -151,8 +155,12 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func purgesRemoveOnlyWhatIsOldEnoughAndFinished(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let old = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, idempotencyKey: "k-old", target: .users(["a", "b"]))
-        _ = try await store.accept(old, recipients: 2, deliveries: [PlannedDelivery(sink: "history", userID: "a", distribution: .alert), PlannedDelivery(sink: "fcm", userID: "b", distribution: .alert)], idempotencySince: t0)
+        let old = HeraldNotification(
+            id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, idempotencyKey: "k-old", target: .users(["a", "b"]))
+        _ = try await store.accept(
+            old, recipients: 2,
+            deliveries: [PlannedDelivery(sink: "history", userID: "a", distribution: .alert), PlannedDelivery(sink: "fcm", userID: "b", distribution: .alert)],
+            idempotencySince: t0)
         let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
         // History delivered (and its row written); the push stays pending.
         let history = try #require(claimed.first { $0.sink == "history" })
@@ -178,7 +186,8 @@ import Testing
             msiKey: message.id.hex, topicKey: "c-a-s", title: "M", desc: "d", message: "m", distribution: .alert,
             timestamp: Int64(t0.timeIntervalSince1970 * 1000), sender: "Super User"
         )
-        _ = try await store.acceptFanOut(message, topic: "c-a-s", level: .optIn, plan: .historyOnly, extra: [], archive: archive, pageSize: 100, idempotencySince: t0)
+        _ = try await store.acceptFanOut(
+            message, topic: "c-a-s", level: .optIn, plan: .historyOnly, extra: [], archive: archive, pageSize: 100, idempotencySince: t0)
         #expect(try await store.purgeArchive(before: t0, limit: 100) == 0)
         #expect(try await store.purgeArchive(before: later, limit: 100) == 1)
         #expect(try await store.messages(topicKey: nil, limit: 10, before: nil).messages.isEmpty)
@@ -197,13 +206,15 @@ import Testing
         let store = try await kind.make()
         let device = try await store.registerDevice(userID: "u", registration: .token("t", provider: "fcm"), newID: ids.next(), at: t0)
         let n = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["u"]))
-        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "u", deviceID: device.id, distribution: .alert)], idempotencySince: t0)
+        _ = try await store.accept(
+            n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "u", deviceID: device.id, distribution: .alert)], idempotencySince: t0)
         let slow = try #require(try await store.claimDue(now: t0, limit: 1, lease: .seconds(1)).first)
         // The lease runs out; another worker claims it again.
         let fresh = try #require(try await store.claimDue(now: t0.addingTimeInterval(2), limit: 1, lease: .seconds(60)).first)
         #expect(slow.id == fresh.id && slow.attempt == 1 && fresh.attempt == 2)
         // The slow worker answers late: gone (would remove the device) — fenced off.
-        try await store.record([DeliveryUpdate(id: slow.id, state: .failed, attempts: slow.attempt, lastError: "late", removeDevice: device.id)], at: t0.addingTimeInterval(3))
+        try await store.record(
+            [DeliveryUpdate(id: slow.id, state: .failed, attempts: slow.attempt, lastError: "late", removeDevice: device.id)], at: t0.addingTimeInterval(3))
         var status = try #require(try await store.status(of: n.id))
         #expect(status.deliveries.first?.state == .pending && status.deliveries.first?.attempts == 2)
         #expect(try await store.devices(userID: "u").count == 1, "a stale outcome removes no device")
@@ -226,7 +237,9 @@ import Testing
         try await store.extendLeases([lease], until: t0.addingTimeInterval(10))
         #expect(try await store.claimDue(now: t0.addingTimeInterval(5), limit: 1, lease: .seconds(1)).isEmpty, "the extended lease holds")
         // A retry recorded: the heartbeat must not move its next attempt.
-        try await store.record([DeliveryUpdate(id: claimed.id, state: .pending, attempts: claimed.attempt, lastError: "503", nextAttemptAt: t0.addingTimeInterval(6))], at: t0.addingTimeInterval(5))
+        try await store.record(
+            [DeliveryUpdate(id: claimed.id, state: .pending, attempts: claimed.attempt, lastError: "503", nextAttemptAt: t0.addingTimeInterval(6))],
+            at: t0.addingTimeInterval(5))
         try await store.extendLeases([lease], until: t0.addingTimeInterval(100))
         #expect(try await store.nextDueDate() == t0.addingTimeInterval(6))
         await store.close()
@@ -241,9 +254,9 @@ import Testing
             for await _ in gate.stream { break }
             return requests
         }
-        async let first = commit.submit(1)   // committing, waits on the gate
+        async let first = commit.submit(1) // committing, waits on the gate
         try await Task.sleep(for: .milliseconds(50))
-        async let second = commit.submit(2)  // waiting: the queue's one place
+        async let second = commit.submit(2) // waiting: the queue's one place
         try await Task.sleep(for: .milliseconds(50))
         do {
             _ = try await commit.submit(3)

@@ -1,7 +1,7 @@
 import Foundation
-import HeraldTestSupport
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// One suite every storage engine must pass: SQLite (file and memory) and PostgreSQL.
@@ -76,7 +76,10 @@ import Testing
     func settingsDefaultAndUpdate(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         #expect(try await store.settings(userID: "u") == UserSettings())
-        let updated = try await store.updateSettings(userID: "u") { $0.enabled = false; $0.types["hot"] = false }
+        let updated = try await store.updateSettings(userID: "u") {
+            $0.enabled = false
+            $0.types["hot"] = false
+        }
         #expect(updated.enabled == false)
         #expect(try await store.settings(userID: "u") == updated)
         await #expect(throws: HeraldError.self) {
@@ -110,7 +113,8 @@ import Testing
 
         // A push queued for alice on this token must not reach bob once the token is his.
         let n = notification(["alice"])
-        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
+        _ = try await store.accept(
+            n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
         let moved = try await store.registerDevice(userID: "bob", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         #expect(moved.userID == "bob")
         #expect(try await store.devices(userID: "alice").isEmpty)
@@ -200,19 +204,22 @@ import Testing
         let store = try await kind.make()
         let device = try await store.registerDevice(userID: "a", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         let n = notification(["a"])
-        _ = try await store.accept(n, recipients: 1, deliveries: historyDeliveries(["a"]) + [
-            PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),
-            PlannedDelivery(sink: "webhook", userID: "a", distribution: .alert),
-        ], idempotencySince: t0)
+        _ = try await store.accept(
+            n, recipients: 1,
+            deliveries: historyDeliveries(["a"]) + [
+                PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),
+                PlannedDelivery(sink: "webhook", userID: "a", distribution: .alert),
+            ], idempotencySince: t0)
         let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
         #expect(claimed.count == 3)
         #expect(claimed.first { $0.sink == "fcm" }?.recipient.device == device)
         let retryAt = t0.addingTimeInterval(5)
-        try await store.record([
-            DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
-            DeliveryUpdate(id: claimed[1].id, state: .failed, attempts: 1, lastError: "gone", removeDevice: device.id),
-            DeliveryUpdate(id: claimed[2].id, state: .pending, attempts: 1, lastError: "503", nextAttemptAt: retryAt),
-        ], at: t0)
+        try await store.record(
+            [
+                DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
+                DeliveryUpdate(id: claimed[1].id, state: .failed, attempts: 1, lastError: "gone", removeDevice: device.id),
+                DeliveryUpdate(id: claimed[2].id, state: .pending, attempts: 1, lastError: "503", nextAttemptAt: retryAt),
+            ], at: t0)
         let status = try #require(try await store.status(of: n.id))
         #expect(status.deliveries.map(\.state) == [.delivered, .failed, .pending])
         #expect(status.deliveries[1].lastError == "gone")
@@ -228,17 +235,21 @@ import Testing
         let store = try await kind.make()
         #expect(try await store.sinkCounters().isEmpty)
         let n = notification(["a", "b"])
-        _ = try await store.accept(n, recipients: 2, deliveries: historyDeliveries(["a", "b"]) + [PlannedDelivery(sink: "webhook:x", userID: "a", distribution: .alert)], idempotencySince: t0)
+        _ = try await store.accept(
+            n, recipients: 2, deliveries: historyDeliveries(["a", "b"]) + [PlannedDelivery(sink: "webhook:x", userID: "a", distribution: .alert)],
+            idempotencySince: t0)
         let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
-        try await store.record([
-            DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
-            DeliveryUpdate(id: claimed[2].id, state: .dead, attempts: 1, lastError: "410 Gone"),
-        ], at: t0)
+        try await store.record(
+            [
+                DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
+                DeliveryUpdate(id: claimed[2].id, state: .dead, attempts: 1, lastError: "410 Gone"),
+            ], at: t0)
         let counters = try await store.sinkCounters()
-        #expect(counters == [
-            SinkCounters(sink: "history", counts: [.delivered: 1, .pending: 1], lastError: nil),
-            SinkCounters(sink: "webhook:x", counts: [.dead: 1], lastError: "410 Gone"),
-        ])
+        #expect(
+            counters == [
+                SinkCounters(sink: "history", counts: [.delivered: 1, .pending: 1], lastError: nil),
+                SinkCounters(sink: "webhook:x", counts: [.dead: 1], lastError: "410 Gone"),
+            ])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -250,7 +261,9 @@ import Testing
         try await store.appendHistory([(n.id, "a"), (n.id, "a")], at: t0)
         let page = try await store.history(userID: "a", limit: 50, before: nil)
         #expect(page.items.count == 1)
-        #expect(page.items.first == HistoryItem(notificationID: n.id, title: "T", body: "B", type: "comment", url: "https://x.example/p", timestamp: t0, read: false))
+        #expect(
+            page.items.first
+                == HistoryItem(notificationID: n.id, title: "T", body: "B", type: "comment", url: "https://x.example/p", timestamp: t0, read: false))
         #expect(page.next == nil)
         #expect(try await store.history(userID: "b", limit: 50, before: nil).items.isEmpty)
     }

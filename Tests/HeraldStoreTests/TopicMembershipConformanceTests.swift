@@ -67,10 +67,12 @@ import Testing
         _ = try await store.registerDevice(userID: "bob", registration: .token("good-token", provider: "fcm"), newID: ids.next(), at: Date())
         let pending = try await store.pendingMembershipChanges(fcm, limit: 10)
         #expect(pending.count == 2)
-        try await store.recordMembership(sink: "fcm", [
-            (TopicMembershipChange(.add, token: "bad-token", topic: t.forced.topicKey), .refused(reason: "NOT_FOUND")),
-            (TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey), .retry(after: nil, reason: "503")),
-        ])
+        try await store.recordMembership(
+            sink: "fcm",
+            [
+                (TopicMembershipChange(.add, token: "bad-token", topic: t.forced.topicKey), .refused(reason: "NOT_FOUND")),
+                (TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey), .retry(after: nil, reason: "503")),
+            ])
         #expect(try await store.pendingMembershipChanges(fcm, limit: 10) == [TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey)])
         let counts = try await store.membershipCounts(sink: "fcm")
         #expect(counts[t.forced.topicKey]?.members == 0 && counts[t.forced.topicKey]?.refused == 1)

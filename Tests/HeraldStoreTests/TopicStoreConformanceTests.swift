@@ -23,7 +23,8 @@ import Testing
         #expect(channels[0].areas[0].subjects.map(\.name) == ["f", "o"])
         #expect(try await store.updateArea(channelID: t.channel.id, areaID: t.area.id, HierarchyFields(name: "a2"))?.desc == "ad")
         #expect(try await store.updateArea(channelID: ids.next(), areaID: t.area.id, HierarchyFields(name: "x")) == nil)
-        let updated = try await store.updateSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .information)))
+        let updated = try await store.updateSubject(
+            channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .information)))
         #expect(updated?.opt == SubjectOptions(level: .recommended, distribution: .information))
         #expect(try await store.subject(topicKey: t.optIn.topicKey)?.area == "a2")
         #expect(try await store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id))
@@ -44,7 +45,8 @@ import Testing
             let result = try await store.acceptFanOut(
                 n, topic: subject.topicKey, level: subject.opt.level, plan: .historyOnly,
                 extra: [PlannedDelivery(sink: "fcm", userID: "", topic: subject.topicKey, distribution: .alert)],
-                archive: ArchivedMessage(msiKey: n.id.hex, topicKey: subject.topicKey, title: "t", desc: "d", message: "m", distribution: .alert, timestamp: 1, sender: "s"),
+                archive: ArchivedMessage(
+                    msiKey: n.id.hex, topicKey: subject.topicKey, title: "t", desc: "d", message: "m", distribution: .alert, timestamp: 1, sender: "s"),
                 pageSize: 1, idempotencySince: Date().addingTimeInterval(-60)
             )
             return (result, n)
@@ -81,7 +83,8 @@ import Testing
     func recommendedAtFirstRegistrationOnly(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         let t = try await tree(store)
-        _ = try await store.updateSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .alert)))
+        _ = try await store.updateSubject(
+            channelID: t.channel.id, areaID: t.area.id, subjectID: t.optIn.id, HierarchyFields(opt: .init(level: .recommended, distribution: .alert)))
         _ = try await store.registerDevice(userID: "u", registration: .token("t1", provider: "fcm"), newID: ids.next(), at: Date())
         #expect(try await store.subscriptions(userID: "u").map(\.subscribed) == [true, true])
         try await store.unsubscribe(userID: "u", topicKey: t.optIn.topicKey)

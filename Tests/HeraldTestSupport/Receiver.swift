@@ -37,9 +37,11 @@ public final class Receiver: Sendable {
             for (name, value) in extra { response.headers[HTTPField.Name(name)!] = value }
             return response
         }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { channel in
-            self.port.withLock { $0 = channel.localAddress?.port }
-        })
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                self.port.withLock { $0 = channel.localAddress?.port }
+            })
         task.withLock { $0 = Task { try await app.run() } }
         for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
     }

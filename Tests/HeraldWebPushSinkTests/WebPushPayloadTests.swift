@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import HeraldTestSupport
 import HeraldCore
+import HeraldTestSupport
 import HeraldWebPushSink
 import Testing
 
@@ -15,7 +15,8 @@ import Testing
     static let senderPublic = "BP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8"
     static let salt = "DGv6ra1nlYgDCS1FRnbzlw"
     static let body =
-        "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
+        "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8w"
+        + "EqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
 
     func data(_ text: String) throws -> Data { try #require(Base64URL.decode(text)) }
 
@@ -38,7 +39,7 @@ import Testing
     @Test func freshKeysRoundTripAndTheRecordLimitHolds() throws {
         let receiver = P256.KeyAgreement.PrivateKey()
         let auth = Data((0..<16).map { UInt8($0) })
-        let message = Data(String(repeating: "é", count: 1_996).utf8)  // 3 992 bytes
+        let message = Data(String(repeating: "é", count: 1_996).utf8) // 3 992 bytes
         let body = try WebPushPayload.encrypt(message, receiverPublicKey: receiver.publicKey.x963Representation, authSecret: auth)
         #expect(body.count <= 4_096 + 86)
         #expect(try WebPushPayload.decrypt(body, receiverKey: receiver, authSecret: auth) == message)

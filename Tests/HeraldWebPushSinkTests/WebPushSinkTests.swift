@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
-import HeraldTestSupport
 import HeraldCore
 import HeraldHistorySink
 import HeraldStore
+import HeraldTestSupport
 import HeraldWebPushEmulator
 import HeraldWebPushSink
 import Synchronization
@@ -112,12 +112,14 @@ import Testing
         ]
         for object in bad {
             var registration = DeviceRegistration(
-                address: DeviceAddress(provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+                address: DeviceAddress(
+                    provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
                 addressField: "web_push"
             )
             #expect(throws: HeraldError.self, "\(object)") { try f.sink.prepare(&registration) }
         }
-        var tooLarge = NotificationSubmission(type: "generic", title: String(repeating: "t", count: 1_000), body: String(repeating: "b", count: 3_500), userIDs: ["u"])
+        var tooLarge = NotificationSubmission(
+            type: "generic", title: String(repeating: "t", count: 1_000), body: String(repeating: "b", count: 3_500), userIDs: ["u"])
         tooLarge.url = nil
         let big = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
             .validate(tooLarge, id: ObjectIDGenerator().next(), now: Date())

@@ -3,9 +3,9 @@ import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
-import Logging
 import HeraldWebhookSink
 import Hummingbird
+import Logging
 import NIOCore
 import Synchronization
 import Testing
@@ -38,7 +38,8 @@ import Testing
         let sink = try await SinkFactory.webhook.makeSink(context)
         #expect(sink.name == "webhook:analytics" && sink.capabilities.contains(.events))
         let at = Date(timeIntervalSince1970: 1_700_000_000)
-        let event = EngagementEvent(eventID: "e-1", userID: "u1", type: "reaction", reaction: "ctfo", card: "card42", properties: ["screen": .string("feed")], at: at)
+        let event = EngagementEvent(
+            eventID: "e-1", userID: "u1", type: "reaction", reaction: "ctfo", card: "card42", properties: ["screen": .string("feed")], at: at)
         #expect(await sink.deliverEvents([event, event]) == [.delivered, .delivered])
         #expect(receiver.received.count == 2)
         let ids = receiver.received.compactMap { $0.headers["webhook-id"] }
@@ -57,7 +58,10 @@ import Testing
             )
         )
         #expect(!quiet.capabilities.contains(.events))
-        guard case .failed = await quiet.deliverEvents([event]).first else { Issue.record("a webhook without forward_events refuses events"); return }
+        guard case .failed = await quiet.deliverEvents([event]).first else {
+            Issue.record("a webhook without forward_events refuses events")
+            return
+        }
         #expect(receiver.received.count == 2)
         await receiver.stop()
     }
@@ -89,15 +93,20 @@ import Testing
         // Independent implementations: the verification code shipped in docs/webhooks.
         let bodyFile = try TestResources.temporaryDirectory("webhook-body").appendingPathComponent("body.json")
         try hit.body.write(to: bodyFile)
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/webhooks")
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "docs/webhooks")
         var verifiers = [("/usr/bin/env", ["python3", docs.appendingPathComponent("verify.py").path])]
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/node") || FileManager.default.isExecutableFile(atPath: "/usr/local/bin/node") {
             verifiers.append(("/usr/bin/env", ["node", docs.appendingPathComponent("verify.mjs").path]))
         }
         for (executable, command) in verifiers {
             #expect(try run(executable, command + [Self.secret, id, timestamp, signature, bodyFile.path]) == 0, "\(command[0]) accepts the signature")
-            #expect(try run(executable, command + [Self.secret, id, timestamp, "v1,AAAA" + signature.dropFirst(7), bodyFile.path]) != 0, "\(command[0]) rejects a forged signature")
-            #expect(try run(executable, command + ["whsec_" + Data("another key entirely".utf8).base64EncodedString(), id, timestamp, signature, bodyFile.path]) != 0, "\(command[0]) rejects another secret")
+            #expect(
+                try run(executable, command + [Self.secret, id, timestamp, "v1,AAAA" + signature.dropFirst(7), bodyFile.path]) != 0,
+                "\(command[0]) rejects a forged signature")
+            #expect(
+                try run(executable, command + ["whsec_" + Data("another key entirely".utf8).base64EncodedString(), id, timestamp, signature, bodyFile.path])
+                    != 0, "\(command[0]) rejects another secret")
         }
         await receiver.stop()
     }
@@ -108,7 +117,8 @@ import Testing
         receiver.answer(503)
         receiver.answer(429, headers: ["Retry-After": "7"])
         receiver.answer(400)
-        let outcomes = await sink(receiver).deliver([delivery(id: 1)])
+        let outcomes =
+            await sink(receiver).deliver([delivery(id: 1)])
             + (await sink(receiver).deliver([delivery(id: 2)]))
             + (await sink(receiver).deliver([delivery(id: 3)]))
         guard case .retry(nil, let first) = outcomes[0], case .retry(let after, _) = outcomes[1], case .failed(let reason) = outcomes[2] else {
@@ -129,7 +139,10 @@ import Testing
         let sink = sink(receiver)
         receiver.answer(410)
         let first = await sink.deliver([delivery(id: 1)])
-        guard case .retry(_, let reason) = first.first else { Issue.record("\(first)"); return }
+        guard case .retry(_, let reason) = first.first else {
+            Issue.record("\(first)")
+            return
+        }
         #expect(reason.contains("410"))
         #expect(await sink.deliver([delivery(id: 2)]) == [.delivered], "once the endpoint is back, deliveries go through")
         #expect(receiver.received.count == 2)

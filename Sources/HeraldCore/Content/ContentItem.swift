@@ -41,7 +41,8 @@ public struct ContentItem: Sendable, Equatable, Codable {
     /// Validates one item; `path` names it in errors (`items[3]`).
     public init(fields: [String: JSONValue], path: String) throws {
         guard case .string(let type)? = fields["type"], !type.isEmpty else { throw HeraldError.invalidField("\(path).type", "is required: a non-empty string") }
-        if let title = fields["title"], case .string = title {} else if fields["title"] != nil {
+        if let title = fields["title"], case .string = title {
+        } else if fields["title"] != nil {
             throw HeraldError.invalidField("\(path).title", "must be a string")
         }
         switch fields["order"] {

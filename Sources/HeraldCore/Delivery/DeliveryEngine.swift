@@ -115,7 +115,11 @@ public final class DeliveryEngine: Service {
         }
         let signal = self.signal
         let limit = timeout
-        await withGracefulShutdownHandler { await signal.wait(timeout: limit) } onGracefulShutdown: { signal.notify() }
+        await withGracefulShutdownHandler {
+            await signal.wait(timeout: limit)
+        } onGracefulShutdown: {
+            signal.notify()
+        }
     }
 
     /// Claims one batch of due deliveries, delivers it and records the outcomes.
@@ -196,7 +200,8 @@ public final class DeliveryEngine: Service {
         for delivery in deliveries {
             if delivery.attempt > configuration.retry.maxAttempts {
                 // Claimed that often without an outcome: its worker keeps dying on it.
-                updates.append(DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts"))
+                updates.append(
+                    DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts"))
             } else if sink.capabilities.contains(.push) && delivery.recipient.device == nil && delivery.recipient.topic == nil {
                 updates.append(update(for: delivery, outcome: .failed(reason: "device is no longer registered to this user"), now: now))
             } else if sink.capabilities.contains(.push) && delivery.notification.isExpired(at: now) {
@@ -254,7 +259,8 @@ public final class DeliveryEngine: Service {
             return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason, removeDevice: delivery.recipient.device?.id)
         case .retry(let after, let reason):
             guard delivery.attempt < configuration.retry.maxAttempts else {
-                return DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "\(reason) (gave up after \(delivery.attempt) attempts)")
+                return DeliveryUpdate(
+                    id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "\(reason) (gave up after \(delivery.attempt) attempts)")
             }
             let delay = after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: delivery.attempt)
             return DeliveryUpdate(

@@ -8,7 +8,13 @@ import Foundation
 /// `1.2.3-rc.1` but `^1.2.0` admits no prerelease at all.
 public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
     struct Comparator: Sendable, Equatable {
-        enum Operator: String, Sendable { case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">=", equal = "=" }
+        enum Operator: String, Sendable {
+            case less = "<"
+            case lessOrEqual = "<="
+            case greater = ">"
+            case greaterOrEqual = ">="
+            case equal = "="
+        }
         var op: Operator
         var version: SemanticVersion
 
@@ -43,7 +49,8 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func invalid(_ whole: String, _ part: String) -> HeraldError {
-        HeraldError.invalidField("target_version", "'\(whole)' is not a semver range ('\(part)' does not parse); use forms like >=2.1.0 <3, ^1.4, ~1.2.3, 1.x, 1.2 - 2.3.4")
+        HeraldError.invalidField(
+            "target_version", "'\(whole)' is not a semver range ('\(part)' does not parse); use forms like >=2.1.0 <3, ^1.4, ~1.2.3, 1.x, 1.2 - 2.3.4")
     }
 
     private static func parseSet(_ text: String, whole: String) throws -> [Comparator] {
@@ -105,7 +112,9 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
             return [Comparator(op: .greaterOrEqual, version: version(major, 0, 0)), Comparator(op: .less, version: version(major + 1, 0, 0, pre: zero))]
         }
         guard let patch = p.patch else {
-            return [Comparator(op: .greaterOrEqual, version: version(major, minor, 0)), Comparator(op: .less, version: version(major, minor + 1, 0, pre: zero))]
+            return [
+                Comparator(op: .greaterOrEqual, version: version(major, minor, 0)), Comparator(op: .less, version: version(major, minor + 1, 0, pre: zero)),
+            ]
         }
         return [Comparator(op: .equal, version: version(major, minor, patch, pre: p.prerelease))]
     }

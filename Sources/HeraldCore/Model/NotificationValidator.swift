@@ -142,7 +142,9 @@ public struct NotificationValidator: Sendable {
                 throw HeraldError.invalidField("audience", "names nobody: give {\"all\":true} or any of tier_ids, group_ids, user_ids")
             }
             for (field, ids) in [("tier_ids", audience.tierIDs), ("group_ids", audience.groupIDs), ("user_ids", audience.userIDs)] {
-                guard ids.count <= Self.maxAudienceIDs else { throw HeraldError.invalidField("audience.\(field)", "must have at most \(Self.maxAudienceIDs) entries") }
+                guard ids.count <= Self.maxAudienceIDs else {
+                    throw HeraldError.invalidField("audience.\(field)", "must have at most \(Self.maxAudienceIDs) entries")
+                }
                 for (index, id) in ids.enumerated() { try UserID.validate(id, field: "audience.\(field)[\(index)]") }
             }
             return target

@@ -41,7 +41,7 @@ public struct UserSettings: Sendable, Equatable, Codable {
         try container.encode(enabled, forKey: .enabled)
         try container.encode(types, forKey: .types)
         try container.encode(delivery, forKey: .delivery)
-        try container.encode(quietHours, forKey: .quietHours)  // explicit null: apps see the key
+        try container.encode(quietHours, forKey: .quietHours) // explicit null: apps see the key
     }
 
     /// Whether push may be used for a notification of `type`.

@@ -61,7 +61,9 @@ public struct NotificationRouter: Sendable {
         let names = Set(sinks.map(\.name))
         for rule in rules {
             for name in rule.add + rule.remove where !names.contains(name) {
-                throw HeraldError(.unprocessable, code: "invalid_config", "a routing rule names sink '\(name)', which is not configured (configured: \(sinks.map(\.name).sorted().joined(separator: ", ")))")
+                throw HeraldError(
+                    .unprocessable, code: "invalid_config",
+                    "a routing rule names sink '\(name)', which is not configured (configured: \(sinks.map(\.name).sorted().joined(separator: ", ")))")
             }
             if rule.remove.contains(Self.historySink) {
                 throw HeraldError(.unprocessable, code: "invalid_config", "a routing rule removes 'history': what a user was sent is always in their history")

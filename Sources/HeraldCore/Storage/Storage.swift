@@ -72,7 +72,8 @@ public protocol NotificationStore: Sendable {
 extension NotificationStore {
     /// An accept whose idempotency key (if any) is scoped to nobody and compared by key alone:
     /// for tools and tests that store notifications directly.
-    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult {
+    public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult
+    {
         try await accept(
             notification, recipients: recipients, deliveries: deliveries, idempotency: notification.unscopedClaim, idempotencySince: idempotencySince
         )

@@ -265,7 +265,9 @@ public struct ArchivedMessage: Sendable, Equatable {
     public var timestamp: Int64
     public var sender: String
 
-    public init(msiKey: String, topicKey: String, title: String, desc: String, message: String, distribution: TopicDistribution, timestamp: Int64, sender: String) {
+    public init(
+        msiKey: String, topicKey: String, title: String, desc: String, message: String, distribution: TopicDistribution, timestamp: Int64, sender: String
+    ) {
         self.msiKey = msiKey
         self.topicKey = topicKey
         self.title = title

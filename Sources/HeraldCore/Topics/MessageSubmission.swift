@@ -27,7 +27,9 @@ public struct MessageSubmission: Decodable, Sendable {
     public func validated() throws -> (title: String, desc: String, message: String, topicKey: String, distribution: TopicDistribution) {
         guard let title else { throw HeraldError.missingField("title") }
         guard !title.isEmpty else { throw HeraldError.invalidField("title", "must not be empty") }
-        guard title.unicodeScalars.count <= Self.maxTitleLength else { throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleLength) characters") }
+        guard title.unicodeScalars.count <= Self.maxTitleLength else {
+            throw HeraldError.invalidField("title", "must be at most \(Self.maxTitleLength) characters")
+        }
         guard let topicKey else { throw HeraldError.missingField("topic_key") }
         guard let text = distribution else { throw HeraldError.missingField("distribution") }
         guard let distribution = TopicDistribution(rawValue: text) else {
@@ -39,7 +41,8 @@ public struct MessageSubmission: Decodable, Sendable {
         }
         let message = self.message ?? ""
         guard message.unicodeScalars.count <= Self.maxMessageLength, desc.unicodeScalars.count <= Self.maxMessageLength else {
-            throw HeraldError.invalidField(message.unicodeScalars.count > Self.maxMessageLength ? "message" : "desc", "must be at most \(Self.maxMessageLength) characters")
+            throw HeraldError.invalidField(
+                message.unicodeScalars.count > Self.maxMessageLength ? "message" : "desc", "must be at most \(Self.maxMessageLength) characters")
         }
         return (title, desc, message, topicKey, distribution)
     }

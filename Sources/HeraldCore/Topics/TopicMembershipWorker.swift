@@ -17,7 +17,9 @@ public final class TopicMembershipWorker: Service {
 
     /// - Parameter interval: how often to look for differences nobody woke the worker for
     ///   (another process's changes, devices removed by deliveries).
-    public init(store: any TopicMembershipStore, sinks: SinkRegistry, router: NotificationRouter, retry: RetryPolicy, interval: Duration = .seconds(60), logger: Logger) {
+    public init(
+        store: any TopicMembershipStore, sinks: SinkRegistry, router: NotificationRouter, retry: RetryPolicy, interval: Duration = .seconds(60), logger: Logger
+    ) {
         self.store = store
         self.sinks = sinks.sinks.filter { $0.capabilities.contains(.topicMembership) }.compactMap { sink in
             guard case .only(let providers) = sink.providers else { return nil }

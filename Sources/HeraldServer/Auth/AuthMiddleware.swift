@@ -1,6 +1,6 @@
 import Foundation
-public import Hummingbird
 public import HeraldCore
+public import Hummingbird
 
 /// Reads `Authorization: Bearer …` and puts the caller into the context. A request without
 /// credentials passes through with no caller; routes that need one refuse it with 401.

@@ -1,5 +1,5 @@
-import Foundation
 public import Configuration
+import Foundation
 public import HeraldCore
 import SystemPackage
 import Yams

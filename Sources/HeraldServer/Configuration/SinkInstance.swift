@@ -42,7 +42,8 @@ public struct SinkInstance: Sendable {
         var instances: [SinkInstance] = []
         for name in names {
             guard SinkRegistry.isValidName(name), !name.contains(":"), !reservedNames.contains(name) else {
-                throw HeraldConfiguration.invalid("sinks.\(name)", "is not a valid sink name (1-64 of a-z, 0-9, '_', '-'; not \(reservedNames.sorted().joined(separator: ", ")))")
+                throw HeraldConfiguration.invalid(
+                    "sinks.\(name)", "is not a valid sink name (1-64 of a-z, 0-9, '_', '-'; not \(reservedNames.sorted().joined(separator: ", ")))")
             }
             let settings = SinkSettings(name: name, source: source, aliases: name == "fcm" ? ["fcm"] : [])
             let enabled = try settings.bool("enabled")

@@ -1,7 +1,7 @@
 import Foundation
-public import Hummingbird
 import HeraldCore
 import HeraldStore
+public import Hummingbird
 import Logging
 
 /// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).

@@ -1,6 +1,6 @@
-public import Hummingbird
 import HTTPTypes
 public import HeraldCore
+public import Hummingbird
 
 /// Who is calling: an API key with its role, or a user holding a user token.
 public enum Caller: Sendable, Equatable {
@@ -38,7 +38,8 @@ extension HeraldRequestContext {
             throw HeraldError(.forbidden, code: "forbidden", "a user token cannot call this endpoint; use an API key with role \(Self.names(roles))")
         case .apiKey(let key):
             guard roles.contains(key.role) else {
-                throw HeraldError(.forbidden, code: "forbidden", "this endpoint needs an API key with role \(Self.names(roles)); this key is '\(key.role.rawValue)'")
+                throw HeraldError(
+                    .forbidden, code: "forbidden", "this endpoint needs an API key with role \(Self.names(roles)); this key is '\(key.role.rawValue)'")
             }
             return key
         }

@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HeraldCore
+import Hummingbird
 
 /// Reading JSON request bodies and writing JSON responses, with errors that name the field.
 public enum JSONBody {
@@ -42,7 +42,8 @@ public enum JSONBody {
         if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem) }
         if let knownFields {
             for name in body.keys.sorted() where !knownFields.contains(name) {
-                throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")
+                throw HeraldError(
+                    .unprocessable, code: "unknown_field", "unknown field '\(name)'; known fields: \(knownFields.sorted().joined(separator: ", "))")
             }
         }
         do {

@@ -24,14 +24,12 @@ struct LiveUpdates: Service {
     }
 
     private func watchStore() async {
-        await keepWatching(
-            "storage's change notifications for live streams", logger: logger,
-            afterFailure: { [streams] in
-                // Whatever was committed while nobody listened: every stream looks again.
-                streams.postAll(.history)
-                streams.postAll(.content)
-            }
-        ) {
+        let lookAgain = { [streams] in
+            // Whatever was committed while nobody listened: every stream looks again.
+            streams.postAll(.history)
+            streams.postAll(.content)
+        }
+        await keepWatching("storage's change notifications for live streams", logger: logger, afterFailure: lookAgain) {
             try await store.watchChanges { [streams] change in
                 switch change {
                 case .history(let users): streams.post(.history, users: users)

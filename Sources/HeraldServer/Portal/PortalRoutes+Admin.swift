@@ -1,6 +1,6 @@
 import Foundation
-import HeraldCore
 import HTTPTypes
+import HeraldCore
 import Hummingbird
 
 /// The admin pages: the hierarchy, the archive and delivery status.
@@ -12,7 +12,10 @@ extension PortalRoutes {
         func options(_ values: [(String, String)], selected: String) -> [[String: Any]] {
             values.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
         }
-        let levels = [(SubscriptionLevel.forced.rawValue, "Forced"), (SubscriptionLevel.recommended.rawValue, "Recommended"), (SubscriptionLevel.optIn.rawValue, "Opt-in")]
+        let levels = [
+            (SubscriptionLevel.forced.rawValue, "Forced"), (SubscriptionLevel.recommended.rawValue, "Recommended"),
+            (SubscriptionLevel.optIn.rawValue, "Opt-in"),
+        ]
         let distributions = [(TopicDistribution.alert.rawValue, "Alert (visible push)"), (TopicDistribution.information.rawValue, "Information (silent)")]
         let model: [[String: Any]] = channels.map { channel in
             [
@@ -61,7 +64,10 @@ extension PortalRoutes {
                 guard try await store.createArea(area, channelID: try id("channel")) else { throw HeraldError.notFound("channel") }
                 anchor = "area-\(area.id.hex)"
             case "update-area":
-                guard try await store.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false)) != nil else {
+                guard
+                    try await store.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false))
+                        != nil
+                else {
                     throw HeraldError.notFound("area")
                 }
                 anchor = "area-\(try id("area").hex)"
@@ -140,7 +146,10 @@ extension PortalRoutes {
                 ]
                 values["summary"] = status.summary.keys.sorted().map { sink -> [String: Any] in
                     let counts = status.summary[sink] ?? [:]
-                    return ["sink": sink, "counts": counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue): \($0.value)" }.joined(separator: ", ")]
+                    return [
+                        "sink": sink,
+                        "counts": counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue): \($0.value)" }.joined(separator: ", "),
+                    ]
                 }
                 values["deliveries"] = status.deliveries.map { d -> [String: Any] in
                     [

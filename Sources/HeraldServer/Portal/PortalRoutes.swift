@@ -1,6 +1,6 @@
 import Foundation
-import HeraldCore
 import HTTPTypes
+import HeraldCore
 import Hummingbird
 
 /// The Message Hub web portal under `/portal/`: communicators send messages; admins also manage
@@ -21,17 +21,30 @@ struct PortalRoutes {
         table.add(router, .get, "/portal/login", documented: false) { request, _ in loginPage(request, error: nil) }
         table.add(router, .post, "/portal/login", documented: false) { request, _ in try await login(request) }
         table.add(router, .post, "/portal/logout", documented: false) { request, _ in try await logout(request) }
-        table.add(router, .get, "/portal/send", documented: false) { request, _ in try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) } }
-        table.add(router, .post, "/portal/send", documented: false) { request, _ in try await withSession(request, form: PortalForm(request)) { try await send($0, $1) } }
-        table.add(router, .get, "/portal/channels", documented: false) { request, _ in try await withSession(request, admin: true) { try await channelsPage($0, error: nil) } }
+        table.add(router, .get, "/portal/send", documented: false) { request, _ in
+            try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) }
+        }
+        table.add(router, .post, "/portal/send", documented: false) { request, _ in
+            try await withSession(request, form: PortalForm(request)) { try await send($0, $1) }
+        }
+        table.add(router, .get, "/portal/channels", documented: false) { request, _ in
+            try await withSession(request, admin: true) { try await channelsPage($0, error: nil) }
+        }
         table.add(router, .post, "/portal/channels/{action}", documented: false) { request, context in
             let action = context.parameters.get("action") ?? ""
             return try await withSession(request, form: PortalForm(request), admin: true) { try await changeHierarchy(action, $0, $1) }
         }
-        table.add(router, .get, "/portal/messages", documented: false) { request, _ in try await withSession(request, admin: true) { try await messagesPage(request, $0) } }
-        table.add(router, .get, "/portal/status", documented: false) { request, _ in try await withSession(request, admin: true) { try await statusPage(request, $0) } }
-        table.add(router, .get, "/portal/static/portal.css", documented: false) { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8") }
-        table.add(router, .get, "/portal/static/portal.js", documented: false) { _, _ in pages.asset(pages.script, contentType: "text/javascript; charset=utf-8") }
+        table.add(router, .get, "/portal/messages", documented: false) { request, _ in
+            try await withSession(request, admin: true) { try await messagesPage(request, $0) }
+        }
+        table.add(router, .get, "/portal/status", documented: false) { request, _ in
+            try await withSession(request, admin: true) { try await statusPage(request, $0) }
+        }
+        table.add(router, .get, "/portal/static/portal.css", documented: false) { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8")
+        }
+        table.add(router, .get, "/portal/static/portal.js", documented: false) { _, _ in
+            pages.asset(pages.script, contentType: "text/javascript; charset=utf-8")
+        }
     }
 
     // MARK: Sessions
@@ -48,15 +61,21 @@ struct PortalRoutes {
     ) async throws -> Response {
         guard let session = try await session(request) else { return PortalPages.redirect(to: "/portal/login") }
         if admin && !session.isAdmin {
-            return pages.page("error", ["title": "Admins only", "message": "This page needs an admin key. You are signed in as a communicator."], session: session, status: .forbidden)
+            return pages.page(
+                "error", ["title": "Admins only", "message": "This page needs an admin key. You are signed in as a communicator."], session: session,
+                status: .forbidden)
         }
         if let form, !PortalSessions.sameToken(form["csrf"] ?? "", session.csrf) {
-            return pages.page("error", ["title": "Form expired", "message": "The form was not sent from this session. Go back, reload the page and try again."], session: session, status: .forbidden)
+            return pages.page(
+                "error", ["title": "Form expired", "message": "The form was not sent from this session. Go back, reload the page and try again."],
+                session: session, status: .forbidden)
         }
         do {
             return try await body(session, form ?? PortalForm(text: ""))
         } catch let error as HeraldError {
-            return pages.page("error", ["title": "Something went wrong", "message": error.message], session: session, status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+            return pages.page(
+                "error", ["title": "Something went wrong", "message": error.message], session: session,
+                status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
         }
     }
 
@@ -80,7 +99,8 @@ struct PortalRoutes {
         var values: [String: Any] = ["csrf": token]
         if let error { values["error"] = error }
         var response = pages.page("login", values, session: nil, status: status)
-        response.headers.append(HTTPField(name: .setCookie, value: cookie(PortalSessions.loginCookie, token, path: "/portal/login", maxAge: 900, request: request)))
+        response.headers.append(
+            HTTPField(name: .setCookie, value: cookie(PortalSessions.loginCookie, token, path: "/portal/login", maxAge: 900, request: request)))
         return response
     }
 

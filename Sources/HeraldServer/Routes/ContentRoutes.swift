@@ -64,7 +64,8 @@ struct ContentRoutes {
             var warnings: [Warning]?
         }
         let stored = try await store.pendingContent()
-        return try JSONBody.response(Answer(items: stored.items, last_published_at: Nullable(stored.lastPublishedAt), warnings: warnings.isEmpty ? nil : warnings))
+        return try JSONBody.response(
+            Answer(items: stored.items, last_published_at: Nullable(stored.lastPublishedAt), warnings: warnings.isEmpty ? nil : warnings))
     }
 
     struct Warning: Encodable {

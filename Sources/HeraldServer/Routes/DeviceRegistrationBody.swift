@@ -82,7 +82,9 @@ struct DeviceRegistrationBody: Decodable {
         case .apns:
             (provider, value) = ("apns", try Self.token(apnsToken, field: form.field))
             if let apnsEnvironment {
-                guard Self.apnsEnvironments.contains(apnsEnvironment) else { throw HeraldError.invalidField("apns_environment", "must be production or sandbox") }
+                guard Self.apnsEnvironments.contains(apnsEnvironment) else {
+                    throw HeraldError.invalidField("apns_environment", "must be production or sandbox")
+                }
                 options["environment"] = apnsEnvironment
             }
         case .webPush:

@@ -29,7 +29,8 @@ struct EventRoutes {
 
         func event(userID: String, path: String) throws -> EngagementEvent {
             guard let id = event_id else { throw HeraldError.missingField("\(path).event_id") }
-            guard !id.isEmpty, id.unicodeScalars.count <= EngagementEvent.maxIDLength, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+            guard !id.isEmpty, id.unicodeScalars.count <= EngagementEvent.maxIDLength, id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f })
+            else {
                 throw HeraldError.invalidField("\(path).event_id", "must be 1-\(EngagementEvent.maxIDLength) characters without control characters")
             }
             guard let type else { throw HeraldError.missingField("\(path).type") }
@@ -46,7 +47,9 @@ struct EventRoutes {
                 throw HeraldError.invalidField("\(path).reaction", "is only for events of type 'reaction'")
             }
             if type == "track" {
-                guard let name, !name.isEmpty, name.unicodeScalars.count <= 128 else { throw HeraldError.invalidField("\(path).name", "must be 1-128 characters for 'track' events") }
+                guard let name, !name.isEmpty, name.unicodeScalars.count <= 128 else {
+                    throw HeraldError.invalidField("\(path).name", "must be 1-128 characters for 'track' events")
+                }
             }
             if let card { try Card.validateID(card, field: "\(path).card") }
             if let properties, JSONValue.object(properties).canonicalText.utf8.count > 8 * 1024 {
@@ -65,7 +68,9 @@ struct EventRoutes {
         struct Body: Decodable { var events: [EventFields]? }
         let body = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["events"])
         guard let fields = body.events else { throw HeraldError.missingField("events") }
-        guard fields.count <= Self.maxEventsPerRequest else { throw HeraldError.invalidField("events", "must have at most \(Self.maxEventsPerRequest) entries") }
+        guard fields.count <= Self.maxEventsPerRequest else {
+            throw HeraldError.invalidField("events", "must have at most \(Self.maxEventsPerRequest) entries")
+        }
         let events = try fields.enumerated().map { index, event in try event.event(userID: userID, path: "events[\(index)]") }
         let stored = try await store.storeEvents(events, at: Date())
         for (type, group) in Dictionary(grouping: stored, by: \.type) { metrics.eventsStored(type: type, count: group.count) }

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
 import HeraldCore
+import Hummingbird
 
 /// The backend-facing endpoints: send, inspect a notification, set user attributes.
 struct NotificationRoutes {
@@ -78,7 +78,9 @@ struct NotificationRoutes {
         let deliveries = report.deliveries.map { d in
             PlannedDelivery(
                 sink: d.sink,
-                recipient: Recipient(user_id: d.recipient.userID, device_id: d.recipient.device?.id.hex, provider: d.recipient.device?.address.provider, topic: d.recipient.topic),
+                recipient: Recipient(
+                    user_id: d.recipient.userID, device_id: d.recipient.device?.id.hex, provider: d.recipient.device?.address.provider, topic: d.recipient.topic
+                ),
                 payload: Payload(type: n.type, title: n.title, body: n.body, url: Nullable(n.url), data: n.data, distribution: d.distribution.rawValue)
             )
         }
@@ -177,7 +179,8 @@ struct NotificationStatusResponse: Encodable {
         recipients = status.recipients
         deliveries = status.deliveries.map { d in
             DeliveryBody(
-                id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic, distribution: d.distribution.rawValue,
+                id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic,
+                distribution: d.distribution.rawValue,
                 state: d.state.rawValue, attempts: d.attempts, last_error: d.lastError,
                 next_attempt_at: d.state == .pending ? d.nextAttemptAt.map(Timestamp.format) : nil, updated_at: Timestamp.format(d.updatedAt)
             )

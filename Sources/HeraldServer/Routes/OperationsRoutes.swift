@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HeraldCore
+import Hummingbird
 import Logging
 import Prometheus
 

@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HeraldCore
+import Hummingbird
 
 /// A user's subscriptions to subjects (SPEC §2-3).
 struct SubscriptionRoutes {

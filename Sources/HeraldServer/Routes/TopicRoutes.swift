@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HeraldCore
+import Hummingbird
 
 /// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (SPEC §3).
 struct TopicRoutes {
@@ -39,7 +39,9 @@ struct TopicRoutes {
             if creating, name == nil { throw HeraldError.missingField("name") }
             if let name {
                 guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw HeraldError.invalidField("name", "must not be empty") }
-                guard name.unicodeScalars.count <= TopicRoutes.maxNameLength else { throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameLength) characters") }
+                guard name.unicodeScalars.count <= TopicRoutes.maxNameLength else {
+                    throw HeraldError.invalidField("name", "must be at most \(TopicRoutes.maxNameLength) characters")
+                }
             }
             if let desc, desc.unicodeScalars.count > TopicRoutes.maxDescLength {
                 throw HeraldError.invalidField("desc", "must be at most \(TopicRoutes.maxDescLength) characters")
@@ -79,7 +81,8 @@ struct TopicRoutes {
 
     @Sendable func createChannel(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
-        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(creating: true, withOptions: false)
+        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(
+            creating: true, withOptions: false)
         let channel = Channel(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
         try await store.createChannel(channel)
         return try JSONBody.response(channel, status: .created)
@@ -88,7 +91,8 @@ struct TopicRoutes {
     @Sendable func createArea(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.admin])
         let channelID = try Self.id(context, "channelID", "channel")
-        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(creating: true, withOptions: false)
+        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(
+            creating: true, withOptions: false)
         let area = Area(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
         guard try await store.createArea(area, channelID: channelID) else { throw HeraldError.notFound("channel '\(channelID)'") }
         return try JSONBody.response(area, status: .created)
@@ -98,7 +102,8 @@ struct TopicRoutes {
         _ = try context.requireKey([.admin])
         let channelID = try Self.id(context, "channelID", "channel")
         let areaID = try Self.id(context, "areaID", "area")
-        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(creating: false, withOptions: false)
+        let fields = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["name", "desc"]).fields(
+            creating: false, withOptions: false)
         guard let area = try await store.updateArea(channelID: channelID, areaID: areaID, fields) else {
             throw HeraldError.notFound("area '\(areaID)' in channel '\(channelID)'")
         }

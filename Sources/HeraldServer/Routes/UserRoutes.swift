@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HeraldCore
+import Hummingbird
 import Logging
 
 /// The user-facing endpoints existing mobile apps call (SPEC §3), acting for one user.
@@ -69,7 +69,8 @@ struct UserRoutes {
             if let app = registration.app {
                 let serving = router.sinks.filter { $0.capabilities.contains(.push) && $0.providers.contains(provider) }.map(\.name)
                 throw HeraldError.invalidField(
-                    "app", "names no sink that serves provider '\(provider)' (\(serving.isEmpty ? "none is configured" : "configured: " + serving.joined(separator: ", ")))"
+                    "app",
+                    "names no sink that serves provider '\(provider)' (\(serving.isEmpty ? "none is configured" : "configured: " + serving.joined(separator: ", ")))"
                 )
             }
             return nil
@@ -126,7 +127,7 @@ struct HistoryResponse: Encodable {
             var id: String
             var timestamp: String
             var type: String
-            var url: Nullable<String>  // null stays null, never absent
+            var url: Nullable<String> // null stays null, never absent
         }
         var notification: Content
         var data: Data

@@ -106,7 +106,12 @@ final class PostgresPool: Sendable {
         let answered = Mutex(false)
         return await withCheckedContinuation { continuation in
             let resume = { @Sendable (ended: Bool) in
-                if answered.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: ended) }
+                if answered.withLock({ done in
+                    defer { done = true }
+                    return !done
+                }) {
+                    continuation.resume(returning: ended)
+                }
             }
             let timer = Task {
                 try? await Task.sleep(for: timeout)

@@ -22,7 +22,8 @@ extension PostgresStore {
                 recipients = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
                 _ = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
             case .route(let route):
-                recipients = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
+                recipients = try await Self.routePages(
+                    notification, topic: topic, forced: forced, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
             }
             try await Self.insert(extra, of: notification.id, session, at: now)
             try await Self.recordRecipients(recipients, of: notification, idempotency: idempotency, session)
@@ -89,7 +90,9 @@ extension PostgresStore {
     /// statement writes the history rows, in the accepting transaction, and records them as
     /// delivered history deliveries (one queue round-trip per row saved).
     /// - Returns: the number of recipients.
-    private static func writeHistory(_ notification: HeraldNotification, topic: String, forced: Bool, _ session: PostgresSession, at now: Int64) async throws -> Int {
+    private static func writeHistory(
+        _ notification: HeraldNotification, topic: String, forced: Bool, _ session: PostgresSession, at now: Int64
+    ) async throws -> Int {
         try await session.row(
             """
             WITH recipients AS (

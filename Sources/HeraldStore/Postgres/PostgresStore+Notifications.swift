@@ -7,14 +7,17 @@ extension PostgresStore {
         _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
         try await accepts.submit(
-            AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
+            AcceptRequest(
+                notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
         )
     }
 
     /// One accept inside a group-commit transaction.
     static func accept(_ request: AcceptRequest, _ session: PostgresSession) async throws -> AcceptResult {
         let notification = request.notification
-        if let earlier = try await insert(notification, recipients: request.recipients, session, idempotency: request.idempotency, since: request.idempotencySince) {
+        if let earlier = try await insert(
+            notification, recipients: request.recipients, session, idempotency: request.idempotency, since: request.idempotencySince)
+        {
             return earlier
         }
         try await insert(request.deliveries, of: notification.id, session, at: micros(notification.timestamp))
@@ -83,12 +86,14 @@ extension PostgresStore {
     }
 
     static func receipt(_ session: PostgresSession, claim: IdempotencyClaim, since: Int64) async throws -> AcceptResult? {
-        guard let row = try await session.row(
-            """
-            SELECT notification_id, recipients, request_hash FROM idempotency_keys
-            WHERE scope = \(claim.scope) AND key = \(claim.key) AND created_at >= \(since)
-            """
-        ) else { return nil }
+        guard
+            let row = try await session.row(
+                """
+                SELECT notification_id, recipients, request_hash FROM idempotency_keys
+                WHERE scope = \(claim.scope) AND key = \(claim.key) AND created_at >= \(since)
+                """
+            )
+        else { return nil }
         return try StoredRecords.claimed(row, by: claim)
     }
 

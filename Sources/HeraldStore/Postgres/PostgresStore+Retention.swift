@@ -21,7 +21,8 @@ extension PostgresStore {
 
     public func purgeArchive(before: Date, limit: Int) async throws -> Int {
         // The archive keeps milliseconds, as Message Hub apps read them.
-        try await purge("DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE timestamp < \(Self.micros(before) / 1000) LIMIT \(limit)) RETURNING 1")
+        try await purge(
+            "DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE timestamp < \(Self.micros(before) / 1000) LIMIT \(limit)) RETURNING 1")
     }
 
     public func purgeNotifications(before: Date, limit: Int) async throws -> Int {

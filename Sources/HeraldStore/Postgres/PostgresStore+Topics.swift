@@ -39,13 +39,15 @@ extension PostgresStore {
 
     public func updateArea(channelID: ObjectID, areaID: ObjectID, _ fields: HierarchyFields) async throws -> Area? {
         try await transaction { session in
-            guard let row = try await session.row(
-                """
-                UPDATE areas SET name = COALESCE(\(fields.name), name), description = COALESCE(\(fields.desc), description)
-                WHERE id = \(areaID.hex) AND channel_id = \(channelID.hex)
-                RETURNING *
-                """
-            ) else { return nil }
+            guard
+                let row = try await session.row(
+                    """
+                    UPDATE areas SET name = COALESCE(\(fields.name), name), description = COALESCE(\(fields.desc), description)
+                    WHERE id = \(areaID.hex) AND channel_id = \(channelID.hex)
+                    RETURNING *
+                    """
+                )
+            else { return nil }
             let subjects = try await session.rows("SELECT * FROM subjects WHERE area_id = \(areaID.hex) ORDER BY seq").map(StoredRecords.subject)
             return try StoredRecords.area(row, subjects: subjects)
         }
@@ -95,9 +97,11 @@ extension PostgresStore {
 
     public func deleteSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID) async throws -> Bool {
         try await transaction { session in
-            guard let row = try await session.row(
-                "DELETE FROM subjects WHERE id = \(subjectID.hex) AND area_id = \(areaID.hex) AND channel_id = \(channelID.hex) RETURNING topic_key"
-            ) else { return false }
+            guard
+                let row = try await session.row(
+                    "DELETE FROM subjects WHERE id = \(subjectID.hex) AND area_id = \(areaID.hex) AND channel_id = \(channelID.hex) RETURNING topic_key"
+                )
+            else { return false }
             try await session.execute("DELETE FROM subscriptions WHERE topic_key = \(try row.text("topic_key"))")
             return true
         }

@@ -119,7 +119,8 @@ extension PostgresStore {
                 "SELECT * FROM devices WHERE user_id = \(userID) ORDER BY updated_at DESC, id DESC OFFSET \(max(keep, 0)) FOR UPDATE"
             ).map { try StoredRecords.device($0) }
             for device in extra {
-                try await Self.removeDevice(session, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
+                try await Self.removeDevice(
+                    session, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
             }
             return extra
         }
@@ -131,7 +132,8 @@ extension PostgresStore {
                 "SELECT id FROM devices WHERE updated_at < \(Self.micros(before)) ORDER BY updated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED"
             ).map { try $0.text("id") }
             for id in stale {
-                try await Self.removeDevice(session, id: id, reason: "device removed: not registered again since \(Timestamp.format(before))", at: Self.micros(date))
+                try await Self.removeDevice(
+                    session, id: id, reason: "device removed: not registered again since \(Timestamp.format(before))", at: Self.micros(date))
             }
             return stale.count
         }

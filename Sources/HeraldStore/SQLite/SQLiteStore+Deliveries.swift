@@ -23,14 +23,15 @@ extension SQLiteStore {
             try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, leased = 1, updated_at = ? WHERE id IN (\(list))")
                 .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids))
             let rows = try Row.fetchAll(
-                try db.cachedStatement(sql: """
-                    SELECT \(StoredRecords.claimedColumns)
-                    FROM deliveries c
-                    JOIN notifications n ON n.id = c.notification_id
-                    LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
-                    WHERE c.id IN (\(list))
-                    ORDER BY c.id
-                    """),
+                try db.cachedStatement(
+                    sql: """
+                        SELECT \(StoredRecords.claimedColumns)
+                        FROM deliveries c
+                        JOIN notifications n ON n.id = c.notification_id
+                        LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
+                        WHERE c.id IN (\(list))
+                        ORDER BY c.id
+                        """),
                 arguments: StatementArguments(ids)
             )
             return try StoredRecords.claimedDeliveries(rows)
@@ -76,7 +77,9 @@ extension SQLiteStore {
 
     public func queueStats() async throws -> QueueStats {
         try await writer.read { db in
-            guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else { return QueueStats(pending: 0, oldestPendingSince: nil) }
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else {
+                return QueueStats(pending: 0, oldestPendingSince: nil)
+            }
             return try StoredRecords.queueStats(row)
         }
     }
@@ -85,7 +88,8 @@ extension SQLiteStore {
         try await writer.read { db in
             let (filter, arguments) = Self.sinkCondition(sinks)
             return Self.date(
-                try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'\(filter)"), arguments: arguments)
+                try Int64.fetchOne(
+                    try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'\(filter)"), arguments: arguments)
             )
         }
     }

@@ -33,7 +33,10 @@ extension SQLiteStore {
                         INSERT INTO messages (msi_key, topic_key, title, description, message, distribution, timestamp, sender)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [archive.msiKey, archive.topicKey, archive.title, archive.desc, archive.message, archive.distribution.rawValue, archive.timestamp, archive.sender]
+                    arguments: [
+                        archive.msiKey, archive.topicKey, archive.title, archive.desc, archive.message, archive.distribution.rawValue, archive.timestamp,
+                        archive.sender,
+                    ]
                 )
             }
             return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))

@@ -19,12 +19,13 @@ extension SQLiteStore {
     public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {
         try await writer.read { db in
             let rows = try Row.fetchAll(
-                try db.cachedStatement(sql: """
-                    SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
-                    FROM history h JOIN notifications n ON n.id = h.notification_id
-                    WHERE h.user_id = ? AND h.seq > ?
-                    ORDER BY h.seq LIMIT ?
-                    """),
+                try db.cachedStatement(
+                    sql: """
+                        SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                        FROM history h JOIN notifications n ON n.id = h.notification_id
+                        WHERE h.user_id = ? AND h.seq > ?
+                        ORDER BY h.seq LIMIT ?
+                        """),
                 arguments: [userID, sequence, limit]
             )
             return try rows.map(StoredRecords.sequencedHistoryItem)
@@ -41,12 +42,13 @@ extension SQLiteStore {
         let beforeSeq = try StoredRecords.sequence(before: before)
         return try await writer.read { db in
             let rows = try Row.fetchAll(
-                try db.cachedStatement(sql: """
-                    SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
-                    FROM history h JOIN notifications n ON n.id = h.notification_id
-                    WHERE h.user_id = ? AND h.seq < ?
-                    ORDER BY h.seq DESC LIMIT ?
-                    """),
+                try db.cachedStatement(
+                    sql: """
+                        SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                        FROM history h JOIN notifications n ON n.id = h.notification_id
+                        WHERE h.user_id = ? AND h.seq < ?
+                        ORDER BY h.seq DESC LIMIT ?
+                        """),
                 arguments: [userID, beforeSeq, limit + 1]
             )
             let items = try rows.prefix(limit).map(StoredRecords.historyItem)

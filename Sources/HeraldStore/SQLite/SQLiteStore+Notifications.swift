@@ -7,7 +7,8 @@ extension SQLiteStore {
         _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
         try await accepts.submit(
-            AcceptRequest(notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
+            AcceptRequest(
+                notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
         )
     }
 
@@ -26,29 +27,29 @@ extension SQLiteStore {
     static func insert(
         _ notification: HeraldNotification, recipients: Int, _ db: Database, idempotency: IdempotencyClaim?, since: Date
     ) throws -> AcceptResult? {
-            let now = Self.micros(notification.timestamp)
-            if let claim = idempotency {
-                if let earlier = try Self.receipt(db, claim: claim, since: Self.micros(since)) {
-                    return earlier
-                }
-                try db.cachedStatement(
-                    sql: "INSERT OR REPLACE INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-                ).execute(arguments: [claim.scope, claim.key, claim.requestHash, notification.id.hex, recipients, now])
+        let now = Self.micros(notification.timestamp)
+        if let claim = idempotency {
+            if let earlier = try Self.receipt(db, claim: claim, since: Self.micros(since)) {
+                return earlier
             }
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                        collapse_key, idempotency_key, target, recipients)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            )
-            try insert.execute(arguments: [
-                notification.id.hex, notification.type, notification.title, notification.body, notification.url,
-                try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
-                notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
-                try StoredJSON.encode(target: notification.target), recipients,
-            ])
-            return nil
+            try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [claim.scope, claim.key, claim.requestHash, notification.id.hex, recipients, now])
+        }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
+                    collapse_key, idempotency_key, target, recipients)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        )
+        try insert.execute(arguments: [
+            notification.id.hex, notification.type, notification.title, notification.body, notification.url,
+            try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
+            notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
+            try StoredJSON.encode(target: notification.target), recipients,
+        ])
+        return nil
     }
 
     static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64) throws {
@@ -75,14 +76,19 @@ extension SQLiteStore {
                 return nil
             }
             let deliveries = try Row.fetchAll(
-                try db.cachedStatement(sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?"), arguments: [id.hex, NotificationStatus.deliveryListLimit]
+                try db.cachedStatement(sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?"),
+                arguments: [id.hex, NotificationStatus.deliveryListLimit]
             ).map(StoredRecords.deliveryRecord)
             var summary: [String: [DeliveryState: Int]] = [:]
-            for count in try Row.fetchAll(try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state"), arguments: [id.hex]) {
+            for count in try Row.fetchAll(
+                try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state"),
+                arguments: [id.hex])
+            {
                 let stateText: String = count["state"]
                 if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
             }
-            return NotificationStatus(notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
+            return NotificationStatus(
+                notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
         }
     }
 
@@ -97,7 +103,8 @@ extension SQLiteStore {
             }
             for sink in counters.keys {
                 counters[sink]?.lastError = try String.fetchOne(
-                    try db.cachedStatement(sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1"),
+                    try db.cachedStatement(
+                        sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1"),
                     arguments: [sink]
                 )
             }
@@ -106,12 +113,14 @@ extension SQLiteStore {
     }
 
     static func receipt(_ db: Database, claim: IdempotencyClaim, since: Int64) throws -> AcceptResult? {
-        guard let row = try Row.fetchOne(
-            try db.cachedStatement(
-                sql: "SELECT notification_id, recipients, request_hash FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?"
-            ),
-            arguments: [claim.scope, claim.key, since]
-        ) else { return nil }
+        guard
+            let row = try Row.fetchOne(
+                try db.cachedStatement(
+                    sql: "SELECT notification_id, recipients, request_hash FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?"
+                ),
+                arguments: [claim.scope, claim.key, since]
+            )
+        else { return nil }
         return try StoredRecords.claimed(row, by: claim)
     }
 }

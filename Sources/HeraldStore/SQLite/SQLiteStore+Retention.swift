@@ -4,11 +4,13 @@ import HeraldCore
 
 extension SQLiteStore {
     public func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int {
-        try await purge("DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state <> 'pending' AND updated_at < ? LIMIT ?)", Self.micros(before), limit)
+        try await purge(
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state <> 'pending' AND updated_at < ? LIMIT ?)", Self.micros(before), limit)
     }
 
     public func purgeIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
-        try await purge("DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)", Self.micros(before), limit)
+        try await purge(
+            "DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)", Self.micros(before), limit)
     }
 
     public func purgeHistory(before: Date, limit: Int) async throws -> Int {

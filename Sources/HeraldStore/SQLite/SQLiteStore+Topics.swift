@@ -42,7 +42,8 @@ extension SQLiteStore {
             guard db.changesCount > 0, let row = try Row.fetchOne(db, sql: "SELECT * FROM areas WHERE id = ?", arguments: [areaID.hex]) else {
                 return nil
             }
-            let subjects = try Row.fetchAll(db, sql: "SELECT * FROM subjects WHERE area_id = ? ORDER BY rowid", arguments: [areaID.hex]).map(StoredRecords.subject)
+            let subjects = try Row.fetchAll(db, sql: "SELECT * FROM subjects WHERE area_id = ? ORDER BY rowid", arguments: [areaID.hex]).map(
+                StoredRecords.subject)
             return try StoredRecords.area(row, subjects: subjects)
         }
     }
@@ -95,9 +96,12 @@ extension SQLiteStore {
 
     public func deleteSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID) async throws -> Bool {
         try await writer.write { db in
-            guard let topicKey = try String.fetchOne(
-                db, sql: "SELECT topic_key FROM subjects WHERE id = ? AND area_id = ? AND channel_id = ?", arguments: [subjectID.hex, areaID.hex, channelID.hex]
-            ) else { return false }
+            guard
+                let topicKey = try String.fetchOne(
+                    db, sql: "SELECT topic_key FROM subjects WHERE id = ? AND area_id = ? AND channel_id = ?",
+                    arguments: [subjectID.hex, areaID.hex, channelID.hex]
+                )
+            else { return false }
             try db.execute(sql: "DELETE FROM subjects WHERE id = ?", arguments: [subjectID.hex])
             try db.execute(sql: "DELETE FROM subscriptions WHERE topic_key = ?", arguments: [topicKey])
             return true

@@ -56,7 +56,8 @@ extension SQLiteStore {
                     // The device now belongs to someone else: what was queued for the old owner
                     // must never reach the new one.
                     try db.execute(
-                        sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
+                        sql:
+                            "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
                         arguments: ["device was registered by another user", now, deviceID]
                     )
                 }
@@ -102,7 +103,9 @@ extension SQLiteStore {
 
     public func devices(userID: String) async throws -> [Device] {
         try await writer.read { db in
-            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id"), arguments: [userID]).map { try StoredRecords.device($0) }
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id"), arguments: [userID]).map {
+                try StoredRecords.device($0)
+            }
         }
     }
 
@@ -124,7 +127,8 @@ extension SQLiteStore {
 
     public func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int {
         try await writer.write { db in
-            let stale = try String.fetchAll(db, sql: "SELECT id FROM devices WHERE updated_at < ? ORDER BY updated_at LIMIT ?", arguments: [Self.micros(before), limit])
+            let stale = try String.fetchAll(
+                db, sql: "SELECT id FROM devices WHERE updated_at < ? ORDER BY updated_at LIMIT ?", arguments: [Self.micros(before), limit])
             for id in stale {
                 try Self.removeDevice(db, id: id, reason: "device removed: not registered again since \(Timestamp.format(before))", at: Self.micros(date))
             }
@@ -133,19 +137,23 @@ extension SQLiteStore {
     }
 
     static func recipients(_ db: Database, userIDs: [String]) throws -> [RecipientContext] {
-            var settings: [String: UserSettings] = [:]
-            var devices: [String: [Device]] = [:]
-            for chunk in userIDs.chunked(500) {
-                let list = Self.placeholders(chunk.count)
-                for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: StatementArguments(chunk)) {
-                    settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
-                }
-                for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: StatementArguments(chunk)) {
-                    let device = try StoredRecords.device(row)
-                    devices[device.userID, default: []].append(device)
-                }
+        var settings: [String: UserSettings] = [:]
+        var devices: [String: [Device]] = [:]
+        for chunk in userIDs.chunked(500) {
+            let list = Self.placeholders(chunk.count)
+            for row in try Row.fetchAll(
+                try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: StatementArguments(chunk))
+            {
+                settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
             }
-            return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+            for row in try Row.fetchAll(
+                try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: StatementArguments(chunk))
+            {
+                let device = try StoredRecords.device(row)
+                devices[device.userID, default: []].append(device)
+            }
+        }
+        return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
     }
 
     static func settings(_ db: Database, userID: String) throws -> UserSettings {
