@@ -199,14 +199,15 @@ public struct HeraldServer: Sendable {
         TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
-        FeedRoutes(store: store, snapshot: feed, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
+        let feedDocuments = FeedDocuments(snapshot: feed)
+        FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
         CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
         EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics).register(on: router, table: routes)
         DeviceAuthRoutes(
             store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime
         ).register(on: router, table: routes)
-        StreamRoutes(store: store, streams: streams, feed: feed, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
+        StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)
         PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(
             on: router, table: routes)

@@ -53,7 +53,7 @@ extension FeedStore {
 }
 
 /// Who is asking the feed: both filters are optional.
-public struct FeedQuery: Sendable, Equatable {
+public struct FeedQuery: Sendable, Hashable {
     public var region: String?
     public var version: SemanticVersion?
 

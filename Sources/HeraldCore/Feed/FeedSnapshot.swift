@@ -10,7 +10,7 @@ public final class FeedSnapshot: Sendable {
         var range: VersionRange?
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let state = Mutex<(entries: [Entry], generation: UInt64)>(([], 0))
     /// Told after each reload, for live streams to check whether what they serve changed.
     public let reloads = Broadcaster<Void>()
 
@@ -20,13 +20,17 @@ public final class FeedSnapshot: Sendable {
     public func reload(from store: any FeedStore) async throws {
         let messages = try await store.feedMessages()
         let fresh = messages.map { Entry(message: $0, range: $0.targetVersion.flatMap { try? VersionRange($0) }) }
-        entries.withLock { $0 = fresh }
+        state.withLock { $0 = (fresh, $0.generation &+ 1) }
         reloads.send(())
     }
 
+    /// Counts reloads: what ``eligible(at:for:)`` answers changes only with it, or as time passes
+    /// a message's `expires_at`.
+    public var generation: UInt64 { state.withLock { $0.generation } }
+
     /// Every eligible message, highest priority first, then oldest `posted_at`.
     public func eligible(at now: Date, for query: FeedQuery) -> [FeedMessage] {
-        entries.withLock { $0 }
+        state.withLock { $0.entries }
             .filter { entry in
                 let m = entry.message
                 guard now < m.expiresAt else { return false }

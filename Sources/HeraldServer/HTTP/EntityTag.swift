@@ -23,10 +23,14 @@ enum EntityTag {
 
     /// A JSON answer with its tag, or 304 when the client has it.
     static func response(_ body: Data, request: Request, cacheControl: String) -> Response {
-        let tag = of(body)
+        response(ByteBuffer(bytes: body), tag: of(body), request: request, cacheControl: cacheControl)
+    }
+
+    /// The same for a body whose tag is already known (a cached document).
+    static func response(_ body: ByteBuffer, tag: String, request: Request, cacheControl: String) -> Response {
         var headers: HTTPFields = [.eTag: tag, .cacheControl: cacheControl]
         if matches(request, tag) { return Response(status: .notModified, headers: headers) }
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
     }
 }

@@ -8,6 +8,7 @@ import Hummingbird
 struct FeedRoutes {
     let store: any FeedStore
     let snapshot: FeedSnapshot
+    let documents: FeedDocuments
     let resources: ResourceResolver
     let ids: ObjectIDGenerator
     /// How long clients and caches may keep the feed.
@@ -61,13 +62,8 @@ struct FeedRoutes {
     }
 
     @Sendable func index(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let data = try Self.document(snapshot, for: try Self.query(request), at: Date())
-        return EntityTag.response(data, request: request, cacheControl: "public, max-age=\(Self.maxAge)")
-    }
-
-    /// `/feed/index.json` for `query`; its tag is the version live streams announce.
-    static func document(_ snapshot: FeedSnapshot, for query: FeedQuery, at now: Date) throws -> Data {
-        try JSONBody.encoder().encode(Document(messages: snapshot.eligible(at: now, for: query).map(Item.init)))
+        let document = try documents.document(for: try Self.query(request), at: Date())
+        return EntityTag.response(document.body, tag: document.tag, request: request, cacheControl: "public, max-age=\(Self.maxAge)")
     }
 
     @Sendable func next(_ request: Request, context: HeraldRequestContext) async throws -> Response {

@@ -12,7 +12,7 @@ import ServiceLifecycle
 struct StreamRoutes {
     let store: any (HistoryStore & ContentStore & UserStore)
     let streams: LiveStreams
-    let feed: FeedSnapshot
+    let feed: FeedDocuments
     let heartbeat: Duration
     let timestamps: TimestampStyle
     /// History rows read per query while catching up.
@@ -116,7 +116,7 @@ struct StreamRoutes {
         }
 
         mutating func announceFeed(_ writer: inout any ResponseBodyWriter) async throws {
-            let version = Self.version(try FeedRoutes.document(routes.feed, for: feedQuery, at: Date()))
+            let version = String(try routes.feed.document(for: feedQuery, at: Date()).tag.dropFirst().dropLast())
             guard version != feedVersion else { return }
             feedVersion = version
             try await writer.write(event("feed", version: version))
