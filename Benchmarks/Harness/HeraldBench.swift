@@ -32,8 +32,14 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Subscribers of the fan-out topic (0 skips the fan-out).")
     var subscribers = 100_000
 
-    @Option(help: "Requests per feed and ceiling measurement.")
+    @Option(help: "Requests for the emulator's ceiling and the card measurements.")
     var requests = 20_000
+
+    @Option(help: "Seconds each wrk load runs (ceilings, accepts, feed).")
+    var seconds = 10
+
+    @Option(help: "Live messages in the feed while its 200 and 304 paths are measured.")
+    var feedMessages = 1_000
 
     @Option(help: "Herald's delivery.batch_size for every Herald it starts (default: Herald's own).")
     var deliveryBatchSize: Int?
@@ -90,15 +96,17 @@ struct Run: AsyncParsableCommand {
         reset.method = .DELETE
         _ = try await driver.call(reset)
 
-        // 2. The HTTP stack's ceiling: the same Hummingbird server with trivial routes.
-        progress("HTTP ceiling (JSON POST and GET)")
+        // 2. The HTTP stack's ceiling: the same Hummingbird server with trivial routes, loaded by
+        // wrk (a C client), so the ceiling is the server's and not the load generator's.
+        progress("HTTP ceiling (JSON POST and GET, wrk for \(seconds) s each)")
+        let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
         let echo = try await ChildProcess(bench.path, ["echo-server"], banner: "echo listening on")
         let body = "{\"type\":\"comment\",\"title\":\"Bench\",\"body\":\"b\",\"user_ids\":[\"bench-user-1\"]}"
-        let postCeiling = await driver.run(count: requests, concurrency: concurrency, expect: 202) { _ in LoadDriver.post("\(echo.url)/echo", json: body) }
-        let getCeiling = await driver.run(count: requests, concurrency: concurrency, expect: 200) { _ in LoadDriver.get("\(echo.url)/ping") }
+        let postCeiling = try await wrk.run("\(echo.url)/echo", .post(json: body))
+        let getCeiling = try await wrk.run("\(echo.url)/ping", .get())
         await echo.stop()
-        report.add("JSON POST ceiling", postCeiling.perSecond, unit: "/s")
-        report.add("GET ceiling", getCeiling.perSecond, unit: "/s")
+        report.add("JSON POST ceiling (wrk)", postCeiling.perSecond, unit: "/s")
+        report.add("GET ceiling (wrk)", getCeiling.perSecond, unit: "/s")
 
         // 3. Herald on SQLite, pushing through the emulator.
         progress("Herald: registering \(users) users")
@@ -118,37 +126,42 @@ struct Run: AsyncParsableCommand {
         }
         guard registered.errors == 0 else { throw BenchError("\(registered.errors) registrations failed") }
 
-        progress("Herald: \(notifications) notifications at \(concurrency) connections")
-        let accepts = await driver.run(count: notifications, concurrency: concurrency, expect: 202) { index in
-            LoadDriver.post(
-                "\(server.url)/api/notifications",
-                json: "{\"type\":\"comment\",\"title\":\"Bench \(index)\",\"body\":\"b\",\"user_ids\":[\"bench-user-\(index % userCount)\"]}", token: admin
+        progress("Herald: accepts for \(seconds) s at \(concurrency) connections (wrk)")
+        let accepts = try await wrk.run(
+            "\(server.url)/api/notifications",
+            .post(
+                json: "{\"type\":\"comment\",\"title\":\"Bench %d\",\"body\":\"b\",\"user_ids\":[\"bench-user-%d\"]}", arguments: ["n", "n % \(userCount)"],
+                headers: ["Authorization": "Bearer \(admin)"]
             )
-        }
+        )
         report.add(
             "accepted", accepts.perSecond, unit: "/s", ratio: accepts.perSecond / postCeiling.perSecond, target: ">= 0.50 of JSON POST ceiling",
             met: accepts.perSecond >= 0.5 * postCeiling.perSecond)
         report.add("accept errors", Double(accepts.errors), unit: "")
-        report.add("accept latency p50", accepts.percentileMilliseconds(50), unit: "ms")
-        report.add(
-            "accept latency p99", accepts.percentileMilliseconds(99), unit: "ms", target: "<= 10 ms at 64 connections",
-            met: accepts.percentileMilliseconds(99) <= 10)
+        report.add("accept latency p50", accepts.p50Milliseconds, unit: "ms")
+        report.add("accept latency p99", accepts.p99Milliseconds, unit: "ms", target: "<= 10 ms at 64 connections", met: accepts.p99Milliseconds <= 10)
         report.add("Herald peak RSS (accepts)", server.peakRSS, unit: "MiB")
 
-        // 4. The pull feed: the 200 path and the 304 (ETag) path.
-        progress("Herald: feed")
-        _ = try await driver.call(LoadDriver.post("\(server.url)/api/feed/messages", json: "{\"title\":\"Bench\",\"body\":\"feed\"}", token: admin))
+        // 4. The pull feed with `feedMessages` live messages: the 200 path and the 304 (ETag) path.
+        progress("Herald: feed with \(feedMessages) messages")
+        let expires = Timestamp.format(Date().addingTimeInterval(86_400))
+        let posted = await driver.run(count: feedMessages, concurrency: 4, expect: 201) { index in
+            LoadDriver.post(
+                "\(server.url)/api/feed/messages",
+                json:
+                    "{\"title\":\"Bench \(index)\",\"body\":\"feed message \(index)\",\"expires_at\":\"\(expires)\",\"priority\":\(index % 5),\"target_regions\":[\"CA\"]}",
+                token: admin)
+        }
+        guard posted.errors == 0 else { throw BenchError("\(posted.errors) feed messages were refused") }
         let (_, _, headers) = try await driver.call(LoadDriver.get("\(server.url)/feed/index.json"))
         let etag = headers.first(name: "ETag") ?? ""
-        let feed200 = await driver.run(count: requests, concurrency: concurrency, expect: 200) { _ in LoadDriver.get("\(server.url)/feed/index.json") }
-        let feed304 = await driver.run(count: requests, concurrency: concurrency, expect: 304) { _ in
-            LoadDriver.get("\(server.url)/feed/index.json", headers: [("If-None-Match", etag)])
-        }
+        let feed200 = try await wrk.run("\(server.url)/feed/index.json", .get())
+        let feed304 = try await wrk.run("\(server.url)/feed/index.json", .get(headers: ["If-None-Match": etag]))
         report.add("feed index.json 200", feed200.perSecond, unit: "/s", ratio: feed200.perSecond / getCeiling.perSecond)
         report.add(
             "feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling",
             met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
-        try await measureCards(report: &report, driver: driver, server: server, admin: admin, getCeiling: getCeiling.perSecond)
+        try await measureCards(report: &report, driver: driver, wrk: wrk, server: server, admin: admin, getCeiling: getCeiling.perSecond)
         await server.stop()
 
         // 5. Pushes: a queue of `notifications` pushes (written straight into a fresh database,
@@ -227,7 +240,7 @@ struct Run: AsyncParsableCommand {
 
     /// Cards (docs/cards.md): 100 000 score updates as NDJSON, a pull of a 1 000-card pool, and
     /// the 304 path of an unchanged cache key.
-    func measureCards(report: inout Report, driver: LoadDriver, server: ChildProcess, admin: String, getCeiling: Double) async throws {
+    func measureCards(report: inout Report, driver: LoadDriver, wrk: Wrk, server: ChildProcess, admin: String, getCeiling: Double) async throws {
         progress("cards: storing 1000 cards")
         for batch in stride(from: 0, to: 1_000, by: 250) {
             let cards = (batch..<batch + 250).map { #"{"id":"bench-card-\#($0)","metadata":{"title":"Card \#($0)"},"posted_at":"2026-11-01T10:00:00Z"}"# }
@@ -264,9 +277,9 @@ struct Run: AsyncParsableCommand {
             "cards: pull of a 1000-card pool p99", full.percentileMilliseconds(99), unit: "ms", target: "< 10 ms", met: full.percentileMilliseconds(99) < 10)
         let (_, _, headers) = try await driver.call(LoadDriver.get(url, headers: actingHeaders))
         let etag = headers.first(name: "ETag") ?? ""
-        let unchanged = await driver.run(count: requests, concurrency: concurrency, expect: 304) { _ in
-            LoadDriver.get(url, headers: actingHeaders + [("If-None-Match", etag)])
-        }
+        let unchanged = try await wrk.run(
+            url, .get(headers: Dictionary(uniqueKeysWithValues: actingHeaders + [("If-None-Match", etag)]))
+        )
         report.add(
             "cards: pull 304", unchanged.perSecond, unit: "/s", ratio: unchanged.perSecond / getCeiling, target: ">= 0.50 of GET ceiling",
             met: unchanged.perSecond >= 0.5 * getCeiling

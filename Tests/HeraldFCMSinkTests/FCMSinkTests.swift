@@ -1,10 +1,11 @@
 import Foundation
 import HeraldCore
 import HeraldFCMEmulator
-import HeraldFCMSink
 import HeraldStore
 import HeraldTestSupport
 import Testing
+
+@testable import HeraldFCMSink
 
 /// The FCM sink against the local emulator, over real HTTP on loopback.
 @Suite(.cleansUp) struct FCMSinkTests {
@@ -213,6 +214,29 @@ import Testing
         #expect(f.messages(to: "tok-picky").compactMap { ($0["data"] as? [String: String])?["type"] } == ["comment"], "hot opted out")
         #expect(try await f.store.history(userID: "muted", limit: 10, before: nil).items.count == 2, "history is never suppressed")
         await f.stop()
+    }
+
+    /// The size check skips encoding only when a bound from the lengths allows it: the bound is
+    /// never below the encoded size, whatever the text (escaped controls, quotes, slashes,
+    /// non-ASCII), and a payload just over the limit is still refused with its exact size.
+    @Test func theCheapSizeBoundIsNeverBelowTheEncodedSize() throws {
+        let alphabet: [String] = ["a", "\u{0}", "\u{1f}", "\"", "\\", "/", "é", "🙂", "\n", " ", "<", "\u{2028}"]
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            func text() -> String { (0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator) ?? "a" }.joined() }
+            var data: [String: String] = [:]
+            for _ in 0..<Int.random(in: 0...5, using: &generator) { data[text()] = text() }
+            let message = FCMMessage(
+                token: "t", notification: round.isMultiple(of: 3) ? nil : .init(title: text(), body: text()), data: data.isEmpty ? nil : data
+            )
+            #expect(FCMMessageBuilder.payloadUpperBound(message) >= FCMMessageBuilder.payloadSize(message), "\(message)")
+        }
+        let edge = FCMMessage(token: "t", notification: .init(title: "t", body: String(repeating: "\u{1}", count: 700)), data: nil)
+        let size = FCMMessageBuilder.payloadSize(edge)
+        #expect(size > FCMMessageBuilder.tokenPayloadLimit, "700 control characters escape to 4200 bytes")
+        #expect(FCMMessageBuilder.payloadSize(edge, ifOver: FCMMessageBuilder.tokenPayloadLimit) == size)
+        let small = FCMMessage(token: "t", notification: .init(title: "t", body: "b"), data: ["k": "v"])
+        #expect(FCMMessageBuilder.payloadSize(small, ifOver: FCMMessageBuilder.tokenPayloadLimit) == nil)
     }
 
     @Test func payloadOverTheLimitIsRefusedBeforeAnythingIsStored() async throws {

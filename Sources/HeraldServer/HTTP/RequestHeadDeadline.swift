@@ -13,6 +13,10 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private let deadline: TimeAmount
+    /// When the connection started waiting for a head; nil while a request is in progress.
+    private var waitingSince: NIODeadline?
+    /// At most one per connection, and not re-created per request: when it fires it closes the
+    /// connection if the wait is over, or schedules itself for the current wait's end.
     private var timer: Scheduled<Void>?
     /// Where the connection is registered while open, for the end of a graceful shutdown.
     private let connections: OpenConnections?
@@ -44,10 +48,7 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) {
-            timer?.cancel()
-            timer = nil
-        }
+        if case .head = unwrapInboundIn(data) { waitingSince = nil }
         context.fireChannelRead(data)
     }
 
@@ -58,10 +59,27 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func arm(_ context: ChannelHandlerContext) {
-        timer?.cancel()
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: deadline) {
-            bound.value.close(promise: nil)
+        let now = NIODeadline.now()
+        waitingSince = now
+        if timer == nil { schedule(context, at: now + deadline) }
+    }
+
+    private func schedule(_ context: ChannelHandlerContext, at due: NIODeadline) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = bound.value
+            handler.expire(context)
+        }
+    }
+
+    private func expire(_ context: ChannelHandlerContext) {
+        timer = nil
+        guard let since = waitingSince else { return }
+        let due = since + deadline
+        if NIODeadline.now() >= due {
+            context.close(promise: nil)
+        } else {
+            schedule(context, at: due)
         }
     }
 }
