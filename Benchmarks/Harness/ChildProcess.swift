@@ -9,16 +9,8 @@ final class ChildProcess: Sendable {
     private let output: OutputBuffer
 
     init(_ executable: String, _ arguments: [String], banner: String, environment: [String: String] = [:]) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let output = OutputBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(String(decoding: handle.availableData, as: UTF8.self)) }
-        try process.run()
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
+        let (process, output, _) = try OutputBuffer.start(executable, arguments, environment: environment)
         var port: Int?
         for _ in 0..<600 {
             let text = output.text
@@ -71,6 +63,21 @@ final class OutputBuffer: Sendable {
     private let buffer = Mutex("")
     func append(_ text: String) { buffer.withLock { $0 += text } }
     var text: String { buffer.withLock { $0 } }
+
+    /// Starts `executable` with stdout and stderr collected into a new buffer.
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Process, OutputBuffer, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = OutputBuffer()
+        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(String(decoding: handle.availableData, as: UTF8.self)) }
+        try process.run()
+        return (process, output, pipe)
+    }
 }
 
 struct BenchError: Error, CustomStringConvertible {

@@ -92,15 +92,7 @@ struct Wrk {
 
     /// Runs a command to its end and returns what it printed.
     static func capture(_ executable: String, _ arguments: [String]) async throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let output = OutputBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(String(decoding: handle.availableData, as: UTF8.self)) }
-        try process.run()
+        let (process, output, pipe) = try OutputBuffer.start(executable, arguments)
         while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         pipe.fileHandleForReading.readabilityHandler = nil
         output.append(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
