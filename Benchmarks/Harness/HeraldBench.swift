@@ -38,6 +38,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Seconds each wrk load runs (ceilings, accepts, feed).")
     var seconds = 10
 
+    @Option(help: "Seconds of the end-to-end run (accepts and pushes together against nginx; 0 skips it).")
+    var endToEndSeconds = 30
+
     @Option(help: "Live messages in the feed while its 200 and 304 paths are measured.")
     var feedMessages = 1_000
 
@@ -119,12 +122,7 @@ struct Run: AsyncParsableCommand {
             }
         )
         let userCount = users
-        let registered = await driver.run(count: userCount, concurrency: min(concurrency, 16), expect: 200) { index in
-            var request = LoadDriver.post("\(server.url)/api/notifications/register", json: "{\"fcm_token\":\"bench-token-\(index)\"}", token: admin)
-            request.headers.add(name: "X-User-ID", value: "bench-user-\(index)")
-            return request
-        }
-        guard registered.errors == 0 else { throw BenchError("\(registered.errors) registrations failed") }
+        try await registerUsers(at: server, prefix: "bench", admin: admin, driver: driver)
 
         progress("Herald: accepts for \(seconds) s at \(concurrency) connections (wrk)")
         let accepts = try await wrk.run(
@@ -192,6 +190,9 @@ struct Run: AsyncParsableCommand {
         report.add("Herald peak RSS (pushes)", pusher.peakRSS, unit: "MiB")
         if pushed < notifications { report.add("pushes missing", Double(notifications - pushed), unit: "") }
         await pusher.stop()
+        if endToEndSeconds > 0 {
+            try await measureEndToEnd(report: &report, driver: driver, wrk: wrk, heraldPath: heraldPath, account: account, admin: admin, directory: directory)
+        }
         await emulator.stop()
 
         // 6. Fan-out: a Message Hub message to a topic with many subscribers.
@@ -284,6 +285,16 @@ struct Run: AsyncParsableCommand {
             "cards: pull 304", unchanged.perSecond, unit: "/s", ratio: unchanged.perSecond / getCeiling, target: ">= 0.50 of GET ceiling",
             met: unchanged.perSecond >= 0.5 * getCeiling
         )
+    }
+
+    /// `users` users `<prefix>-user-N`, each with one FCM device `<prefix>-token-N`.
+    func registerUsers(at server: ChildProcess, prefix: String, admin: String, driver: LoadDriver) async throws {
+        let registered = await driver.run(count: users, concurrency: min(concurrency, 16), expect: 200) { index in
+            var request = LoadDriver.post("\(server.url)/api/notifications/register", json: "{\"fcm_token\":\"\(prefix)-token-\(index)\"}", token: admin)
+            request.headers.add(name: "X-User-ID", value: "\(prefix)-user-\(index)")
+            return request
+        }
+        guard registered.errors == 0 else { throw BenchError("\(registered.errors) registrations failed") }
     }
 
     /// Settings passed to every Herald the harness starts.

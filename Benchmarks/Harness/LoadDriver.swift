@@ -81,6 +81,12 @@ struct LoadDriver {
         return request
     }
 
+    /// One request's body as text (a Prometheus scrape).
+    func text(_ request: HTTPClientRequest) async throws -> String {
+        let response = try await client.execute(request, timeout: .seconds(60))
+        return String(buffer: try await response.body.collect(upTo: 1 << 24))
+    }
+
     /// One request, its status and JSON body.
     func call(_ request: HTTPClientRequest) async throws -> (UInt, [String: Any], HTTPHeaders) {
         let response = try await client.execute(request, timeout: .seconds(60))

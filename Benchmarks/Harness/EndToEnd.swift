@@ -1,0 +1,165 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+
+/// Accepts and pushes together, against a stand-in for FCM that answers at once: nginx with a
+/// canned token and a canned send answer, so the figure is Herald's and not an emulator's.
+extension Run {
+    func measureEndToEnd(report: inout Report, driver: LoadDriver, wrk: Wrk, heraldPath: String, account: String, admin: String, directory: URL) async throws {
+        guard let nginxPath = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw BenchError("nginx is not installed: ./scripts/bench installs it from Debian's packages")
+        }
+        progress("end to end: nginx stand-in for FCM")
+        let standIn = try NginxStandIn(nginx: nginxPath, directory: directory.appendingPathComponent("nginx"))
+        defer { standIn.stop() }
+        // The emulator's key signs the token request; the stand-in takes any assertion.
+        let accountPath = directory.appendingPathComponent("standin-account.json").path
+        var fields = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: account))) as? [String: Any] ?? [:]
+        fields["token_uri"] = "\(standIn.url)/token"
+        try JSONSerialization.data(withJSONObject: fields).write(to: URL(fileURLWithPath: accountPath))
+        let standInCeiling = try await wrk.run(
+            "\(standIn.url)/v1/projects/herald-emulator/messages:send", .post(json: "{\"message\":{\"token\":\"ceiling-%d\"}}", arguments: ["n"])
+        )
+        report.add("stand-in ceiling (nginx, wrk)", standInCeiling.perSecond, unit: "/s")
+
+        let server = try await ChildProcess(
+            heraldPath,
+            ["serve", "--port", "0", "--database", "sqlite:" + directory.appendingPathComponent("e2e.sqlite").path, "--log-level", "warning"],
+            banner: "Herald listening on",
+            environment: tuning.merging([
+                "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": accountPath, "HERALD_FCM_ENDPOINT": standIn.url,
+                "HERALD_METRICS_PUBLIC": "true",
+            ]) { _, new in new }
+        )
+        defer { Task { await server.stop() } }
+        let userCount = users
+        try await registerUsers(at: server, prefix: "e2e", admin: admin, driver: driver)
+
+        progress("end to end: accepts and pushes together for \(endToEndSeconds) s")
+        let before = try await scrape(server, driver)
+        let started = ContinuousClock.now
+        var load = wrk
+        load.duration = .seconds(endToEndSeconds)
+        let accepts = try await load.run(
+            "\(server.url)/api/notifications",
+            .post(
+                json: "{\"type\":\"comment\",\"title\":\"E2E %d\",\"body\":\"b\",\"user_ids\":[\"e2e-user-%d\"]}", arguments: ["n", "n % \(userCount)"],
+                headers: ["Authorization": "Bearer \(admin)"]
+            )
+        )
+        let after = try await scrape(server, driver)
+        let elapsed = (ContinuousClock.now - started).seconds
+        let pushes = Double(after.pushed - before.pushed) / elapsed
+        report.add("e2e accepted", accepts.perSecond, unit: "/s")
+        report.add(
+            "e2e pushes (accepts running)", pushes, unit: "/s", ratio: pushes / standInCeiling.perSecond, target: ">= 10000/s", met: pushes >= 10_000)
+        report.add(
+            "e2e pending deliveries at the end", Double(after.pending), unit: "", target: "not growing (<= 1 s of pushes)",
+            met: Double(after.pending) <= max(pushes, 1))
+        report.add("e2e Herald peak RSS", server.peakRSS, unit: "MiB", target: "<= 80 MiB", met: server.peakRSS <= 80)
+        await server.stop()
+    }
+
+    /// FCM deliveries made so far and deliveries pending, from Herald's `/metrics`.
+    func scrape(_ server: ChildProcess, _ driver: LoadDriver) async throws -> (pushed: Int, pending: Int) {
+        let text = try await driver.text(LoadDriver.get("\(server.url)/metrics"))
+        var pushed = 0
+        var pending = 0
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ")
+            guard parts.count >= 2, let value = Double(parts[parts.count - 1]) else { continue }
+            if line.hasPrefix("herald_deliveries_total{"), line.contains("sink=\"fcm\""), line.contains("outcome=\"delivered\"") {
+                pushed += Int(value)
+            } else if line.hasPrefix("herald_queue_pending_deliveries") {
+                pending = Int(value)
+            }
+        }
+        return (pushed, pending)
+    }
+}
+
+/// nginx on a free loopback port answering FCM's token and send endpoints with canned 200s.
+final class NginxStandIn: Sendable {
+    let process: Process
+    let port: Int
+
+    init(nginx: String, directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try Self.freePort()
+        let root = directory.path
+        let configuration = """
+            worker_processes 1;
+            daemon off;
+            pid \(root)/nginx.pid;
+            error_log \(root)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                access_log off;
+                client_body_temp_path \(root)/body;
+                proxy_temp_path \(root)/proxy;
+                fastcgi_temp_path \(root)/fastcgi;
+                uwsgi_temp_path \(root)/uwsgi;
+                scgi_temp_path \(root)/scgi;
+                keepalive_requests 10000000;
+                server {
+                    listen 127.0.0.1:\(port);
+                    default_type application/json;
+                    location = /token { return 200 '{"access_token":"stand-in","expires_in":3600,"token_type":"Bearer"}'; }
+                    location ~ /messages:send$ { return 200 '{"name":"projects/herald-emulator/messages/0"}'; }
+                }
+            }
+            """
+        let file = directory.appendingPathComponent("nginx.conf")
+        try configuration.write(to: file, atomically: true, encoding: .utf8)
+        let (process, output, _) = try OutputBuffer.start(nginx, ["-c", file.path, "-p", root, "-e", "\(root)/error.log"])
+        // Ready once it accepts a connection.
+        var ready = false
+        for _ in 0..<100 where process.isRunning {
+            if Self.accepts(port) {
+                ready = true
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        guard ready else {
+            process.terminate()
+            throw BenchError("nginx did not start:\n\(output.text)\n\((try? String(contentsOfFile: "\(root)/error.log", encoding: .utf8)) ?? "")")
+        }
+        self.process = process
+        self.port = port
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("no socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw BenchError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
