@@ -405,6 +405,21 @@ import Testing
         #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(10))
         #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:00:00 GMT", now: now) == .zero, "a date in the past means now")
         #expect(RetryAfter.parse("soon", now: now) == nil)
+        // The obsolete forms a recipient must accept (RFC 9110 §5.6.7), and a two-digit year.
+        #expect(RetryAfter.parse("Wednesday, 21-Oct-15 07:28:00 GMT", now: now) == .seconds(10))
+        #expect(RetryAfter.parse("Wed Oct 21 07:28:00 2015", now: now) == .seconds(10))
+        #expect(RetryAfter.parse("Thu Oct  1 07:28:00 2015", now: now) == .zero)
+        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == .zero)
+        #expect(RetryAfter.parse("Thu, 01 Jan 2099 00:00:00 GMT", now: now) == .seconds(4_070_908_800 - 1_445_412_470))
+        #expect(RetryAfter.parse("Sun, 29 Feb 2032 00:00:00 GMT", now: now) == .seconds(1_961_625_600 - 1_445_412_470), "a leap day")
+        // Garbage is ignored, never a trap: impossible dates, wrong zones, huge numbers, lone words.
+        for bad in [
+            "Wed, 31 Feb 2015 07:28:00 GMT", "Wed, 21 Oct 2015 24:00:00 GMT", "Wed, 21 Oct 2015 07:28:00 PST", "Wed, 21 Foo 2015 07:28:00 GMT",
+            "Wed, 21 Oct 99999999999999999999 07:28:00 GMT", "Wed, 21 Oct 2015 07:28 GMT", "Wed Oct 21 07:28:00", ", , , , , GMT", "GMT",
+            "Wed, 21 Oct 2015 07:28:0x GMT", "Wednesday, 21-Oct-2015 07:28:00 GMT",
+        ] {
+            #expect(RetryAfter.parse(bad, now: now) == nil, "\(bad)")
+        }
     }
 
     /// FCM's dry run: `validate_only` is sent, the emulator validates without delivering.
