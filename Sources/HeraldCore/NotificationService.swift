@@ -55,9 +55,11 @@ public struct NotificationService: Sendable {
         let result: AcceptResult
         switch notification.target {
         case .users(let userIDs):
-            let recipients = try await store.recipients(userIDs: userIDs)
-            let deliveries = recipients.flatMap { router.plan(notification, for: $0, at: now) }
-            result = try await store.accept(notification, recipients: recipients.count, deliveries: deliveries, idempotency: claim, idempotencySince: since)
+            let router = self.router
+            let planned = notification
+            result = try await store.acceptUsers(
+                notification, userIDs: userIDs, route: { router.plan(planned, for: $0, at: now) }, idempotency: claim, idempotencySince: since
+            )
         case .topic(let key):
             // Herald fans out to each subscriber's devices and history, so every user's settings apply.
             let router = self.router

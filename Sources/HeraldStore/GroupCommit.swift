@@ -92,12 +92,44 @@ enum GroupCommitError: Error {
     case responseCountMismatch
 }
 
-/// The arguments of ``NotificationStore/accept(_:recipients:deliveries:idempotencySince:)``,
-/// queued for a group commit.
+/// The arguments of ``NotificationStore/accept(_:recipients:deliveries:idempotency:idempotencySince:)``
+/// and ``NotificationStore/acceptUsers(_:userIDs:route:idempotency:idempotencySince:)``, queued
+/// for a group commit.
 struct AcceptRequest: Sendable {
+    /// What the accept stores besides the notification.
+    enum Plan: Sendable {
+        /// Deliveries the caller planned, for this many recipients.
+        case planned(recipients: Int, deliveries: [PlannedDelivery])
+        /// Users whose settings and devices are read in the accepting transaction, each planned
+        /// with `route`: the accept is then one database hop.
+        case users([String], route: @Sendable (RecipientContext) -> [PlannedDelivery])
+    }
+
     var notification: HeraldNotification
-    var recipients: Int
-    var deliveries: [PlannedDelivery]
+    var plan: Plan
     var idempotency: IdempotencyClaim?
     var idempotencySince: Date
+}
+
+extension GroupCommit where Request == AcceptRequest, Response == AcceptResult {
+    /// An accept whose deliveries the caller planned.
+    func accept(
+        _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await submit(
+            AcceptRequest(
+                notification: notification, plan: .planned(recipients: recipients, deliveries: deliveries), idempotency: idempotency,
+                idempotencySince: idempotencySince)
+        )
+    }
+
+    /// An accept for users read and planned in the accepting transaction.
+    func acceptUsers(
+        _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await submit(
+            AcceptRequest(notification: notification, plan: .users(userIDs, route: route), idempotency: idempotency, idempotencySince: idempotencySince)
+        )
+    }
 }

@@ -181,6 +181,34 @@ import Testing
         #expect(fresh == .accepted(NotificationReceipt(id: later.id, recipients: 1)))
     }
 
+    /// An accept for named users reads their settings and devices in its own transaction: the
+    /// route sees what is stored (a muted user, a device), every id named is a recipient, and an
+    /// idempotent replay stores nothing and plans nothing.
+    @Test(arguments: StoreKind.allCases)
+    func acceptForUsersPlansFromWhatIsStoredInTheSameTransaction(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        _ = try await store.registerDevice(
+            userID: "a", registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", token: "tok-a")), newID: ids.next(at: t0), at: t0)
+        _ = try await store.updateSettings(userID: "b") { $0.enabled = false }
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
+            [PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert)]
+                + (context.settings.enabled
+                    ? context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) } : [])
+        }
+        let n = notification(["a", "b", "stranger"], key: "users-1")
+        let claim = IdempotencyClaim(scope: "s", key: "users-1", requestHash: "h")
+        let first = try await store.acceptUsers(n, userIDs: ["a", "b", "stranger"], route: route, idempotency: claim, idempotencySince: t0)
+        #expect(first == .accepted(NotificationReceipt(id: n.id, recipients: 3)))
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.recipients == 3)
+        #expect(status.deliveries.map { "\($0.sink):\($0.userID)" }.sorted() == ["fcm:a", "history:a", "history:b", "history:stranger"])
+
+        let again = notification(["a"], key: "users-1", at: t0.addingTimeInterval(1))
+        let replay = try await store.acceptUsers(again, userIDs: ["a"], route: route, idempotency: claim, idempotencySince: t0)
+        #expect(replay == .replayed(NotificationReceipt(id: n.id, recipients: 3)))
+        #expect(try await store.status(of: again.id) == nil, "a replay stores nothing")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func claimsLeaseAndExpiredLeasesAreClaimedAgain(_ kind: StoreKind) async throws {
         let store = try await kind.make()

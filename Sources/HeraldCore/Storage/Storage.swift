@@ -44,6 +44,14 @@ public protocol NotificationStore: Sendable {
     func accept(
         _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
+    /// Stores a notification for `userIDs` like ``accept(_:recipients:deliveries:idempotency:idempotencySince:)``,
+    /// reading the users' settings and devices in the accepting transaction and planning each
+    /// with `route`, so an accept is one database hop. Every id named is a recipient, as in
+    /// ``UserStore/recipients(userIDs:)``.
+    func acceptUsers(
+        _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult
     /// Stores a notification for every subscriber of `topic` in one transaction, reading and
     /// writing subscribers in pages of `pageSize` so memory does not grow with the topic.
     /// `extra` deliveries (topic sends) and the `archive` entry are stored with it.

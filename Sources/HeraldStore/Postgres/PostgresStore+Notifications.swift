@@ -6,22 +6,32 @@ extension PostgresStore {
     public func accept(
         _ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
-        try await accepts.submit(
-            AcceptRequest(
-                notification: notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
-        )
+        try await accepts.accept(notification, recipients: recipients, deliveries: deliveries, idempotency: idempotency, idempotencySince: idempotencySince)
+    }
+
+    public func acceptUsers(
+        _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
     }
 
     /// One accept inside a group-commit transaction.
     static func accept(_ request: AcceptRequest, _ session: PostgresSession) async throws -> AcceptResult {
         let notification = request.notification
-        if let earlier = try await insert(
-            notification, recipients: request.recipients, session, idempotency: request.idempotency, since: request.idempotencySince)
-        {
+        let (count, deliveries): (Int, [PlannedDelivery])
+        switch request.plan {
+        case .planned(let recipients, let planned):
+            (count, deliveries) = (recipients, planned)
+        case .users(let userIDs, let route):
+            let contexts = try await recipients(session, userIDs: userIDs)
+            (count, deliveries) = (contexts.count, contexts.flatMap(route))
+        }
+        if let earlier = try await insert(notification, recipients: count, session, idempotency: request.idempotency, since: request.idempotencySince) {
             return earlier
         }
-        try await insert(request.deliveries, of: notification.id, session, at: micros(notification.timestamp))
-        return .accepted(NotificationReceipt(id: notification.id, recipients: request.recipients))
+        try await insert(deliveries, of: notification.id, session, at: micros(notification.timestamp))
+        return .accepted(NotificationReceipt(id: notification.id, recipients: count))
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for
