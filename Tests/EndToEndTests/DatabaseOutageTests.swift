@@ -19,8 +19,8 @@ import Testing
         let database = try #require(URLComponents(string: try await PostgresTestDatabase.create()))
         let directory = try TestResources.temporaryDirectory("herald-outage")
         // The proxy stands between Herald and PostgreSQL, and plays the outage.
-        let proxyOutput = OutputCollector()
-        let (proxy, _, _) = makeProcess(
+        let proxyOutput = try OutputCollector()
+        let proxy = try makeProcess(
             "/usr/bin/env", ["python3", Self.proxyScript, database.host ?? "127.0.0.1", String(database.port ?? 5432)], environment: [:], in: directory,
             collecting: proxyOutput
         )

@@ -26,8 +26,8 @@ import Testing
 
         let token = try await runCommand(Binaries.path("herald"), ["user-token", "--user", "grace"], environment: environment, in: directory)
         #expect(token.status == 0, "\(token.stderr)")
-        let curlOutput = OutputCollector()
-        let (curl, _, _) = makeProcess(
+        let curlOutput = try OutputCollector()
+        let curl = try makeProcess(
             "/usr/bin/curl",
             ["-N", "-s", "-H", "Authorization: Bearer \(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))", reader.url + "/api/stream"],
             environment: [:], in: directory, collecting: curlOutput

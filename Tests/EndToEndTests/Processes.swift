@@ -27,23 +27,19 @@ struct CommandResult: Sendable {
     var timedOut = false
 }
 
-/// A process with a clean `HERALD_*` environment plus `environment`, whose output streams
-/// into `collector` as it is written.
+/// A process with a clean `HERALD_*` environment plus `environment`, whose stdout and stderr
+/// go to `collector`'s files.
 func makeProcess(
     _ executable: String, _ arguments: [String], environment: [String: String], in directory: URL, collecting collector: OutputCollector
-) -> (Process, Pipe, Pipe) {
+) throws -> Process {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.currentDirectoryURL = directory
     process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    out.fileHandleForReading.readabilityHandler = { collector.append(out: $0.availableData) }
-    err.fileHandleForReading.readabilityHandler = { collector.append(err: $0.availableData) }
-    return (process, out, err)
+    process.standardOutput = try FileHandle(forWritingTo: collector.outURL)
+    process.standardError = try FileHandle(forWritingTo: collector.errURL)
+    return process
 }
 
 /// Runs a command to completion without blocking a concurrency thread. With a `timeout`, a
@@ -52,8 +48,8 @@ func makeProcess(
 func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL, timeout: Duration? = nil
 ) async throws -> CommandResult {
-    let collected = OutputCollector()
-    let (process, out, err) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
+    let collected = try OutputCollector()
+    let process = try makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
     let timedOut = Flag()
     let watchdog = timeout.map { limit in
         Task {
@@ -69,10 +65,6 @@ func runCommand(
         process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
         do { try process.run() } catch { continuation.resume(throwing: error) }
     }
-    out.fileHandleForReading.readabilityHandler = nil
-    err.fileHandleForReading.readabilityHandler = nil
-    collected.append(out: out.fileHandleForReading.readDataToEndOfFile())
-    collected.append(err: err.fileHandleForReading.readDataToEndOfFile())
     return CommandResult(status: status, stdout: collected.stdout, stderr: collected.stderr, timedOut: timedOut.isSet)
 }
 
@@ -101,18 +93,35 @@ func freeLoopbackPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
+/// Where a child process's stdout and stderr go: two files the child writes itself, read
+/// whenever a test looks. No pipe, and no dispatch read source in the test process
+/// (Foundation's `readabilityHandler`). The files go with the collector.
 final class OutputCollector: Sendable {
-    private let state = Mutex<(out: Data, err: Data)>((Data(), Data()))
-    func append(out data: Data) { state.withLock { $0.out.append(data) } }
-    func append(err data: Data) { state.withLock { $0.err.append(data) } }
-    var stdout: String { state.withLock { String(decoding: $0.out, as: UTF8.self) } }
-    var stderr: String { state.withLock { String(decoding: $0.err, as: UTF8.self) } }
+    let directory: URL
+    var outURL: URL { directory.appendingPathComponent("stdout") }
+    var errURL: URL { directory.appendingPathComponent("stderr") }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-output-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("stdout").path, contents: nil)
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr").path, contents: nil)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    var stdout: String { Self.read(outURL) }
+    var stderr: String { Self.read(errURL) }
+
+    private static func read(_ file: URL) -> String {
+        (try? Data(contentsOf: file)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
 }
 
 /// A `herald serve` process on a free loopback port, stopped by `stop()`.
 final class RunningHerald: Sendable {
     let process: Process
-    let output = OutputCollector()
+    let output: OutputCollector
     let port: Int
 
     /// Starts `herald <command> --port 0 <arguments>` and waits for its "<banner> http://127.0.0.1:PORT" line.
@@ -125,8 +134,9 @@ final class RunningHerald: Sendable {
 
     /// Starts `executable` with exactly `arguments` and waits for its banner line.
     init(executable: String, arguments: [String], banner: String = "Herald listening on", environment: [String: String] = [:], in directory: URL) async throws {
-        let output = self.output
-        let (process, _, _) = makeProcess(executable, arguments, environment: environment, in: directory, collecting: output)
+        let output = try OutputCollector()
+        self.output = output
+        let process = try makeProcess(executable, arguments, environment: environment, in: directory, collecting: output)
         try process.run()
         self.process = process
         var port: Int?
