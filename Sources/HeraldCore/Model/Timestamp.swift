@@ -101,7 +101,7 @@ public enum Timestamp {
         return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
     }
 
-    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -110,7 +110,7 @@ public enum Timestamp {
     }
 
     // Howard Hinnant's days-from-civil: exact for the proleptic Gregorian calendar.
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -125,7 +125,7 @@ public enum Timestamp {
     }
 
     // Howard Hinnant's days-from-civil inverse: exact for the proleptic Gregorian calendar.
-    private static func civilDate(daysSinceEpoch: Int64) -> (Int64, Int64, Int64) {
+    static func civilDate(daysSinceEpoch: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = daysSinceEpoch + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
