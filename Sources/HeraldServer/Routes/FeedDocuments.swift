@@ -44,10 +44,9 @@ final class FeedDocuments: Sendable {
             body: ByteBuffer(bytes: data), tag: EntityTag.of(data), generation: generation,
             validUntil: messages.lazy.map(\.expiresAt).min() ?? .distantFuture
         )
-        // A region is whatever a client sent: its bytes count against the budget too.
-        let cost = data.count + (query.region?.utf8.count ?? 0)
+        let cost = Self.cost(document, query)
         cache.withLock { cache in
-            let replaced = cache.documents[query].map { $0.body.readableBytes + (query.region?.utf8.count ?? 0) } ?? 0
+            let replaced = cache.documents[query].map { Self.cost($0, query) } ?? 0
             if cache.bytes - replaced + cost > maxCachedBytes {
                 cache = ([:], 0)
             } else {
@@ -58,5 +57,11 @@ final class FeedDocuments: Sendable {
             cache.bytes += cost
         }
         return document
+    }
+
+    /// What a cached document counts against the budget: its body, and the region, which is
+    /// whatever a client sent.
+    private static func cost(_ document: Document, _ query: FeedQuery) -> Int {
+        document.body.readableBytes + (query.region?.utf8.count ?? 0)
     }
 }

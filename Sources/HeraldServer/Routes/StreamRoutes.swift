@@ -116,7 +116,7 @@ struct StreamRoutes {
         }
 
         mutating func announceFeed(_ writer: inout any ResponseBodyWriter) async throws {
-            let version = String(try routes.feed.document(for: feedQuery, at: Date()).tag.dropFirst().dropLast())
+            let version = Self.version(tag: try routes.feed.document(for: feedQuery, at: Date()).tag)
             guard version != feedVersion else { return }
             feedVersion = version
             try await writer.write(event("feed", version: version))
@@ -128,7 +128,12 @@ struct StreamRoutes {
 
         /// The entity tag of `body` without its quotes.
         static func version(_ body: Data) -> String {
-            String(EntityTag.of(body).dropFirst().dropLast())
+            version(tag: EntityTag.of(body))
+        }
+
+        /// A quoted entity tag without its quotes.
+        static func version(tag: String) -> String {
+            String(tag.dropFirst().dropLast())
         }
     }
 }
