@@ -96,6 +96,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Plugins/FCMSink",
             swiftSettings: swiftSettings
@@ -278,6 +279,7 @@ let package = Package(
             name: "herald-bench",
             dependencies: [
                 "HeraldCore",
+                "HeraldEmulatorSupport",
                 "HeraldStore",
                 "HeraldFCMSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -325,7 +327,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldFCMSinkTests",
-            dependencies: ["HeraldFCMSink", "HeraldFCMEmulator", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTestSupport"],
+            dependencies: [
+                "HeraldFCMSink", "HeraldFCMEmulator", "HeraldEmulatorSupport", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -353,6 +357,10 @@ let package = Package(
             dependencies: [
                 "HeraldAPNsSink", "HeraldAPNsEmulator", "HeraldEmulatorSupport", "HeraldCore", "HeraldStore", "HeraldHistorySink", "HeraldTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import JWTKit
 import NIOCore
 import NIOFoundationCompat
@@ -27,10 +28,14 @@ public actor FCMAccessTokenProvider {
     /// Token requests made so far (for `herald sinks` and tests).
     public private(set) var refreshCount = 0
     private let onRefresh: @Sendable () -> Void
+    private let timeout: Duration
 
-    /// - Parameter onRefresh: called for each token request (metrics).
+    /// - Parameters:
+    ///   - timeout: how long one token request may take, connecting included.
+    ///   - onRefresh: called for each token request (metrics).
     public init(
-        account: ServiceAccount, http: HTTPClient, clock: @escaping @Sendable () -> Date = { Date() }, onRefresh: @escaping @Sendable () -> Void = {}
+        account: ServiceAccount, http: HTTPClient, timeout: Duration = .seconds(30), clock: @escaping @Sendable () -> Date = { Date() },
+        onRefresh: @escaping @Sendable () -> Void = {}
     ) async throws {
         let key: Insecure.RSA.PrivateKey
         do {
@@ -42,6 +47,7 @@ public actor FCMAccessTokenProvider {
         self.http = http
         self.clock = clock
         self.onRefresh = onRefresh
+        self.timeout = timeout
         self.keys = JWTKeyCollection()
         await keys.add(rsa: key, digestAlgorithm: .sha256)
     }
@@ -100,7 +106,7 @@ public actor FCMAccessTokenProvider {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
-            response = try await http.execute(request, timeout: .seconds(30))
+            response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: timeout.seconds * 1000)))
             body = try await response.body.collect(upTo: 1 << 20)
         } catch {
             throw FCMError.tokenRequest("token request to \(account.tokenURI) failed: \(error)")

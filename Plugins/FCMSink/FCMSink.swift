@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
 /// How the FCM sink reaches Google (or the local emulator).
@@ -19,6 +20,9 @@ public struct FCMConfiguration: Sendable {
     public var requestTimeout: Duration
     /// How `data.timestamp` is written (Herald's `timestamps` setting).
     public var timestamps: TimestampStyle = .pong
+    /// Extra certificates (PEM) to trust for `https` endpoints: the emulator's. Verification
+    /// stays on.
+    public var caFile: String?
     /// The Instance ID API that keeps topic membership, `https://iid.googleapis.com` by default.
     public var iidEndpoint = "https://iid.googleapis.com" {
         didSet { while iidEndpoint.hasSuffix("/") { iidEndpoint.removeLast() } }
@@ -63,10 +67,15 @@ public final class FCMSink: ReleasingSink {
 
     /// A client whose connection pool does not cap concurrency below `maxConcurrency`:
     /// `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host, which would serialise sends
-    /// to an HTTP/1.1 endpoint (the emulator, a proxy).
-    public static func makeHTTPClient() -> HTTPClient {
+    /// to an HTTP/1.1 endpoint (the emulator, a proxy). Over `https` it offers HTTP/2 (ALPN),
+    /// so sends to Google share one connection as concurrent streams.
+    public static func makeHTTPClient(trusting caFile: String? = nil) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_024
+        configuration.httpVersion = .automatic
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        configuration.tlsConfiguration = tls
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -76,10 +85,10 @@ public final class FCMSink: ReleasingSink {
         name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
         metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        let client = http ?? Self.makeHTTPClient()
+        let client = http ?? Self.makeHTTPClient(trusting: configuration.caFile)
         do {
             self.tokens = try await FCMAccessTokenProvider(
-                account: configuration.account, http: client, clock: clock,
+                account: configuration.account, http: client, timeout: configuration.requestTimeout, clock: clock,
                 onRefresh: {
                     Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory).increment()
                 }

@@ -1,10 +1,13 @@
+import Foundation
 public import HeraldCore
+import NIOSSL
 
 extension SinkFactory {
     /// `sinks.<name>.type: fcm`: `credentials` (path to a Google service-account JSON file,
     /// required), `endpoint` (default `https://fcm.googleapis.com`), `max_concurrency`
     /// (1-1024, default 64), `iid_endpoint` (the Instance ID API for topic membership: by default
-    /// `https://iid.googleapis.com` with Google's `endpoint`, else `endpoint` itself). For the
+    /// `https://iid.googleapis.com` with Google's `endpoint`, else `endpoint` itself), `ca_file`
+    /// (extra certificates to trust for an `https` endpoint: the emulator's). For the
     /// instance named `fcm`, the top-level `fcm:` section is a
     /// documented alias (`sinks.fcm` wins when both give a key).
     public static let fcm = SinkFactory(type: "fcm") { context in
@@ -16,6 +19,11 @@ extension SinkFactory {
         // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
         let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
         guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
+        let caFile = try settings.string("ca_file")
+        if let caFile {
+            guard FileManager.default.isReadableFile(atPath: caFile) else { throw settings.invalid("ca_file", "cannot be read") }
+            guard (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty == false else { throw settings.invalid("ca_file", "holds no PEM certificate") }
+        }
         let account: ServiceAccount
         do {
             account = try ServiceAccount.load(path: credentials)
@@ -24,6 +32,7 @@ extension SinkFactory {
         }
         var configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
         configuration.iidEndpoint = iidEndpoint
+        configuration.caFile = caFile
         configuration.timestamps = context.timestamps
         do {
             return try await FCMSink(name: context.name, configuration: configuration, logger: context.logger, metrics: context.metrics)

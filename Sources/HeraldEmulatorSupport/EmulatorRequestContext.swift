@@ -2,15 +2,21 @@ public import Hummingbird
 public import NIOCore
 
 /// The request context emulators route with: Hummingbird's basic one, plus which HTTP version the
-/// request came over (HTTP/2 streams are child channels of their connection), so an emulator can
-/// check a client speaks what the real provider requires.
+/// request came over, so an emulator can check a client speaks what the real provider requires.
+/// An HTTP/1.1 request's channel is the connection, a child of the listening socket; an HTTP/2
+/// request's channel is a stream, a child of the connection.
 public struct EmulatorRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// "2" for a request on an HTTP/2 stream, "1.1" otherwise.
     public let httpVersion: String
+    /// The TCP connection the request came over (an HTTP/2 stream's parent channel), so an
+    /// emulator can count the connections a client opens.
+    public let connection: ObjectIdentifier
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        httpVersion = source.channel.parent == nil ? "1.1" : "2"
+        let stream = source.channel.parent?.parent != nil
+        httpVersion = stream ? "2" : "1.1"
+        connection = ObjectIdentifier(stream ? source.channel.parent ?? source.channel : source.channel)
     }
 }

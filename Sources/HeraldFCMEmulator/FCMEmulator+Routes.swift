@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldEmulatorSupport
 import Hummingbird
 import JWTKit
 import NIOCore
@@ -16,7 +17,7 @@ extension FCMEmulator {
     }
 
     /// The OAuth 2.0 token endpoint: JWT-bearer grant with an RS256 assertion.
-    func token(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func token(_ request: Request, context: EmulatorRequestContext) async throws -> Response {
         var request = request
         let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
         var form: [String: String] = [:]
@@ -60,7 +61,7 @@ extension FCMEmulator {
     }
 
     /// `messages:send`: checks the bearer token and the message, then answers per token prefix.
-    func send(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func send(_ request: Request, context: EmulatorRequestContext) async throws -> Response {
         var request = request
         let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         guard let bearer, state.withLock({ $0.issuedTokens.contains(bearer) }) else {
@@ -74,7 +75,9 @@ extension FCMEmulator {
         let (response, validateOnly) = await answer(data)
         let topic = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]).flatMap { ($0["message"] as? [String: Any])?["topic"] as? String }
         state.withLock { state in
-            state.received.append(Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly))
+            state.received.append(
+                Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly, httpVersion: context.httpVersion))
+            state.sendConnections.insert(context.connection)
             if response.status == .ok && !validateOnly {
                 state.delivered += 1
                 // A topic message reaches the topic's members, and nobody else.
@@ -210,18 +213,23 @@ extension FCMEmulator {
 
     /// Counts only: cheap to poll during a load test.
     func stats() throws -> Response {
-        let (delivered, received, tokens, topics) = state.withLock { state in
-            (
-                state.delivered, state.received.count, state.tokenRequests,
-                Set(state.topicMembers.keys).union(state.topicMessages.keys).reduce(into: [String: [String: Int]]()) { result, topic in
-                    result[topic] = [
-                        "members": state.topicMembers[topic]?.count ?? 0, "messages": state.topicMessages[topic] ?? 0,
-                        "deliveries": state.topicDeliveries[topic] ?? 0,
-                    ]
-                }
-            )
+        var body: [String: Any] = [:]
+        state.withLock { state in
+            var topics: [String: [String: Int]] = [:]
+            for topic in Set(state.topicMembers.keys).union(state.topicMessages.keys) {
+                topics[topic] = [
+                    "members": state.topicMembers[topic]?.count ?? 0, "messages": state.topicMessages[topic] ?? 0,
+                    "deliveries": state.topicDeliveries[topic] ?? 0,
+                ]
+            }
+            var versions: [String: Int] = [:]
+            for item in state.received { versions[item.httpVersion, default: 0] += 1 }
+            body = [
+                "delivered": state.delivered, "requests": state.received.count, "token_requests": state.tokenRequests, "topics": topics,
+                "send_connections": state.sendConnections.count, "requests_by_http_version": versions,
+            ]
         }
-        return try json(["delivered": delivered, "requests": received, "token_requests": tokens, "topics": topics], status: .ok)
+        return try json(body, status: .ok)
     }
 
     func json(_ value: Any, status: HTTPResponse.Status) throws -> Response {

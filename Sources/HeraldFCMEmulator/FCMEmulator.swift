@@ -1,6 +1,6 @@
 public import Foundation
 import HTTPTypes
-import HeraldEmulatorSupport
+public import HeraldEmulatorSupport
 import Hummingbird
 import JWTKit
 import NIOCore
@@ -33,6 +33,9 @@ public final class FCMEmulator: Sendable {
         public var quotaRetryAfter = 2
         /// Latency of `slow-` tokens.
         public var slowLatency: Duration = .seconds(2)
+        /// Serve HTTP/2 over TLS (ALPN, HTTP/1.1 still offered) with a certificate minted at
+        /// start, as Google does, instead of plain HTTP/1.1.
+        public var tls = false
 
         public init() {}
     }
@@ -43,6 +46,8 @@ public final class FCMEmulator: Sendable {
         public var body: Data
         public var at: Date
         public var validateOnly: Bool
+        /// "2" or "1.1".
+        public var httpVersion: String
     }
 
     struct State {
@@ -60,6 +65,8 @@ public final class FCMEmulator: Sendable {
         var topicMessages: [String: Int] = [:]
         var topicDeliveries: [String: Int] = [:]
         var membershipRequests = 0
+        /// The connections sends came over (an HTTP/2 client multiplexes them on one).
+        var sendConnections: Set<ObjectIdentifier> = []
     }
 
     public let configuration: Configuration
@@ -67,9 +74,12 @@ public final class FCMEmulator: Sendable {
     let keyID = UUID().uuidString.lowercased()
     let state = Mutex(State())
     let print: @Sendable (String) -> Void
+    /// The certificate a client must trust, when it serves TLS.
+    public let certificate: SelfSignedCertificate?
 
     public init(configuration: Configuration = .init(), print: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.configuration = configuration
+        self.certificate = configuration.tls ? try SelfSignedCertificate(commonName: "Herald FCM emulator") : nil
         self.privateKey = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
         self.print = print
     }
@@ -77,7 +87,7 @@ public final class FCMEmulator: Sendable {
     /// The port the emulator listens on, once it runs.
     public var port: Int? { state.withLock { $0.port } }
 
-    public var baseURL: String { "http://\(configuration.host):\(port ?? configuration.port)" }
+    public var baseURL: String { "\(certificate == nil ? "http" : "https")://\(configuration.host):\(port ?? configuration.port)" }
 
     /// A Google-style service-account JSON file for this emulator (PKCS#8 private key).
     public func serviceAccountJSON() throws -> Data {
@@ -113,6 +123,9 @@ public final class FCMEmulator: Sendable {
     /// Calls to `iid/v1:batchAdd` and `:batchRemove` so far.
     public var membershipRequests: Int { state.withLock { $0.membershipRequests } }
 
+    /// How many connections the sends so far came over.
+    public var sendConnections: Int { state.withLock { $0.sendConnections.count } }
+
     /// Devices a topic's accepted messages reached: its members when each was sent.
     public func topicDeliveries(_ topic: String) -> Int {
         state.withLock { $0.topicDeliveries[topic] ?? 0 }
@@ -136,7 +149,7 @@ public final class FCMEmulator: Sendable {
 
     /// Runs until cancelled; `onRunning` gets the bound port.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let router = Router()
+        let router = Router(context: EmulatorRequestContext.self)
         router.post("/token") { request, context in try await self.token(request, context: context) }
         router.post("/v1/projects/{project}/messages:send") { request, context in try await self.send(request, context: context) }
         router.post("/iid/v1:batchAdd") { request, _ in try await self.membership(request, add: true) }
@@ -148,7 +161,7 @@ public final class FCMEmulator: Sendable {
             self.reset()
             return Response(status: .noContent)
         }
-        try await EmulatorServer.run(router, name: "fcm-emulator", host: configuration.host, port: configuration.port) { port in
+        try await EmulatorServer.run(router, name: "fcm-emulator", host: configuration.host, port: configuration.port, certificate: certificate) { port in
             self.state.withLock { $0.port = port }
             await onRunning(port)
         }

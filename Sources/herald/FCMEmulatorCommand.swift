@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldEmulatorSupport
 import HeraldFCMEmulator
 
 struct FCMEmulatorCommand: AsyncParsableCommand {
@@ -10,6 +11,9 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
             Writes a service account for itself, then point Herald at it:
               herald fcm-emulator --port 9099 --write-service-account fcm-emulator.json
               HERALD_FCM_CREDENTIALS=fcm-emulator.json HERALD_FCM_ENDPOINT=http://127.0.0.1:9099 herald serve
+            With --tls it serves HTTP/2 over TLS, as Google does; trust its certificate:
+              herald fcm-emulator --tls --write-ca fcm-ca.pem --write-service-account fcm-emulator.json
+              HERALD_FCM_CREDENTIALS=fcm-emulator.json HERALD_FCM_ENDPOINT=https://127.0.0.1:9099 HERALD_FCM_CA_FILE=fcm-ca.pem herald serve
             Tokens starting with dead-, invalid-, mismatch-, flaky-, quota- or slow- get scripted failures.
             GET /emulator/messages lists what it received; GET /emulator/stats counts it.
             """
@@ -30,6 +34,12 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-lifetime"), help: "Seconds an access token lives.")
     var tokenLifetime: Int = 3600
 
+    @Flag(help: "Serve HTTP/2 over TLS with a certificate minted at start (HTTP/1.1 stays on offer).")
+    var tls = false
+
+    @Option(name: .customLong("write-ca"), help: "With --tls: write the certificate (PEM) clients must trust to FILE.")
+    var caFile: String?
+
     @Flag(help: "Do not print each message (for load tests).")
     var quiet = false
 
@@ -39,20 +49,23 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.projectID = projectID
         configuration.tokenLifetime = tokenLifetime
+        configuration.tls = tls
+        if caFile != nil && !tls { throw ValidationError("--write-ca needs --tls") }
         let quiet = quiet
         let emulator = try FCMEmulator(configuration: configuration) { line in
             if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
-        let file = serviceAccountFile
+        let (file, caFile) = (serviceAccountFile, caFile)
         try await emulator.run { port in
-            if let file {
-                do {
-                    try emulator.serviceAccountJSON().write(to: URL(fileURLWithPath: file))
-                } catch {
-                    FileHandle.standardError.write(Data("herald: error: cannot write \(file): \(error)\n".utf8))
+            do {
+                if let file { try emulator.serviceAccountJSON().write(to: URL(fileURLWithPath: file)) }
+                if let caFile, let certificate = emulator.certificate {
+                    try certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
                 }
+            } catch {
+                FileHandle.standardError.write(Data("herald: error: cannot write the emulator's files: \(error)\n".utf8))
             }
-            FileHandle.standardOutput.write(Data("FCM emulator listening on http://\(host):\(port)\n".utf8))
+            FileHandle.standardOutput.write(Data("FCM emulator listening on \(emulator.baseURL)\n".utf8))
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Testing
 
 /// The real `herald` binary on a free port, driven by the real `notifsim`, over loopback HTTP.
@@ -92,6 +93,44 @@ import Testing
         #expect(metrics.contains("herald_deliveries_total{sink=\"fcm\",outcome=\"delivered\"} 2"))
         #expect(metrics.contains("herald_notifications_accepted_total{type=\"message\",target=\"user_ids\"} 1"))
         _ = await herald.stop()
+        _ = await emulator.stop()
+    }
+
+    /// The documented HTTP/2 set-up: `fcm-emulator --tls --write-ca` and Herald trusting that
+    /// certificate through HERALD_FCM_CA_FILE; the emulator sees every send as an HTTP/2 stream.
+    @Test func pushesOverHTTP2ToTheTLSEmulator() async throws {
+        let account = directory.appendingPathComponent("fcm-tls.json").path
+        let ca = directory.appendingPathComponent("fcm-ca.pem").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on https://", arguments: ["--tls", "--write-ca", ca, "--write-service-account", account],
+            in: directory)
+        let endpoint = "https://127.0.0.1:\(emulator.port)"
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(
+            arguments: ["--database", database],
+            environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": endpoint, "HERALD_FCM_CA_FILE": ca], in: directory
+        )
+        for token in ["h2-phone", "h2-tablet"] {
+            let (status, _) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: key, user: "yan", body: "{\"fcm_token\":\"\(token)\"}")
+            #expect(status == 200)
+        }
+        let sent = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "yan", "-t", "message", "-n", "Over HTTP/2", "--url", herald.url, "--key", key], in: directory)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.file(ca)]
+        configuration.tlsConfiguration = tls
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        TestResources.register { try? await client.shutdown() }
+        let stats = try await client.execute(HTTPClientRequest(url: "\(endpoint)/emulator/stats"), timeout: .seconds(10))
+        let body = try JSONSerialization.jsonObject(with: Data(try await stats.body.collect(upTo: 1 << 16).readableBytesView)) as? [String: Any]
+        #expect(body?["delivered"] as? Int == 2)
+        #expect(body?["requests_by_http_version"] as? [String: Int] == ["2": 2], "\(body ?? [:])")
+        #expect(body?["send_connections"] as? Int == 1)
+        await herald.expectCleanStop()
         _ = await emulator.stop()
     }
 

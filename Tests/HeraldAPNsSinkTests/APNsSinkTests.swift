@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HeraldAPNsEmulator
 import HeraldAPNsSink
@@ -6,6 +7,9 @@ import HeraldEmulatorSupport
 import HeraldHistorySink
 import HeraldStore
 import HeraldTestSupport
+import NIOCore
+import NIOHTTP1
+import NIOSSL
 import Synchronization
 import Testing
 
@@ -108,6 +112,29 @@ import Testing
         let quiet = try #require(try JSONSerialization.jsonObject(with: background.payload) as? [String: Any])
         #expect((quiet["aps"] as? [String: Int]) == ["content-available": 1] && quiet["title"] as? String == "Hot")
         #expect(await f.sink.tokensIssued == 1, "one provider token, reused")
+        await f.stop()
+    }
+
+    /// APNs refuses HTTP/1.1, and so does its emulator: a client that cannot speak HTTP/2 would
+    /// pass against a lenient stand-in and fail against Apple.
+    @Test func theEmulatorRefusesHTTP1() async throws {
+        let f = try await Fixture.start()
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.file(f.directory.appendingPathComponent("ca.pem").path)]
+        configuration.tlsConfiguration = tls
+        configuration.httpVersion = .http1Only
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        TestResources.register { try? await client.shutdown() }
+        var request = HTTPClientRequest(url: "\(f.emulator.baseURL)/3/device/tok-h1")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#))
+        let response = try await client.execute(request, timeout: .seconds(5))
+        #expect(response.version == .http1_1)
+        #expect(response.status == .badRequest)
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
+        #expect(body.contains("UnsupportedHTTPVersion"), "\(body)")
+        #expect(f.emulator.received.map(\.httpVersion) == ["1.1"])
         await f.stop()
     }
 

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCore
+import HeraldEmulatorSupport
 import HeraldFCMEmulator
 import HeraldFCMSink
 import HeraldHistorySink
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -23,11 +25,15 @@ final class EmulatorFixture: Sendable {
     /// client would need a shutdown that a failing test could skip.
     static let http = FCMSink.makeHTTPClient()
 
+    /// - Parameter tls: the emulator serves HTTP/2 over TLS and the sink makes its own client
+    ///   trusting the emulator's certificate (closed when the test ends), unless
+    ///   `trustCertificate` is false.
     static func start(
-        maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
+        trustCertificate: Bool = true, maxConcurrency: Int = 8, requestTimeout: Duration = .seconds(5), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
+        configuration.tls = tls
         configuration.quotaRetryAfter = quotaRetryAfter
         configuration.tokenLifetime = tokenLifetime
         configuration.slowLatency = .milliseconds(300)
@@ -39,9 +45,18 @@ final class EmulatorFixture: Sendable {
         }
         guard port.withLock({ $0 }) != nil else { throw CancellationError() }
         let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
-        var sinkConfiguration = FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: 8, requestTimeout: .seconds(5))
+        var sinkConfiguration = FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: maxConcurrency, requestTimeout: requestTimeout)
         sinkConfiguration.iidEndpoint = emulator.baseURL
-        let sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http, clock: clock)
+        let sink: FCMSink
+        if let certificate = emulator.certificate {
+            let caFile = try TestResources.temporaryDirectory("herald-fcm-ca").appendingPathComponent("ca.pem")
+            try certificate.certificatePEM.write(to: caFile, atomically: true, encoding: .utf8)
+            if trustCertificate { sinkConfiguration.caFile = caFile.path }
+            sink = try await FCMSink(configuration: sinkConfiguration, clock: clock)
+            TestResources.register { await sink.shutdown() }
+        } else {
+            sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http, clock: clock)
+        }
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldEmulatorSupport
 import HeraldFCMEmulator
 import HeraldStore
 import HeraldTestSupport
@@ -125,6 +126,41 @@ import Testing
         #expect(f.emulator.deliveredMessages.count == 30)
         #expect(f.emulator.tokenRequests == 1)
         #expect(await f.sink.tokenRequests == 1)
+        #expect(f.emulator.received.allSatisfy { $0.httpVersion == "1.1" }, "a plain http endpoint is spoken to over HTTP/1.1")
+        await f.stop()
+    }
+
+    /// Over `https` the sink speaks HTTP/2, as Google's own clients do: concurrent sends are
+    /// streams of one TLS connection, and FCM's answers are classified as over HTTP/1.1.
+    @Test func anHTTPSEndpointGetsConcurrentSendsAsHTTP2StreamsOfOneConnection() async throws {
+        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 64)
+        #expect(f.emulator.baseURL.hasPrefix("https://"))
+        for i in 0..<200 { try await f.register("h\(i)", "h2-\(i)") }
+        try await f.register("h0", "dead-h2")
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "multiplexed", userIDs: (0..<200).map { "h\($0)" }))
+        try await f.deliverAll()
+        #expect(f.emulator.deliveredMessages.count == 200)
+        #expect(f.emulator.received.count == 201)
+        #expect(f.emulator.received.allSatisfy { $0.httpVersion == "2" }, "every send came over HTTP/2")
+        #expect(f.emulator.sendConnections == 1, "one connection carried them all")
+        #expect(f.emulator.tokenRequests == 1)
+        #expect(try await f.store.devices(userID: "h0").map(\.token) == ["h2-0"], "an UNREGISTERED answer over HTTP/2 still removes the token")
+        await f.stop()
+    }
+
+    /// Trusting the emulator's certificate is explicit: without `caFile` the TLS handshake fails,
+    /// nothing reaches it (not even the token request) and the delivery stays pending.
+    @Test func anUntrustedCertificateIsRefused() async throws {
+        // The client retries a failed handshake until the request's deadline.
+        let f = try await EmulatorFixture.start(tls: true, trustCertificate: false, requestTimeout: .milliseconds(500))
+        try await f.register("ivy", "tok-i")
+        let id = try await f.send(NotificationSubmission(type: "comment", title: "no trust", userIDs: ["ivy"]))
+        try await f.engine.drain()
+        #expect(f.emulator.received.isEmpty)
+        #expect(f.emulator.tokenRequests == 0)
+        let delivery = try #require(try await f.store.status(of: id)?.deliveries.first { $0.sink == "fcm" })
+        #expect(delivery.state == .pending, "a TLS failure is retried, not a verdict on the token")
+        #expect(delivery.lastError?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(delivery.lastError ?? "")")
         await f.stop()
     }
 

@@ -209,6 +209,8 @@ import Testing
         (["HERALD_SINKS_INSTANCES": "fcm2", "HERALD_SINKS_FCM2_TYPE": "fcm"], "sinks.fcm2.credentials"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_MAX_CONCURRENCY": "0"], "sinks.fcm.max_concurrency"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_IID_ENDPOINT": "ftp://iid.example"], "sinks.fcm.iid_endpoint"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/nonexistent/ca.pem"], "sinks.fcm.ca_file"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/etc/passwd"], "sinks.fcm.ca_file"),
     ])
     func badSinkSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
         do {
