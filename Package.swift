@@ -279,7 +279,6 @@ let package = Package(
             name: "herald-bench",
             dependencies: [
                 "HeraldCore",
-                "HeraldEmulatorSupport",
                 "HeraldStore",
                 "HeraldFCMSink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -204,7 +204,7 @@ struct Run: AsyncParsableCommand {
                 heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + database, "--log-level", "warning"], banner: "Herald listening on",
                 environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin]) { _, new in new }
             )
-            progress("fan-out: posting the message")
+            progress("fan-out: posting the message, then accepts for \(seconds) s while it is written")
             let rssBefore = fanOut.peakRSS
             let start = ContinuousClock.now
             let (status, answer, _) = try await driver.call(
@@ -216,12 +216,24 @@ struct Run: AsyncParsableCommand {
             )
             let answered = ContinuousClock.now - start
             guard status == 201, let id = answer["msi_key"] as? String else { throw BenchError("the message was refused: \(status) \(answer)") }
+            // Accepts beside the fan-out: above fanout.inline_limit it is written in pages after the 201.
+            let load = wrk
+            let acceptURL = "\(fanOut.url)/api/notifications"
+            async let beside = load.run(
+                acceptURL,
+                .post(
+                    json: "{\"type\":\"comment\",\"title\":\"Beside %d\",\"body\":\"b\",\"user_ids\":[\"beside-%d\"]}", arguments: ["n", "n % 1000"],
+                    headers: ["Authorization": "Bearer \(admin)"]))
             var written = 0
+            var writtenDuringAccepts = 0
+            let acceptsEnd = start + .seconds(seconds)
             while ContinuousClock.now - start < .seconds(600) {
                 let (_, status, _) = try await driver.call(
                     LoadDriver.get("\(fanOut.url)/api/notifications/\(id)", headers: [("Authorization", "Bearer \(admin)")]))
-                written = ((status["summary"] as? [String: Any])?["history"] as? [String: Any])?["delivered"] as? Int ?? 0
-                if written >= subscribers { break }
+                let progress = status["fan_out"] as? [String: Any]
+                written = progress?["written"] as? Int ?? ((status["summary"] as? [String: Any])?["history"] as? [String: Any])?["delivered"] as? Int ?? 0
+                if ContinuousClock.now < acceptsEnd { writtenDuringAccepts = written }
+                if (progress?["state"] as? String ?? "done") == "done" && written >= subscribers { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             let total = ContinuousClock.now - start
@@ -234,6 +246,11 @@ struct Run: AsyncParsableCommand {
                 "fan-out peak RSS", fanOut.peakRSS, unit: "MiB", target: subscribers >= 1_000_000 ? "< 150 MB for 1 M" : nil,
                 met: subscribers >= 1_000_000 ? fanOut.peakRSS * 1.048576 < 150 : nil)
             report.add("fan-out RSS at start", rssBefore, unit: "MiB")
+            let accepts = try await beside
+            report.add("accepted during the fan-out", accepts.perSecond, unit: "/s")
+            report.add("fan-out rows written while accepts ran", Double(writtenDuringAccepts), unit: "")
+            report.add(
+                "accept p99 during the fan-out", accepts.p99Milliseconds, unit: "ms", target: "<= 100 ms", met: accepts.p99Milliseconds <= 100)
             if written < subscribers { report.add("fan-out rows missing", Double(subscribers - written), unit: "") }
             await fanOut.stop()
         }

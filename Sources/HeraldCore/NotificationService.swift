@@ -12,6 +12,10 @@ public struct NotificationService: Sendable {
     public let store: any (NotificationStore & UserStore & TopicStore)
     /// Subscribers read and written per page in a topic fan-out.
     public var fanOutPageSize = 1_000
+    /// Recipients a topic or audience fan-out may have to be written in the accepting
+    /// transaction (`fanout.inline_limit`); larger ones are committed as a ``FanOutJob`` and
+    /// written by ``FanOutWorker``.
+    public var fanOutInlineLimit = 10_000
     public let ids: ObjectIDGenerator
     public var metrics = HeraldMetrics()
     private let onAccepted: @Sendable () -> Void
@@ -67,7 +71,7 @@ public struct NotificationService: Sendable {
             result = try await store.acceptFanOut(
                 notification, topic: key, level: topicSubject?.subject.opt.level ?? .optIn,
                 plan: .route { router.plan(planned, for: $0, at: now) }, extra: [], archive: nil,
-                pageSize: fanOutPageSize, idempotency: claim, idempotencySince: since
+                pageSize: fanOutPageSize, inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         case .broadcast:
             let deliveries = router.broadcastSends(notification)
@@ -80,7 +84,7 @@ public struct NotificationService: Sendable {
             let planned = notification
             result = try await store.acceptAudience(
                 notification, audience: audience, route: { router.plan(planned, for: $0, at: now) }, pageSize: fanOutPageSize,
-                idempotency: claim, idempotencySince: since
+                inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         }
         if case .accepted = result {
@@ -131,7 +135,7 @@ public struct NotificationService: Sendable {
         _ = try await store.acceptFanOut(
             notification, topic: input.topicKey, level: entry.subject.opt.level, plan: plan,
             extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,
-            idempotency: nil, idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
+            inlineLimit: fanOutInlineLimit, idempotency: nil, idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
         )
         metrics.accepted(type: notification.type, target: "message", latency: ContinuousClock.now - started)
         onAccepted()

@@ -41,6 +41,8 @@ public struct HeraldServer: Sendable {
     let streams: LiveStreams
     /// Keeps FCM topic membership equal to subscriptions (`topics.manage_fcm_membership`).
     public let membership: TopicMembershipWorker
+    /// Writes fan-outs above `fanout.inline_limit` after their accept.
+    public let fanOut: FanOutWorker
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -72,11 +74,17 @@ public struct HeraldServer: Sendable {
                 let sinks = try SinkRegistry(built + extraSinks)
                 let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
                 let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
+                let fanOut = FanOutWorker(store: store, router: router, logger: logger, onPage: { [engine] in engine.wake() })
                 var service = NotificationService(
                     validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
-                    router: router, sinks: sinks, store: store, ids: ids, onAccepted: { [engine] in engine.wake() }
+                    router: router, sinks: sinks, store: store, ids: ids,
+                    onAccepted: { [engine, fanOut] in
+                        engine.wake()
+                        fanOut.wake()
+                    }
                 )
                 service.metrics = metrics
+                service.fanOutInlineLimit = configuration.fanOutInlineLimit
                 var userTokens: UserTokenVerifier?
                 if let secret = configuration.userTokenSecret {
                     // HS256 keys shorter than the hash output are weak, and jwt-kit refuses them.
@@ -91,7 +99,8 @@ public struct HeraldServer: Sendable {
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser),
-                    membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger)
+                    membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
+                    fanOut: fanOut
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.
@@ -231,7 +240,7 @@ public struct HeraldServer: Sendable {
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
             + [
-                ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
+                ("fan-out", fanOut), ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
             ] + (managesMembership ? [("topic membership", membership)] : [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }

@@ -210,6 +210,7 @@ import Testing
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_MAX_CONCURRENCY": "0"], "sinks.fcm.max_concurrency"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_IID_ENDPOINT": "ftp://iid.example"], "sinks.fcm.iid_endpoint"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/nonexistent/ca.pem"], "sinks.fcm.ca_file"),
+        (["HERALD_FANOUT_INLINE_LIMIT": "-1"], "fanout.inline_limit"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/etc/passwd"], "sinks.fcm.ca_file"),
     ])
     func badSinkSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {

@@ -278,18 +278,23 @@ struct Hierarchy {
         }
     }
 
+    /// Four users with a device each; loud, muted (push off) and picky (no `hot`) subscribe to `topic`.
+    static func subscribeWithSettings(_ client: any TestClientProtocol, _ herald: TestHerald, topic: String) async throws {
+        for user in ["loud", "muted", "picky", "outsider"] {
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: js(["fcm_token": "t-\(user)"]))
+        }
+        for user in ["loud", "muted", "picky"] {
+            _ = try await client.call(.put, "/api/notifications/subscriptions/\(topic)", headers(herald.backend, user: user))
+        }
+        _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "muted"), json: js(["enabled": false]))
+        _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "picky"), json: js(["types": ["hot": false]]))
+    }
+
     @Test func topicNotificationsRespectEverySubscribersSettings() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
             let h = try await Hierarchy.build(client, admin: herald.admin)
-            for user in ["loud", "muted", "picky", "outsider"] {
-                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: js(["fcm_token": "t-\(user)"]))
-            }
-            for user in ["loud", "muted", "picky"] {
-                _ = try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: user))
-            }
-            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "muted"), json: js(["enabled": false]))
-            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "picky"), json: js(["types": ["hot": false]]))
+            try await Self.subscribeWithSettings(client, herald, topic: h.optIn)
             let sent = try await client.call(
                 .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
             #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
@@ -313,6 +318,60 @@ struct Hierarchy {
                 .post, "/api/notifications", headers(herald.backend),
                 json: js(["type": "generic", "title": "x", "topic": "62505215624257b417055bc4-62505215624257b417055bc4-62505215624257b417055bc4"]))
             #expect(missing.status == .notFound)
+        }
+    }
+
+    /// Above `fanout.inline_limit` the 202 commits the notification, its count and a cursor; the
+    /// rows follow from the fan-out service, with the same settings applied, and the status
+    /// shows the progress. Message Hub messages take the same path.
+    @Test func largeFanOutsAreWrittenAfterTheAcceptWithVisibleProgress() async throws {
+        let herald = try await TestHerald.make { $0.fanOutInlineLimit = 2 }
+        /// `fan_out` as "state written/recipients".
+        @Sendable func progress(_ status: [String: Any]) -> String? {
+            guard let fanOut = status["fan_out"] as? [String: Any] else { return nil }
+            return "\(fanOut["state"] as? String ?? "?") \(fanOut["written"] as? Int ?? -1)/\(fanOut["recipients"] as? Int ?? -1)"
+        }
+        try await herald.test { client in
+            let h = try await Hierarchy.build(client, admin: herald.admin)
+            try await Self.subscribeWithSettings(client, herald, topic: h.optIn)
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
+            #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
+            #expect(sent.object["recipients"] as? Int == 3, "the count at accept time")
+            let id = try #require(sent.object["id"] as? String)
+            let accepted = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
+            #expect(progress(accepted.object) == "writing 0/3")
+            #expect((accepted.object["deliveries"] as? [Any])?.isEmpty == true, "nothing is written with the accept")
+
+            try await herald.server.fanOut.drain()
+            let written = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
+            #expect(progress(written.object) == "done 3/3")
+            try await herald.deliver()
+            #expect(herald.push.received.compactMap(\.recipient.device?.token) == ["t-loud"], "every subscriber's settings apply")
+            for user in ["loud", "muted", "picky"] {
+                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+                #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")
+            }
+
+            // Forced: every user Herald knows (the four registered), written later.
+            let post = try await client.call(
+                .post, "/message", headers(herald.communicator),
+                json: js(["title": "Fire drill", "desc": "Leave", "message": "Now", "topic_key": h.forced, "distribution": "Alert"]))
+            #expect(post.status == .created, "\(String(buffer: post.body))")
+            let msi = try #require(post.object["msi_key"] as? String)
+            #expect(progress(try await client.call(.get, "/api/notifications/\(msi)", headers(herald.admin)).object) == "writing 0/4")
+            try await herald.server.fanOut.drain()
+            for user in ["loud", "muted", "picky", "outsider"] {
+                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+                let titles = (history.object["history"] as? [[String: Any]] ?? []).compactMap { ($0["notification"] as? [String: String])?["title"] }
+                #expect(titles.first == "Fire drill", "\(user): \(titles)")
+            }
+
+            // At or below the limit nothing changes: no fan_out, every row with the 202.
+            let small = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: js(["type": "generic", "title": "Hours", "topic": h.info]))
+            let smallID = try #require(small.object["id"] as? String)
+            #expect(try await client.call(.get, "/api/notifications/\(smallID)", headers(herald.backend)).object["fan_out"] == nil)
         }
     }
 }

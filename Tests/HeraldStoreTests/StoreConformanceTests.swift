@@ -32,7 +32,8 @@ import Testing
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { [PlannedDelivery(sink: "history", userID: $0.userID, distribution: .alert)] }
         func reached(_ audience: Audience, pageSize: Int = 2) async throws -> [String] {
             let n = notification([])
-            let result = try await store.acceptAudience(n, audience: audience, route: route, pageSize: pageSize, idempotency: nil, idempotencySince: t0)
+            let result = try await store.acceptAudience(
+                n, audience: audience, route: route, pageSize: pageSize, inlineLimit: .max, idempotency: nil, idempotencySince: t0)
             guard case .accepted(let receipt) = result else { return [] }
             let status = try #require(try await store.status(of: n.id))
             #expect(status.recipients == receipt.recipients)

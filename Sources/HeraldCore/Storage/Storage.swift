@@ -52,20 +52,24 @@ public protocol NotificationStore: Sendable {
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
         idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
-    /// Stores a notification for every subscriber of `topic` in one transaction, reading and
-    /// writing subscribers in pages of `pageSize` so memory does not grow with the topic.
-    /// `extra` deliveries (topic sends) and the `archive` entry are stored with it.
-    /// Subscribers of a Forced subject are every user Herald knows.
+    /// Stores a notification for every subscriber of `topic`. Up to `inlineLimit` subscribers
+    /// are written in the accepting transaction, read and written in pages of `pageSize` so
+    /// memory does not grow with the topic. Above it the transaction commits the notification
+    /// with a ``FanOutJob`` (recipients counted, cursor at the start) and the rows are written
+    /// afterwards by ``FanOutWorker``. `extra` deliveries (topic sends) and the `archive` entry
+    /// are stored with the notification either way. Subscribers of a Forced subject are every
+    /// user Herald knows.
     func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
     /// Stores a notification for every user the audience names (SPEC §2: `all`, or any of the
-    /// tiers, groups and user ids, OR-ed, as content visibility is) in one transaction, reading
-    /// users in pages of `pageSize` and routing each page with `route`.
+    /// tiers, groups and user ids, OR-ed, as content visibility is), routing each page of
+    /// `pageSize` users with `route`: in the accepting transaction up to `inlineLimit` users,
+    /// as a ``FanOutJob`` above it, as ``acceptFanOut(_:topic:level:plan:extra:archive:pageSize:inlineLimit:idempotency:idempotencySince:)``.
     func acceptAudience(
         _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
@@ -89,10 +93,10 @@ extension NotificationStore {
 
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int = .max, idempotencySince: Date
     ) async throws -> AcceptResult {
         try await acceptFanOut(
-            notification, topic: topic, level: level, plan: plan, extra: extra, archive: archive, pageSize: pageSize,
+            notification, topic: topic, level: level, plan: plan, extra: extra, archive: archive, pageSize: pageSize, inlineLimit: inlineLimit,
             idempotency: notification.unscopedClaim, idempotencySince: idempotencySince
         )
     }
@@ -197,7 +201,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
-    RetentionStore, CardStore, ChangeStore, TopicMembershipStore
+    RetentionStore, CardStore, ChangeStore, TopicMembershipStore, FanOutJobStore
 {
     /// Creates or upgrades the schema; safe to run again.
     func migrate() async throws

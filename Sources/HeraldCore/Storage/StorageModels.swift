@@ -95,11 +95,17 @@ public struct NotificationStatus: Sendable, Equatable {
     public var deliveries: [DeliveryRecord]
     /// Every delivery counted per sink and state.
     public var summary: [String: [DeliveryState: Int]]
+    /// For a fan-out written after the accept (``FanOutJob``): how far it has got.
+    public var fanOut: FanOutProgress?
 
-    public init(notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord], summary: [String: [DeliveryState: Int]]? = nil) {
+    public init(
+        notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord], summary: [String: [DeliveryState: Int]]? = nil,
+        fanOut: FanOutProgress? = nil
+    ) {
         self.notification = notification
         self.recipients = recipients
         self.deliveries = deliveries
+        self.fanOut = fanOut
         self.summary = summary ?? deliveries.reduce(into: [:]) { $0[$1.sink, default: [:]][$1.state, default: 0] += 1 }
     }
 }

@@ -43,6 +43,9 @@ public struct HeraldConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// How long a client has to send a complete request head (slow-loris defence).
     public var requestHeadTimeout: Duration = .seconds(10)
+    /// Recipients a topic or audience fan-out may have to be written in the accepting
+    /// transaction; larger ones are accepted with a cursor and written page by page afterwards.
+    public var fanOutInlineLimit = 10_000
     /// Devices kept per user, across providers; registering one more removes the least recently
     /// registered.
     public var maxDevicesPerUser = 10
@@ -128,6 +131,8 @@ public struct HeraldConfiguration: Sendable {
         guard (1...1_000_000).contains(maxConnections) else { throw Self.invalid("server.max_connections", "must be 1-1000000") }
         idleTimeout = try reader.duration(forKey: "server.idle_timeout", in: 1...86_400) ?? idleTimeout
         requestHeadTimeout = try reader.duration(forKey: "server.request_head_timeout", in: 1...3_600) ?? requestHeadTimeout
+        fanOutInlineLimit = try reader.requiredInt(forKey: "fanout.inline_limit", default: fanOutInlineLimit)
+        guard (0...10_000_000).contains(fanOutInlineLimit) else { throw Self.invalid("fanout.inline_limit", "must be 0-10000000") }
         maxDevicesPerUser = try reader.requiredInt(forKey: "devices.max_per_user", default: maxDevicesPerUser)
         guard (1...1_000).contains(maxDevicesPerUser) else { throw Self.invalid("devices.max_per_user", "must be 1-1000") }
         staleDevicesAfter = try reader.duration(forKey: "devices.stale_after", in: 86_400...(3_650 * 86_400)) ?? staleDevicesAfter

@@ -161,6 +161,15 @@ struct NotificationStatusResponse: Encodable {
     var deliveries_truncated: Bool
     /// Count of deliveries per sink and state, e.g. `{"history":{"delivered":2}}`.
     var summary: [String: [String: Int]]
+    /// For a fan-out above `fanout.inline_limit`, written after the 202: how far it has got.
+    var fan_out: FanOutBody?
+
+    struct FanOutBody: Encodable {
+        /// `writing` until every recipient's rows are committed, then `done`.
+        var state: String
+        var recipients: Int
+        var written: Int
+    }
 
     init(_ status: NotificationStatus) {
         let n = status.notification
@@ -177,6 +186,7 @@ struct NotificationStatusResponse: Encodable {
             expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target
         )
         recipients = status.recipients
+        fan_out = status.fanOut.map { FanOutBody(state: $0.done ? "done" : "writing", recipients: $0.recipients, written: $0.written) }
         deliveries = status.deliveries.map { d in
             DeliveryBody(
                 id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic,

@@ -300,6 +300,7 @@ enum PostgresSchema {
             ]
         ),
         ("v8-topic-members", [TopicMembershipSQL.table]),
+        ("v9-fanout-jobs", [FanOutJobSQL.table, FanOutJobSQL.pendingIndex]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -5,28 +5,34 @@ import PostgresNIO
 extension PostgresStore {
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
-        try await transaction { session in
+        // Forced subjects reach every user Herald knows; others their subscribers.
+        let recipients: FanOutRecipients = level == .forced ? .everyone : .subscribers(topic: topic)
+        let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
+        return try await transaction { session in
             let now = Self.micros(notification.timestamp)
             if let earlier = try await Self.insert(notification, recipients: 0, session, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            // Forced subjects reach every user Herald knows; others their subscribers.
             let forced = level == .forced
-            var recipients = 0
-            switch plan {
-            case .historyOnly:
-                recipients = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
-            case .historyAndDevices(let route):
-                recipients = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
-                _ = try await Self.routePages(notification, topic: topic, forced: forced, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
-            case .route(let route):
-                recipients = try await Self.routePages(
-                    notification, topic: topic, forced: forced, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
+            var count = 0
+            if let job {
+                count = job
+                try await Self.insertJob(notification, kind: FanOutKind(plan), recipients, count: count, session, at: now)
+            } else {
+                switch plan {
+                case .historyOnly:
+                    count = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+                case .historyAndDevices(let route):
+                    count = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+                    _ = try await Self.routePages(notification, recipients, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
+                case .route(let route):
+                    count = try await Self.routePages(notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
+                }
             }
             try await Self.insert(extra, of: notification.id, session, at: now)
-            try await Self.recordRecipients(recipients, of: notification, idempotency: idempotency, session)
+            try await Self.recordRecipients(count, of: notification, idempotency: idempotency, session)
             if let archive {
                 try await session.execute(
                     """
@@ -37,41 +43,31 @@ extension PostgresStore {
                 )
             }
             try await session.notifyWork()
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
     }
 
     public func acceptAudience(
         _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
-        try await transaction { session in
+        let recipients = FanOutRecipients.audience(audience)
+        let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
+        return try await transaction { session in
             let now = Self.micros(notification.timestamp)
             if let earlier = try await Self.insert(notification, recipients: 0, session, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            var recipients = 0
-            var after = ""
-            while true {
-                // Users whose attributes match, and the users named, once each, in keyset pages.
-                let page = try await session.rows(
-                    """
-                    SELECT user_id FROM (
-                        SELECT id AS user_id FROM users
-                        WHERE \(audience.all) OR (attributes::jsonb ->> 'tier_id') = ANY(\(audience.tierIDs)::text[])
-                            OR COALESCE(attributes::jsonb -> 'group_ids', '[]'::jsonb) ?| \(audience.groupIDs)::text[]
-                        UNION SELECT unnest(\(audience.userIDs)::text[])
-                    ) s WHERE user_id > \(after) ORDER BY user_id LIMIT \(pageSize)
-                    """
-                ).map { try $0.text("user_id") }
-                guard let last = page.last else { break }
-                try await Self.insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
-                recipients += page.count
-                after = last
+            let count: Int
+            if let job {
+                count = job
+                try await Self.insertJob(notification, kind: .route, recipients, count: count, session, at: now)
+            } else {
+                count = try await Self.routePages(notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
             }
-            try await Self.recordRecipients(recipients, of: notification, idempotency: idempotency, session)
+            try await Self.recordRecipients(count, of: notification, idempotency: idempotency, session)
             try await session.notifyWork()
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
     }
 
@@ -118,27 +114,15 @@ extension PostgresStore {
     /// Keyset pages: each page's settings and devices are read, routed and written before the
     /// next is read. - Returns: the number of users paged through.
     private static func routePages(
-        _ notification: HeraldNotification, topic: String, forced: Bool, withDevicesOnly: Bool, pageSize: Int,
+        _ notification: HeraldNotification, _ recipients: FanOutRecipients, withDevicesOnly: Bool, pageSize: Int,
         _ route: (RecipientContext) -> [PlannedDelivery], _ session: PostgresSession, at now: Int64
     ) async throws -> Int {
         var paged = 0
         var after = ""
         while true {
-            let page = try await session.rows(
-                forced
-                    ? """
-                    SELECT id AS user_id FROM users u WHERE id > \(after)
-                        AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = u.id))
-                    ORDER BY id LIMIT \(pageSize)
-                    """
-                    : """
-                    SELECT user_id FROM subscriptions s WHERE topic_key = \(topic) AND user_id > \(after)
-                        AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id))
-                    ORDER BY user_id LIMIT \(pageSize)
-                    """
-            ).map { try $0.text("user_id") }
+            let page = try await session.rows(recipients.page(after: after, limit: pageSize, withDevicesOnly: withDevicesOnly)).map { try $0.text("user_id") }
             guard let last = page.last else { break }
-            try await insert(try await recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
+            try await insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
             paged += page.count
             after = last
         }

@@ -120,7 +120,8 @@ extension PostgresStore {
                 if let state = DeliveryState(rawValue: try count.text("state")) { summary[try count.text("sink"), default: [:]][state] = try count.int("n") }
             }
             return NotificationStatus(
-                notification: try StoredRecords.notification(row), recipients: try row.int("recipients"), deliveries: deliveries, summary: summary
+                notification: try StoredRecords.notification(row), recipients: try row.int("recipients"), deliveries: deliveries, summary: summary,
+                fanOut: try await Self.fanOutProgress(session, of: id)
             )
         }
     }

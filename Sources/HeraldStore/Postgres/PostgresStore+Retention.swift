@@ -32,6 +32,7 @@ extension PostgresStore {
                 SELECT id FROM notifications n WHERE timestamp < \(Self.micros(before))
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
+                    AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
                 LIMIT \(limit))
             RETURNING 1
             """

@@ -302,6 +302,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v12-topic-members") { db in
             try db.execute(sql: TopicMembershipSQL.table)
         }
+        migrator.registerMigration("v13-fanout-jobs") { db in
+            try db.execute(sql: FanOutJobSQL.table)
+            try db.execute(sql: FanOutJobSQL.pendingIndex)
+        }
         return migrator
     }
 }

@@ -5,28 +5,34 @@ import HeraldCore
 extension SQLiteStore {
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
-        archive: ArchivedMessage?, pageSize: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
+        archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
-        try await writer.write { db in
+        // Forced subjects reach every user Herald knows; others their subscribers.
+        let recipients: FanOutRecipients = level == .forced ? .everyone : .subscribers(topic: topic)
+        let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
+        return try await writer.write { db in
             let now = Self.micros(notification.timestamp)
             if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            // Forced subjects reach every user Herald knows; others their subscribers.
-            let (source, arguments): (String, StatementArguments) =
-                level == .forced ? ("SELECT id AS user_id FROM users", []) : ("SELECT user_id FROM subscriptions WHERE topic_key = ?", [topic])
-            var recipients = 0
-            switch plan {
-            case .historyOnly:
-                recipients = try Self.writeHistory(notification, from: source, arguments, db, at: now)
-            case .historyAndDevices(let route):
-                recipients = try Self.writeHistory(notification, from: source, arguments, db, at: now)
-                _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
-            case .route(let route):
-                recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+            var count = 0
+            if let job {
+                count = job
+                try Self.insertJob(notification, kind: FanOutKind(plan), recipients, count: count, db, at: now)
+            } else {
+                let (source, arguments) = try recipients.source
+                switch plan {
+                case .historyOnly:
+                    count = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+                case .historyAndDevices(let route):
+                    count = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+                    _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
+                case .route(let route):
+                    count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+                }
             }
             try Self.insert(extra, of: notification.id, db, at: now)
-            try Self.recordRecipients(recipients, of: notification, idempotency: idempotency, db)
+            try Self.recordRecipients(count, of: notification, idempotency: idempotency, db)
             if let archive {
                 try db.execute(
                     sql: """
@@ -39,34 +45,60 @@ extension SQLiteStore {
                     ]
                 )
             }
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
     }
 
     public func acceptAudience(
         _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult {
         try Self.checkFile(file)
+        let recipients = FanOutRecipients.audience(audience)
+        let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
         return try await writer.write { db in
             let now = Self.micros(notification.timestamp)
             if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            // Users whose attributes match, and the users named, once each.
-            let source = """
-                SELECT id AS user_id FROM users
-                WHERE ? OR json_extract(attributes, '$.tier_id') IN (SELECT value FROM json_each(?))
-                    OR EXISTS (SELECT 1 FROM json_each(users.attributes, '$.group_ids') g WHERE g.value IN (SELECT value FROM json_each(?)))
-                UNION SELECT value AS user_id FROM json_each(?)
-                """
-            let arguments: StatementArguments = [
-                audience.all, try StoredJSON.encode(audience.tierIDs), try StoredJSON.encode(audience.groupIDs), try StoredJSON.encode(audience.userIDs),
-            ]
-            let recipients = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
-            try Self.recordRecipients(recipients, of: notification, idempotency: idempotency, db)
-            return .accepted(NotificationReceipt(id: notification.id, recipients: recipients))
+            let count: Int
+            if let job {
+                count = job
+                try Self.insertJob(notification, kind: .route, recipients, count: count, db, at: now)
+            } else {
+                let (source, arguments) = try recipients.source
+                count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+            }
+            try Self.recordRecipients(count, of: notification, idempotency: idempotency, db)
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
+    }
+
+    /// Whether a fan-out is written later, by a job: its recipients counted, in a read that does
+    /// not hold the write lock (a million subscribers take a while to count), when there are
+    /// more than `inlineLimit`. - Returns: the count for a job, nil to write it inline.
+    private func jobRecipientCount(_ recipients: FanOutRecipients, inlineLimit: Int) async throws -> Int? {
+        guard inlineLimit < Int.max else { return nil }
+        let (source, arguments) = try recipients.source
+        return try await writer.read { db -> Int? in
+            let bounded =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM (\(source)) LIMIT ?)", arguments: arguments + [inlineLimit + 1]) ?? 0
+            guard bounded > inlineLimit else { return nil }
+            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(source))", arguments: arguments) ?? bounded
+        }
+    }
+
+    private static func insertJob(
+        _ notification: HeraldNotification, kind: FanOutKind, _ recipients: FanOutRecipients, count: Int, _ db: Database, at now: Int64
+    ) throws {
+        let (source, topic, audience) = try recipients.stored
+        try db.execute(
+            sql: """
+                INSERT INTO fanout_jobs (notification_id, kind, source, topic_key, audience, cursor, recipients, written, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, '', ?, 0, ?, ?)
+                """,
+            arguments: [notification.id.hex, kind.rawValue, source, topic, audience, count, now, now]
+        )
     }
 
     /// A fan-out learns its recipient count as it writes: stored on the notification and on its

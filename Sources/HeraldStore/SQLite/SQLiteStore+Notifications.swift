@@ -100,7 +100,8 @@ extension SQLiteStore {
                 if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
             }
             return NotificationStatus(
-                notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary)
+                notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary,
+                fanOut: try Self.fanOutProgress(db, of: id))
         }
     }
 

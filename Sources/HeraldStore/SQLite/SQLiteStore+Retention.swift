@@ -29,6 +29,7 @@ extension SQLiteStore {
                 SELECT id FROM notifications n WHERE timestamp < ?
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
+                    AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
                 LIMIT ?)
             """, Self.micros(before), limit
         )

@@ -1,0 +1,87 @@
+public import Logging
+public import ServiceLifecycle
+
+/// Writes the recipients of fan-outs too large for the accepting transaction, one page per
+/// transaction, so a million-subscriber message never holds the database's write lock for
+/// longer than a page and accepts keep flowing beside it. Pages are planned with the router as
+/// the accept would have planned them, at the notification's accept time.
+///
+/// Any process may work any job: each page re-reads the cursor in its own transaction, so a job
+/// left by a crashed process is resumed by the next poll without duplicate rows.
+public final class FanOutWorker: Service {
+    private let store: any FanOutJobStore
+    private let router: NotificationRouter
+    private let pageSize: Int
+    private let interval: Duration
+    private let logger: Logger
+    private let onPage: @Sendable () -> Void
+    private let signal = WakeSignal()
+
+    /// - Parameters:
+    ///   - interval: how often to look for jobs nobody woke the worker for (another process's,
+    ///     or one a crash interrupted).
+    ///   - onPage: called after each committed page, typically ``DeliveryEngine/wake()``.
+    public init(
+        store: any FanOutJobStore, router: NotificationRouter, pageSize: Int = 1_000, interval: Duration = .seconds(5),
+        logger: Logger = DeliveryEngine.silentLogger, onPage: @escaping @Sendable () -> Void = {}
+    ) {
+        self.store = store
+        self.router = router
+        self.pageSize = max(pageSize, 1)
+        self.interval = interval
+        self.logger = logger
+        self.onPage = onPage
+    }
+
+    /// Tells the worker a fan-out job was committed.
+    public func wake() { signal.notify() }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var failures = 0
+            while !Task.isCancelled {
+                do {
+                    try await self.drain()
+                    failures = 0
+                    await self.signal.wait(timeout: self.interval)
+                } catch {
+                    // A page is one transaction: nothing is half-written, the job resumes from its cursor.
+                    failures += 1
+                    self.logger.warning("fan-out paused after a storage error, resuming from the last committed page: \(error)")
+                    try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 6), 5_000)))
+                }
+            }
+        }
+    }
+
+    /// Writes every pending fan-out to the end (tests, and `run`'s loop).
+    public func drain() async throws {
+        while !Task.isCancelled {
+            let jobs = try await store.pendingFanOuts(limit: 16)
+            guard !jobs.isEmpty else { return }
+            for job in jobs {
+                try await write(job)
+            }
+        }
+    }
+
+    private func write(_ job: FanOutJob) async throws {
+        let notification = job.notification
+        let router = self.router
+        let acceptedAt = notification.timestamp
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] =
+            switch job.kind {
+            case .route: { router.plan(notification, for: $0, at: acceptedAt) }
+            case .historyAndDevices: { router.messageHubDeliveries(notification, for: $0, at: acceptedAt) }
+            case .history: { _ in [] }
+            }
+        while !Task.isCancelled {
+            guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route) else { return }
+            onPage()
+            if progress.done {
+                logger.info("fan-out of \(notification.id) written: \(progress.written) recipients")
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+public import Foundation
+
+/// How a fan-out's recipients get their rows: the stored counterpart of ``FanOutPlan``, whose
+/// closures cannot outlive the request that made them.
+public enum FanOutKind: String, Sendable {
+    /// ``FanOutPlan/route(_:)``: each recipient's deliveries come from the router.
+    case route
+    /// ``FanOutPlan/historyOnly``.
+    case history
+    /// ``FanOutPlan/historyAndDevices(_:)``: history for everyone, the router's Message Hub
+    /// deliveries for recipients with devices.
+    case historyAndDevices = "history_devices"
+
+    public init(_ plan: FanOutPlan) {
+        switch plan {
+        case .historyOnly: self = .history
+        case .historyAndDevices: self = .historyAndDevices
+        case .route: self = .route
+        }
+    }
+}
+
+/// How far a notification's fan-out has been written (SPEC §5: a large fan-out is written after
+/// the 202, from a cursor committed with it).
+public struct FanOutProgress: Sendable, Equatable {
+    /// Recipients counted when the notification was accepted.
+    public var recipients: Int
+    /// Recipients whose rows are committed so far.
+    public var written: Int
+    /// Whether every page is written.
+    public var done: Bool
+
+    public init(recipients: Int, written: Int, done: Bool) {
+        self.recipients = recipients
+        self.written = written
+        self.done = done
+    }
+}
+
+/// A fan-out too large to write in the accepting transaction: the notification is committed with
+/// a cursor, and ``FanOutWorker`` writes its recipients page by page, each page with the
+/// cursor's advance in one transaction, so a crash resumes where the last commit left off.
+public struct FanOutJob: Sendable, Equatable {
+    public var notification: HeraldNotification
+    public var kind: FanOutKind
+    public var progress: FanOutProgress
+
+    public init(notification: HeraldNotification, kind: FanOutKind, progress: FanOutProgress) {
+        self.notification = notification
+        self.kind = kind
+        self.progress = progress
+    }
+}
+
+/// Fan-outs still being written, for ``FanOutWorker``.
+public protocol FanOutJobStore: Sendable {
+    /// Fan-outs not yet done, oldest first.
+    func pendingFanOuts(limit: Int) async throws -> [FanOutJob]
+    /// Writes the next page of up to `pageSize` recipients of notification `id` (their rows
+    /// planned by `route` for ``FanOutKind/route`` and ``FanOutKind/historyAndDevices``) and
+    /// advances the cursor, in one transaction. Processes writing the same job take turns.
+    /// - Returns: the progress after the page; nil when `id` has no fan-out job.
+    func writeFanOutPage(
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+    ) async throws
+        -> FanOutProgress?
+}

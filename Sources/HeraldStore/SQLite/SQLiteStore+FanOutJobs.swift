@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension FanOutRecipients {
+    /// A query of one `user_id` column listing the recipients, once each, with its arguments.
+    var source: (String, StatementArguments) {
+        get throws {
+            switch self {
+            case .subscribers(let topic):
+                return ("SELECT user_id FROM subscriptions WHERE topic_key = ?", [topic])
+            case .everyone:
+                return ("SELECT id AS user_id FROM users", [])
+            case .audience(let audience):
+                // Users whose attributes match, and the users named, once each.
+                let sql = """
+                    SELECT id AS user_id FROM users
+                    WHERE ? OR json_extract(attributes, '$.tier_id') IN (SELECT value FROM json_each(?))
+                        OR EXISTS (SELECT 1 FROM json_each(users.attributes, '$.group_ids') g WHERE g.value IN (SELECT value FROM json_each(?)))
+                    UNION SELECT value AS user_id FROM json_each(?)
+                    """
+                return (
+                    sql,
+                    [
+                        audience.all, try StoredJSON.encode(audience.tierIDs), try StoredJSON.encode(audience.groupIDs),
+                        try StoredJSON.encode(audience.userIDs),
+                    ]
+                )
+            }
+        }
+    }
+}
+
+extension SQLiteStore {
+    public func pendingFanOuts(limit: Int) async throws -> [FanOutJob] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: FanOutJobSQL.pendingColumns + " LIMIT ?", arguments: [limit]).map(FanOutJobSQL.pendingJob)
+        }
+    }
+
+    public func writeFanOutPage(
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+    ) async throws -> FanOutProgress? {
+        try await writer.write { db -> FanOutProgress? in
+            guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return nil }
+            let (total, written) = (try job.int("recipients"), try job.int("written"))
+            guard try job.optionalInteger("done_at") == nil else { return FanOutProgress(recipients: total, written: written, done: true) }
+            let kind = try FanOutJobSQL.kind(job)
+            let (source, arguments) = try FanOutRecipients(
+                source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
+            ).source
+            let cursor = try job.text("cursor")
+            let page = try String.fetchAll(
+                db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, max(pageSize, 1)])
+            let now = Self.micros(Date())
+            if !page.isEmpty {
+                // Rows carry the accept's time, as the accepting transaction would have written them.
+                if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
+                    try Self.writePage(
+                        page, of: id, distribution: try notification.text("distribution"), kind: kind, route: route, db,
+                        at: try notification.integer("timestamp"))
+                }
+            }
+            let done = page.count < max(pageSize, 1)
+            try db.execute(
+                sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
+                arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
+            )
+            return FanOutProgress(recipients: total, written: written + page.count, done: done)
+        }
+    }
+
+    /// One page of a job's rows, as the accepting transaction would have written them.
+    private static func writePage(
+        _ page: [String], of id: ObjectID, distribution: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery], _ db: Database,
+        at acceptedAt: Int64
+    ) throws {
+        let list = try StoredJSON.encode(page)
+        switch kind {
+        case .route:
+            try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt)
+        case .history, .historyAndDevices:
+            try db.execute(
+                sql: """
+                    INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                    SELECT ?, ?, value, ?, 'delivered', 1, NULL, ? FROM json_each(?)
+                    """,
+                arguments: [id.hex, NotificationRouter.historySink, distribution, acceptedAt, list]
+            )
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, value, 0, ? FROM json_each(?)",
+                arguments: [id.hex, acceptedAt, list]
+            )
+            if kind == .historyAndDevices {
+                let withDevices = try String.fetchAll(
+                    db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
+                try insert(try recipients(db, userIDs: withDevices).flatMap(route), of: id, db, at: acceptedAt)
+            }
+        }
+    }
+
+    /// A notification's fan-out progress, when it has a job.
+    static func fanOutProgress(_ db: Database, of id: ObjectID) throws -> FanOutProgress? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT recipients, written, done_at FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex])
+        else { return nil }
+        return FanOutProgress(recipients: try row.int("recipients"), written: try row.int("written"), done: try row.optionalInteger("done_at") != nil)
+    }
+}
