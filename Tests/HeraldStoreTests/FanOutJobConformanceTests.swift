@@ -58,35 +58,29 @@ import Testing
         case routedTopic, historyOnly, historyAndDevices, forced, audience
     }
 
+    /// What the router plans for a Message Hub message's subscribers with devices.
+    let devicesOnly: @Sendable (RecipientContext) -> [PlannedDelivery] = { recipient in
+        recipient.devices.map { PlannedDelivery(sink: "fcm", userID: recipient.userID, deviceID: $0.id, distribution: .alert) }
+    }
+
     /// Accepts `n` for `c` with the given inline limit.
     func accept(_ store: any ServerStorage, _ n: HeraldNotification, _ c: Case, _ tree: TopicTree, inlineLimit: Int) async throws -> AcceptResult {
         let since = Date().addingTimeInterval(-60)
-        let extra = [PlannedDelivery(sink: "fcm", userID: "", topic: tree.optIn.topicKey, distribution: .alert)]
+        let (subject, plan): (Subject, FanOutPlan)
         switch c {
-        case .routedTopic:
-            return try await store.acceptFanOut(
-                n, topic: tree.optIn.topicKey, level: .optIn, plan: .route(route), extra: [], archive: nil, pageSize: 2, inlineLimit: inlineLimit,
-                idempotency: nil, idempotencySince: since)
-        case .historyOnly:
-            return try await store.acceptFanOut(
-                n, topic: tree.optIn.topicKey, level: .optIn, plan: .historyOnly, extra: extra, archive: nil, pageSize: 2, inlineLimit: inlineLimit,
-                idempotency: nil, idempotencySince: since)
-        case .historyAndDevices:
-            let devicesOnly: @Sendable (RecipientContext) -> [PlannedDelivery] = { recipient in
-                recipient.devices.map { PlannedDelivery(sink: "fcm", userID: recipient.userID, deviceID: $0.id, distribution: .alert) }
-            }
-            return try await store.acceptFanOut(
-                n, topic: tree.optIn.topicKey, level: .optIn, plan: .historyAndDevices(devicesOnly), extra: [], archive: nil, pageSize: 2,
-                inlineLimit: inlineLimit, idempotency: nil, idempotencySince: since)
-        case .forced:
-            return try await store.acceptFanOut(
-                n, topic: tree.forced.topicKey, level: .forced, plan: .route(route), extra: [], archive: nil, pageSize: 2, inlineLimit: inlineLimit,
-                idempotency: nil, idempotencySince: since)
         case .audience:
             return try await store.acceptAudience(
                 n, audience: Audience(tierIDs: ["gold"], userIDs: ["u7", "u3"]), route: route, pageSize: 2, inlineLimit: inlineLimit, idempotency: nil,
                 idempotencySince: since)
+        case .routedTopic: (subject, plan) = (tree.optIn, .route(route))
+        case .historyOnly: (subject, plan) = (tree.optIn, .historyOnly)
+        case .historyAndDevices: (subject, plan) = (tree.optIn, .historyAndDevices(devicesOnly))
+        case .forced: (subject, plan) = (tree.forced, .route(route))
         }
+        let extra = c == .historyOnly ? [PlannedDelivery(sink: "fcm", userID: "", topic: subject.topicKey, distribution: .alert)] : []
+        return try await store.acceptFanOut(
+            n, topic: subject.topicKey, level: subject.opt.level, plan: plan, extra: extra, archive: nil, pageSize: 2, inlineLimit: inlineLimit,
+            idempotency: nil, idempotencySince: since)
     }
 
     /// The route a worker would rebuild for the job's kind.
@@ -94,8 +88,7 @@ import Testing
         switch kind {
         case .route: route
         case .history: { _ in [] }
-        case .historyAndDevices:
-            { recipient in recipient.devices.map { PlannedDelivery(sink: "fcm", userID: recipient.userID, deviceID: $0.id, distribution: .alert) } }
+        case .historyAndDevices: devicesOnly
         }
     }
 

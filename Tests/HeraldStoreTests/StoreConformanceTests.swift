@@ -92,6 +92,21 @@ import Testing
         #expect(try await store.settings(userID: "u").enabled == false, "a failed change is rolled back")
     }
 
+    /// Read-change-writes of one user's settings from many tasks at once: none is lost, and the
+    /// process survives (PostgreSQL's store once wrapped `change` in withoutActuallyEscaping,
+    /// which trapped when its supervised operation released the closure after the call).
+    @Test(arguments: StoreKind.allCases)
+    func concurrentSettingsChangesAreAllKept(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<400 {
+                group.addTask { _ = try await store.updateSettings(userID: "busy") { $0.types["type-\(index)"] = false } }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.settings(userID: "busy").types.count == 400)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func attributesRoundTrip(_ kind: StoreKind) async throws {
         let store = try await kind.make()

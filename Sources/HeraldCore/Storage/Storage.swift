@@ -16,8 +16,10 @@ public protocol APIKeyStore: Sendable {
 /// Users' settings, attributes and devices.
 public protocol UserStore: Sendable {
     func settings(userID: String) async throws -> UserSettings
-    /// Reads, changes and saves a user's settings in one transaction.
-    func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
+    /// Reads, changes and saves a user's settings in one transaction. `change` is escaping: a
+    /// store may run it on a task of its own (PostgreSQL's supervised operations), which can
+    /// release it after the call returns.
+    func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
     func setAttributes(_ attributes: UserAttributes, userID: String) async throws
     func attributes(userID: String) async throws -> UserAttributes?
     /// Registers a device for `userID`, keyed by its provider and address key, moving it from

@@ -7,12 +7,10 @@ extension PostgresStore {
         try await withConnection { session in try await Self.settings(session, userID: userID) }
     }
 
-    public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
-        // The transaction runs `change` before it returns, so it never outlives this call.
-        try await withoutActuallyEscaping(change) { change in try await updateSettings(userID: userID, escapable: change) }
-    }
-
-    private func updateSettings(userID: String, escapable change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+    public func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+        // `change` is escaping, not wrapped in withoutActuallyEscaping: the supervised operation
+        // that runs the transaction may release its closure after this call has its result, and
+        // withoutActuallyEscaping traps when the closure outlives the call.
         try await transaction { session in
             // The row lock serialises concurrent read-change-writes of one user's settings.
             try await Self.ensureUser(session, userID, at: Self.micros(Date()))

@@ -7,7 +7,7 @@ extension SQLiteStore {
         try await writer.read { db in try Self.settings(db, userID: userID) }
     }
 
-    public func updateSettings(userID: String, _ change: @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
+    public func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
         try await writer.write { db in
             var settings = try Self.settings(db, userID: userID)
             try change(&settings)
