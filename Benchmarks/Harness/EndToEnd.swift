@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldStore
 import NIOHTTP1
 
 /// Accepts and pushes together, against a stand-in for FCM that answers at once: nginx with a
@@ -24,9 +25,17 @@ extension Run {
         var fields = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: account))) as? [String: Any] ?? [:]
         fields["token_uri"] = "\(standIn.url)/token"
         try JSONSerialization.data(withJSONObject: fields).write(to: URL(fileURLWithPath: standInAccount))
+        let nginxTarget = EndToEndTarget(url: standIn.url, account: standInAccount, caFile: nil)
         _ = try await measureEndToEnd(
-            "nginx, HTTP/1.1", target: EndToEndTarget(url: standIn.url, account: standInAccount, caFile: nil), ceiling: ceiling.perSecond, report: &report,
-            driver: driver, wrk: wrk, heraldPath: heraldPath, admin: admin, directory: directory.appendingPathComponent("e2e-nginx"))
+            "nginx, HTTP/1.1", target: nginxTarget, ceiling: ceiling.perSecond, report: &report, driver: driver, wrk: wrk, heraldPath: heraldPath,
+            admin: admin, directory: directory.appendingPathComponent("e2e-nginx"))
+        if let postgres {
+            for processes in [1, 2] {
+                try await measurePostgres(
+                    server: postgres, processes: processes, target: nginxTarget, ceiling: ceiling.perSecond, report: &report, driver: driver, wrk: wrk,
+                    heraldPath: heraldPath, admin: admin)
+            }
+        }
 
         var http1 = 0.0
         for tls in [false, true] {
@@ -102,6 +111,72 @@ extension Run {
             "e2e Herald peak RSS (\(label))", server.peakRSS, unit: "MiB", target: targeted ? "<= 80 MiB" : nil, met: targeted ? server.peakRSS <= 80 : nil)
         await server.stop()
         return pushes
+    }
+
+    /// The scale-out mode: `processes` Herald processes on one fresh PostgreSQL database, each
+    /// under its share of the accept load, pushing to nginx.
+    private func measurePostgres(
+        server: String, processes: Int, target: EndToEndTarget, ceiling: Double, report: inout Report, driver: LoadDriver, wrk: Wrk, heraldPath: String,
+        admin: String
+    ) async throws {
+        let label = "PostgreSQL, \(processes) process\(processes == 1 ? "" : "es")"
+        progress("end to end (\(label)): a fresh database")
+        let database = try await PostgresStore.createDatabase(
+            named: "herald_bench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())", onServer: server)
+        let environment = [
+            "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": target.account, "HERALD_FCM_ENDPOINT": target.url, "HERALD_METRICS_PUBLIC": "true",
+        ]
+        var servers: [ChildProcess] = []
+        for _ in 0..<processes {
+            servers.append(
+                try await ChildProcess(
+                    heraldPath, ["serve", "--port", "0", "--database", database, "--log-level", "warning"], banner: "Herald listening on",
+                    environment: tuning.merging(environment) { _, new in new }))
+        }
+        defer { for server in servers { Task { await server.stop() } } }
+        try await registerUsers(at: servers[0], prefix: "pg", admin: admin, driver: driver)
+
+        progress("end to end (\(label)): accepts and pushes together for \(endToEndSeconds) s")
+        var before = 0
+        for server in servers { before += try await scrape(server, driver).pushed }
+        let started = ContinuousClock.now
+        var load = wrk
+        load.duration = .seconds(endToEndSeconds)
+        load.connections = max(concurrency / processes, 1)
+        let (userCount, share) = (users, load)
+        let results = try await withThrowingTaskGroup(of: Wrk.Result.self) { group in
+            for server in servers {
+                let url = "\(server.url)/api/notifications"
+                group.addTask {
+                    try await share.run(
+                        url,
+                        .post(
+                            json: "{\"type\":\"comment\",\"title\":\"PG %d\",\"body\":\"b\",\"user_ids\":[\"pg-user-%d\"]}",
+                            arguments: ["n", "n % \(userCount)"],
+                            headers: ["Authorization": "Bearer \(admin)"]))
+                }
+            }
+            return try await group.reduce(into: [Wrk.Result]()) { $0.append($1) }
+        }
+        var after = 0
+        var pending = 0
+        for server in servers {
+            let scraped = try await scrape(server, driver)
+            after += scraped.pushed
+            pending = scraped.pending
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        let pushes = Double(after - before) / elapsed
+        let accepted = results.reduce(0) { $0 + $1.perSecond }
+        let p99 = results.map(\.p99Milliseconds).max() ?? 0
+        let targeted = processes == 1
+        report.add("e2e accepted (\(label))", accepted, unit: "/s")
+        report.add(
+            "e2e pushes (\(label), accepts running)", pushes, unit: "/s", ratio: pushes / ceiling, target: targeted ? ">= 2500/s" : nil,
+            met: targeted ? pushes >= 2_500 : nil)
+        report.add("e2e accept p99 (\(label))", p99, unit: "ms", target: targeted ? "<= 25 ms" : nil, met: targeted ? p99 <= 25 : nil)
+        report.add("e2e pending deliveries at the end (\(label))", Double(pending), unit: "")
+        for server in servers { await server.stop() }
     }
 
     /// FCM deliveries made so far and deliveries pending, from Herald's `/metrics`.

@@ -44,6 +44,13 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Live messages in the feed while its 200 and 304 paths are measured.")
     var feedMessages = 1_000
 
+    @Option(
+        help: """
+            A PostgreSQL server (postgres://user@host:port/db) for the end-to-end runs with one and two Herald processes \
+            on one database (./scripts/bench starts a durable throwaway server); none skips them.
+            """)
+    var postgres: String?
+
     @Option(help: "Herald's delivery.batch_size for every Herald it starts (default: Herald's own).")
     var deliveryBatchSize: Int?
 
