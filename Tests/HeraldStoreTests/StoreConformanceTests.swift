@@ -201,6 +201,51 @@ import Testing
         #expect(fresh == .accepted(NotificationReceipt(id: later.id, recipients: 1)))
     }
 
+    /// Concurrent accepts share group commits (on PostgreSQL a batch is a few bulk statements):
+    /// each is stored exactly as sent, optional fields set or not, with its own deliveries,
+    /// beside replays of one idempotency key that store nothing.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentAcceptsAreEachStoredAsSent(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        _ = try await store.registerDevice(
+            userID: "u1", registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", token: "tok-1")), newID: ids.next(at: t0), at: t0)
+        let sent: [HeraldNotification] = (0..<120).map { index in
+            HeraldNotification(
+                id: ids.next(at: t0), type: index % 2 == 0 ? "comment" : "upvote", title: "T\(index)", body: index % 3 == 0 ? "" : "body \(index)",
+                url: index % 4 == 0 ? nil : "https://x.example/\(index)", data: index % 5 == 0 ? [:] : ["k": "v\(index)"], timestamp: t0,
+                distribution: index % 2 == 0 ? .alert : .information, priority: index % 7, expiresAt: index % 3 == 0 ? t0.addingTimeInterval(3600) : nil,
+                collapseKey: index % 6 == 0 ? "c\(index)" : nil, idempotencyKey: index % 10 == 0 ? "same-key" : nil, target: .users(["u\(index % 3)"]))
+        }
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
+            [PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert)]
+                + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
+        }
+        let results = try await withThrowingTaskGroup(of: (Int, AcceptResult).self) { group in
+            for (index, notification) in sent.enumerated() {
+                group.addTask {
+                    guard case .users(let users) = notification.target else {
+                        return (index, .keyReused(NotificationReceipt(id: notification.id, recipients: 0)))
+                    }
+                    let claim = notification.idempotencyKey.map { IdempotencyClaim(scope: "s", key: $0, requestHash: "h") }
+                    return (index, try await store.acceptUsers(notification, userIDs: users, route: route, idempotency: claim, idempotencySince: t0))
+                }
+            }
+            return try await group.reduce(into: [Int: AcceptResult]()) { $0[$1.0] = $1.1 }
+        }
+        let keyed = sent.indices.filter { sent[$0].idempotencyKey != nil }
+        let stored = keyed.filter { if case .accepted = results[$0] { true } else { false } }
+        #expect(stored.count == 1, "one request per idempotency key is stored; the rest replay it")
+        for (index, notification) in sent.enumerated() where notification.idempotencyKey == nil || stored.contains(index) {
+            #expect(results[index] == .accepted(NotificationReceipt(id: notification.id, recipients: 1)))
+            let status = try #require(try await store.status(of: notification.id))
+            #expect(status.notification == notification, "stored exactly as sent: \(index)")
+            #expect(status.deliveries.map(\.sink) == (index % 3 == 1 ? ["history", "fcm"] : ["history"]))
+        }
+        for index in keyed where !stored.contains(index) {
+            #expect(try await store.status(of: sent[index].id) == nil, "a replay stores nothing")
+        }
+    }
+
     /// An accept for named users reads their settings and devices in its own transaction: the
     /// route sees what is stored (a muted user, a device), every id named is a recipient, and an
     /// idempotent replay stores nothing and plans nothing.

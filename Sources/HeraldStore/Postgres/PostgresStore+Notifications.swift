@@ -16,22 +16,107 @@ extension PostgresStore {
         try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
     }
 
-    /// One accept inside a group-commit transaction.
-    static func accept(_ request: AcceptRequest, _ session: PostgresSession) async throws -> AcceptResult {
-        let notification = request.notification
-        let (count, deliveries): (Int, [PlannedDelivery])
-        switch request.plan {
-        case .planned(let recipients, let planned):
-            (count, deliveries) = (recipients, planned)
-        case .users(let userIDs, let route):
-            let contexts = try await recipients(session, userIDs: userIDs)
-            (count, deliveries) = (contexts.count, contexts.flatMap(route))
+    /// A group commit's accepts in a few statements, whatever their number: every named user's
+    /// settings and devices in one read, the notifications without an idempotency key in one
+    /// insert, and all their deliveries in another. Over a network each statement is a round
+    /// trip, so one per accept would bound a batch by latency, not by the database. Accepts with
+    /// a key go one by one, in order, as their claims need.
+    static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptResult] {
+        var named: [String] = []
+        var seen = Set<String>()
+        for request in requests {
+            guard case .users(let userIDs, _) = request.plan else { continue }
+            for user in userIDs where seen.insert(user).inserted { named.append(user) }
         }
-        if let earlier = try await insert(notification, recipients: count, session, idempotency: request.idempotency, since: request.idempotencySince) {
-            return earlier
+        let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
+        var results: [AcceptResult?] = Array(repeating: nil, count: requests.count)
+        var bulk: [(index: Int, recipients: Int)] = []
+        var deliveries: [(notification: ObjectID, at: Int64, delivery: PlannedDelivery)] = []
+        for (index, request) in requests.enumerated() {
+            let notification = request.notification
+            let (count, planned): (Int, [PlannedDelivery])
+            switch request.plan {
+            case .planned(let recipients, let given):
+                (count, planned) = (recipients, given)
+            case .users(let userIDs, let route):
+                (count, planned) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) })
+            }
+            if request.idempotency != nil {
+                if let earlier = try await insert(
+                    notification, recipients: count, session, idempotency: request.idempotency, since: request.idempotencySince)
+                {
+                    results[index] = earlier
+                    continue
+                }
+            } else {
+                bulk.append((index, count))
+            }
+            let at = micros(notification.timestamp)
+            deliveries += planned.map { (notification.id, at, $0) }
+            results[index] = .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
-        try await insert(deliveries, of: notification.id, session, at: micros(notification.timestamp))
-        return .accepted(NotificationReceipt(id: notification.id, recipients: count))
+        try await insert(bulk.map { (requests[$0.index].notification, $0.recipients) }, session)
+        try await insert(deliveries, session)
+        // Every index has its result; the group commit refuses a count that does not match.
+        return results.compactMap { $0 }
+    }
+
+    /// Notifications without an idempotency key, in one statement. Arrays cannot carry NULLs
+    /// here, so optional columns travel with a flag saying whether they are set.
+    static func insert(_ notifications: [(notification: HeraldNotification, recipients: Int)], _ session: PostgresSession) async throws {
+        for chunk in notifications.chunked(1_000) {
+            let all = chunk.map(\.notification)
+            let ids = all.map(\.id.hex)
+            let types = all.map(\.type)
+            let titles = all.map(\.title)
+            let bodies = all.map(\.body)
+            let urls = all.map { $0.url ?? "" }
+            let hasURL = all.map { $0.url != nil }
+            let data = try all.map { try StoredJSON.encode($0.data) }
+            let timestamps = all.map { micros($0.timestamp) }
+            let distributions = all.map(\.distribution.rawValue)
+            let priorities = all.map { Int64($0.priority) }
+            let expiries = all.map { $0.expiresAt.map(micros) ?? 0 }
+            let hasExpiry = all.map { $0.expiresAt != nil }
+            let collapseKeys = all.map { $0.collapseKey ?? "" }
+            let hasCollapseKey = all.map { $0.collapseKey != nil }
+            let targets = try all.map { try StoredJSON.encode(target: $0.target) }
+            let recipients = chunk.map { Int64($0.recipients) }
+            try await session.execute(
+                """
+                INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
+                    collapse_key, idempotency_key, target, recipients)
+                SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
+                    CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END, NULL, target, recipients
+                FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
+                    \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
+                    \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(targets)::text[], \(recipients)::int8[])
+                    AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
+                        has_collapse_key, target, recipients)
+                """
+            )
+        }
+    }
+
+    /// Deliveries of several notifications in one statement ('' stands for an absent device or topic).
+    static func insert(_ deliveries: [(notification: ObjectID, at: Int64, delivery: PlannedDelivery)], _ session: PostgresSession) async throws {
+        for chunk in deliveries.chunked(5_000) {
+            let notifications = chunk.map(\.notification.hex)
+            let times = chunk.map(\.at)
+            let sinks = chunk.map(\.delivery.sink)
+            let users = chunk.map(\.delivery.userID)
+            let devices = chunk.map { $0.delivery.deviceID?.hex ?? "" }
+            let topics = chunk.map { $0.delivery.topic ?? "" }
+            let distributions = chunk.map(\.delivery.distribution.rawValue)
+            try await session.execute(
+                """
+                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
+                SELECT notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution, 'pending', 0, at, at
+                FROM UNNEST(\(notifications)::text[], \(times)::int8[], \(sinks)::text[], \(users)::text[], \(devices)::text[], \(topics)::text[],
+                    \(distributions)::text[]) AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution)
+                """
+            )
+        }
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for
