@@ -191,6 +191,90 @@ extension CrashTests {
     }
 }
 
+extension CrashTests {
+    /// Runs `sql` (a Python string literal's content) on the SQLite file with Python's sqlite3,
+    /// which every machine running the tests has; prints the last query's first row.
+    func sqlite(_ path: String, _ script: String) async throws -> String {
+        let program = """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1], timeout=30)
+            result = None
+            \(script)
+            db.commit()
+            print(result)
+            """
+        let run = try await runCommand("/usr/bin/env", ["python3", "-c", program, path], in: directory, timeout: .seconds(120))
+        guard run.status == 0 else { throw HarnessError("python3 sqlite3 failed: \(run.stderr)") }
+        return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A fan-out above the inline limit killed with -9 halfway through its pages: the restarted
+    /// process resumes from the committed cursor, and every subscriber gets one history row and
+    /// one history delivery, none twice.
+    @Test func killDashNineMidFanOutResumesFromTheCursorWithoutDuplicates() async throws {
+        let database = try await DatabaseKind.sqlite.make(in: directory)
+        let file = String(database.dropFirst("sqlite:".count))
+        let admin = "hk_" + (0..<40).map { _ in String("0123456789abcdef".randomElement() ?? "0") }.joined()
+        let environment = ["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FANOUT_INLINE_LIMIT": "10"]
+        let first = try await RunningHerald(arguments: ["--database", database], environment: environment, in: directory)
+        let (_, channel) = try await LoadHarness.request(.POST, "\(first.url)/channel", key: admin, body: #"{"name":"Campus","desc":""}"#)
+        let channelID = try #require(channel["_id"] as? String)
+        let (_, area) = try await LoadHarness.request(.POST, "\(first.url)/area/\(channelID)", key: admin, body: #"{"name":"News","desc":""}"#)
+        let areaID = try #require(area["id"] as? String)
+        let (_, subject) = try await LoadHarness.request(
+            .POST, "\(first.url)/subject/\(channelID)/\(areaID)", key: admin, body: #"{"name":"All","desc":"","opt":{"level":"","distribution":"Alert"}}"#)
+        let topic = try #require(subject["topic_key"] as? String)
+        let subscribers = 40_000
+        _ = try await sqlite(
+            file,
+            """
+            db.executemany("INSERT INTO users (id, updated_at) VALUES (?, 0)", ((f"fan-{i:06d}",) for i in range(\(subscribers))))
+            db.executemany("INSERT INTO subscriptions (user_id, topic_key, created_at) VALUES (?, ?, 0)", ((f"fan-{i:06d}", "\(topic)") for i in range(\(subscribers))))
+            """)
+
+        let (status, posted) = try await LoadHarness.request(
+            .POST, "\(first.url)/message", key: admin, body: #"{"title":"Drill","desc":"d","message":"m","topic_key":"\#(topic)","distribution":"Alert"}"#)
+        #expect(status == 201)
+        let id = try #require(posted["msi_key"] as? String)
+        // Kill it once some pages, not all, are committed.
+        var killedAt = -1
+        for _ in 0..<2_000 {
+            let (_, progress) = try await LoadHarness.request(.GET, "\(first.url)/api/notifications/\(id)", key: admin)
+            let written = (progress["fan_out"] as? [String: Any])?["written"] as? Int ?? 0
+            if written > 0 {
+                kill(first.process.processIdentifier, SIGKILL)
+                killedAt = written
+                break
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        _ = await first.stop()
+        #expect(killedAt > 0 && killedAt < subscribers, "killed with \(killedAt) of \(subscribers) written")
+
+        let second = try await RunningHerald(arguments: ["--database", database], environment: environment, in: directory)
+        var state = ""
+        let deadline = ContinuousClock.now + .seconds(120)
+        while state != "done" && ContinuousClock.now < deadline {
+            let (_, progress) = try await LoadHarness.request(.GET, "\(second.url)/api/notifications/\(id)", key: admin)
+            let fanOut = progress["fan_out"] as? [String: Any]
+            state = fanOut?["state"] as? String ?? ""
+            if state == "done" {
+                #expect(fanOut?["written"] as? Int == subscribers)
+                #expect(fanOut?["recipients"] as? Int == subscribers)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state == "done", "the restarted process finished the fan-out")
+        let counts = try await sqlite(
+            file,
+            """
+            result = db.execute("SELECT (SELECT COUNT(*) FROM history WHERE notification_id = ?), (SELECT COUNT(DISTINCT user_id) FROM history WHERE notification_id = ?), (SELECT COUNT(*) FROM deliveries WHERE notification_id = ? AND sink = 'history')", ("\(id)",) * 3).fetchone()
+            """)
+        #expect(counts == "(\(subscribers), \(subscribers), \(subscribers))", "history rows, distinct users, history deliveries: \(counts)")
+        await second.expectCleanStop()
+    }
+}
+
 /// A value behind a lock that escaping, concurrent closures can share.
 final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
