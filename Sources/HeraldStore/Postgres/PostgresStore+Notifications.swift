@@ -17,10 +17,10 @@ extension PostgresStore {
     }
 
     /// A group commit's accepts in a few statements, whatever their number: every named user's
-    /// settings and devices in one read, the notifications without an idempotency key in one
-    /// insert, and all their deliveries in another. Over a network each statement is a round
-    /// trip, so one per accept would bound a batch by latency, not by the database. Accepts with
-    /// a key go one by one, in order, as their claims need.
+    /// settings and devices in one read, the notifications in one insert, and all their
+    /// deliveries in another. Over a network each statement is a round trip, so one per accept
+    /// would bound a batch by latency, not by the database. Idempotency keys are claimed one by
+    /// one, in order, since a later request may replay an earlier one of the same batch.
     static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptResult] {
         var named: [String] = []
         var seen = Set<String>()
@@ -29,10 +29,10 @@ extension PostgresStore {
             for user in userIDs where seen.insert(user).inserted { named.append(user) }
         }
         let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
-        var results: [AcceptResult?] = Array(repeating: nil, count: requests.count)
-        var bulk: [(index: Int, recipients: Int)] = []
+        var results: [AcceptResult] = []
+        var stored: [(notification: HeraldNotification, recipients: Int)] = []
         var deliveries: [(notification: ObjectID, at: Int64, delivery: PlannedDelivery)] = []
-        for (index, request) in requests.enumerated() {
+        for request in requests {
             let notification = request.notification
             let (count, planned): (Int, [PlannedDelivery])
             switch request.plan {
@@ -41,28 +41,22 @@ extension PostgresStore {
             case .users(let userIDs, let route):
                 (count, planned) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) })
             }
-            if request.idempotency != nil {
-                if let earlier = try await insert(
-                    notification, recipients: count, session, idempotency: request.idempotency, since: request.idempotencySince)
-                {
-                    results[index] = earlier
-                    continue
-                }
-            } else {
-                bulk.append((index, count))
+            if let earlier = try await claim(request.idempotency, for: notification, recipients: count, session, since: request.idempotencySince) {
+                results.append(earlier)
+                continue
             }
+            stored.append((notification, count))
             let at = micros(notification.timestamp)
             deliveries += planned.map { (notification.id, at, $0) }
-            results[index] = .accepted(NotificationReceipt(id: notification.id, recipients: count))
+            results.append(.accepted(NotificationReceipt(id: notification.id, recipients: count)))
         }
-        try await insert(bulk.map { (requests[$0.index].notification, $0.recipients) }, session)
+        try await insert(stored, session)
         try await insert(deliveries, session)
-        // Every index has its result; the group commit refuses a count that does not match.
-        return results.compactMap { $0 }
+        return results
     }
 
-    /// Notifications without an idempotency key, in one statement. Arrays cannot carry NULLs
-    /// here, so optional columns travel with a flag saying whether they are set.
+    /// Notifications in one statement. Arrays cannot carry NULLs here, so optional columns travel
+    /// with a flag saying whether they are set.
     static func insert(_ notifications: [(notification: HeraldNotification, recipients: Int)], _ session: PostgresSession) async throws {
         for chunk in notifications.chunked(1_000) {
             let all = chunk.map(\.notification)
@@ -80,6 +74,8 @@ extension PostgresStore {
             let hasExpiry = all.map { $0.expiresAt != nil }
             let collapseKeys = all.map { $0.collapseKey ?? "" }
             let hasCollapseKey = all.map { $0.collapseKey != nil }
+            let idempotencyKeys = all.map { $0.idempotencyKey ?? "" }
+            let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
             let targets = try all.map { try StoredJSON.encode(target: $0.target) }
             let recipients = chunk.map { Int64($0.recipients) }
             try await session.execute(
@@ -87,12 +83,14 @@ extension PostgresStore {
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
                     collapse_key, idempotency_key, target, recipients)
                 SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
-                    CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END, NULL, target, recipients
+                    CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
+                    CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients
                 FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
                     \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
-                    \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(targets)::text[], \(recipients)::int8[])
+                    \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
+                    \(targets)::text[], \(recipients)::int8[])
                     AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                        has_collapse_key, target, recipients)
+                        has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
                 """
             )
         }
@@ -124,56 +122,36 @@ extension PostgresStore {
     static func insert(
         _ notification: HeraldNotification, recipients: Int, _ session: PostgresSession, idempotency: IdempotencyClaim?, since: Date
     ) async throws -> AcceptResult? {
-        let now = micros(notification.timestamp)
-        if let claim = idempotency {
-            // The upsert takes the key's row lock, so a duplicate accepted at the same moment (in
-            // this process or another) waits for the first to commit, then sees its receipt.
-            let claimed = try await session.count(
-                """
-                INSERT INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at)
-                VALUES (\(claim.scope), \(claim.key), \(claim.requestHash), \(notification.id.hex), \(recipients), \(now))
-                ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, notification_id = excluded.notification_id,
-                    recipients = excluded.recipients, created_at = excluded.created_at
-                WHERE idempotency_keys.created_at < \(micros(since))
-                RETURNING key
-                """
-            )
-            if claimed == 0, let earlier = try await receipt(session, claim: claim, since: micros(since)) {
-                return earlier
-            }
-        }
-        try await session.execute(
-            """
-            INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                collapse_key, idempotency_key, target, recipients)
-            VALUES (\(notification.id.hex), \(notification.type), \(notification.title), \(notification.body), \(notification.url),
-                \(try StoredJSON.encode(notification.data)), \(now), \(notification.distribution.rawValue), \(notification.priority),
-                \(notification.expiresAt.map(micros)), \(notification.collapseKey), \(notification.idempotencyKey),
-                \(try StoredJSON.encode(target: notification.target)), \(recipients))
-            """
-        )
+        if let earlier = try await claim(idempotency, for: notification, recipients: recipients, session, since: since) { return earlier }
+        try await insert([(notification, recipients)], session)
         return nil
     }
 
-    /// Inserts deliveries in one statement. Arrays cannot carry NULLs here, so an absent device
-    /// or topic travels as '' and becomes NULL again in SQL.
+    /// Claims `idempotency` (if any) for `notification`; returns what the key stands for instead
+    /// when it was claimed since `since`.
+    static func claim(
+        _ idempotency: IdempotencyClaim?, for notification: HeraldNotification, recipients: Int, _ session: PostgresSession, since: Date
+    ) async throws -> AcceptResult? {
+        guard let claim = idempotency else { return nil }
+        // The upsert takes the key's row lock, so a duplicate accepted at the same moment (in
+        // this process or another) waits for the first to commit, then sees its receipt.
+        let claimed = try await session.count(
+            """
+            INSERT INTO idempotency_keys (scope, key, request_hash, notification_id, recipients, created_at)
+            VALUES (\(claim.scope), \(claim.key), \(claim.requestHash), \(notification.id.hex), \(recipients), \(micros(notification.timestamp)))
+            ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, notification_id = excluded.notification_id,
+                recipients = excluded.recipients, created_at = excluded.created_at
+            WHERE idempotency_keys.created_at < \(micros(since))
+            RETURNING key
+            """
+        )
+        guard claimed == 0 else { return nil }
+        return try await receipt(session, claim: claim, since: micros(since))
+    }
+
+    /// Inserts one notification's deliveries, as ``insert(_:_:)-(_,PostgresSession)`` does for several.
     static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64) async throws {
-        guard !deliveries.isEmpty else { return }
-        for chunk in deliveries.chunked(5_000) {
-            let sinks = chunk.map(\.sink)
-            let users = chunk.map(\.userID)
-            let devices = chunk.map { $0.deviceID?.hex ?? "" }
-            let topics = chunk.map { $0.topic ?? "" }
-            let distributions = chunk.map(\.distribution.rawValue)
-            try await session.execute(
-                """
-                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
-                SELECT \(notification.hex), sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution, 'pending', 0, \(now), \(now)
-                FROM UNNEST(\(sinks)::text[], \(users)::text[], \(devices)::text[], \(topics)::text[], \(distributions)::text[])
-                    AS planned(sink, user_id, device_id, topic_key, distribution)
-                """
-            )
-        }
+        try await insert(deliveries.map { (notification, now, $0) }, session)
     }
 
     public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {
