@@ -23,9 +23,9 @@ extension SQLiteStore {
                 let (source, arguments) = try recipients.source
                 switch plan {
                 case .historyOnly:
-                    count = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+                    count = try Self.writeHistory(of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
                 case .historyAndDevices(let route):
-                    count = try Self.writeHistory(notification, from: source, arguments, db, at: now)
+                    count = try Self.writeHistory(of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
                     _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
                 case .route(let route):
                     count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
@@ -110,23 +110,24 @@ extension SQLiteStore {
         }
     }
 
-    /// Entirely inside SQLite, nothing read into memory whatever the topic's size: the history
-    /// rows are written in the accepting transaction and recorded as delivered history
-    /// deliveries (one queue round-trip per row saved). - Returns: the number of recipients.
-    private static func writeHistory(
-        _ notification: HeraldNotification, from source: String, _ arguments: StatementArguments, _ db: Database, at now: Int64
+    /// History rows for every user `source` lists, entirely inside SQLite (nothing read into
+    /// memory whatever the topic's size), recorded as delivered history deliveries (one queue
+    /// round-trip per row saved): in the accepting transaction, or one fan-out job page.
+    /// - Returns: the number of recipients.
+    static func writeHistory(
+        of id: ObjectID, _ distribution: String, from source: String, _ arguments: StatementArguments, _ db: Database, at now: Int64
     ) throws -> Int {
         try db.execute(
             sql: """
                 INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
                 SELECT ?, ?, user_id, ?, 'delivered', 1, NULL, ? FROM (\(source))
                 """,
-            arguments: [notification.id.hex, NotificationRouter.historySink, notification.distribution.rawValue, now] + arguments
+            arguments: [id.hex, NotificationRouter.historySink, distribution, now] + arguments
         )
         let recipients = db.changesCount
         try db.execute(
             sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source))",
-            arguments: [notification.id.hex, now] + arguments
+            arguments: [id.hex, now] + arguments
         )
         return recipients
     }

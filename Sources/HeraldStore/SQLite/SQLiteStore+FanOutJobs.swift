@@ -50,8 +50,9 @@ extension SQLiteStore {
                 source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
             ).source
             let cursor = try job.text("cursor")
+            let size = max(pageSize, 1)
             let page = try String.fetchAll(
-                db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, max(pageSize, 1)])
+                db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
             let now = Self.micros(Date())
             if !page.isEmpty {
                 // Rows carry the accept's time, as the accepting transaction would have written them.
@@ -61,7 +62,7 @@ extension SQLiteStore {
                         at: try notification.integer("timestamp"))
                 }
             }
-            let done = page.count < max(pageSize, 1)
+            let done = page.count < size
             try db.execute(
                 sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
                 arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
@@ -80,17 +81,7 @@ extension SQLiteStore {
         case .route:
             try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt)
         case .history, .historyAndDevices:
-            try db.execute(
-                sql: """
-                    INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                    SELECT ?, ?, value, ?, 'delivered', 1, NULL, ? FROM json_each(?)
-                    """,
-                arguments: [id.hex, NotificationRouter.historySink, distribution, acceptedAt, list]
-            )
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, value, 0, ? FROM json_each(?)",
-                arguments: [id.hex, acceptedAt, list]
-            )
+            _ = try writeHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
             if kind == .historyAndDevices {
                 let withDevices = try String.fetchAll(
                     db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
