@@ -33,8 +33,7 @@ extension SinkFactory {
                 configuration[keyPath: keyPath] = trimmed
             }
         }
-        if let caFile = try settings.string("ca_file") {
-            guard FileManager.default.isReadableFile(atPath: caFile) else { throw settings.invalid("ca_file", "cannot be read") }
+        if let caFile = try settings.readableFile("ca_file") {
             configuration.caFile = caFile
         }
         configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...1_024)

@@ -1,4 +1,3 @@
-import Foundation
 public import HeraldCore
 import NIOSSL
 
@@ -19,9 +18,8 @@ extension SinkFactory {
         // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
         let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
         guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
-        let caFile = try settings.string("ca_file")
+        let caFile = try settings.readableFile("ca_file")
         if let caFile {
-            guard FileManager.default.isReadableFile(atPath: caFile) else { throw settings.invalid("ca_file", "cannot be read") }
             guard (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty == false else { throw settings.invalid("ca_file", "holds no PEM certificate") }
         }
         let account: ServiceAccount

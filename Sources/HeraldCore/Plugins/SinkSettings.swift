@@ -59,6 +59,13 @@ public struct SinkSettings: Sendable {
 
     public func stringList(_ key: String) throws -> [String]? { try first(key) { try source.stringList($0) } }
 
+    /// A path to a file this process can read (a certificate, a key), or nil when absent.
+    public func readableFile(_ key: String) throws -> String? {
+        guard let path = try string(key) else { return nil }
+        guard FileManager.default.isReadableFile(atPath: path) else { throw invalid(key, "cannot be read") }
+        return path
+    }
+
     /// An integer within `range`, or `default` when absent.
     public func int(_ key: String, default value: Int, in range: ClosedRange<Int>) throws -> Int {
         let found = try int(key) ?? value
