@@ -67,17 +67,12 @@ extension Run {
         heraldPath: String, admin: String, directory: URL
     ) async throws -> Double {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var environment = [
-            "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": target.account, "HERALD_FCM_ENDPOINT": target.url, "HERALD_METRICS_PUBLIC": "true",
-        ]
-        if let ca = target.caFile { environment["HERALD_FCM_CA_FILE"] = ca }
         let server = try await ChildProcess(
             heraldPath,
             ["serve", "--port", "0", "--database", "sqlite:" + directory.appendingPathComponent("e2e.sqlite").path, "--log-level", "warning"],
-            banner: "Herald listening on", environment: tuning.merging(environment) { _, new in new }
+            banner: "Herald listening on", environment: environment(pushingTo: target, admin: admin)
         )
         defer { Task { await server.stop() } }
-        let userCount = users
         try await registerUsers(at: server, prefix: "e2e", admin: admin, driver: driver)
 
         progress("end to end (\(label)): accepts and pushes together for \(endToEndSeconds) s")
@@ -85,13 +80,7 @@ extension Run {
         let started = ContinuousClock.now
         var load = wrk
         load.duration = .seconds(endToEndSeconds)
-        let accepts = try await load.run(
-            "\(server.url)/api/notifications",
-            .post(
-                json: "{\"type\":\"comment\",\"title\":\"E2E %d\",\"body\":\"b\",\"user_ids\":[\"e2e-user-%d\"]}", arguments: ["n", "n % \(userCount)"],
-                headers: ["Authorization": "Bearer \(admin)"]
-            )
-        )
+        let accepts = try await load.run("\(server.url)/api/notifications", acceptLoad(prefix: "e2e", admin: admin))
         let after = try await scrape(server, driver)
         let elapsed = (ContinuousClock.now - started).seconds
         let pushes = Double(after.pushed - before.pushed) / elapsed
@@ -123,15 +112,12 @@ extension Run {
         progress("end to end (\(label)): a fresh database")
         let database = try await PostgresStore.createDatabase(
             named: "herald_bench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())", onServer: server)
-        let environment = [
-            "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": target.account, "HERALD_FCM_ENDPOINT": target.url, "HERALD_METRICS_PUBLIC": "true",
-        ]
         var servers: [ChildProcess] = []
         for _ in 0..<processes {
             servers.append(
                 try await ChildProcess(
                     heraldPath, ["serve", "--port", "0", "--database", database, "--log-level", "warning"], banner: "Herald listening on",
-                    environment: tuning.merging(environment) { _, new in new }))
+                    environment: environment(pushingTo: target, admin: admin)))
         }
         defer { for server in servers { Task { await server.stop() } } }
         try await registerUsers(at: servers[0], prefix: "pg", admin: admin, driver: driver)
@@ -143,18 +129,11 @@ extension Run {
         var load = wrk
         load.duration = .seconds(endToEndSeconds)
         load.connections = max(concurrency / processes, 1)
-        let (userCount, share) = (users, load)
+        let (share, request) = (load, acceptLoad(prefix: "pg", admin: admin))
         let results = try await withThrowingTaskGroup(of: Wrk.Result.self) { group in
             for server in servers {
                 let url = "\(server.url)/api/notifications"
-                group.addTask {
-                    try await share.run(
-                        url,
-                        .post(
-                            json: "{\"type\":\"comment\",\"title\":\"PG %d\",\"body\":\"b\",\"user_ids\":[\"pg-user-%d\"]}",
-                            arguments: ["n", "n % \(userCount)"],
-                            headers: ["Authorization": "Bearer \(admin)"]))
-                }
+                group.addTask { try await share.run(url, request) }
             }
             return try await group.reduce(into: [Wrk.Result]()) { $0.append($1) }
         }
@@ -177,6 +156,15 @@ extension Run {
         report.add("e2e accept p99 (\(label))", p99, unit: "ms", target: targeted ? "<= 25 ms" : nil, met: targeted ? p99 <= 25 : nil)
         report.add("e2e pending deliveries at the end (\(label))", Double(pending), unit: "")
         for server in servers { await server.stop() }
+    }
+
+    /// The environment of a Herald pushing to `target`, its metrics public for ``scrape(_:_:)``.
+    func environment(pushingTo target: EndToEndTarget, admin: String) -> [String: String] {
+        var environment = [
+            "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": target.account, "HERALD_FCM_ENDPOINT": target.url, "HERALD_METRICS_PUBLIC": "true",
+        ]
+        if let ca = target.caFile { environment["HERALD_FCM_CA_FILE"] = ca }
+        return tuning.merging(environment) { _, new in new }
     }
 
     /// FCM deliveries made so far and deliveries pending, from Herald's `/metrics`.

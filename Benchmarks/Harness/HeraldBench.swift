@@ -128,16 +128,12 @@ struct Run: AsyncParsableCommand {
                 _, new in new
             }
         )
-        let userCount = users
         try await registerUsers(at: server, prefix: "bench", admin: admin, driver: driver)
 
         progress("Herald: accepts for \(seconds) s at \(concurrency) connections (wrk)")
         let accepts = try await wrk.run(
             "\(server.url)/api/notifications",
-            .post(
-                json: "{\"type\":\"comment\",\"title\":\"Bench %d\",\"body\":\"b\",\"user_ids\":[\"bench-user-%d\"]}", arguments: ["n", "n % \(userCount)"],
-                headers: ["Authorization": "Bearer \(admin)"]
-            )
+            acceptLoad(prefix: "bench", admin: admin)
         )
         report.add(
             "accepted", accepts.perSecond, unit: "/s", ratio: accepts.perSecond / postCeiling.perSecond, target: ">= 0.50 of JSON POST ceiling",
@@ -224,13 +220,8 @@ struct Run: AsyncParsableCommand {
             let answered = ContinuousClock.now - start
             guard status == 201, let id = answer["msi_key"] as? String else { throw BenchError("the message was refused: \(status) \(answer)") }
             // Accepts beside the fan-out: above fanout.inline_limit it is written in pages after the 201.
-            let load = wrk
-            let acceptURL = "\(fanOut.url)/api/notifications"
-            async let beside = load.run(
-                acceptURL,
-                .post(
-                    json: "{\"type\":\"comment\",\"title\":\"Beside %d\",\"body\":\"b\",\"user_ids\":[\"beside-%d\"]}", arguments: ["n", "n % 1000"],
-                    headers: ["Authorization": "Bearer \(admin)"]))
+            let (load, acceptURL, request) = (wrk, "\(fanOut.url)/api/notifications", acceptLoad(prefix: "beside", admin: admin))
+            async let beside = load.run(acceptURL, request)
             var written = 0
             var writtenDuringAccepts = 0
             let acceptsEnd = start + .seconds(seconds)
@@ -319,6 +310,13 @@ struct Run: AsyncParsableCommand {
             return request
         }
         guard registered.errors == 0 else { throw BenchError("\(registered.errors) registrations failed") }
+    }
+
+    /// `wrk`'s accept load: each request a comment for one of the `users` users `<prefix>-user-N`.
+    func acceptLoad(prefix: String, admin: String) -> Wrk.Request {
+        .post(
+            json: "{\"type\":\"comment\",\"title\":\"\(prefix) %d\",\"body\":\"b\",\"user_ids\":[\"\(prefix)-user-%d\"]}", arguments: ["n", "n % \(users)"],
+            headers: ["Authorization": "Bearer \(admin)"])
     }
 
     /// Settings passed to every Herald the harness starts.
