@@ -59,6 +59,21 @@ import Testing
         #expect(historyRow.split(separator: " ", omittingEmptySubsequences: true).contains("2"), "two delivered to history: \(historyRow)")
     }
 
+    /// Registers `tokens` (two) for `user`, then sends them a message with notifsim, which waits
+    /// for both pushes. - Returns: notifsim's run.
+    func messageTwoDevices(of user: String, tokens: [String], title: String, at herald: RunningHerald, key: String) async throws -> CommandResult {
+        for token in tokens {
+            let (status, _) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"\(token)\"}")
+            #expect(status == 200)
+        }
+        let sent = try await runCommand(
+            Binaries.path("notifsim"), ["-u", user, "-t", "message", "-n", title, "--url", herald.url, "--key", key], in: directory)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
+        return sent
+    }
+
     @Test func pushesThroughTheFCMEmulatorProcess() async throws {
         let account = directory.appendingPathComponent("fcm-emulator.json").path
         let emulator = try await RunningHerald(
@@ -68,15 +83,7 @@ import Testing
             arguments: ["--database", database],
             environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_METRICS_PUBLIC": "true"], in: directory
         )
-        for token in ["phone-token", "tablet-token"] {
-            let (status, _) = try await LoadHarness.request(
-                .POST, "\(herald.url)/api/notifications/register", key: key, user: "zoe", body: "{\"fcm_token\":\"\(token)\"}")
-            #expect(status == 200)
-        }
-        let sent = try await runCommand(
-            Binaries.path("notifsim"), ["-u", "zoe", "-t", "message", "-n", "New message", "--url", herald.url, "--key", key], in: directory)
-        #expect(sent.status == 0, "\(sent.stderr)")
-        #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
+        let sent = try await messageTwoDevices(of: "zoe", tokens: ["phone-token", "tablet-token"], title: "New message", at: herald, key: key)
         let id = String(sent.stdout.prefix(24))
         let inspection = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(emulator.url)/emulator/messages"), timeout: .seconds(10))
         let body = try JSONSerialization.jsonObject(with: Data(try await inspection.body.collect(upTo: 1 << 20).readableBytesView)) as? [String: Any]
@@ -110,15 +117,7 @@ import Testing
             arguments: ["--database", database],
             environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": endpoint, "HERALD_FCM_CA_FILE": ca], in: directory
         )
-        for token in ["h2-phone", "h2-tablet"] {
-            let (status, _) = try await LoadHarness.request(
-                .POST, "\(herald.url)/api/notifications/register", key: key, user: "yan", body: "{\"fcm_token\":\"\(token)\"}")
-            #expect(status == 200)
-        }
-        let sent = try await runCommand(
-            Binaries.path("notifsim"), ["-u", "yan", "-t", "message", "-n", "Over HTTP/2", "--url", herald.url, "--key", key], in: directory)
-        #expect(sent.status == 0, "\(sent.stderr)")
-        #expect(sent.stdout.contains("fcm: delivered 2"), "\(sent.stdout)")
+        _ = try await messageTwoDevices(of: "yan", tokens: ["h2-phone", "h2-tablet"], title: "Over HTTP/2", at: herald, key: key)
         var configuration = HTTPClient.Configuration()
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(ca)]

@@ -278,33 +278,41 @@ struct Hierarchy {
         }
     }
 
-    /// Four users with a device each; loud, muted (push off) and picky (no `hot`) subscribe to `topic`.
-    static func subscribeWithSettings(_ client: any TestClientProtocol, _ herald: TestHerald, topic: String) async throws {
+    /// Four users with a device each; loud, muted (push off) and picky (no `hot`) subscribe to the
+    /// opt-in subject, which is then sent a `hot` notification for them: accepted for all three.
+    static func sendHotToSubscribersWithSettings(_ client: any TestClientProtocol, _ herald: TestHerald) async throws -> (Hierarchy, TestResponse) {
+        let h = try await Hierarchy.build(client, admin: herald.admin)
         for user in ["loud", "muted", "picky", "outsider"] {
             _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: js(["fcm_token": "t-\(user)"]))
         }
         for user in ["loud", "muted", "picky"] {
-            _ = try await client.call(.put, "/api/notifications/subscriptions/\(topic)", headers(herald.backend, user: user))
+            _ = try await client.call(.put, "/api/notifications/subscriptions/\(h.optIn)", headers(herald.backend, user: user))
         }
         _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "muted"), json: js(["enabled": false]))
         _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "picky"), json: js(["types": ["hot": false]]))
+        let sent = try await client.call(
+            .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
+        #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
+        #expect(sent.object["recipients"] as? Int == 3, "the count at accept time")
+        return (h, sent)
+    }
+
+    /// Once that notification is delivered: loud's device alone got the push, and every
+    /// subscriber has it in history, whatever their settings.
+    static func expectEverySubscribersSettingsApplied(_ client: any TestClientProtocol, _ herald: TestHerald) async throws {
+        try await herald.deliver()
+        #expect(herald.push.received.compactMap(\.recipient.device?.token) == ["t-loud"], "every subscriber's settings apply")
+        for user in ["loud", "muted", "picky"] {
+            let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
+            #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")
+        }
     }
 
     @Test func topicNotificationsRespectEverySubscribersSettings() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            let h = try await Hierarchy.build(client, admin: herald.admin)
-            try await Self.subscribeWithSettings(client, herald, topic: h.optIn)
-            let sent = try await client.call(
-                .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
-            #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
-            #expect(sent.object["recipients"] as? Int == 3)
-            try await herald.deliver()
-            #expect(herald.push.received.compactMap(\.recipient.device?.token) == ["t-loud"])
-            for user in ["loud", "muted", "picky"] {
-                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
-                #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")
-            }
+            let (h, _) = try await Self.sendHotToSubscribersWithSettings(client, herald)
+            try await Self.expectEverySubscribersSettingsApplied(client, herald)
             let outsider = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "outsider"))
             #expect((outsider.object["history"] as? [Any])?.isEmpty == true)
 
@@ -332,12 +340,7 @@ struct Hierarchy {
             return "\(fanOut["state"] as? String ?? "?") \(fanOut["written"] as? Int ?? -1)/\(fanOut["recipients"] as? Int ?? -1)"
         }
         try await herald.test { client in
-            let h = try await Hierarchy.build(client, admin: herald.admin)
-            try await Self.subscribeWithSettings(client, herald, topic: h.optIn)
-            let sent = try await client.call(
-                .post, "/api/notifications", headers(herald.backend), json: js(["type": "hot", "title": "Tickets", "topic": h.optIn]))
-            #expect(sent.status == .accepted, "\(String(buffer: sent.body))")
-            #expect(sent.object["recipients"] as? Int == 3, "the count at accept time")
+            let (h, sent) = try await Self.sendHotToSubscribersWithSettings(client, herald)
             let id = try #require(sent.object["id"] as? String)
             let accepted = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
             #expect(progress(accepted.object) == "writing 0/3")
@@ -346,12 +349,7 @@ struct Hierarchy {
             try await herald.server.fanOut.drain()
             let written = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
             #expect(progress(written.object) == "done 3/3")
-            try await herald.deliver()
-            #expect(herald.push.received.compactMap(\.recipient.device?.token) == ["t-loud"], "every subscriber's settings apply")
-            for user in ["loud", "muted", "picky"] {
-                let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: user))
-                #expect((history.object["history"] as? [Any])?.count == 1, "\(user) has it in history")
-            }
+            try await Self.expectEverySubscribersSettingsApplied(client, herald)
 
             // Forced: every user Herald knows (the four registered), written later.
             let post = try await client.call(
