@@ -133,6 +133,17 @@ import Testing
         _ = await emulator.stop()
     }
 
+    /// A certificate to write needs a certificate to serve: `--write-ca` without `--tls` is refused
+    /// before anything listens.
+    @Test func theEmulatorRefusesWriteCAWithoutTLS() async throws {
+        let ca = directory.appendingPathComponent("no-tls-ca.pem").path
+        let run = try await runCommand(
+            Binaries.path("herald"), ["fcm-emulator", "--port", "0", "--write-ca", ca], in: directory, timeout: .seconds(30))
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("--write-ca needs --tls"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ca))
+    }
+
     /// The app team's documented commands: the user from HERALD_NOTIFSIM_USER, the resource from
     /// the type and --id, and --dry-run asking FCM to validate (validate_only) without sending.
     @Test func notifsimDryRunValidatesWithFCMAndSendsNothing() async throws {
