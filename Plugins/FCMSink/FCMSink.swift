@@ -247,7 +247,7 @@ public final class FCMSink: ReleasingSink {
         do {
             let answer = try await authorizedPOST(
                 "\(configuration.endpoint)/v1/projects/\(configuration.account.projectID)/messages:send",
-                json: try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil)), upTo: 1 << 20
+                json: FCMSendRequest(message: message, validateOnly: validateOnly ? true : nil).json, upTo: 1 << 20
             )
             result = FCMResult.classify(status: answer.status, body: answer.body, retryAfter: answer.headers.first(name: "Retry-After"), now: clock())
         } catch let error as FCMError {

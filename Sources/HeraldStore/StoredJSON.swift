@@ -16,14 +16,31 @@ enum StoredJSON {
         return try JSONDecoder().decode(T.self, from: Data(text.utf8))
     }
 
+    /// A notification's data map, keys sorted. Written once per accepted notification, so by
+    /// ``JSONWriter`` rather than `JSONEncoder` (2.7 % of the CPU under accepts).
+    static func encode(data: [String: String]) -> String {
+        guard !data.isEmpty else { return "{}" }
+        var writer = JSONWriter()
+        writer.stringMap(data)
+        return writer.text
+    }
+
     /// The target as stored: `{"user_ids":[…]}`, `{"topic":"…"}`, `{"audience":{…}}` or `{"broadcast":true}`.
+    /// The two written per accept go through ``JSONWriter``; the rarer shapes through `JSONEncoder`.
     static func encode(target: NotificationTarget) throws -> String {
+        var writer = JSONWriter()
         switch target {
-        case .users(let ids): try encode(["user_ids": ids])
-        case .topic(let key): try encode(["topic": key])
-        case .audience(let audience): try encode(["audience": audience])
-        case .broadcast(let options): try encode(["broadcast": options])
+        case .users(let ids):
+            writer.object {
+                $0.key("user_ids")
+                $0.stringArray(ids)
+            }
+        case .topic(let key):
+            writer.object { $0.member("topic", key) }
+        case .audience(let audience): return try encode(["audience": audience])
+        case .broadcast(let options): return try encode(["broadcast": options])
         }
+        return writer.text
     }
 
     static func decodeTarget(_ text: String) throws -> NotificationTarget {

@@ -252,6 +252,36 @@ import Testing
         await f.stop()
     }
 
+    /// The sink writes its request bodies by hand; FCM reads them as JSON. Any message, every
+    /// optional part present or absent and any text in it, decodes back to itself.
+    @Test func handWrittenRequestBodiesDecodeToTheMessageSent() throws {
+        let alphabet: [String] = ["a", "\u{0}", "\u{1f}", "\"", "\\", "/", "é", "🙂", "\n", " ", "<", "\u{2028}"]
+        var generator = SystemRandomNumberGenerator()
+        func text() -> String { (0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator) ?? "a" }.joined() }
+        func maybe<T>(_ make: () -> T) -> T? { Bool.random(using: &generator) ? make() : nil }
+        func map() -> [String: String] {
+            var map: [String: String] = [:]
+            for _ in 0..<Int.random(in: 0...4, using: &generator) { map[text()] = text() }
+            return map
+        }
+        for _ in 0..<300 {
+            let content = maybe { FCMMessage.Notification(title: text(), body: text()) }
+            let message = FCMMessage(
+                token: maybe(text), topic: maybe(text), notification: content, data: maybe(map),
+                android: maybe { FCMMessage.Android(priority: text(), collapseKey: maybe(text), notification: maybe { .init(sound: maybe(text)) }) },
+                apns: maybe {
+                    FCMMessage.APNs(
+                        headers: maybe(map),
+                        payload: .init(
+                            aps: .init(
+                                alert: maybe { .init(title: text(), body: text()) }, sound: maybe(text), contentAvailable: maybe { Int.random(in: 0...1) })))
+                }
+            )
+            let request = FCMSendRequest(message: message, validateOnly: maybe { Bool.random() })
+            #expect(try JSONDecoder().decode(FCMSendRequest.self, from: request.json) == request, "\(String(decoding: request.json, as: UTF8.self))")
+        }
+    }
+
     /// The size check skips encoding only when a bound from the lengths allows it: the bound is
     /// never below the encoded size, whatever the text (escaped controls, quotes, slashes,
     /// non-ASCII), and a payload just over the limit is still refused with its exact size.

@@ -66,7 +66,7 @@ extension PostgresStore {
             let bodies = all.map(\.body)
             let urls = all.map { $0.url ?? "" }
             let hasURL = all.map { $0.url != nil }
-            let data = try all.map { try StoredJSON.encode($0.data) }
+            let data = all.map { StoredJSON.encode(data: $0.data) }
             let timestamps = all.map { micros($0.timestamp) }
             let distributions = all.map(\.distribution.rawValue)
             let priorities = all.map { Int64($0.priority) }

@@ -57,7 +57,7 @@ extension SQLiteStore {
         )
         try insert.execute(arguments: [
             notification.id.hex, notification.type, notification.title, notification.body, notification.url,
-            try StoredJSON.encode(notification.data), now, notification.distribution.rawValue, notification.priority,
+            StoredJSON.encode(data: notification.data), now, notification.distribution.rawValue, notification.priority,
             notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
             try StoredJSON.encode(target: notification.target), recipients,
         ])
