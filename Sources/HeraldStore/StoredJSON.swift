@@ -44,6 +44,7 @@ enum StoredJSON {
     }
 
     static func decodeTarget(_ text: String) throws -> NotificationTarget {
+        if let ids = plainUserIDs(text) { return .users(ids) }
         struct Stored: Decodable {
             var user_ids: [String]?
             var topic: String?
@@ -55,5 +56,27 @@ enum StoredJSON {
         if let topic = stored.topic { return .topic(topic) }
         if let audience = stored.audience { return .audience(audience) }
         return .broadcast(stored.broadcast ?? BroadcastOptions())
+    }
+
+    /// The user ids of `{"user_ids":["…",…]}` when no id needs an escape, read without
+    /// `JSONDecoder` (every claimed notification's target is read, and most are this shape);
+    /// nil for any other text, which the decoder then reads.
+    static func plainUserIDs(_ text: String) -> [String]? {
+        let prefix = #"{"user_ids":["#
+        guard text.hasPrefix(prefix), text.hasSuffix("]}") else { return nil }
+        let list = text.utf8.dropFirst(prefix.utf8.count).dropLast(2)
+        guard !list.isEmpty else { return [] }
+        let quote = UInt8(ascii: "\"")
+        let backslash = UInt8(ascii: "\\")
+        var ids: [String] = []
+        // An id holding a comma splits into parts that do not both start and end with a quote,
+        // and a quote inside an id is escaped: either way the decoder reads it instead.
+        for part in list.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            guard part.count >= 2, part.first == quote, part.last == quote else { return nil }
+            let id = part.dropFirst().dropLast()
+            guard !id.contains(quote), !id.contains(backslash) else { return nil }
+            ids.append(String(decoding: id, as: UTF8.self))
+        }
+        return ids
     }
 }

@@ -22,7 +22,7 @@ extension SQLiteStore {
             // Cached statements: these run for every batch, and preparing SQL costs more than running it.
             try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, leased = 1, updated_at = ? WHERE id IN (\(list))")
                 .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids))
-            let rows = try Row.fetchAll(
+            let rows = try PositionedRow.fetchAll(
                 try db.cachedStatement(
                     sql: """
                         SELECT \(StoredRecords.claimedColumns)

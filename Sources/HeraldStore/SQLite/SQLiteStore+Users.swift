@@ -144,9 +144,9 @@ extension SQLiteStore {
             for row in try Row.fetchAll(
                 try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: StatementArguments(chunk))
             {
-                settings[row["id"]] = try StoredJSON.decode(UserSettings.self, from: row["settings"])
+                settings[try row.text("id")] = try StoredJSON.decode(UserSettings.self, from: try row.optionalText("settings"))
             }
-            for row in try Row.fetchAll(
+            for row in try PositionedRow.fetchAll(
                 try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: StatementArguments(chunk))
             {
                 let device = try StoredRecords.device(row)

@@ -89,6 +89,49 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     }
 }
 
+/// A row of a statement whose column positions were looked up once for all its rows: the
+/// claim and recipient reads decode 20 to 30 columns by name per row, and a dictionary built
+/// once per read costs less than any per-row search.
+struct PositionedRow: StoredRow {
+    let row: Row
+    let positions: ColumnPositions
+
+    /// Every row `statement` gives for `arguments`.
+    static func fetchAll(_ statement: Statement, arguments: StatementArguments) throws -> [PositionedRow] {
+        let positions = ColumnPositions(statement.columnNames)
+        return try Row.fetchAll(statement, arguments: arguments).map { PositionedRow(row: $0, positions: positions) }
+    }
+
+    func optionalText(_ column: String) throws -> String? {
+        guard let index = positions.index[column] else { return try row.optionalText(column) }
+        return try row.decode(String?.self, atIndex: index)
+    }
+
+    func optionalInteger(_ column: String) throws -> Int64? {
+        guard let index = positions.index[column] else { return try row.optionalInteger(column) }
+        return try row.decode(Int64?.self, atIndex: index)
+    }
+
+    func text(_ column: String) throws -> String {
+        guard let value = try optionalText(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
+        return value
+    }
+
+    func integer(_ column: String) throws -> Int64 {
+        guard let value = try optionalInteger(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
+        return value
+    }
+}
+
+/// Column name to position for one statement's rows; the leftmost of equal names wins, as in GRDB.
+final class ColumnPositions: Sendable {
+    let index: [String: Int]
+
+    init(_ names: [String]) {
+        index = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
 extension Row: StoredRow {
     func text(_ column: String) throws -> String {
         guard let value = try optionalText(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
