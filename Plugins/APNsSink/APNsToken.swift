@@ -6,7 +6,7 @@ import JWTKit
 /// with `kid` = the key id, `iss` = the team id and `iat`. One token is reused and replaced
 /// after `refreshAfter` (50 min: APNs refuses tokens older than an hour, and answers
 /// TooManyProviderTokenUpdates to new ones more often than every 20 min), and at once when APNs
-/// answers ExpiredProviderToken. Concurrent sends share one refresh (an actor).
+/// answers ExpiredProviderToken. Concurrent sends share one refresh.
 actor APNsTokenProvider {
     struct Token {
         var value: String
@@ -20,6 +20,7 @@ actor APNsTokenProvider {
     private let teamID: String
     private let clock: @Sendable () -> Date
     private var current: Token?
+    private var refreshing: Task<Token, any Error>?
     private(set) var issued = 0
 
     init(key: P256.Signing.PrivateKey, keyID: String, teamID: String, clock: @escaping @Sendable () -> Date) async throws {
@@ -39,14 +40,26 @@ actor APNsTokenProvider {
     func token() async throws -> Token {
         let now = clock()
         if let current, now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
-        return try await issue(at: now)
+        return try await refresh(at: now)
     }
 
     /// APNs said `expired` is expired: a new token at once, unless another send already
     /// replaced it.
     func expired(_ expired: Token) async throws -> Token {
         if let current, current.value != expired.value { return current }
-        return try await issue(at: clock())
+        return try await refresh(at: clock())
+    }
+
+    /// One signing for every send that finds the token missing or stale meanwhile: signing
+    /// suspends, and an actor lets the next caller in while it does, so without this each
+    /// concurrent first send signed a token of its own (and APNs answers
+    /// TooManyProviderTokenUpdates to tokens replaced that often).
+    private func refresh(at now: Date) async throws -> Token {
+        if let refreshing { return try await refreshing.value }
+        let task = Task { try await self.issue(at: now) }
+        refreshing = task
+        defer { refreshing = nil }
+        return try await task.value
     }
 
     private func issue(at now: Date) async throws -> Token {
