@@ -1,6 +1,7 @@
 public import Crypto
 import Foundation
 public import HeraldCore
+import NIOSSL
 
 extension SinkFactory {
     /// `sinks.<name>.type: apns`: `key_file` (the `.p8` file), `key_id`, `team_id`, `topic`
@@ -34,6 +35,8 @@ extension SinkFactory {
             }
         }
         if let caFile = try settings.readableFile("ca_file") {
+            // Refused here rather than by every TLS handshake after a start that looked fine.
+            guard (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty == false else { throw settings.invalid("ca_file", "holds no PEM certificate") }
             configuration.caFile = caFile
         }
         configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...1_024)

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
+import JWTKit
 import NIOCore
 import Testing
 
@@ -222,6 +223,32 @@ import Testing
         } catch let error as HeraldError {
             #expect(error.code == "invalid_config")
             #expect(error.message.hasPrefix(key), "\(error.message)")
+        }
+    }
+
+    /// An APNs sink's `ca_file` must name a readable PEM certificate: a missing file or another
+    /// kind of file is refused at start, naming the key, instead of failing every handshake later.
+    @Test(arguments: ["/nonexistent/ca.pem", "/etc/passwd"])
+    func anAPNsCAFileThatIsNoCertificateIsRefused(_ caFile: String) async throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-\(UUID().uuidString).p8")
+        try ES256PrivateKey().pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        let settings = [
+            "HERALD_SINKS_INSTANCES": "ios", "HERALD_SINKS_IOS_TYPE": "apns", "HERALD_SINKS_IOS_KEY_FILE": keyFile.path,
+            "HERALD_SINKS_IOS_KEY_ID": "KEY1234567",
+            "HERALD_SINKS_IOS_TEAM_ID": "TEAM123456", "HERALD_SINKS_IOS_TOPIC": "com.example.app",
+        ]
+        // The same settings without the file start a sink: the refusal is the file's.
+        let valid = try await HeraldServer.start(Self.inMemory(try await HeraldConfiguration.load(configFile: nil, environment: settings)))
+        await valid.close()
+        do {
+            let configuration = try await HeraldConfiguration.load(configFile: nil, environment: settings.merging(["HERALD_SINKS_IOS_CA_FILE": caFile]) { $1 })
+            let server = try await HeraldServer.start(Self.inMemory(configuration))
+            await server.close()
+            Issue.record("ca_file \(caFile) was accepted")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_config")
+            #expect(error.message.hasPrefix("sinks.ios.ca_file"), "\(error.message)")
         }
     }
 
