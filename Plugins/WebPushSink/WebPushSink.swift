@@ -39,6 +39,7 @@ public final class WebPushSink: ReleasingSink {
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
+    private let vapidHeaders = VAPIDHeaders()
 
     /// - Parameter http: a client the caller owns; by default the sink makes its own and closes
     ///   it when ``run()`` ends.
@@ -189,7 +190,8 @@ public final class WebPushSink: ReleasingSink {
             request.headers.add(name: "Content-Type", value: "application/octet-stream")
             request.headers.add(name: "Content-Encoding", value: "aes128gcm")
             request.headers.add(
-                name: "Authorization", value: try await configuration.vapid.authorization(for: subscription.endpoint, subject: configuration.subject, now: now))
+                name: "Authorization",
+                value: try await vapidHeaders.authorization(for: subscription.endpoint, key: configuration.vapid, subject: configuration.subject, now: now))
             for (name, value) in Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl) { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: body))
             let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
@@ -209,6 +211,7 @@ public final class WebPushSink: ReleasingSink {
                 // The push service refused the VAPID signature: a credential fault, never the
                 // subscription's; keep it and retry.
                 let fault = "\(reason): the VAPID key or subject of sink '\(name)' was refused"
+                vapidHeaders.forget(subscription.endpoint)
                 credentialFault.withLock { $0 = fault }
                 logger.error("\(fault)")
                 return .retry(after: nil, reason: fault)

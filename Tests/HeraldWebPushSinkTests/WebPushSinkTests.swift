@@ -21,12 +21,12 @@ import Testing
         let service: NotificationService
         let ids = ObjectIDGenerator()
 
-        static func start() async throws -> Fixture {
+        static func start(clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture {
             let emulator = WebPushEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Self.http)
+            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Self.http, clock: clock)
             let store = try SQLiteStore(path: ":memory:")
             try await store.migrate()
             let sinks = try SinkRegistry([HistorySink(store: store), sink])
@@ -81,6 +81,31 @@ import Testing
         #expect(received.headers["urgency"] == "high" && received.headers["ttl"] == "86400")
         #expect(received.headers["topic"]?.count == 32, "a collapse key outside the Topic alphabet is hashed into one")
         #expect(received.headers["content-encoding"] == "aes128gcm")
+        await f.stop()
+    }
+
+    /// One VAPID token per push service for hours, not a signature per push: every message to
+    /// one origin within the reuse window carries the same Authorization, which the push
+    /// service verifies; past the window, a new one.
+    @Test func vapidTokensAreReusedPerPushServiceAndRenewed() async throws {
+        let now = Mutex(Date())
+        let f = try await Fixture.start(clock: { now.withLock { $0 } })
+        try await f.register("ana", "ana-1")
+        try await f.register("ana", "ana-2")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "one", body: "b", userIDs: ["ana"]))
+        try await f.deliverAll()
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "two", body: "b", userIDs: ["ana"]))
+        try await f.deliverAll()
+        let early = f.emulator.received
+        #expect(early.count == 4 && early.allSatisfy { $0.status == 201 }, "\(early.map { $0.error ?? "" })")
+        #expect(Set(early.map { $0.headers["authorization"] ?? "" }).count == 1, "one token for four pushes to one origin")
+        now.withLock { $0 += 7 * 3600 } // past the sink's 6-hour reuse window
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "three", body: "b", userIDs: ["ana"]))
+        try await f.deliverAll()
+        let late = f.emulator.received.dropFirst(4)
+        #expect(late.count == 2 && late.allSatisfy { $0.status == 201 }, "\(late.map { $0.error ?? "" })")
+        #expect(Set(late.map { $0.headers["authorization"] ?? "" }).count == 1)
+        #expect(late.first?.headers["authorization"] != early.first?.headers["authorization"], "renewed after the reuse window")
         await f.stop()
     }
 
