@@ -12,6 +12,18 @@ protocol StoredRow {
 }
 
 extension StoredRow {
+    /// A required column from the optional read: NULL is a storage error, not a crash. Engines
+    /// whose own decoder refuses NULL (PostgreSQL's) keep their own.
+    func text(_ column: String) throws -> String {
+        guard let value = try optionalText(column) else { throw StoredRecords.null(column) }
+        return value
+    }
+
+    func integer(_ column: String) throws -> Int64 {
+        guard let value = try optionalInteger(column) else { throw StoredRecords.null(column) }
+        return value
+    }
+
     func int(_ column: String) throws -> Int { Int(try integer(column)) }
 
     func bool(_ column: String) throws -> Bool { try integer(column) != 0 }
@@ -44,6 +56,10 @@ extension StoredRow {
 
 /// Rows to model values, shared by the SQLite and PostgreSQL stores.
 enum StoredRecords {
+    static func null(_ column: String) -> HeraldError {
+        HeraldError(.internal, code: "storage_corrupt", "column \(column) is null")
+    }
+
     static func corrupt(_ column: String, _ value: String) -> HeraldError {
         HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(value)', not an id")
     }

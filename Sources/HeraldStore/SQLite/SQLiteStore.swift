@@ -111,16 +111,6 @@ struct PositionedRow: StoredRow {
         guard let index = positions.index[column] else { return try row.optionalInteger(column) }
         return try row.decode(Int64?.self, atIndex: index)
     }
-
-    func text(_ column: String) throws -> String {
-        guard let value = try optionalText(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
-        return value
-    }
-
-    func integer(_ column: String) throws -> Int64 {
-        guard let value = try optionalInteger(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
-        return value
-    }
 }
 
 /// Column name to position for one statement's rows; the leftmost of equal names wins, as in GRDB.
@@ -133,19 +123,9 @@ final class ColumnPositions: Sendable {
 }
 
 extension Row: StoredRow {
-    func text(_ column: String) throws -> String {
-        guard let value = try optionalText(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
-        return value
-    }
-
     func optionalText(_ column: String) throws -> String? {
         if let index = storedIndex(column) { return try decode(String?.self, atIndex: index) }
         return try decode(String?.self, forColumn: column)
-    }
-
-    func integer(_ column: String) throws -> Int64 {
-        guard let value = try optionalInteger(column) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) is null") }
-        return value
     }
 
     func optionalInteger(_ column: String) throws -> Int64? {
