@@ -13,11 +13,6 @@ final class VAPIDHeaders: Sendable {
         case signed(String, at: Date)
     }
 
-    private enum Found {
-        case value(String)
-        case signing(Task<String, any Error>, startedAt: Date)
-    }
-
     static let reuseFor: TimeInterval = 6 * 3600
     /// Origins come from subscriptions, which users send: a bound, not a guess at how many push
     /// services there are. When full, it starts over.
@@ -27,24 +22,25 @@ final class VAPIDHeaders: Sendable {
 
     func authorization(for endpoint: URL, key: VAPIDKey, subject: String, now: Date) async throws -> String {
         guard let origin = VAPIDKey.origin(of: endpoint) else { throw VAPIDError.invalidEndpoint(endpoint.absoluteString) }
-        let found = entries.withLock { entries -> Found in
-            switch entries[origin] {
+        // The entry to use: a value young enough, or a signing (one under way, or started here).
+        let found = entries.withLock { entries -> Entry in
             // A clock that went back does not make an old value young.
-            case .signed(let value, let at) where now >= at && now.timeIntervalSince(at) < Self.reuseFor:
-                return .value(value)
-            case .signing(let task, let startedAt):
-                return .signing(task, startedAt: startedAt)
-            case .signed, nil:
-                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-                let task = Task { try await key.authorization(for: endpoint, subject: subject, now: now) }
-                entries[origin] = .signing(task, startedAt: now)
-                return .signing(task, startedAt: now)
+            if let entry = entries[origin] {
+                switch entry {
+                case .signed(_, let at) where now >= at && now.timeIntervalSince(at) < Self.reuseFor: return entry
+                case .signing: return entry
+                case .signed: break
+                }
             }
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            let signing = Entry.signing(Task { try await key.authorization(for: endpoint, subject: subject, now: now) }, startedAt: now)
+            entries[origin] = signing
+            return signing
         }
         let task: Task<String, any Error>
         let startedAt: Date
         switch found {
-        case .value(let value): return value
+        case .signed(let value, _): return value
         case .signing(let signing, let started): (task, startedAt) = (signing, started)
         }
         do {
