@@ -87,8 +87,13 @@ public struct NotificationService: Sendable {
                 inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         }
-        if case .accepted = result {
-            metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
+        if case .accepted(let receipt) = result {
+            let latency = ContinuousClock.now - started
+            metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: latency)
+            // An accept for users wrote every recipient's history row (``NotificationStore/acceptUsers``).
+            if case .users = notification.target, router.sinkNames(for: notification).contains(NotificationRouter.historySink) {
+                metrics.delivery(sink: NotificationRouter.historySink, outcome: "delivered", latency: latency, count: receipt.recipients)
+            }
             onAccepted()
         }
         return try Self.answer(result)

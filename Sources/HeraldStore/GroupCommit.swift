@@ -111,6 +111,14 @@ struct AcceptRequest: Sendable {
     var idempotencySince: Date
 }
 
+extension PlannedDelivery {
+    /// A user's history entry. In an accept for users (``AcceptRequest/Plan/users(_:route:)``)
+    /// both engines write the history row in the accepting transaction and store its delivery
+    /// as delivered, so the row is in place when the 202 is answered and the delivery queue
+    /// never carries it (no claim, sink call or record).
+    var isHistoryWrite: Bool { sink == NotificationRouter.historySink && topic == nil && !userID.isEmpty }
+}
+
 extension GroupCommit where Request == AcceptRequest, Response == AcceptResult {
     /// An accept whose deliveries the caller planned.
     func accept(

@@ -109,6 +109,15 @@ import Testing
         }
         let sent = try await stored(store, 1)
         #expect(try await wait(for: .history(users: ["a", "b"])) { try await store.appendHistory([(sent[0], "a"), (sent[0], "b"), (sent[0], "a")], at: t0) })
+        // An accept for users writes their history rows itself, and says so.
+        let historyOnly: @Sendable (RecipientContext) -> [PlannedDelivery] = { [PlannedDelivery(sink: "history", userID: $0.userID, distribution: .alert)] }
+        #expect(
+            try await wait(for: .history(users: ["e", "f"])) {
+                let n = HeraldNotification(
+                    id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
+                    collapseKey: nil, idempotencyKey: nil, target: .users(["e", "f"]))
+                _ = try await store.acceptUsers(n, userIDs: ["e", "f"], route: historyOnly, idempotency: nil, idempotencySince: t0)
+            })
         #expect(try await wait(for: .attributes(users: ["c"])) { try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "c") })
         #expect(try await wait(for: .content) { _ = try await store.publishContent(at: 1) })
         // A change another writer commits on the same database reaches this watcher too.

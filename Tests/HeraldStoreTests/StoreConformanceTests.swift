@@ -268,11 +268,23 @@ import Testing
         let status = try #require(try await store.status(of: n.id))
         #expect(status.recipients == 3)
         #expect(status.deliveries.map { "\($0.sink):\($0.userID)" }.sorted() == ["fcm:a", "history:a", "history:b", "history:stranger"])
+        // Each recipient's history row was written by the accept itself: its delivery is
+        // recorded as delivered, and only the push is left for the queue.
+        for delivery in status.deliveries {
+            #expect(delivery.state == (delivery.sink == "history" ? .delivered : .pending), "\(delivery.sink):\(delivery.userID)")
+            #expect(delivery.attempts == (delivery.sink == "history" ? 1 : 0))
+        }
+        for user in ["a", "b", "stranger"] {
+            #expect(try await store.history(userID: user, limit: 10, before: nil).items.map(\.notificationID) == [n.id], "\(user)'s history")
+        }
+        #expect(
+            try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30)).map { "\($0.sink):\($0.recipient.userID)" } == ["fcm:a"])
 
         let again = notification(["a"], key: "users-1", at: t0.addingTimeInterval(1))
         let replay = try await store.acceptUsers(again, userIDs: ["a"], route: route, idempotency: claim, idempotencySince: t0)
         #expect(replay == .replayed(NotificationReceipt(id: n.id, recipients: 3)))
         #expect(try await store.status(of: again.id) == nil, "a replay stores nothing")
+        #expect(try await store.history(userID: "a", limit: 10, before: nil).items.map(\.notificationID) == [n.id], "a replay writes no history")
     }
 
     @Test(arguments: StoreKind.allCases)

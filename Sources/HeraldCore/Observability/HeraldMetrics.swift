@@ -21,11 +21,13 @@ public struct HeraldMetrics: Sendable {
         Timer(label: "herald_accept_duration_seconds", dimensions: [("target", target)], factory: factory).recordNanoseconds(latency.nanoseconds)
     }
 
-    /// One delivery reached a final or retry outcome; `latency` counts from the accept.
-    public func delivery(sink: String, outcome: String, latency: Duration?) {
-        Counter(label: "herald_deliveries_total", dimensions: [("sink", sink), ("outcome", outcome)], factory: factory).increment()
+    /// `count` deliveries reached a final or retry outcome; `latency` counts from the accept.
+    public func delivery(sink: String, outcome: String, latency: Duration?, count: Int = 1) {
+        guard count > 0 else { return }
+        Counter(label: "herald_deliveries_total", dimensions: [("sink", sink), ("outcome", outcome)], factory: factory).increment(by: Int64(count))
         if let latency, outcome == "delivered" {
-            Timer(label: "herald_delivery_duration_seconds", dimensions: [("sink", sink)], factory: factory).recordNanoseconds(latency.nanoseconds)
+            let timer = Timer(label: "herald_delivery_duration_seconds", dimensions: [("sink", sink)], factory: factory)
+            for _ in 0..<count { timer.recordNanoseconds(latency.nanoseconds) }
         }
     }
 

@@ -49,7 +49,10 @@ public protocol NotificationStore: Sendable {
     /// Stores a notification for `userIDs` like ``accept(_:recipients:deliveries:idempotency:idempotencySince:)``,
     /// reading the users' settings and devices in the accepting transaction and planning each
     /// with `route`, so an accept is one database hop. Every id named is a recipient, as in
-    /// ``UserStore/recipients(userIDs:)``.
+    /// ``UserStore/recipients(userIDs:)``. Their history rows (the planned deliveries to
+    /// ``NotificationRouter/historySink``) are written in the same transaction and those
+    /// deliveries stored as delivered: a user's history holds the notification once it is
+    /// accepted.
     func acceptUsers(
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
         idempotency: IdempotencyClaim?, idempotencySince: Date

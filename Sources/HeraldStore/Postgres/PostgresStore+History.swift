@@ -8,15 +8,7 @@ extension PostgresStore {
         let notifications = entries.map(\.notificationID.hex)
         let users = entries.map(\.userID)
         try await transaction { session in
-            // One writer per user at a time, so each user's sequences commit in order and a
-            // stream resuming after the last one it saw cannot skip a row committed late.
-            // Locks are taken in sorted order: two batches never wait on each other in a cycle.
-            try await session.execute(
-                """
-                SELECT pg_advisory_xact_lock(\(Self.historyLockSpace), hashtext(user_id))
-                FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
-                """
-            )
+            try await Self.lockHistory(of: users, session)
             try await session.execute(
                 """
                 INSERT INTO history (notification_id, user_id, read, created_at)
@@ -31,6 +23,18 @@ extension PostgresStore {
 
     /// The first key of the advisory locks that order history writes per user.
     static let historyLockSpace: Int32 = 0x4845_5231
+
+    /// One writer per user at a time, so each user's sequences commit in order and a stream
+    /// resuming after the last one it saw cannot skip a row committed late. Locks are taken in
+    /// sorted order: two transactions never wait on each other in a cycle.
+    static func lockHistory(of users: [String], _ session: PostgresSession) async throws {
+        try await session.execute(
+            """
+            SELECT pg_advisory_xact_lock(\(historyLockSpace), hashtext(user_id))
+            FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
+            """
+        )
+    }
 
     public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {
         try await withConnection { session in

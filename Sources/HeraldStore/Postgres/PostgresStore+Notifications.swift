@@ -31,15 +31,15 @@ extension PostgresStore {
         let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
         var results: [AcceptResult] = []
         var stored: [(notification: HeraldNotification, recipients: Int)] = []
-        var deliveries: [(notification: ObjectID, at: Int64, delivery: PlannedDelivery)] = []
+        var deliveries: [StoredDelivery] = []
         for request in requests {
             let notification = request.notification
-            let (count, planned): (Int, [PlannedDelivery])
+            let (count, planned, writesHistory): (Int, [PlannedDelivery], Bool)
             switch request.plan {
             case .planned(let recipients, let given):
-                (count, planned) = (recipients, given)
+                (count, planned, writesHistory) = (recipients, given, false)
             case .users(let userIDs, let route):
-                (count, planned) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) })
+                (count, planned, writesHistory) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
             }
             if let earlier = try await claim(request.idempotency, for: notification, recipients: count, session, since: request.idempotencySince) {
                 results.append(earlier)
@@ -47,12 +47,35 @@ extension PostgresStore {
             }
             stored.append((notification, count))
             let at = micros(notification.timestamp)
-            deliveries += planned.map { (notification.id, at, $0) }
+            deliveries += planned.map {
+                StoredDelivery(notification: notification.id, at: at, delivery: $0, historyWritten: writesHistory && $0.isHistoryWrite)
+            }
             results.append(.accepted(NotificationReceipt(id: notification.id, recipients: count)))
         }
         try await insert(stored, session)
+        try await writeHistory(deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }, session)
         try await insert(deliveries, session)
         return results
+    }
+
+    /// The history rows of an accept for users, written in the accepting transaction (their
+    /// deliveries are stored as delivered): each row is in place when the 202 is answered, and
+    /// needs no claim, sink call or record afterwards.
+    static func writeHistory(_ entries: [(notification: String, user: String, at: Int64)], _ session: PostgresSession) async throws {
+        guard !entries.isEmpty else { return }
+        let notifications = entries.map(\.notification)
+        let users = entries.map(\.user)
+        let times = entries.map(\.at)
+        try await lockHistory(of: users, session)
+        try await session.execute(
+            """
+            INSERT INTO history (notification_id, user_id, read, created_at)
+            SELECT notification_id, user_id, 0, created_at
+            FROM UNNEST(\(notifications)::text[], \(users)::text[], \(times)::int8[]) AS entry(notification_id, user_id, created_at)
+            ON CONFLICT (notification_id, user_id) DO NOTHING
+            """
+        )
+        try await session.announce(.history(users: users.uniqued()))
     }
 
     /// Notifications in one statement. Arrays cannot carry NULLs here, so optional columns travel
@@ -96,8 +119,17 @@ extension PostgresStore {
         }
     }
 
+    /// A delivery to insert; `historyWritten` when its history row was written in the same
+    /// transaction (``writeHistory(_:_:)``), so it is stored as delivered.
+    struct StoredDelivery {
+        var notification: ObjectID
+        var at: Int64
+        var delivery: PlannedDelivery
+        var historyWritten = false
+    }
+
     /// Deliveries of several notifications in one statement ('' stands for an absent device or topic).
-    static func insert(_ deliveries: [(notification: ObjectID, at: Int64, delivery: PlannedDelivery)], _ session: PostgresSession) async throws {
+    static func insert(_ deliveries: [StoredDelivery], _ session: PostgresSession) async throws {
         for chunk in deliveries.chunked(5_000) {
             let notifications = chunk.map(\.notification.hex)
             let times = chunk.map(\.at)
@@ -106,12 +138,14 @@ extension PostgresStore {
             let devices = chunk.map { $0.delivery.deviceID?.hex ?? "" }
             let topics = chunk.map { $0.delivery.topic ?? "" }
             let distributions = chunk.map(\.delivery.distribution.rawValue)
+            let written = chunk.map(\.historyWritten)
             try await session.execute(
                 """
                 INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
-                SELECT notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution, 'pending', 0, at, at
+                SELECT notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
+                    CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written THEN 1 ELSE 0 END, CASE WHEN written THEN NULL ELSE at END, at
                 FROM UNNEST(\(notifications)::text[], \(times)::int8[], \(sinks)::text[], \(users)::text[], \(devices)::text[], \(topics)::text[],
-                    \(distributions)::text[]) AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution)
+                    \(distributions)::text[], \(written)::bool[]) AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution, written)
                 """
             )
         }
@@ -151,7 +185,7 @@ extension PostgresStore {
 
     /// Inserts one notification's deliveries, as ``insert(_:_:)-(_,PostgresSession)`` does for several.
     static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64) async throws {
-        try await insert(deliveries.map { (notification, now, $0) }, session)
+        try await insert(deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }, session)
     }
 
     public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {

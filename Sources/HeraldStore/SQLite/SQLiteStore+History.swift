@@ -12,8 +12,7 @@ extension SQLiteStore {
                 try statement.execute(arguments: [entry.notificationID.hex, entry.userID, now])
             }
         }
-        var seen = Set<String>()
-        changes.send(.history(users: entries.map(\.userID).filter { seen.insert($0).inserted }))
+        changes.send(.history(users: entries.map(\.userID).uniqued()))
     }
 
     public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {

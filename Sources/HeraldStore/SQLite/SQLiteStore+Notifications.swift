@@ -16,21 +16,29 @@ extension SQLiteStore {
         try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
     }
 
-    /// One accept inside a group-commit transaction.
-    static func accept(_ request: AcceptRequest, _ db: Database) throws -> AcceptResult {
+    /// One accept inside a group-commit transaction. An accept for users writes their history
+    /// rows here too (``PlannedDelivery/isHistoryWrite``) and appends them to `historyUsers`.
+    static func accept(_ request: AcceptRequest, _ db: Database, historyUsers: inout [String]) throws -> AcceptResult {
         let notification = request.notification
-        let (count, deliveries): (Int, [PlannedDelivery])
+        let (count, deliveries, writesHistory): (Int, [PlannedDelivery], Bool)
         switch request.plan {
         case .planned(let recipients, let planned):
-            (count, deliveries) = (recipients, planned)
+            (count, deliveries, writesHistory) = (recipients, planned, false)
         case .users(let userIDs, let route):
             let contexts = try recipients(db, userIDs: userIDs)
-            (count, deliveries) = (contexts.count, contexts.flatMap(route))
+            (count, deliveries, writesHistory) = (contexts.count, contexts.flatMap(route), true)
         }
         if let earlier = try insert(notification, recipients: count, db, idempotency: request.idempotency, since: request.idempotencySince) {
             return earlier
         }
-        try insert(deliveries, of: notification.id, db, at: micros(notification.timestamp))
+        let at = micros(notification.timestamp)
+        let history = writesHistory ? deliveries.filter(\.isHistoryWrite) : []
+        let write = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
+        for delivery in history {
+            try write.execute(arguments: [notification.id.hex, delivery.userID, at])
+        }
+        historyUsers += history.map(\.userID)
+        try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory)
         return .accepted(NotificationReceipt(id: notification.id, recipients: count))
     }
 
@@ -64,16 +72,20 @@ extension SQLiteStore {
         return nil
     }
 
-    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64) throws {
+    /// - Parameter historyWritten: the history rows of these deliveries were written in this
+    ///   transaction, so their deliveries are stored as delivered.
+    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64, historyWritten: Bool = false) throws {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         for delivery in deliveries {
+            let written = historyWritten && delivery.isHistoryWrite
             try insert.execute(arguments: [
-                notification.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.topic, delivery.distribution.rawValue, now, now,
+                notification.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.topic, delivery.distribution.rawValue,
+                written ? DeliveryState.delivered.rawValue : DeliveryState.pending.rawValue, written ? 1 : 0, written ? nil : now, now,
             ])
         }
     }

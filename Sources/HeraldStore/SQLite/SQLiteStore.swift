@@ -18,7 +18,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let commits = CommitCounter()
     let cardStates = CardStateCache()
     /// Only this process writes the file, so its own commits are every change there is.
-    let changes = Broadcaster<StoreChange>()
+    let changes: Broadcaster<StoreChange>
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
@@ -41,9 +41,17 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         writer.add(transactionObserver: commits, extent: .databaseLifetime)
         let file = path == ":memory:" ? nil : path
         self.file = file
+        let changes = Broadcaster<StoreChange>()
+        self.changes = changes
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
-            return try await writer.write { db in try requests.map { try Self.accept($0, db) } }
+            let (results, historyUsers) = try await writer.write { db in
+                var historyUsers: [String] = []
+                let results = try requests.map { try Self.accept($0, db, historyUsers: &historyUsers) }
+                return (results, historyUsers)
+            }
+            if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
+            return results
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)
