@@ -82,7 +82,10 @@ import Testing
         #expect(during.allSatisfy { $0.status == 503 }, "every answer during the outage is a 503 with Retry-After: \(during.map(\.status))")
         #expect(during.allSatisfy { $0.seconds < 2.5 }, "and comes fast: \(during.map(\.seconds))")
         let recovery = try #require(recovered, "accepts flow again")
-        #expect(recovery < .milliseconds(1_500), "within about a second: \(recovery)")
+        // A probe every 200 ms, then a fresh pool: under 1.5 s run alone, 1.59 s once in a
+        // clean-clone CI run with the rest of the suite on the same two cores. The pool's own
+        // backoff, which this guards against, would take several seconds.
+        #expect(recovery < .seconds(2), "within about a second: \(recovery)")
         #expect(herald.process.isRunning)
         // Shutdown is not what this test is about, and a loaded machine slows it: 30 s, the default shutdown_timeout.
         let exit = await herald.stop(timeout: .seconds(35))
