@@ -48,7 +48,8 @@ public struct NotificationService: Sendable {
             if submission.distribution == nil { notification.distribution = entry.subject.opt.distribution.distribution }
             topicSubject = entry
         }
-        for name in router.sinkNames(for: notification) {
+        let sinkNames = router.sinkNames(for: notification)
+        for name in sinkNames {
             try sinks[name]?.validate(notification)
         }
         let since = now.addingTimeInterval(-Self.idempotencyWindow)
@@ -91,7 +92,7 @@ public struct NotificationService: Sendable {
             let latency = ContinuousClock.now - started
             metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: latency)
             // An accept for users wrote every recipient's history row (``NotificationStore/acceptUsers``).
-            if case .users = notification.target, router.sinkNames(for: notification).contains(NotificationRouter.historySink) {
+            if case .users = notification.target, sinkNames.contains(NotificationRouter.historySink) {
                 metrics.delivery(sink: NotificationRouter.historySink, outcome: "delivered", latency: latency, count: receipt.recipients)
             }
             onAccepted()

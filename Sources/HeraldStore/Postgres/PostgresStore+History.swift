@@ -5,20 +5,28 @@ import PostgresNIO
 extension PostgresStore {
     public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
         guard !entries.isEmpty else { return }
-        let notifications = entries.map(\.notificationID.hex)
-        let users = entries.map(\.userID)
-        try await transaction { session in
-            try await Self.lockHistory(of: users, session)
-            try await session.execute(
-                """
-                INSERT INTO history (notification_id, user_id, read, created_at)
-                SELECT notification_id, user_id, 0, \(Self.micros(date))
-                FROM UNNEST(\(notifications)::text[], \(users)::text[]) AS entry(notification_id, user_id)
-                ON CONFLICT (notification_id, user_id) DO NOTHING
-                """
-            )
-            try await session.announce(.history(users: users))
-        }
+        let now = Self.micros(date)
+        try await transaction { session in try await Self.writeHistory(entries.map { ($0.notificationID.hex, $0.userID, now) }, session) }
+    }
+
+    /// History rows, each written once per (notification, user), in per-user order, and
+    /// announced to live streams: for the history sink, and inside an accept for users (whose
+    /// deliveries are then stored as delivered).
+    static func writeHistory(_ entries: [(notification: String, user: String, at: Int64)], _ session: PostgresSession) async throws {
+        guard !entries.isEmpty else { return }
+        let notifications = entries.map(\.notification)
+        let users = entries.map(\.user)
+        let times = entries.map(\.at)
+        try await lockHistory(of: users, session)
+        try await session.execute(
+            """
+            INSERT INTO history (notification_id, user_id, read, created_at)
+            SELECT notification_id, user_id, 0, created_at
+            FROM UNNEST(\(notifications)::text[], \(users)::text[], \(times)::int8[]) AS entry(notification_id, user_id, created_at)
+            ON CONFLICT (notification_id, user_id) DO NOTHING
+            """
+        )
+        try await session.announce(.history(users: users.uniqued()))
     }
 
     /// The first key of the advisory locks that order history writes per user.

@@ -58,26 +58,6 @@ extension PostgresStore {
         return results
     }
 
-    /// The history rows of an accept for users, written in the accepting transaction (their
-    /// deliveries are stored as delivered): each row is in place when the 202 is answered, and
-    /// needs no claim, sink call or record afterwards.
-    static func writeHistory(_ entries: [(notification: String, user: String, at: Int64)], _ session: PostgresSession) async throws {
-        guard !entries.isEmpty else { return }
-        let notifications = entries.map(\.notification)
-        let users = entries.map(\.user)
-        let times = entries.map(\.at)
-        try await lockHistory(of: users, session)
-        try await session.execute(
-            """
-            INSERT INTO history (notification_id, user_id, read, created_at)
-            SELECT notification_id, user_id, 0, created_at
-            FROM UNNEST(\(notifications)::text[], \(users)::text[], \(times)::int8[]) AS entry(notification_id, user_id, created_at)
-            ON CONFLICT (notification_id, user_id) DO NOTHING
-            """
-        )
-        try await session.announce(.history(users: users.uniqued()))
-    }
-
     /// Notifications in one statement. Arrays cannot carry NULLs here, so optional columns travel
     /// with a flag saying whether they are set.
     static func insert(_ notifications: [(notification: HeraldNotification, recipients: Int)], _ session: PostgresSession) async throws {

@@ -5,14 +5,18 @@ import HeraldCore
 extension SQLiteStore {
     public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
         guard !entries.isEmpty else { return }
-        try await writer.write { db in
-            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
-            let now = Self.micros(date)
-            for entry in entries {
-                try statement.execute(arguments: [entry.notificationID.hex, entry.userID, now])
-            }
-        }
+        let now = Self.micros(date)
+        try await writer.write { db in try Self.writeHistory(entries.map { ($0.notificationID.hex, $0.userID) }, at: now, db) }
         changes.send(.history(users: entries.map(\.userID).uniqued()))
+    }
+
+    /// History rows, each written once per (notification, user): for the history sink, and
+    /// inside an accept for users (whose deliveries are then stored as delivered).
+    static func writeHistory(_ entries: [(notification: String, user: String)], at now: Int64, _ db: Database) throws {
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
+        for entry in entries {
+            try statement.execute(arguments: [entry.notification, entry.user, now])
+        }
     }
 
     public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {

@@ -32,12 +32,9 @@ extension SQLiteStore {
             return earlier
         }
         let at = micros(notification.timestamp)
-        let history = writesHistory ? deliveries.filter(\.isHistoryWrite) : []
-        let write = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
-        for delivery in history {
-            try write.execute(arguments: [notification.id.hex, delivery.userID, at])
-        }
-        historyUsers += history.map(\.userID)
+        let history = writesHistory ? deliveries.filter(\.isHistoryWrite).map(\.userID) : []
+        try writeHistory(history.map { (notification.id.hex, $0) }, at: at, db)
+        historyUsers += history
         try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory)
         return .accepted(NotificationReceipt(id: notification.id, recipients: count))
     }
