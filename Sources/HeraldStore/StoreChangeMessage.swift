@@ -13,6 +13,22 @@ enum StoreChangeMessage {
         }
     }
 
+    /// A `WITH` clause entry named `announced` that sends, from inside PostgreSQL, the payloads
+    /// ``payloads(_:)`` would for `.history(users:)` of the `user_id`s of `written` (an earlier
+    /// entry of the same `WITH`): a fan-out announces its recipients without reading them into
+    /// Herald. A chunk ends where the running byte count crosses a multiple of the limit, so it
+    /// holds at most the limit plus one user id (at most 512 bytes): under PostgreSQL's 8 000.
+    /// Select `COUNT(*) FROM announced` in the statement, or PostgreSQL skips it.
+    static func historyNotices(of written: String, channel: String) -> String {
+        """
+        announced AS (
+            SELECT pg_notify('\(channel)', 'h' || string_agg(E'\\n' || user_id, '' ORDER BY user_id))
+            FROM (SELECT user_id, SUM(octet_length(user_id) + 1) OVER (ORDER BY user_id) / \(maxPayloadBytes) AS chunk FROM \(written)) AS chunked
+            GROUP BY chunk
+        )
+        """
+    }
+
     /// nil for a payload this version does not know (a newer process's): ignored.
     static func change(_ payload: String) -> StoreChange? {
         var lines = payload.split(separator: "\n").map(String.init)

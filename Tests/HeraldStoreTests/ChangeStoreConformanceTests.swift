@@ -1,9 +1,10 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import HeraldTestSupport
 import Synchronization
 import Testing
+
+@testable import HeraldStore
 
 /// What live streams rely on, on every engine: history read forward from a sequence, in commit
 /// order per user, and committed changes announced to watchers (across connections on
@@ -46,39 +47,92 @@ import Testing
         #expect(try await store.history(userID: "b", after: 0, limit: 10).count == 5)
     }
 
-    /// Many writers adding rows for one user at once while a reader follows with
-    /// `history(after:)`: the reader ends with every row, so no row committed behind a later
-    /// sequence the reader had already passed.
+    /// A Message Hub notification for `topic`'s subscribers: their history rows only.
+    func messageHub(_ store: any ServerStorage, topic: String, inlineLimit: Int = .max) async throws -> ObjectID {
+        let n = HeraldNotification(
+            id: ids.next(at: t0), type: "generic", title: "M", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
+            collapseKey: nil, idempotencyKey: nil, target: .topic(topic))
+        _ = try await store.acceptFanOut(
+            n, topic: topic, level: .optIn, plan: .historyOnly, extra: [], archive: nil, pageSize: 50, inlineLimit: inlineLimit, idempotency: nil,
+            idempotencySince: t0)
+        return n.id
+    }
+
+    /// Many writers adding rows for one user at once, per-user writers and fan-outs to a topic
+    /// with many subscribers, while a reader follows with `history(after:)`: the reader ends with
+    /// every row, so no row committed behind a later sequence the reader had already passed.
     @Test(arguments: StoreKind.allCases)
     func aReaderFollowingConcurrentWritersMissesNothing(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let sent = try await stored(store, 40)
-        let seen = try await withThrowingTaskGroup(of: [ObjectID].self) { group in
-            for (index, id) in sent.enumerated() {
+        let topic = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
+        for user in ["a"] + (0..<300).map({ "s\($0)" }) { try await store.subscribe(userID: user, topicKey: topic, at: t0) }
+        let appended = try await stored(store, 40)
+        // Each task's rows: the fan-outs' notifications, or those the reader saw.
+        let (hubs, seen) = try await withThrowingTaskGroup(of: (hubs: [ObjectID], seen: [ObjectID]).self) { group in
+            for (index, id) in appended.enumerated() {
                 group.addTask {
                     // Other users in the same batch, in varying order, as history batches are.
                     try await store.appendHistory([(id, "z\(index % 3)"), (id, "a"), (id, "b\(index % 5)")], at: t0)
-                    return []
+                    return ([], [])
+                }
+                if index % 4 == 0 {
+                    group.addTask { ([try await messageHub(store, topic: topic)], []) }
                 }
             }
+            let expected = appended.count + appended.count / 4
             group.addTask {
                 var cursor: Int64 = 0
                 var seen: [ObjectID] = []
                 let deadline = ContinuousClock.now + .seconds(20)
-                while seen.count < sent.count && ContinuousClock.now < deadline {
+                while seen.count < expected && ContinuousClock.now < deadline {
                     let rows = try await store.history(userID: "a", after: cursor, limit: 7)
                     seen += rows.map(\.item.notificationID)
                     cursor = rows.last?.sequence ?? cursor
                     if rows.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
                 }
-                return seen
+                return ([], seen)
             }
-            var all: [ObjectID] = []
-            for try await part in group { all += part }
+            var all: (hubs: [ObjectID], seen: [ObjectID]) = ([], [])
+            for try await part in group { (all.hubs, all.seen) = (all.hubs + part.hubs, all.seen + part.seen) }
             return all
         }
+        let sent = appended + hubs
         #expect(Set(seen) == Set(sent))
         #expect(seen.count == sent.count, "each row once")
+    }
+
+    /// On PostgreSQL a fan-out and a per-user writer could otherwise commit their rows for a
+    /// user out of sequence order: here the per-user writer takes its sequence first and commits
+    /// last, while a reader follows. The fan-out must wait for it, or the reader, having seen the
+    /// fan-out's row, would never see the earlier one.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aFanOutWaitsForHistoryWrittenBeforeIt() async throws {
+        let store = try PostgresStore(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let topic = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
+        try await store.subscribe(userID: "a", topicKey: topic, at: t0)
+        let first = try #require(try await stored(store, 1).first)
+
+        let (committing, commit) = AsyncStream<Void>.makeStream()
+        let (hasWritten, written) = AsyncStream<Void>.makeStream()
+        let perUser = Task {
+            try await store.transaction { session in
+                try await PostgresStore.writeHistory([(first.hex, "a", 1)], session)
+                written.yield()
+                for await _ in committing { break }
+            }
+        }
+        for await _ in hasWritten { break }
+        let fanOut = Task { try await messageHub(store, topic: topic) }
+        // Time for a fan-out that did not wait to commit its later sequence.
+        try await Task.sleep(for: .milliseconds(300))
+        var seen = try await store.history(userID: "a", after: 0, limit: 10)
+        commit.yield()
+        try await perUser.value
+        let hub = try await fanOut.value
+        seen += try await store.history(userID: "a", after: seen.last?.sequence ?? 0, limit: 10)
+        #expect(seen.map(\.item.notificationID) == [first, hub], "each row once, in commit order")
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -97,11 +151,15 @@ import Testing
         let watching = Task { try await store.watchChanges { change in heard.changes.withLock { $0.append(change) } } }
         defer { watching.cancel() }
         func wait(for change: StoreChange, while act: () async throws -> Void) async throws -> Bool {
+            try await wait(until: { $0 == change }, while: act)
+        }
+        func wait(until heardOne: (StoreChange) -> Bool, while act: () async throws -> Void) async throws -> Bool {
             // Acts until heard: the watcher may not be listening yet the first time.
+            heard.changes.withLock { $0.removeAll() }
             for _ in 0..<50 {
                 try await act()
                 for _ in 0..<20 {
-                    if heard.changes.withLock({ $0.contains(change) }) { return true }
+                    if heard.changes.withLock({ $0.contains(where: heardOne) }) { return true }
                     try await Task.sleep(for: .milliseconds(10))
                 }
             }
@@ -117,6 +175,19 @@ import Testing
                     id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
                     collapseKey: nil, idempotencyKey: nil, target: .users(["e", "f"]))
                 _ = try await store.acceptUsers(n, userIDs: ["e", "f"], route: historyOnly, idempotency: nil, idempotencySince: t0)
+            })
+        // So do fan-outs, for the subscribers whose rows they write, inline or page by page.
+        let topic = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
+        for user in ["g", "h"] { try await store.subscribe(userID: user, topicKey: topic, at: t0) }
+        let bothSubscribers: (StoreChange) -> Bool = { change in
+            guard case .history(let users) = change else { return false }
+            return Set(users) == ["g", "h"] && users.count == 2
+        }
+        #expect(try await wait(until: bothSubscribers) { _ = try await messageHub(store, topic: topic) })
+        #expect(
+            try await wait(until: bothSubscribers) {
+                let id = try await messageHub(store, topic: topic, inlineLimit: 1)
+                _ = try await store.writeFanOutPage(of: id, pageSize: 10) { _ in [] }
             })
         #expect(try await wait(for: .attributes(users: ["c"])) { try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "c") })
         #expect(try await wait(for: .content) { _ = try await store.publishContent(at: 1) })

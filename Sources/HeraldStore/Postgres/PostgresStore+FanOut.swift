@@ -15,7 +15,7 @@ extension PostgresStore {
             if let earlier = try await Self.insert(notification, recipients: 0, session, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            let forced = level == .forced
+            let history: FanOutHistoryRecipients = level == .forced ? .everyone : .subscribers(topic: topic)
             var count = 0
             if let job {
                 count = job
@@ -23,9 +23,11 @@ extension PostgresStore {
             } else {
                 switch plan {
                 case .historyOnly:
-                    count = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+                    count = try await Self.writeFanOutHistory(
+                        of: notification.id, distribution: notification.distribution.rawValue, for: history, session, at: now)
                 case .historyAndDevices(let route):
-                    count = try await Self.writeHistory(notification, topic: topic, forced: forced, session, at: now)
+                    count = try await Self.writeFanOutHistory(
+                        of: notification.id, distribution: notification.distribution.rawValue, for: history, session, at: now)
                     _ = try await Self.routePages(notification, recipients, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
                 case .route(let route):
                     count = try await Self.routePages(notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
@@ -80,35 +82,6 @@ extension PostgresStore {
         if let claim = idempotency {
             try await session.execute("UPDATE idempotency_keys SET recipients = \(recipients) WHERE scope = \(claim.scope) AND key = \(claim.key)")
         }
-    }
-
-    /// Entirely inside PostgreSQL, nothing read into memory whatever the topic's size: one
-    /// statement writes the history rows, in the accepting transaction, and records them as
-    /// delivered history deliveries (one queue round-trip per row saved).
-    /// - Returns: the number of recipients.
-    private static func writeHistory(
-        _ notification: HeraldNotification, topic: String, forced: Bool, _ session: PostgresSession, at now: Int64
-    ) async throws -> Int {
-        try await session.row(
-            """
-            WITH recipients AS (
-                SELECT id AS user_id FROM users WHERE \(forced)
-                UNION ALL
-                SELECT user_id FROM subscriptions WHERE NOT \(forced) AND topic_key = \(topic)
-            ), recorded AS (
-                INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                SELECT \(notification.id.hex), \(NotificationRouter.historySink), user_id, \(notification.distribution.rawValue), 'delivered', 1,
-                    NULL, \(now)
-                FROM recipients
-                RETURNING 1
-            ), written AS (
-                INSERT INTO history (notification_id, user_id, read, created_at)
-                SELECT \(notification.id.hex), user_id, 0, \(now) FROM recipients
-                ON CONFLICT (notification_id, user_id) DO NOTHING
-            )
-            SELECT COUNT(*) AS n FROM recorded
-            """
-        )?.int("n") ?? 0
     }
 
     /// Keyset pages: each page's settings and devices are read, routed and written before the

@@ -110,19 +110,8 @@ extension PostgresStore {
                 case .route:
                     try await Self.insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: id, session, at: acceptedAt)
                 case .history, .historyAndDevices:
-                    try await session.execute(
-                        """
-                        WITH recorded AS (
-                            INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
-                            SELECT \(id.hex), \(NotificationRouter.historySink), user_id, \(try notification.text("distribution")), 'delivered', 1, NULL,
-                                \(acceptedAt)
-                            FROM unnest(\(page)::text[]) AS user_id
-                        )
-                        INSERT INTO history (notification_id, user_id, read, created_at)
-                        SELECT \(id.hex), user_id, 0, \(acceptedAt) FROM unnest(\(page)::text[]) AS user_id
-                        ON CONFLICT (notification_id, user_id) DO NOTHING
-                        """
-                    )
+                    _ = try await Self.writeFanOutHistory(
+                        of: id, distribution: try notification.text("distribution"), for: .listed(page), session, at: acceptedAt)
                     if kind == .historyAndDevices {
                         let withDevices = try await session.rows(
                             "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page)::text[]) ORDER BY user_id"

@@ -31,17 +31,79 @@ extension PostgresStore {
 
     /// The first key of the advisory locks that order history writes per user.
     static let historyLockSpace: Int32 = 0x4845_5231
+    /// The first key of the one advisory lock that fan-outs take alone and per-user writers
+    /// share (a space of its own: no user's key can collide with it).
+    static let fanOutHistoryLockSpace: Int32 = 0x4845_5232
 
     /// One writer per user at a time, so each user's sequences commit in order and a stream
     /// resuming after the last one it saw cannot skip a row committed late. Locks are taken in
-    /// sorted order: two transactions never wait on each other in a cycle.
+    /// sorted order, after the shared fan-out lock: two transactions never wait on each other in
+    /// a cycle.
     static func lockHistory(of users: [String], _ session: PostgresSession) async throws {
+        // Append runs its branches in order: the shared lock is held before any user's.
         try await session.execute(
             """
+            SELECT pg_advisory_xact_lock_shared(\(fanOutHistoryLockSpace), 0)
+            UNION ALL
             SELECT pg_advisory_xact_lock(\(historyLockSpace), hashtext(user_id))
             FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
             """
         )
+    }
+
+    /// A fan-out writes history for too many users to lock each: it waits for every per-user
+    /// writer to commit and holds them off until it commits, which orders its rows with theirs
+    /// for every user at once.
+    static func lockAllHistory(_ session: PostgresSession) async throws {
+        try await session.execute("SELECT pg_advisory_xact_lock(\(fanOutHistoryLockSpace), 0)")
+    }
+
+    /// Whose history a fan-out writes: every user, a topic's subscribers, or one page of them.
+    enum FanOutHistoryRecipients {
+        case everyone
+        case subscribers(topic: String)
+        case listed([String])
+    }
+
+    /// A fan-out's history rows, one statement that reads nothing into memory whatever the
+    /// topic's size: it records them as delivered history deliveries (one queue round-trip per
+    /// row saved), writes the rows and announces them to live streams, after
+    /// ``lockAllHistory(_:)``. In the accepting transaction, or one fan-out job page.
+    /// - Returns: the number of recipients.
+    static func writeFanOutHistory(
+        of id: ObjectID, distribution: String, for recipients: FanOutHistoryRecipients, _ session: PostgresSession, at now: Int64
+    ) async throws -> Int {
+        var everyone = false
+        var topic: String?
+        var listed: [String] = []
+        switch recipients {
+        case .everyone: everyone = true
+        case .subscribers(let key): topic = key
+        case .listed(let users): listed = users
+        }
+        try await lockAllHistory(session)
+        // One statement for the three kinds: the branches not asked for select nothing.
+        let query: PostgresQuery = """
+            WITH recipients AS (
+                SELECT id AS user_id FROM users WHERE \(everyone)
+                UNION ALL
+                SELECT user_id FROM subscriptions WHERE topic_key = \(topic)
+                UNION ALL
+                SELECT UNNEST(\(listed)::text[]) AS user_id
+            ), recorded AS (
+                INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
+                SELECT \(id.hex), \(NotificationRouter.historySink), user_id, \(distribution), 'delivered', 1, NULL, \(now)
+                FROM recipients
+                RETURNING 1
+            ), written AS (
+                INSERT INTO history (notification_id, user_id, read, created_at)
+                SELECT \(id.hex), user_id, 0, \(now) FROM recipients
+                ON CONFLICT (notification_id, user_id) DO NOTHING
+                RETURNING user_id
+            ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel))
+            SELECT (SELECT COUNT(*) FROM recorded) AS n, (SELECT COUNT(*) FROM announced) AS notices
+            """
+        return try await session.row(query)?.int("n") ?? 0
     }
 
     public func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem] {

@@ -198,10 +198,11 @@ struct PostgresSession: Sendable {
     }
 
     /// Tells every process's live streams about `change`, once this transaction commits.
+    /// One statement however many payloads the change needs.
     func announce(_ change: StoreChange) async throws {
-        for payload in StoreChangeMessage.payloads(change) {
-            try await notify(PostgresStore.changeChannel, payload: payload)
-        }
+        let payloads = StoreChangeMessage.payloads(change)
+        guard !payloads.isEmpty else { return }
+        try await execute("SELECT pg_notify(\(PostgresStore.changeChannel), payload) FROM UNNEST(\(payloads)::text[]) AS payload")
     }
 }
 

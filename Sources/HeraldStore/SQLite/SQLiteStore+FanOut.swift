@@ -10,12 +10,13 @@ extension SQLiteStore {
         // Forced subjects reach every user Herald knows; others their subscribers.
         let recipients: FanOutRecipients = level == .forced ? .everyone : .subscribers(topic: topic)
         let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
-        return try await writer.write { db in
+        let (result, historyUsers) = try await writer.write { db -> (AcceptResult, [String]) in
             let now = Self.micros(notification.timestamp)
             if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
-                return earlier
+                return (earlier, [])
             }
             var count = 0
+            var historyUsers: [String] = []
             if let job {
                 count = job
                 try Self.insertJob(notification, kind: FanOutKind(plan), recipients, count: count, db, at: now)
@@ -23,9 +24,11 @@ extension SQLiteStore {
                 let (source, arguments) = try recipients.source
                 switch plan {
                 case .historyOnly:
-                    count = try Self.writeHistory(of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
+                    (count, historyUsers) = try Self.writeFanOutHistory(
+                        of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
                 case .historyAndDevices(let route):
-                    count = try Self.writeHistory(of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
+                    (count, historyUsers) = try Self.writeFanOutHistory(
+                        of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
                     _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
                 case .route(let route):
                     count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
@@ -45,8 +48,10 @@ extension SQLiteStore {
                     ]
                 )
             }
-            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
+            return (.accepted(NotificationReceipt(id: notification.id, recipients: count)), historyUsers)
         }
+        if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
+        return result
     }
 
     public func acceptAudience(
@@ -110,13 +115,13 @@ extension SQLiteStore {
         }
     }
 
-    /// History rows for every user `source` lists, entirely inside SQLite (nothing read into
-    /// memory whatever the topic's size), recorded as delivered history deliveries (one queue
-    /// round-trip per row saved): in the accepting transaction, or one fan-out job page.
-    /// - Returns: the number of recipients.
-    static func writeHistory(
+    /// History rows for every user `source` lists, entirely inside SQLite, recorded as delivered
+    /// history deliveries (one queue round-trip per row saved): in the accepting transaction, or
+    /// one fan-out job page. - Returns: the number of recipients, and the users whose rows were
+    /// written now, for live streams to hear of once committed.
+    static func writeFanOutHistory(
         of id: ObjectID, _ distribution: String, from source: String, _ arguments: StatementArguments, _ db: Database, at now: Int64
-    ) throws -> Int {
+    ) throws -> (recipients: Int, written: [String]) {
         try db.execute(
             sql: """
                 INSERT INTO deliveries (notification_id, sink, user_id, distribution, state, attempts, next_attempt_at, updated_at)
@@ -125,11 +130,12 @@ extension SQLiteStore {
             arguments: [id.hex, NotificationRouter.historySink, distribution, now] + arguments
         )
         let recipients = db.changesCount
-        try db.execute(
-            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source))",
+        let written = try String.fetchAll(
+            db,
+            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source)) RETURNING user_id",
             arguments: [id.hex, now] + arguments
         )
-        return recipients
+        return (recipients, written)
     }
 
     /// Keyset pages: each page's settings and devices are read, routed and written before the

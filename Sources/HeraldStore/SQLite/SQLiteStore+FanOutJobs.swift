@@ -41,10 +41,10 @@ extension SQLiteStore {
     public func writeFanOutPage(
         of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
     ) async throws -> FanOutProgress? {
-        try await writer.write { db -> FanOutProgress? in
-            guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return nil }
+        let (progress, historyUsers) = try await writer.write { db -> (FanOutProgress?, [String]) in
+            guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
             let (total, written) = (try job.int("recipients"), try job.int("written"))
-            guard try job.optionalInteger("done_at") == nil else { return FanOutProgress(recipients: total, written: written, done: true) }
+            guard try job.optionalInteger("done_at") == nil else { return (FanOutProgress(recipients: total, written: written, done: true), []) }
             let kind = try FanOutJobSQL.kind(job)
             let (source, arguments) = try FanOutRecipients(
                 source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
@@ -54,10 +54,11 @@ extension SQLiteStore {
             let page = try String.fetchAll(
                 db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
             let now = Self.micros(Date())
+            var historyUsers: [String] = []
             if !page.isEmpty {
                 // Rows carry the accept's time, as the accepting transaction would have written them.
                 if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
-                    try Self.writePage(
+                    historyUsers = try Self.writePage(
                         page, of: id, distribution: try notification.text("distribution"), kind: kind, route: route, db,
                         at: try notification.integer("timestamp"))
                 }
@@ -67,26 +68,31 @@ extension SQLiteStore {
                 sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
                 arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
             )
-            return FanOutProgress(recipients: total, written: written + page.count, done: done)
+            return (FanOutProgress(recipients: total, written: written + page.count, done: done), historyUsers)
         }
+        if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
+        return progress
     }
 
     /// One page of a job's rows, as the accepting transaction would have written them.
+    /// - Returns: the users whose history rows were written now.
     private static func writePage(
         _ page: [String], of id: ObjectID, distribution: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery], _ db: Database,
         at acceptedAt: Int64
-    ) throws {
+    ) throws -> [String] {
         let list = try StoredJSON.encode(page)
         switch kind {
         case .route:
             try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt)
+            return []
         case .history, .historyAndDevices:
-            _ = try writeHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
+            let (_, written) = try writeFanOutHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
             if kind == .historyAndDevices {
                 let withDevices = try String.fetchAll(
                     db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
                 try insert(try recipients(db, userIDs: withDevices).flatMap(route), of: id, db, at: acceptedAt)
             }
+            return written
         }
     }
 
