@@ -10,23 +10,12 @@ extension PostgresStore {
     }
 
     /// History rows, each written once per (notification, user), in per-user order, and
-    /// announced to live streams: for the history sink, and inside an accept for users (whose
-    /// deliveries are then stored as delivered).
+    /// announced to live streams: for the history sink. An accept for users writes its own with
+    /// its other rows, under the same lock.
     static func writeHistory(_ entries: [(notification: String, user: String, at: Int64)], _ session: PostgresSession) async throws {
         guard !entries.isEmpty else { return }
-        let notifications = entries.map(\.notification)
-        let users = entries.map(\.user)
-        let times = entries.map(\.at)
-        try await lockHistory(of: users, session)
-        try await session.execute(
-            """
-            INSERT INTO history (notification_id, user_id, read, created_at)
-            SELECT notification_id, user_id, 0, created_at
-            FROM UNNEST(\(notifications)::text[], \(users)::text[], \(times)::int8[]) AS entry(notification_id, user_id, created_at)
-            ON CONFLICT (notification_id, user_id) DO NOTHING
-            """
-        )
-        try await session.announce(.history(users: users.uniqued()))
+        try await lockHistory(of: entries.map(\.user), session)
+        try await write(StoredWrites(history: entries), session)
     }
 
     /// The first key of the advisory locks that order history writes per user.

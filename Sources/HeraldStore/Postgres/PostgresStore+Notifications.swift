@@ -16,9 +16,9 @@ extension PostgresStore {
         try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
     }
 
-    /// A group commit's accepts in a few statements, whatever their number: every named user's
-    /// settings and devices in one read, the notifications in one insert, and all their
-    /// deliveries in another. Over a network each statement is a round trip, so one per accept
+    /// A group commit's accepts in three statements, whatever their number: every named user's
+    /// settings and devices in one read, their history locks, and one write of everything
+    /// (``write(_:_:)``). Over a network each statement is a round trip, so one per accept
     /// would bound a batch by latency, not by the database. Idempotency keys are claimed one by
     /// one, in order, since a later request may replay an earlier one of the same batch.
     static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptResult] {
@@ -52,37 +52,74 @@ extension PostgresStore {
             }
             results.append(.accepted(NotificationReceipt(id: notification.id, recipients: count)))
         }
-        try await insert(stored, session)
-        try await writeHistory(deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }, session)
-        try await insert(deliveries, session)
+        let history = deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }
+        if !history.isEmpty { try await lockHistory(of: history.map(\.1), session) }
+        try await write(StoredWrites(notifications: stored, history: history, deliveries: deliveries, wakeWorkers: !stored.isEmpty), session)
         return results
     }
 
-    /// Notifications in one statement. Arrays cannot carry NULLs here, so optional columns travel
-    /// with a flag saying whether they are set.
-    static func insert(_ notifications: [(notification: HeraldNotification, recipients: Int)], _ session: PostgresSession) async throws {
-        for chunk in notifications.chunked(1_000) {
-            let all = chunk.map(\.notification)
-            let ids = all.map(\.id.hex)
-            let types = all.map(\.type)
-            let titles = all.map(\.title)
-            let bodies = all.map(\.body)
-            let urls = all.map { $0.url ?? "" }
-            let hasURL = all.map { $0.url != nil }
-            let data = all.map { StoredJSON.encode(data: $0.data) }
-            let timestamps = all.map { micros($0.timestamp) }
-            let distributions = all.map(\.distribution.rawValue)
-            let priorities = all.map { Int64($0.priority) }
-            let expiries = all.map { $0.expiresAt.map(micros) ?? 0 }
-            let hasExpiry = all.map { $0.expiresAt != nil }
-            let collapseKeys = all.map { $0.collapseKey ?? "" }
-            let hasCollapseKey = all.map { $0.collapseKey != nil }
-            let idempotencyKeys = all.map { $0.idempotencyKey ?? "" }
-            let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
-            let targets = try all.map { try StoredJSON.encode(target: $0.target) }
-            let recipients = chunk.map { Int64($0.recipients) }
-            try await session.execute(
-                """
+    /// A delivery to insert; `historyWritten` when its history row is written in the same
+    /// transaction, so it is stored as delivered.
+    struct StoredDelivery {
+        var notification: ObjectID
+        var at: Int64
+        var delivery: PlannedDelivery
+        var historyWritten = false
+    }
+
+    /// Rows an accept writes, all in one statement.
+    struct StoredWrites {
+        var notifications: [(notification: HeraldNotification, recipients: Int)] = []
+        /// History rows, written once per (notification, user) and announced to live streams;
+        /// the caller holds ``lockHistory(of:_:)`` for their users.
+        var history: [(notification: String, user: String, at: Int64)] = []
+        var deliveries: [StoredDelivery] = []
+        /// Wakes idle workers in every process once the transaction commits.
+        var wakeWorkers = false
+    }
+
+    /// Everything in `writes` in one statement, whatever the number of rows: over a network
+    /// each statement is a round trip the group commit waits for, and its batch with it.
+    /// Arrays cannot carry NULLs here, so optional columns travel with a flag saying whether they
+    /// are set ('' stands for an absent device or topic).
+    static func write(_ writes: StoredWrites, _ session: PostgresSession) async throws {
+        let all = writes.notifications.map(\.notification)
+        let ids = all.map(\.id.hex)
+        let types = all.map(\.type)
+        let titles = all.map(\.title)
+        let bodies = all.map(\.body)
+        let urls = all.map { $0.url ?? "" }
+        let hasURL = all.map { $0.url != nil }
+        let data = all.map { StoredJSON.encode(data: $0.data) }
+        let timestamps = all.map { micros($0.timestamp) }
+        let distributions = all.map(\.distribution.rawValue)
+        let priorities = all.map { Int64($0.priority) }
+        let expiries = all.map { $0.expiresAt.map(micros) ?? 0 }
+        let hasExpiry = all.map { $0.expiresAt != nil }
+        let collapseKeys = all.map { $0.collapseKey ?? "" }
+        let hasCollapseKey = all.map { $0.collapseKey != nil }
+        let idempotencyKeys = all.map { $0.idempotencyKey ?? "" }
+        let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
+        let targets = try all.map { try StoredJSON.encode(target: $0.target) }
+        let recipients = writes.notifications.map { Int64($0.recipients) }
+
+        let deliveries = writes.deliveries
+        let deliveryNotifications = deliveries.map(\.notification.hex)
+        let deliveryTimes = deliveries.map(\.at)
+        let sinks = deliveries.map(\.delivery.sink)
+        let deliveryUsers = deliveries.map(\.delivery.userID)
+        let devices = deliveries.map { $0.delivery.deviceID?.hex ?? "" }
+        let topics = deliveries.map { $0.delivery.topic ?? "" }
+        let deliveryDistributions = deliveries.map(\.delivery.distribution.rawValue)
+        let delivered = deliveries.map(\.historyWritten)
+
+        let historyNotifications = writes.history.map(\.notification)
+        let historyUsers = writes.history.map(\.user)
+        let historyTimes = writes.history.map(\.at)
+        // Sub-statements of one WITH cannot see each other's rows; none needs to.
+        try await session.execute(
+            """
+            WITH stored AS (
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
                     collapse_key, idempotency_key, target, recipients)
                 SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
@@ -94,41 +131,25 @@ extension PostgresStore {
                     \(targets)::text[], \(recipients)::int8[])
                     AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
                         has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
-                """
-            )
-        }
-    }
-
-    /// A delivery to insert; `historyWritten` when its history row was written in the same
-    /// transaction (``writeHistory(_:_:)``), so it is stored as delivered.
-    struct StoredDelivery {
-        var notification: ObjectID
-        var at: Int64
-        var delivery: PlannedDelivery
-        var historyWritten = false
-    }
-
-    /// Deliveries of several notifications in one statement ('' stands for an absent device or topic).
-    static func insert(_ deliveries: [StoredDelivery], _ session: PostgresSession) async throws {
-        for chunk in deliveries.chunked(5_000) {
-            let notifications = chunk.map(\.notification.hex)
-            let times = chunk.map(\.at)
-            let sinks = chunk.map(\.delivery.sink)
-            let users = chunk.map(\.delivery.userID)
-            let devices = chunk.map { $0.delivery.deviceID?.hex ?? "" }
-            let topics = chunk.map { $0.delivery.topic ?? "" }
-            let distributions = chunk.map(\.delivery.distribution.rawValue)
-            let written = chunk.map(\.historyWritten)
-            try await session.execute(
-                """
+            ), queued AS (
                 INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
                 SELECT notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
                     CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written THEN 1 ELSE 0 END, CASE WHEN written THEN NULL ELSE at END, at
-                FROM UNNEST(\(notifications)::text[], \(times)::int8[], \(sinks)::text[], \(users)::text[], \(devices)::text[], \(topics)::text[],
-                    \(distributions)::text[], \(written)::bool[]) AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution, written)
-                """
+                FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
+                    \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[])
+                    AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution, written)
+            ), written AS (
+                INSERT INTO history (notification_id, user_id, read, created_at)
+                SELECT notification_id, user_id, 0, created_at
+                FROM UNNEST(\(historyNotifications)::text[], \(historyUsers)::text[], \(historyTimes)::int8[]) AS entry(notification_id, user_id, created_at)
+                ON CONFLICT (notification_id, user_id) DO NOTHING
+                RETURNING user_id
+            ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)), woken AS (
+                SELECT pg_notify(\(workChannel), '') WHERE \(writes.wakeWorkers)
             )
-        }
+            SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken
+            """
+        )
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for
@@ -137,7 +158,7 @@ extension PostgresStore {
         _ notification: HeraldNotification, recipients: Int, _ session: PostgresSession, idempotency: IdempotencyClaim?, since: Date
     ) async throws -> AcceptResult? {
         if let earlier = try await claim(idempotency, for: notification, recipients: recipients, session, since: since) { return earlier }
-        try await insert([(notification, recipients)], session)
+        try await write(StoredWrites(notifications: [(notification, recipients)]), session)
         return nil
     }
 
@@ -163,9 +184,9 @@ extension PostgresStore {
         return try await receipt(session, claim: claim, since: micros(since))
     }
 
-    /// Inserts one notification's deliveries, as ``insert(_:_:)-(_,PostgresSession)`` does for several.
+    /// Inserts one notification's deliveries (``write(_:_:)`` for those of several).
     static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64) async throws {
-        try await insert(deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }, session)
+        try await write(StoredWrites(deliveries: deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }), session)
     }
 
     public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {

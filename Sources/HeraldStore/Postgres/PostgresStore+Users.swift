@@ -140,12 +140,20 @@ extension PostgresStore {
     static func recipients(_ session: PostgresSession, userIDs: [String]) async throws -> [RecipientContext] {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
-        for row in try await session.rows("SELECT id, settings FROM users WHERE id = ANY(\(userIDs)) AND settings IS NOT NULL") {
-            settings[try row.text("id")] = try row.json(UserSettings.self, "settings")
-        }
-        for row in try await session.rows("SELECT * FROM devices WHERE user_id = ANY(\(userIDs)) ORDER BY id") {
-            let device = try StoredRecords.device(row)
-            devices[device.userID, default: []].append(device)
+        // One read (a round trip saved): a row per device, or one without when a user has none.
+        let rows = try await session.rows(
+            """
+            SELECT r.user_id AS recipient, u.settings AS recipient_settings, d.*
+            FROM (SELECT DISTINCT UNNEST(\(userIDs)::text[]) AS user_id) AS r
+            LEFT JOIN users u ON u.id = r.user_id
+            LEFT JOIN devices d ON d.user_id = r.user_id
+            ORDER BY d.id
+            """
+        )
+        for row in rows {
+            let recipient = try row.text("recipient")
+            if settings[recipient] == nil, let stored = try row.json(UserSettings.self, "recipient_settings") { settings[recipient] = stored }
+            if try row.optionalText("id") != nil { devices[recipient, default: []].append(try StoredRecords.device(row)) }
         }
         return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
     }

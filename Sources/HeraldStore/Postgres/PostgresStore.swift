@@ -42,9 +42,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         self.logger = logger
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try await Self.transaction(pool, logger: logger) { session in
-                let results = try await Self.accept(batch: requests, session)
-                if results.contains(where: { if case .accepted = $0 { true } else { false } }) { try await session.notifyWork() }
-                return results
+                try await Self.accept(batch: requests, session)
             }
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
