@@ -35,10 +35,12 @@ import Testing
         try await first.migrate()
         let second = try SQLiteStore(path: path)
         TestResources.register { await second.close() }
-        let sink = SlowSink(delay: .milliseconds(3_500))
+        let sink = SlowSink(delay: .milliseconds(7_000))
         let sinks = try SinkRegistry([sink])
         var configuration = DeliveryEngineConfiguration()
-        configuration.lease = .milliseconds(1_500)
+        // Three seconds, so a heartbeat (every second) may run two seconds late, as it can while
+        // the whole suite shares two cores, and the batch still outlives the lease twice over.
+        configuration.lease = .seconds(3)
         let ids = ObjectIDGenerator()
         for index in 0..<3 {
             let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u\(index)"]))
@@ -52,7 +54,7 @@ import Testing
         // Wait until A is inside its slow sink, holding every lease.
         while sink.calls.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(10)) }
         var claimedByB = 0
-        let deadline = ContinuousClock.now + .milliseconds(3_800)
+        let deadline = ContinuousClock.now + .milliseconds(7_300)
         while ContinuousClock.now < deadline {
             claimedByB += try await workerB.processDue()
             try await Task.sleep(for: .milliseconds(100))
