@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A child process (Herald, the emulator, the echo server) on a free port, found by the
 /// "<banner> http://127.0.0.1:PORT" line it prints.
@@ -10,7 +9,7 @@ final class ChildProcess: Sendable {
 
     init(_ executable: String, _ arguments: [String], banner: String, environment: [String: String] = [:]) async throws {
         let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-        let (process, output, _) = try OutputBuffer.start(executable, arguments, environment: environment)
+        let (process, output) = try OutputBuffer.start(executable, arguments, environment: environment)
         var port: Int?
         for _ in 0..<600 {
             let text = output.text
@@ -58,25 +57,34 @@ final class ChildProcess: Sendable {
     }
 }
 
-/// What a child process printed, filled from its pipe's handler.
+/// What a child process printed: a file the child writes itself, read whenever asked. No pipe
+/// and no dispatch read source in the harness (Foundation's `readabilityHandler`): on Linux one
+/// crashed the harness in libdispatch's event loop when the pipe it watched was closed under it.
 final class OutputBuffer: Sendable {
-    private let buffer = Mutex("")
-    func append(_ text: String) { buffer.withLock { $0 += text } }
-    var text: String { buffer.withLock { $0 } }
+    private let file: URL
 
-    /// Starts `executable` with stdout and stderr collected into a new buffer.
-    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Process, OutputBuffer, Pipe) {
+    private init(file: URL) { self.file = file }
+
+    deinit { try? FileManager.default.removeItem(at: file) }
+
+    var text: String { (try? Data(contentsOf: file)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    /// Starts `executable` with stdout and stderr going to a new buffer's file.
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Process, OutputBuffer) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-output-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else { throw BenchError("could not create \(file.path)") }
+        let output = OutputBuffer(file: file)
+        let handle = try FileHandle(forWritingTo: file)
+        // The child has its own descriptor once it runs.
+        defer { try? handle.close() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let output = OutputBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(String(decoding: handle.availableData, as: UTF8.self)) }
+        process.standardOutput = handle
+        process.standardError = handle
         try process.run()
-        return (process, output, pipe)
+        return (process, output)
     }
 }
 

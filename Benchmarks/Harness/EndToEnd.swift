@@ -226,7 +226,7 @@ final class NginxStandIn: Sendable {
             """
         let file = directory.appendingPathComponent("nginx.conf")
         try configuration.write(to: file, atomically: true, encoding: .utf8)
-        let (process, output, _) = try OutputBuffer.start(nginx, ["-c", file.path, "-p", root, "-e", "\(root)/error.log"])
+        let (process, output) = try OutputBuffer.start(nginx, ["-c", file.path, "-p", root, "-e", "\(root)/error.log"])
         // Ready once it accepts a connection.
         var ready = false
         for _ in 0..<100 where process.isRunning {

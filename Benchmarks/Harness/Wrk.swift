@@ -92,10 +92,8 @@ struct Wrk {
 
     /// Runs a command to its end and returns what it printed.
     static func capture(_ executable: String, _ arguments: [String]) async throws -> String {
-        let (process, output, pipe) = try OutputBuffer.start(executable, arguments)
+        let (process, output) = try OutputBuffer.start(executable, arguments)
         while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        pipe.fileHandleForReading.readabilityHandler = nil
-        output.append(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         return output.text
     }
 }
