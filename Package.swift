@@ -219,6 +219,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                "CGlibcMalloc",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldHistorySink",
@@ -247,6 +248,8 @@ let package = Package(
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/feed.schema.json"), .copy("Resources/portal")],
             swiftSettings: swiftSettings
         ),
+        // glibc's mallopt, for the server's allocator tuning (Sources/HeraldServer/MallocArenas.swift).
+        .systemLibrary(name: "CGlibcMalloc", path: "Sources/CGlibcMalloc"),
         .executableTarget(
             name: "herald",
             dependencies: [

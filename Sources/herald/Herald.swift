@@ -78,6 +78,7 @@ struct Serve: AsyncParsableCommand {
     var publicBaseURL: String?
 
     func run() async throws {
+        MallocArenas.limitToOnePerCore()
         var extra: [String: String] = [:]
         if let host { extra["host"] = host }
         if let port { extra["port"] = String(port) }
