@@ -53,6 +53,9 @@ public struct HeraldServer: Sendable {
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
         logger: Logger? = nil
     ) async throws -> HeraldServer {
+        // Here rather than in `herald serve`, so an operator's own server binary (a main that
+        // calls this, as Examples/ChatSink does) keeps the same memory profile.
+        MallocArenas.limitToOnePerCore()
         var logger = logger ?? Logger(label: "herald")
         if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
         // One registry per server (not the process-wide swift-metrics bootstrap), so servers

@@ -11,7 +11,7 @@ import Foundation
 /// NIO's event loops, Swift's pool and the database's queues, so under load most threads end
 /// up with an arena holding freed memory. One arena per core lowered the peak resident memory
 /// of an end-to-end run by several MiB with no change in throughput (docs/performance.md).
-public enum MallocArenas {
+enum MallocArenas {
     /// The arena limit Herald sets: one per core, or none when the operator chose with glibc's
     /// own `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES`.
     static func limit(environment: [String: String], cores: Int) -> Int32? {
@@ -19,9 +19,9 @@ public enum MallocArenas {
         return Int32(clamping: max(1, cores))
     }
 
-    /// Applies ``limit(environment:cores:)``. Call it before the server starts its threads:
-    /// arenas that already exist stay.
-    public static func limitToOnePerCore() {
+    /// Applies ``limit(environment:cores:)``. ``HeraldServer/start(_:factories:extraSinks:logger:)``
+    /// calls it before the server starts its event loops and workers: arenas that exist stay.
+    static func limitToOnePerCore() {
         #if canImport(Glibc)
             let process = ProcessInfo.processInfo
             guard let arenas = limit(environment: process.environment, cores: process.activeProcessorCount) else { return }

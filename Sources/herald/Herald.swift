@@ -78,7 +78,6 @@ struct Serve: AsyncParsableCommand {
     var publicBaseURL: String?
 
     func run() async throws {
-        MallocArenas.limitToOnePerCore()
         var extra: [String: String] = [:]
         if let host { extra["host"] = host }
         if let port { extra["port"] = String(port) }
