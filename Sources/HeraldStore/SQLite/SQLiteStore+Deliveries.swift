@@ -18,10 +18,10 @@ extension SQLiteStore {
             // delivery due again once the lease runs out. The attempt is counted at claim time so
             // a delivery that crashes its worker still runs out of attempts.
             let leaseUntil = nowMicros.saturatingAdd(Int64(saturating: lease.seconds * 1_000_000))
-            let list = Self.placeholders(ids.count)
+            let (list, listArguments) = Self.inList(ids)
             // Cached statements: these run for every batch, and preparing SQL costs more than running it.
             try db.cachedStatement(sql: "UPDATE deliveries SET next_attempt_at = ?, attempts = attempts + 1, leased = 1, updated_at = ? WHERE id IN (\(list))")
-                .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + StatementArguments(ids))
+                .execute(arguments: StatementArguments([leaseUntil, nowMicros]) + listArguments)
             let rows = try PositionedRow.fetchAll(
                 try db.cachedStatement(
                     sql: """
@@ -32,7 +32,7 @@ extension SQLiteStore {
                         WHERE c.id IN (\(list))
                         ORDER BY c.id
                         """),
-                arguments: StatementArguments(ids)
+                arguments: listArguments
             )
             return try StoredRecords.claimedDeliveries(rows)
         }

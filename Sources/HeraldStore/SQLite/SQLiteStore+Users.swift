@@ -140,14 +140,12 @@ extension SQLiteStore {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
         for chunk in userIDs.chunked(500) {
-            let list = Self.placeholders(chunk.count)
-            for row in try Row.fetchAll(
-                try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: StatementArguments(chunk))
-            {
+            let (list, arguments) = Self.inList(chunk)
+            for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: arguments) {
                 settings[try row.text("id")] = try StoredJSON.decode(UserSettings.self, from: try row.optionalText("settings"))
             }
             for row in try PositionedRow.fetchAll(
-                try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: StatementArguments(chunk))
+                try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id IN (\(list)) ORDER BY id"), arguments: arguments)
             {
                 let device = try StoredRecords.device(row)
                 devices[device.userID, default: []].append(device)

@@ -95,6 +95,18 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
+
+    /// An IN list for a cached statement: its placeholders rounded up to a power of two, the
+    /// last value repeated to fill them (an IN list is a set, so the repeats change nothing).
+    /// A statement is cached per SQL text, and each text holds a compiled program the size of
+    /// its list: with one text per length, the claim and recipient reads kept hundreds of
+    /// programs per connection (about 11 MiB of peak RSS under the end-to-end benchmark).
+    static func inList<Value: DatabaseValueConvertible>(_ values: some RandomAccessCollection<Value>) -> (placeholders: String, arguments: StatementArguments) {
+        guard let last = values.last else { return ("", StatementArguments()) }
+        var count = 1
+        while count < values.count { count <<= 1 }
+        return (placeholders(count), StatementArguments(values) + StatementArguments(repeatElement(last, count: count - values.count)))
+    }
 }
 
 /// A row of a statement whose column positions were looked up once for all its rows: the
