@@ -69,6 +69,12 @@ struct Run: AsyncParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
             throw BenchError("no herald binary at \(heraldPath): build it with `swift build -c release` or pass --herald")
         }
+        // Said aloud: a variable set to switch Herald's behaviour for a comparison would
+        // otherwise be dropped in silence, and both arms would run the same configuration.
+        let ignored = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HERALD_") }.sorted()
+        if !ignored.isEmpty {
+            progress("not passed to the servers it starts (they get the harness's settings only): \(ignored.joined(separator: ", "))")
+        }
         var report = Report(concurrency: concurrency)
         let driver = LoadDriver(concurrency: concurrency)
         do {
