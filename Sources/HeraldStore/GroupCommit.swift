@@ -23,6 +23,13 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
         var committing = false
     }
 
+    /// Every database answer resumes the committer on Swift's pool, where at the requests'
+    /// priority it queued behind the very handlers waiting for its commit: on PostgreSQL (a
+    /// round trip per statement) a batch's transaction sat idle between statements. Raised,
+    /// it runs first; it is one task, busy only while requests wait. Four interleaved
+    /// benchmark runs: PostgreSQL accepts +25 %, p99 26.9 → 22.7 ms; SQLite within the noise.
+    static var committerPriority: TaskPriority { .high }
+
     private let state = Mutex(State())
     private let maxBatch: Int
     private let maxWaiting: Int
@@ -56,7 +63,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
             }
             // Unstructured on purpose: the committer outlives the request that started it, and
             // a cancelled request must not cancel the transaction carrying other requests.
-            if startCommitter { Task { await self.commitWhileWaiting() } }
+            if startCommitter { Task(priority: Self.committerPriority) { await self.commitWhileWaiting() } }
         }
     }
 

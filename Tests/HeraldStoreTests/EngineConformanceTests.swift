@@ -270,3 +270,19 @@ import Testing
         #expect(try await second == 2)
     }
 }
+
+/// The committer runs above the requests it commits for, so a database answer resumes it ahead
+/// of the handlers queued on the same pool.
+@Suite(.cleansUp) struct GroupCommitPriorityTests {
+    @Test func theCommitterRunsAtHighPriorityWhateverTheRequestsPriority() async throws {
+        let seen = Mutex<[TaskPriority]>([])
+        let commit = GroupCommit<Int, Int>(maxBatch: 10) { requests in
+            seen.withLock { $0.append(Task.currentPriority) }
+            return requests
+        }
+        for priority in [TaskPriority.low, .medium] {
+            #expect(try await Task(priority: priority) { try await commit.submit(7) }.value == 7)
+        }
+        #expect(seen.withLock { $0 } == [.high, .high])
+    }
+}

@@ -141,7 +141,9 @@ public final class DeliveryEngine: Service {
         // While a sink is still working, its leases are extended, so a batch slower than the
         // lease is not claimed (and sent) again by another worker.
         let outstanding = OutstandingLeases(batch)
-        let heartbeat = Task { await self.keepLeases(outstanding) }
+        // At the priority of the store's group committer, so a commit-heavy load cannot hold
+        // a heartbeat back past the lease.
+        let heartbeat = Task(priority: .high) { await self.keepLeases(outstanding) }
         defer { heartbeat.cancel() }
         // Each sink's outcomes are recorded as soon as that sink answers, so a slow webhook
         // does not hold back history rows or pushes that were already sent.
