@@ -67,12 +67,9 @@ import Testing
         await store.close()
     }
 
+    /// The conformance suites' migrated file store, as the SQLite type whose connection is counted.
     static func store() async throws -> SQLiteStore {
-        let directory = try TestResources.temporaryDirectory("herald-statements")
-        let store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
-        TestResources.register { await store.close() }
-        try await store.migrate()
-        return store
+        try #require(try await StoreKind.sqlite.make() as? SQLiteStore)
     }
 
     /// Statements prepared on `db`'s connection, cached or not.
