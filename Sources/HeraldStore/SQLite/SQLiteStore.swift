@@ -30,13 +30,13 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         // Another Herald process (`herald keys create` beside a running server) may hold the
         // write lock for a moment: wait for it rather than failing.
         configuration.busyMode = .timeout(busyTimeout.seconds)
-        configuration.prepareDatabase { db in
-            // FULL: a commit is on disk before Herald answers 202, so not even a power cut
-            // loses an accepted notification (NORMAL would survive only a process crash).
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let writer: any DatabaseWriter =
             path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
+        // FULL: a commit is on disk before Herald answers 202, so not even a power cut loses
+        // an accepted notification (NORMAL survives only a process crash). Set here, on the
+        // writer, and not in `prepareDatabase`: a pool switches its writer to WAL after that
+        // runs and sets `synchronous = NORMAL` as it does, so the setting never took effect.
+        try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         self.writer = writer
         writer.add(transactionObserver: commits, extent: .databaseLifetime)
         let file = path == ":memory:" ? nil : path
