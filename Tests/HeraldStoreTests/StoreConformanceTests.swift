@@ -202,14 +202,19 @@ import Testing
         #expect(fresh == .accepted(NotificationReceipt(id: later.id, recipients: 1)))
     }
 
-    /// Concurrent accepts share group commits (on PostgreSQL a batch is a few bulk statements):
-    /// each is stored exactly as sent, optional fields set or not, with its own deliveries,
+    /// Concurrent accepts share group commits (a batch reads its recipients together; on
+    /// PostgreSQL it is a few bulk statements): each is stored exactly as sent, optional fields
+    /// set or not, with its own deliveries planned from its own user's settings and devices,
     /// beside replays of one idempotency key that store nothing.
     @Test(arguments: StoreKind.allCases)
     func concurrentAcceptsAreEachStoredAsSent(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         _ = try await store.registerDevice(
             userID: "u1", registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", token: "tok-1")), newID: ids.next(at: t0), at: t0)
+        // u2 has a device too, but has muted pushes: its accepts plan history only.
+        _ = try await store.registerDevice(
+            userID: "u2", registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", token: "tok-2")), newID: ids.next(at: t0), at: t0)
+        _ = try await store.updateSettings(userID: "u2") { $0.enabled = false }
         let sent: [HeraldNotification] = (0..<120).map { index in
             HeraldNotification(
                 id: ids.next(at: t0), type: index % 2 == 0 ? "comment" : "upvote", title: "T\(index)", body: index % 3 == 0 ? "" : "body \(index)",
@@ -219,7 +224,8 @@ import Testing
         }
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
             [PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert)]
-                + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
+                + (context.settings.enabled
+                    ? context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) } : [])
         }
         let results = try await withThrowingTaskGroup(of: (Int, AcceptResult).self) { group in
             for (index, notification) in sent.enumerated() {

@@ -18,14 +18,15 @@ extension SQLiteStore {
 
     /// One accept inside a group-commit transaction. An accept for users writes their history
     /// rows here too (``PlannedDelivery/isHistoryWrite``) and appends them to `historyUsers`.
-    static func accept(_ request: AcceptRequest, _ db: Database, historyUsers: inout [String]) throws -> AcceptResult {
+    /// - Parameter recipients: the batch's recipients (``recipients(_:of:)``), by user.
+    static func accept(_ request: AcceptRequest, _ db: Database, recipients: [String: RecipientContext], historyUsers: inout [String]) throws -> AcceptResult {
         let notification = request.notification
         let (count, deliveries, writesHistory): (Int, [PlannedDelivery], Bool)
         switch request.plan {
         case .planned(let recipients, let planned):
             (count, deliveries, writesHistory) = (recipients, planned, false)
         case .users(let userIDs, let route):
-            let contexts = try recipients(db, userIDs: userIDs)
+            let contexts = userIDs.map { recipients[$0] ?? RecipientContext(userID: $0) }
             (count, deliveries, writesHistory) = (contexts.count, contexts.flatMap(route), true)
         }
         if let earlier = try insert(notification, recipients: count, db, idempotency: request.idempotency, since: request.idempotencySince) {

@@ -137,6 +137,27 @@ extension SQLiteStore {
     }
 
     static func recipients(_ db: Database, userIDs: [String]) throws -> [RecipientContext] {
+        let (settings, devices) = try recipientRows(db, userIDs: userIDs.uniqued())
+        return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+    }
+
+    /// The recipients of every accept for users in a group commit, read in one pair of
+    /// statements for the batch rather than a pair per accept. Nothing an accept writes
+    /// changes them, so they hold for the whole transaction.
+    static func recipients(_ db: Database, of requests: [AcceptRequest]) throws -> [String: RecipientContext] {
+        var userIDs: [String] = []
+        for request in requests {
+            if case .users(let ids, _) = request.plan { userIDs += ids }
+        }
+        let (settings, devices) = try recipientRows(db, userIDs: userIDs.uniqued())
+        var contexts: [String: RecipientContext] = [:]
+        for id in userIDs { contexts[id] = RecipientContext(userID: id, settings: settings[id] ?? UserSettings(), devices: devices[id] ?? []) }
+        return contexts
+    }
+
+    /// The stored settings and devices of `userIDs` (each once), by user; a user with neither
+    /// has no entry.
+    private static func recipientRows(_ db: Database, userIDs: [String]) throws -> (settings: [String: UserSettings], devices: [String: [Device]]) {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
         for chunk in userIDs.chunked(500) {
@@ -151,7 +172,7 @@ extension SQLiteStore {
                 devices[device.userID, default: []].append(device)
             }
         }
-        return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+        return (settings, devices)
     }
 
     static func settings(_ db: Database, userID: String) throws -> UserSettings {

@@ -47,7 +47,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
             try Self.checkFile(file)
             let (results, historyUsers) = try await writer.write { db in
                 var historyUsers: [String] = []
-                let results = try requests.map { try Self.accept($0, db, historyUsers: &historyUsers) }
+                let recipients = try Self.recipients(db, of: requests)
+                let results = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
                 return (results, historyUsers)
             }
             if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
