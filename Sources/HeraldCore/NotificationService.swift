@@ -18,12 +18,22 @@ public struct NotificationService: Sendable {
     public var fanOutInlineLimit = 10_000
     public let ids: ObjectIDGenerator
     public var metrics = HeraldMetrics()
-    private let onAccepted: @Sendable () -> Void
+    private let onAccepted: @Sendable (AcceptedWork) -> Void
 
-    /// - Parameter onAccepted: called after each commit, typically ``DeliveryEngine/wake()``.
+    /// What an accept left for the background services.
+    public struct AcceptedWork: Sendable, Equatable {
+        /// The accept was for a topic or audience, so it may have committed a fan-out job
+        /// (above ``NotificationService/fanOutInlineLimit``) whose pages are still to be written.
+        /// An accept for users or a broadcast never does: waking the fan-out worker for each of
+        /// those cost a read transaction per group commit for nothing.
+        public var mayHaveFanOut: Bool
+    }
+
+    /// - Parameter onAccepted: called after each commit, typically to wake
+    ///   ``DeliveryEngine/wake()`` and, when ``AcceptedWork/mayHaveFanOut``, the ``FanOutWorker``.
     public init(
         validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore & TopicStore),
-        ids: ObjectIDGenerator, onAccepted: @escaping @Sendable () -> Void = {}
+        ids: ObjectIDGenerator, onAccepted: @escaping @Sendable (AcceptedWork) -> Void = { _ in }
     ) {
         self.validator = validator
         self.router = router
@@ -95,7 +105,12 @@ public struct NotificationService: Sendable {
             if case .users = notification.target, sinkNames.contains(NotificationRouter.historySink) {
                 metrics.delivery(sink: NotificationRouter.historySink, outcome: "delivered", latency: latency, count: receipt.recipients)
             }
-            onAccepted()
+            let fansOut =
+                switch notification.target {
+                case .topic, .audience: true
+                case .users, .broadcast: false
+                }
+            onAccepted(AcceptedWork(mayHaveFanOut: fansOut))
         }
         return try Self.answer(result)
     }
@@ -144,7 +159,7 @@ public struct NotificationService: Sendable {
             inlineLimit: fanOutInlineLimit, idempotency: nil, idempotencySince: now.addingTimeInterval(-Self.idempotencyWindow)
         )
         metrics.accepted(type: notification.type, target: "message", latency: ContinuousClock.now - started)
-        onAccepted()
+        onAccepted(AcceptedWork(mayHaveFanOut: true))
         return archive
     }
 }

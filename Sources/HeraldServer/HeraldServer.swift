@@ -81,9 +81,9 @@ public struct HeraldServer: Sendable {
                 var service = NotificationService(
                     validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
                     router: router, sinks: sinks, store: store, ids: ids,
-                    onAccepted: { [engine, fanOut] in
+                    onAccepted: { [engine, fanOut] work in
                         engine.wake()
-                        fanOut.wake()
+                        if work.mayHaveFanOut { fanOut.wake() }
                     }
                 )
                 service.metrics = metrics

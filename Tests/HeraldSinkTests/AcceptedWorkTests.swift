@@ -1,0 +1,42 @@
+import Foundation
+import HeraldCore
+import HeraldHistorySink
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+/// What an accept tells the background services: the delivery engine after every accept, the
+/// fan-out worker only after one that may have left pages to write. Waking the worker for every
+/// accept for users cost a read transaction per group commit and found nothing.
+@Suite(.cleansUp) struct AcceptedWorkTests {
+    @Test func onlyTopicAudienceAndMessageAcceptsMayLeaveFanOutWork() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let ids = ObjectIDGenerator()
+        let channel = Channel(id: ids.next(), name: "c", desc: "")
+        let area = Area(id: ids.next(), name: "a", desc: "")
+        let subjectID = ids.next()
+        let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
+        try await store.createChannel(channel)
+        _ = try await store.createArea(area, channelID: channel.id)
+        _ = try await store.createSubject(
+            Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
+        for user in ["a", "b", "c"] { try await store.subscribe(userID: user, topicKey: key, at: Date()) }
+
+        let seen = Mutex<[Bool]>([])
+        let sinks = try SinkRegistry([HistorySink(store: store), RecordingSink(name: "fcm", capabilities: .push)])
+        var service = NotificationService(
+            validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://x.example")),
+            router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ids,
+            onAccepted: { work in seen.withLock { $0.append(work.mayHaveFanOut) } }
+        )
+        service.fanOutInlineLimit = 1
+
+        _ = try await service.send(NotificationSubmission(type: "comment", title: "T", body: "B", userIDs: ["a", "b"]))
+        #expect(seen.withLock { $0 } == [false], "an accept for users writes every row itself")
+        let fannedOut = try await service.send(NotificationSubmission(type: "hot", title: "big", topic: key)).receipt
+        #expect(seen.withLock { $0 } == [false, true], "a topic above the inline limit leaves pages to write")
+        #expect(try await store.pendingFanOuts(limit: 10).map(\.notification.id) == [fannedOut.id])
+    }
+}
