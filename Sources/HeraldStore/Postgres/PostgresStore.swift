@@ -104,10 +104,16 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         case "require": tls = .require(.makeClientConfiguration())
         case let other: throw invalid("sslmode '\(other)' is not one of disable, prefer, require")
         }
-        return PostgresClient.Configuration(
+        var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls
         )
+        // A 2xx means committed to disk. A server, database or role set to
+        // `synchronous_commit = off` would answer COMMIT before its WAL is flushed, so a crash
+        // of PostgreSQL could lose accepted notifications: Herald's sessions ask for `on`
+        // whatever the defaults are (the startup packet's settings override them).
+        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
+        return configuration
     }
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
