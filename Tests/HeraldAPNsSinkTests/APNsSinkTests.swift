@@ -170,7 +170,7 @@ import Testing
 
     @Test func theAcceptChecksApplesLimits() async throws {
         let f = try await Fixture.start()
-        let validator = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
+        let validator = NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
         let big = try validator.validate(
             NotificationSubmission(type: "generic", title: "t", body: String(repeating: "b", count: 4_100), userIDs: ["u"]), id: ObjectIDGenerator().next(),
             now: Date()
