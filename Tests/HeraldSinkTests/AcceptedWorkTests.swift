@@ -14,14 +14,7 @@ import Testing
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let ids = ObjectIDGenerator()
-        let channel = Channel(id: ids.next(), name: "c", desc: "")
-        let area = Area(id: ids.next(), name: "a", desc: "")
-        let subjectID = ids.next()
-        let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
-        try await store.createChannel(channel)
-        _ = try await store.createArea(area, channelID: channel.id)
-        _ = try await store.createSubject(
-            Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
+        let key = try await TestTopic.make(in: store, ids: ids)
         for user in ["a", "b", "c"] { try await store.subscribe(userID: user, topicKey: key, at: Date()) }
 
         let seen = Mutex<[Bool]>([])

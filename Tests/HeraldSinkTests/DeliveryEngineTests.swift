@@ -236,14 +236,7 @@ import Testing
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let ids = ObjectIDGenerator()
-        let channel = Channel(id: ids.next(), name: "c", desc: "")
-        let area = Area(id: ids.next(), name: "a", desc: "")
-        let subjectID = ids.next()
-        let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: subjectID).description
-        try await store.createChannel(channel)
-        _ = try await store.createArea(area, channelID: channel.id)
-        _ = try await store.createSubject(
-            Subject(id: subjectID, name: "s", desc: "", topicKey: key, opt: .init(level: .optIn, distribution: .alert)), channelID: channel.id, areaID: area.id)
+        let key = try await TestTopic.make(in: store, ids: ids)
         let subscribers = 2_345
         for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
         _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7", provider: "fcm"), newID: ids.next(), at: Date())
