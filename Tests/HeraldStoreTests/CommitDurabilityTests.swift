@@ -1,4 +1,5 @@
 import GRDB
+import HeraldCore
 import HeraldTestSupport
 import PostgresNIO
 import Testing
@@ -6,7 +7,8 @@ import Testing
 @testable import HeraldStore
 
 /// A 2xx means committed to disk, whatever the storage's defaults say: SQLite's writer syncs
-/// the WAL at every commit, and PostgreSQL answers COMMIT only once its WAL is flushed.
+/// the WAL at every commit, and Herald does not run on a PostgreSQL that answers COMMIT before
+/// its WAL is flushed.
 @Suite(.cleansUp) struct CommitDurabilityTests {
     /// GRDB sets `synchronous = NORMAL` when it opens a pool in WAL mode.
     @Test func theSQLiteWriterSyncsEveryCommit() async throws {
@@ -19,11 +21,13 @@ import Testing
     }
 
     /// An operator's database (or server, or role) set to `synchronous_commit = off` would
-    /// acknowledge commits a PostgreSQL crash can still lose.
+    /// acknowledge commits a PostgreSQL crash can still lose: Herald refuses to start on it,
+    /// saying why, rather than answer 202s it cannot keep.
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
-    func postgreSQLSessionsCommitSynchronouslyWhateverTheDatabaseDefault() async throws {
+    func postgreSQLWithAsynchronousCommitsIsRefusedAtStartup() async throws {
         let url = try await PostgresTestDatabase.create()
         let setup = try PostgresStore(url: url)
+        try await setup.migrate()
         let database = try PostgresStore.configuration(url: url).database ?? ""
         try await setup.withConnection { session in
             try await session.execute(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(database)\" SET synchronous_commit = off"))
@@ -31,10 +35,19 @@ import Testing
         await setup.close()
 
         let store = try PostgresStore(url: url)
-        let setting = try await store.transaction { session in
-            try await session.row(PostgresQuery(unsafeSQL: "SHOW synchronous_commit")).map { try $0[0].decode(String.self) }
-        }
+        let error = await #expect(throws: HeraldError.self) { try await store.migrate() } as HeraldError?
         await store.close()
-        #expect(setting == "on")
+        #expect(error?.code == "storage_unsafe")
+        #expect(error?.message.contains("synchronous_commit = off") == true, "\(error?.message ?? "")")
+
+        // `local` still waits for the flush on this server: accepted.
+        let fixed = try PostgresStore(url: url)
+        try await fixed.withConnection { session in
+            try await session.execute(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(database)\" SET synchronous_commit = local"))
+        }
+        await fixed.close()
+        let local = try PostgresStore(url: url)
+        try await local.migrate()
+        await local.close()
     }
 }

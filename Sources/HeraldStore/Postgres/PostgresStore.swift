@@ -58,11 +58,31 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     public func migrate() async throws {
         do {
             try await transaction { session in try await PostgresSchema.migrate(session) }
+            try await checkCommitsAreSynchronous()
+        } catch let error as HeraldError {
+            throw error
         } catch {
             // PSQLError's description hides details on purpose; the server's message and the
             // address (never the password) are what an operator needs here.
             throw HeraldError(.unavailable, code: "storage_unavailable", "cannot migrate PostgreSQL at \(address): \(Self.describe(error))")
         }
+    }
+
+    /// A 2xx means committed to disk. With `synchronous_commit = off` (the server's, the
+    /// database's or the role's default) PostgreSQL answers COMMIT before its WAL is flushed,
+    /// and a crash of PostgreSQL loses what Herald had answered 202 for: refuse to run on it.
+    /// Checked rather than set: a session setting in the startup packet would make connection
+    /// poolers such as PgBouncer refuse every connection ("unsupported startup parameter"), and
+    /// `SET` per transaction would cost a round trip per group commit.
+    func checkCommitsAreSynchronous() async throws {
+        let setting = try await withConnection { session in
+            try await session.row("SHOW synchronous_commit").map { try $0[0].decode(String.self) }
+        }
+        guard setting == "off" else { return }
+        throw HeraldError(
+            .unavailable, code: "storage_unsafe",
+            "PostgreSQL at \(address) commits asynchronously (synchronous_commit = off), so a crash of PostgreSQL could lose notifications Herald answered 202 for; set it on for Herald's role (ALTER ROLE <role> SET synchronous_commit = on) or database"
+        )
     }
 
     /// host:port/database, without credentials, for messages.
@@ -104,16 +124,10 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         case "require": tls = .require(.makeClientConfiguration())
         case let other: throw invalid("sslmode '\(other)' is not one of disable, prefer, require")
         }
-        var configuration = PostgresClient.Configuration(
+        return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls
         )
-        // A 2xx means committed to disk. A server, database or role set to
-        // `synchronous_commit = off` would answer COMMIT before its WAL is flushed, so a crash
-        // of PostgreSQL could lose accepted notifications: Herald's sessions ask for `on`
-        // whatever the defaults are (the startup packet's settings override them).
-        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
-        return configuration
     }
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
