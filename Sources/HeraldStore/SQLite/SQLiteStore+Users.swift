@@ -137,8 +137,8 @@ extension SQLiteStore {
     }
 
     static func recipients(_ db: Database, userIDs: [String]) throws -> [RecipientContext] {
-        let (settings, devices) = try recipientRows(db, userIDs: userIDs.uniqued())
-        return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+        let contexts = try recipientsByID(db, userIDs: userIDs)
+        return userIDs.map { contexts[$0] ?? RecipientContext(userID: $0) }
     }
 
     /// The recipients of every accept for users in a group commit, read in one pair of
@@ -149,18 +149,16 @@ extension SQLiteStore {
         for request in requests {
             if case .users(let ids, _) = request.plan { userIDs += ids }
         }
-        let (settings, devices) = try recipientRows(db, userIDs: userIDs.uniqued())
-        var contexts: [String: RecipientContext] = [:]
-        for id in userIDs { contexts[id] = RecipientContext(userID: id, settings: settings[id] ?? UserSettings(), devices: devices[id] ?? []) }
-        return contexts
+        return try recipientsByID(db, userIDs: userIDs)
     }
 
-    /// The stored settings and devices of `userIDs` (each once), by user; a user with neither
-    /// has no entry.
-    private static func recipientRows(_ db: Database, userIDs: [String]) throws -> (settings: [String: UserSettings], devices: [String: [Device]]) {
+    /// Each of `userIDs` with its stored settings and devices (defaults and none for a user
+    /// Herald does not know), by user.
+    private static func recipientsByID(_ db: Database, userIDs: [String]) throws -> [String: RecipientContext] {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
-        for chunk in userIDs.chunked(500) {
+        let unique = userIDs.uniqued()
+        for chunk in unique.chunked(500) {
             let (list, arguments) = Self.inList(chunk)
             for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT id, settings FROM users WHERE id IN (\(list))"), arguments: arguments) {
                 settings[try row.text("id")] = try StoredJSON.decode(UserSettings.self, from: try row.optionalText("settings"))
@@ -172,7 +170,9 @@ extension SQLiteStore {
                 devices[device.userID, default: []].append(device)
             }
         }
-        return (settings, devices)
+        var contexts: [String: RecipientContext] = [:]
+        for id in unique { contexts[id] = RecipientContext(userID: id, settings: settings[id] ?? UserSettings(), devices: devices[id] ?? []) }
+        return contexts
     }
 
     static func settings(_ db: Database, userID: String) throws -> UserSettings {
