@@ -56,33 +56,29 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     }
 
     public func migrate() async throws {
+        let commits: String?
         do {
             try await transaction { session in try await PostgresSchema.migrate(session) }
-            try await checkCommitsAreSynchronous()
-        } catch let error as HeraldError {
-            throw error
+            commits = try await withConnection { session in
+                try await session.row("SHOW synchronous_commit").map { try $0[0].decode(String.self) }
+            }
         } catch {
             // PSQLError's description hides details on purpose; the server's message and the
             // address (never the password) are what an operator needs here.
             throw HeraldError(.unavailable, code: "storage_unavailable", "cannot migrate PostgreSQL at \(address): \(Self.describe(error))")
         }
-    }
-
-    /// A 2xx means committed to disk. With `synchronous_commit = off` (the server's, the
-    /// database's or the role's default) PostgreSQL answers COMMIT before its WAL is flushed,
-    /// and a crash of PostgreSQL loses what Herald had answered 202 for: refuse to run on it.
-    /// Checked rather than set: a session setting in the startup packet would make connection
-    /// poolers such as PgBouncer refuse every connection ("unsupported startup parameter"), and
-    /// `SET` per transaction would cost a round trip per group commit.
-    func checkCommitsAreSynchronous() async throws {
-        let setting = try await withConnection { session in
-            try await session.row("SHOW synchronous_commit").map { try $0[0].decode(String.self) }
+        // A 2xx means committed to disk. With `synchronous_commit = off` (the server's, the
+        // database's or the role's default) PostgreSQL answers COMMIT before its WAL is flushed,
+        // and a crash of PostgreSQL loses what Herald had answered 202 for: refuse to run on it.
+        // Checked rather than set: a setting in the startup packet makes connection poolers such
+        // as PgBouncer refuse every connection ("unsupported startup parameter"), and `SET` per
+        // transaction would cost a round trip per group commit.
+        guard commits != "off" else {
+            throw HeraldError(
+                .unavailable, code: "storage_unsafe",
+                "PostgreSQL at \(address) commits asynchronously (synchronous_commit = off), so a crash of PostgreSQL could lose notifications Herald answered 202 for; set it on for Herald's role (ALTER ROLE <role> SET synchronous_commit = on) or database"
+            )
         }
-        guard setting == "off" else { return }
-        throw HeraldError(
-            .unavailable, code: "storage_unsafe",
-            "PostgreSQL at \(address) commits asynchronously (synchronous_commit = off), so a crash of PostgreSQL could lose notifications Herald answered 202 for; set it on for Herald's role (ALTER ROLE <role> SET synchronous_commit = on) or database"
-        )
     }
 
     /// host:port/database, without credentials, for messages.
