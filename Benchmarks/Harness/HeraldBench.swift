@@ -189,12 +189,8 @@ struct Run: AsyncParsableCommand {
         )
         progress("pushes: draining")
         let drainStart = ContinuousClock.now
-        var pushed = 0
-        while ContinuousClock.now - drainStart < .seconds(300) {
-            pushed = try await delivered(emulator, driver) - before
-            if pushed >= notifications { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let pushed =
+            try await pushes(at: emulator, reaching: before + notifications, within: .seconds(300), every: .milliseconds(20), driver: driver) - before
         let drained = ContinuousClock.now - drainStart
         let pushRate = Double(pushed) / drained.seconds
         report.add(
@@ -336,14 +332,22 @@ struct Run: AsyncParsableCommand {
 
     /// Waits (two minutes at most) until the emulator has counted `count` pushes in all.
     func waitForPushes(from emulator: ChildProcess, atLeast count: Int, driver: LoadDriver) async throws {
+        let queued = count - (try await delivered(emulator, driver))
+        guard queued > 0 else { return }
+        progress("Herald: waiting for the \(queued) pushes still queued")
+        let pushed = try await pushes(at: emulator, reaching: count, within: .seconds(120), every: .milliseconds(100), driver: driver)
+        if pushed < count { progress("Herald: \(count - pushed) pushes still queued after two minutes; measuring anyway") }
+    }
+
+    /// The emulator's push count, polled every `interval` until it reaches `count` or `limit` has passed.
+    func pushes(at emulator: ChildProcess, reaching count: Int, within limit: Duration, every interval: Duration, driver: LoadDriver) async throws -> Int {
         let start = ContinuousClock.now
         var pushed = try await delivered(emulator, driver)
-        if pushed < count { progress("Herald: waiting for the \(count - pushed) pushes still queued") }
-        while pushed < count, ContinuousClock.now - start < .seconds(120) {
-            try await Task.sleep(for: .milliseconds(100))
+        while pushed < count, ContinuousClock.now - start < limit {
+            try await Task.sleep(for: interval)
             pushed = try await delivered(emulator, driver)
         }
-        if pushed < count { progress("Herald: \(count - pushed) pushes still queued after two minutes; measuring anyway") }
+        return pushed
     }
 
     func delivered(_ emulator: ChildProcess, _ driver: LoadDriver) async throws -> Int {
