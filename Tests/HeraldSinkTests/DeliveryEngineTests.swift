@@ -1,11 +1,12 @@
 import Foundation
 import HeraldConsoleSink
-import HeraldCore
 import HeraldHistorySink
 import HeraldStore
 import HeraldTestSupport
 import Synchronization
 import Testing
+
+@testable import HeraldCore
 
 /// The delivery engine on a real SQLite queue, with recording sinks standing in for providers.
 @Suite(.cleansUp) struct DeliveryEngineTests {
@@ -176,9 +177,10 @@ import Testing
         let warmUp = try await f.send(to: ["carol"])
         realEngine.wake()
         #expect(try await delivered(warmUp))
-        // Time for the workers to find nothing more and go idle (a few queue reads; generous,
-        // since the whole suite shares the cores).
-        try await Task.sleep(for: .seconds(1))
+        // Every worker finds nothing more and waits (observed, not guessed from elapsed time:
+        // under the whole suite's load a worker can still be reading the queue seconds later).
+        for _ in 0..<1_000 where realEngine.idleWorkers < configuration.workers { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(realEngine.idleWorkers == configuration.workers, "the workers go idle")
 
         let id = try await f.send(to: ["dave"])
         #expect(try await delivered(id, within: 15) == false, "idle, and not woken: the work waits")

@@ -56,6 +56,10 @@ public final class DeliveryEngine: Service {
     /// Tells idle workers that new deliveries were committed.
     public func wake() { signal.notify() }
 
+    /// Workers idle until a wake or their poll (for tests, which must know the engine is idle
+    /// rather than guess it from elapsed time).
+    var idleWorkers: Int { signal.waiting }
+
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<max(1, configuration.workers) {

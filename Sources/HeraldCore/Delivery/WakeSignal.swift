@@ -23,6 +23,10 @@ final class WakeSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// How many tasks are waiting for a notify now. While it is nonzero no notify is pending:
+    /// each waiter registered only after finding none.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Returns after a notify, after `timeout`, or when the task is cancelled.
     func wait(timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
