@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JWTKit
+import Synchronization
 
 /// The provider authentication token APNs wants in `authorization: bearer …`: an ES256 JWT
 /// with `kid` = the key id, `iss` = the team id and `iat`. One token is reused and replaced
@@ -19,7 +20,9 @@ actor APNsTokenProvider {
     private let keyID: String
     private let teamID: String
     private let clock: @Sendable () -> Date
-    private var current: Token?
+    /// The current token, behind a lock so that every send reads it without hopping onto the
+    /// actor; refreshes (rare) go through the actor, one at a time.
+    private let cached = Mutex<Token?>(nil)
     private var refreshing: Task<Token, any Error>?
     private(set) var issued = 0
 
@@ -37,16 +40,22 @@ actor APNsTokenProvider {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    func token() async throws -> Token {
+    nonisolated func token() async throws -> Token {
         let now = clock()
-        if let current, now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
+        if let current = cached.withLock({ $0 }), now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
+        return try await refreshedToken(at: now)
+    }
+
+    private func refreshedToken(at now: Date) async throws -> Token {
+        // Another send's refresh may have finished while this one waited for the actor.
+        if let current = cached.withLock({ $0 }), now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
         return try await refresh(at: now)
     }
 
     /// APNs said `expired` is expired: a new token at once, unless another send already
     /// replaced it.
     func expired(_ expired: Token) async throws -> Token {
-        if let current, current.value != expired.value { return current }
+        if let current = cached.withLock({ $0 }), current.value != expired.value { return current }
         return try await refresh(at: clock())
     }
 
@@ -65,7 +74,7 @@ actor APNsTokenProvider {
     private func issue(at now: Date) async throws -> Token {
         let value = try await keys.sign(Claims(iss: teamID, iat: Int(now.timeIntervalSince1970)), kid: JWKIdentifier(string: keyID))
         let token = Token(value: value, issuedAt: now)
-        current = token
+        cached.withLock { $0 = token }
         issued += 1
         return token
     }

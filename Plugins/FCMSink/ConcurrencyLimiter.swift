@@ -1,8 +1,18 @@
+import Synchronization
+
 /// At most `limit` operations at once across every caller (FCM's `max_concurrency`).
-actor ConcurrencyLimiter {
+///
+/// A lock rather than an actor: a send that finds a free slot (the usual case) starts on the
+/// caller's executor, where an actor would hop onto itself to count and back off to send, and
+/// again to release, for every push.
+final class ConcurrencyLimiter: Sendable {
+    private struct State {
+        var running = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let limit: Int
-    private var running = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let state = Mutex(State())
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -10,24 +20,38 @@ actor ConcurrencyLimiter {
 
     func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
         await acquire()
-        let result = await operation()
-        release()
-        return result
+        defer { release() }
+        return await operation()
+    }
+
+    private func tryAcquire(_ state: inout State) -> Bool {
+        guard state.running < limit else { return false }
+        state.running += 1
+        return true
     }
 
     private func acquire() async {
-        if running < limit {
-            running += 1
-            return
+        if state.withLock({ tryAcquire(&$0) }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // A slot may have been released since the first look: take it, or queue.
+            let admitted = state.withLock { state in
+                if tryAcquire(&state) { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if admitted { continuation.resume() }
         }
-        await withCheckedContinuation { waiting.append($0) }
     }
 
     private func release() {
-        if waiting.isEmpty {
-            running -= 1
-        } else {
-            waiting.removeFirst().resume() // the slot passes straight to the next waiter
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            // The slot passes straight to the next waiter.
+            if state.waiting.isEmpty {
+                state.running -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
         }
+        next?.resume()
     }
 }

@@ -5,6 +5,7 @@ import JWTKit
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import Synchronization
 
 /// OAuth 2.0 access tokens for FCM from a service account (JWT-bearer grant, RS256).
 ///
@@ -23,7 +24,9 @@ public actor FCMAccessTokenProvider {
     private let http: HTTPClient
     private let keys: JWTKeyCollection
     private let clock: @Sendable () -> Date
-    private var current: Token?
+    /// The cached token, behind a lock so that every send can read it without hopping onto
+    /// the actor; refreshes (rare) still go through the actor, which makes them one at a time.
+    private let cached = Mutex<Token?>(nil)
     private var refreshing: Task<Token, any Error>?
     /// Token requests made so far (for `herald sinks` and tests).
     public private(set) var refreshCount = 0
@@ -53,20 +56,27 @@ public actor FCMAccessTokenProvider {
     }
 
     /// A valid access token, fetching one if none is cached or the cached one is due for refresh.
-    public func token() async throws -> String {
-        if let current, clock() < current.refreshAt { return current.value }
+    public nonisolated func token() async throws -> String {
+        let now = clock()
+        if let value = cached.withLock({ $0.flatMap { now < $0.refreshAt ? $0.value : nil } }) { return value }
+        return try await refreshedToken()
+    }
+
+    private func refreshedToken() async throws -> String {
+        // Another caller's refresh may have finished while this one waited for the actor.
+        if let current = cached.withLock({ $0 }), clock() < current.refreshAt { return current.value }
         do {
             return try await refresh().value
         } catch {
             // We refresh early; while the old token has not expired, a failed refresh is no outage.
-            if let current, clock() < current.expiresAt { return current.value }
+            if let current = cached.withLock({ $0 }), clock() < current.expiresAt { return current.value }
             throw error
         }
     }
 
     /// Drops `value` after FCM refused it (401), so the next call fetches a new token.
-    public func invalidate(_ value: String) {
-        if current?.value == value { current = nil }
+    public nonisolated func invalidate(_ value: String) {
+        cached.withLock { if $0?.value == value { $0 = nil } }
     }
 
     private func refresh() async throws -> Token {
@@ -75,7 +85,7 @@ public actor FCMAccessTokenProvider {
         refreshing = task
         defer { refreshing = nil }
         let token = try await task.value
-        current = token
+        cached.withLock { $0 = token }
         return token
     }
 

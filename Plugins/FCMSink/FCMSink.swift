@@ -288,7 +288,7 @@ public final class FCMSink: ReleasingSink {
             let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
             let answer = Data(buffer: try await response.body.collect(upTo: limit))
             if response.status.code == 401 && !refreshed {
-                await tokens.invalidate(accessToken)
+                tokens.invalidate(accessToken)
                 refreshed = true
                 continue
             }
