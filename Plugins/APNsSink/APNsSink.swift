@@ -1,4 +1,4 @@
-public import AsyncHTTPClient
+import AsyncHTTPClient
 public import Crypto
 public import Foundation
 public import HeraldCore

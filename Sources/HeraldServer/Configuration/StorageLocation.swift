@@ -1,6 +1,5 @@
-public import HeraldCore
+import HeraldCore
 public import HeraldStore
-import HeraldStore
 
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {

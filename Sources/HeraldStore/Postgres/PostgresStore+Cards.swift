@@ -338,10 +338,10 @@ extension PostgresStore {
                     WHERE uc.user_id = $1 AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
                     ORDER BY \(ordering) LIMIT $2
                     """,
-                binds: try {
+                binds: {
                     var binds = PostgresBindings()
-                    try binds.append(userID)
-                    try binds.append(Int64(limit))
+                    binds.append(userID)
+                    binds.append(Int64(limit))
                     return binds
                 }()
             )
