@@ -22,7 +22,9 @@ import Testing
         let closed = try await Task.detached { try Self.trickle(port: herald.port, every: .milliseconds(200), for: .seconds(8)) }.value
         let elapsed = ContinuousClock.now - started
         #expect(closed, "the server closed the connection")
-        #expect(elapsed < .seconds(5), "within the head deadline, not the trickle's length: \(elapsed)")
+        // The head deadline is 1 s and the trickle lasts 8 s: anything well short of 8 s is the
+        // deadline at work (with room for a loaded machine, which took 5.2 s once).
+        #expect(elapsed < .seconds(7), "within the head deadline, not the trickle's length: \(elapsed)")
         // The server still serves others.
         let live = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(herald.url)/health/live"), timeout: .seconds(5))
         #expect(live.status == .ok)

@@ -26,12 +26,19 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
         case .sqliteMemory:
             store = try SQLiteStore(path: ":memory:")
         case .postgres:
-            store = try PostgresStore(url: try await PostgresTestDatabase.create())
+            store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
         }
         TestResources.register { await store.close() }
         try await store.migrate()
         return store
     }
+}
+
+extension PostgresStore {
+    /// For conformance tests, which test what is stored, not how long a request may wait for a
+    /// connection: on a machine starved by the whole suite, opening a pool's first connections
+    /// (a backend forked per connection) has taken longer than the 2 s a request waits.
+    static let patientAcquireTimeout = Duration.seconds(15)
 }
 
 /// Makes the PostgreSQL runs' absence visible: reported as skipped, with the reason, when the

@@ -35,7 +35,8 @@ final class PostgresPool: Sendable {
     private let state: Mutex<State>
 
     init(
-        configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = .seconds(2), probeInterval: Duration = .milliseconds(200),
+        configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout,
+        probeInterval: Duration = .milliseconds(200),
         closeGrace: Duration = .milliseconds(500)
     ) {
         self.configuration = configuration
@@ -49,6 +50,10 @@ final class PostgresPool: Sendable {
     }
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
+
+    /// The message of the error for an operation that got no connection within `acquireTimeout`
+    /// while the database was not known to be unreachable: busy (or slow to connect), not down.
+    static let busyMessage = "no database connection could be had in time; retry shortly"
 
     /// Runs `operation` on the current pool, within the rules above. The operation calls
     /// `acquired` with its connection as soon as it holds one (see ``SupervisedOperation``).
@@ -68,7 +73,7 @@ final class PostgresPool: Sendable {
             }
         } catch is AcquireTimeout {
             checkReachability()
-            throw HeraldError(.unavailable, code: "storage_unavailable", "no database connection could be had in time; retry shortly")
+            throw HeraldError(.unavailable, code: "storage_unavailable", Self.busyMessage)
         } catch {
             guard Self.isConnectionFailure(error) else { throw error }
             markUnreachable(because: error)

@@ -33,10 +33,15 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
     ///   are refused with a 503 (`server.max_pending_accepts`).
-    public init(url: String, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")) throws {
+    /// - Parameter acquireTimeout: how long an operation waits for a pooled connection before
+    ///   it is refused as `storage_unavailable` (and a direct check for an outage starts).
+    public init(
+        url: String, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000, acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout,
+        logger: Logger = Logger(label: "herald.postgres")
+    ) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
-        let pool = PostgresPool(configuration: configuration, logger: logger)
+        let pool = PostgresPool(configuration: configuration, logger: logger, acquireTimeout: acquireTimeout)
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
@@ -57,8 +62,19 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 
     public func migrate() async throws {
         let commits: String?
+        // The first connection includes the TCP connect and authentication (SCRAM hashes on
+        // both ends), which on a loaded machine can outlast one acquire timeout: a server that
+        // is reachable but slow gets more time at startup; one that is down fails at once.
+        let patience = ContinuousClock.now + Self.startupPatience
         do {
-            try await transaction { session in try await PostgresSchema.migrate(session) }
+            while true {
+                do {
+                    try await transaction { session in try await PostgresSchema.migrate(session) }
+                    break
+                } catch let error as HeraldError where error.message == PostgresPool.busyMessage && pool.isReachable && ContinuousClock.now < patience {
+                    logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
+                }
+            }
             commits = try await withConnection { session in
                 try await session.row("SHOW synchronous_commit").map { try $0[0].decode(String.self) }
             }
@@ -80,6 +96,13 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
             )
         }
     }
+
+    /// How long an operation waits for a pooled connection by default: a busy pool is not an
+    /// outage, but a request should not wait long behind one.
+    public static let defaultAcquireTimeout = Duration.seconds(2)
+
+    /// How long ``migrate()`` keeps asking a reachable but busy server for its first connection.
+    static let startupPatience = Duration.seconds(20)
 
     /// host:port/database, without credentials, for messages.
     var address: String {
