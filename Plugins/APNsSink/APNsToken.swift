@@ -42,13 +42,18 @@ actor APNsTokenProvider {
 
     nonisolated func token() async throws -> Token {
         let now = clock()
-        if let current = cached.withLock({ $0 }), now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
+        if let current = freshToken(at: now) { return current }
         return try await refreshedToken(at: now)
+    }
+
+    /// The current token unless it is due for replacement at `now`.
+    private nonisolated func freshToken(at now: Date) -> Token? {
+        cached.withLock { $0.flatMap { now.timeIntervalSince($0.issuedAt) < Self.refreshAfter ? $0 : nil } }
     }
 
     private func refreshedToken(at now: Date) async throws -> Token {
         // Another send's refresh may have finished while this one waited for the actor.
-        if let current = cached.withLock({ $0 }), now.timeIntervalSince(current.issuedAt) < Self.refreshAfter { return current }
+        if let current = freshToken(at: now) { return current }
         return try await refresh(at: now)
     }
 

@@ -57,19 +57,24 @@ public actor FCMAccessTokenProvider {
 
     /// A valid access token, fetching one if none is cached or the cached one is due for refresh.
     public nonisolated func token() async throws -> String {
-        let now = clock()
-        if let value = cached.withLock({ $0.flatMap { now < $0.refreshAt ? $0.value : nil } }) { return value }
+        if let value = cachedToken(usableUntil: \.refreshAt) { return value }
         return try await refreshedToken()
+    }
+
+    /// The cached token while `clock()` is before its `deadline` (refresh or expiry), else nil.
+    private nonisolated func cachedToken(usableUntil deadline: KeyPath<Token, Date>) -> String? {
+        let now = clock()
+        return cached.withLock { $0.flatMap { now < $0[keyPath: deadline] ? $0.value : nil } }
     }
 
     private func refreshedToken() async throws -> String {
         // Another caller's refresh may have finished while this one waited for the actor.
-        if let current = cached.withLock({ $0 }), clock() < current.refreshAt { return current.value }
+        if let value = cachedToken(usableUntil: \.refreshAt) { return value }
         do {
             return try await refresh().value
         } catch {
             // We refresh early; while the old token has not expired, a failed refresh is no outage.
-            if let current = cached.withLock({ $0 }), clock() < current.expiresAt { return current.value }
+            if let value = cachedToken(usableUntil: \.expiresAt) { return value }
             throw error
         }
     }

@@ -14,7 +14,7 @@ import Testing
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let ids = ObjectIDGenerator()
-        let key = try await TestTopic.make(in: store, ids: ids)
+        let key = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
         for user in ["a", "b", "c"] { try await store.subscribe(userID: user, topicKey: key, at: Date()) }
 
         let seen = Mutex<[Bool]>([])

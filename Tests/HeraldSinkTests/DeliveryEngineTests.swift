@@ -238,7 +238,7 @@ import Testing
         let store = try SQLiteStore(path: ":memory:")
         try await store.migrate()
         let ids = ObjectIDGenerator()
-        let key = try await TestTopic.make(in: store, ids: ids)
+        let key = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
         let subscribers = 2_345
         for i in 0..<subscribers { try await store.subscribe(userID: String(format: "user-%05d", i), topicKey: key, at: Date()) }
         _ = try await store.registerDevice(userID: "user-00007", registration: .token("t7", provider: "fcm"), newID: ids.next(), at: Date())
