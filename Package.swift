@@ -331,6 +331,7 @@ let package = Package(
             name: "HeraldFCMSinkTests",
             dependencies: [
                 "HeraldFCMSink", "HeraldFCMEmulator", "HeraldEmulatorSupport", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

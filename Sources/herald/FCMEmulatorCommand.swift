@@ -51,10 +51,9 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         configuration.tokenLifetime = tokenLifetime
         configuration.tls = tls
         if caFile != nil && !tls { throw ValidationError("--write-ca needs --tls") }
-        let quiet = quiet
-        let emulator = try FCMEmulator(configuration: configuration) { line in
-            if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        }
+        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        let printer = quiet ? nil : printLine
+        let emulator = try FCMEmulator(configuration: configuration, print: printer)
         let (file, caFile) = (serviceAccountFile, caFile)
         try await emulator.run { port in
             do {
