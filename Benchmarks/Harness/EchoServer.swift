@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import Hummingbird
 import Logging
 
@@ -33,7 +34,8 @@ struct EchoServer: AsyncParsableCommand {
         router.get("/ping") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}")))
         }
-        var logger = Logger(label: "echo")
+        // The same log handler as Herald's server, so the ceiling is the stack Herald runs on.
+        var logger = Logger(label: "echo", factory: DeferredMetadataLogHandler.standardError)
         logger.logLevel = .warning
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),

@@ -1,6 +1,6 @@
 public import Crypto
-public import Foundation
-public import HeraldCore
+import Foundation
+import HeraldCore
 
 /// A compact JWT signed with ES256, as providers check the ones they are sent (APNs provider
 /// tokens, VAPID): decoded, and its signature verified with the sender's public key.

@@ -1,5 +1,5 @@
 public import Hummingbird
-public import NIOCore
+import NIOCore
 
 /// The request context emulators route with: Hummingbird's basic one, plus which HTTP version the
 /// request came over, so an emulator can check a client speaks what the real provider requires.

@@ -1,5 +1,6 @@
-public import Foundation
+import Foundation
 public import HTTPTypes
+import HeraldCore
 public import Hummingbird
 import HummingbirdHTTP2
 import Logging
@@ -15,10 +16,10 @@ public enum EmulatorServer {
         _ router: Router<Context>, name: String, host: String, port: Int, certificate: SelfSignedCertificate? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void
     ) async throws where Context.Source == ApplicationRequestContextSource {
-        var logger = Logger(label: name)
+        var logger = Logger(label: name, factory: DeferredMetadataLogHandler.standardError)
         logger.logLevel = .warning
         let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: name)
-        let running: @Sendable (any Channel) async -> Void = { channel in await onRunning(channel.localAddress?.port ?? port) }
+        let running: @Sendable (any NIOCore.Channel) async -> Void = { channel in await onRunning(channel.localAddress?.port ?? port) }
         if let certificate {
             let tls = TLSConfiguration.makeServerConfiguration(
                 certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(certificate.certificatePEM.utf8), format: .pem))],

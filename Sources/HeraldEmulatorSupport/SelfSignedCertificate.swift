@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import Foundation
 import SwiftASN1
 import X509

@@ -56,7 +56,7 @@ public struct HeraldServer: Sendable {
         // Here rather than in `herald serve`, so an operator's own server binary (a main that
         // calls this, as Examples/ChatSink does) keeps the same memory profile.
         MallocArenas.limitToOnePerCore()
-        var logger = logger ?? Logger(label: "herald")
+        var logger = logger ?? Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
         if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
         // One registry per server (not the process-wide swift-metrics bootstrap), so servers
         // started side by side in one process (the tests) keep separate counts.
