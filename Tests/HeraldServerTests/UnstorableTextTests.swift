@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore
 import Testing
+
+@testable import HeraldServer
 
 /// A 2xx means stored exactly as sent: text Herald could not store as sent (U+0000, unpaired
 /// surrogates) is refused with a 422 naming the field, on every route that takes text.
@@ -52,6 +53,15 @@ import Testing
             let history = try await client.call(.get, "/api/notifications/history", headers(herald.backend, user: "u", contentType: nil))
             let item = try #require((history.object["history"] as? [[String: Any]])?.first)
             #expect((item["notification"] as? [String: Any])?["title"] as? String == "😀 \\u0000")
+        }
+    }
+
+    @Test func theEncodedNULCheckFindsEveryPercentZeroZero() {
+        for text in ["%00", "/a%00", "%%00", "%0%00", "x%000", "/api?x=1&y=%00&z"] {
+            #expect(ErrorMiddleware<HeraldRequestContext>.hasEncodedNUL(text), "\(text)")
+        }
+        for text in ["", "%", "%0", "%0 0", "%100", "/a%20b%0", "0%0", "%%0%0", "😀%0😀0"] {
+            #expect(!ErrorMiddleware<HeraldRequestContext>.hasEncodedNUL(text), "\(text)")
         }
     }
 

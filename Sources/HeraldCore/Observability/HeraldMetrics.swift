@@ -8,6 +8,7 @@ public struct HeraldMetrics: Sendable {
     /// Where metrics go: a sink records metrics of its own through it
     /// (`Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory)`).
     public let factory: any MetricsFactory
+    private let handles = MetricHandles()
 
     /// - Parameter factory: where metrics go; the default is swift-metrics' global backend
     ///   (a no-op unless bootstrapped).
@@ -17,16 +18,16 @@ public struct HeraldMetrics: Sendable {
 
     /// A notification (or Message Hub message) was committed.
     public func accepted(type: String, target: String, latency: Duration) {
-        Counter(label: "herald_notifications_accepted_total", dimensions: [("type", type), ("target", target)], factory: factory).increment()
-        Timer(label: "herald_accept_duration_seconds", dimensions: [("target", target)], factory: factory).recordNanoseconds(latency.nanoseconds)
+        handles.counter("herald_notifications_accepted_total", [("type", type), ("target", target)], factory: factory).increment()
+        handles.timer("herald_accept_duration_seconds", [("target", target)], factory: factory).recordNanoseconds(latency.nanoseconds)
     }
 
     /// `count` deliveries reached a final or retry outcome; `latency` counts from the accept.
     public func delivery(sink: String, outcome: String, latency: Duration?, count: Int = 1) {
         guard count > 0 else { return }
-        Counter(label: "herald_deliveries_total", dimensions: [("sink", sink), ("outcome", outcome)], factory: factory).increment(by: Int64(count))
+        handles.counter("herald_deliveries_total", [("sink", sink), ("outcome", outcome)], factory: factory).increment(by: Int64(count))
         if let latency, outcome == "delivered" {
-            let timer = Timer(label: "herald_delivery_duration_seconds", dimensions: [("sink", sink)], factory: factory)
+            let timer = handles.timer("herald_delivery_duration_seconds", [("sink", sink)], factory: factory)
             for _ in 0..<count { timer.recordNanoseconds(latency.nanoseconds) }
         }
     }
@@ -47,8 +48,7 @@ public struct HeraldMetrics: Sendable {
     }
 
     public func httpRequest(method: String, route: String, status: Int) {
-        Counter(label: "herald_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
-            .increment()
+        handles.counter("herald_http_requests_total", [("method", method), ("route", route), ("status", String(status))], factory: factory).increment()
     }
 
     /// Devices Herald removed itself: `limit` (a user registered more than `devices.max_per_user`)
