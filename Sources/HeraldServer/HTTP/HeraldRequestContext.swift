@@ -1,6 +1,7 @@
 import HTTPTypes
 public import HeraldCore
 public import Hummingbird
+import NIOCore
 
 /// Who is calling: an API key with its role, or a user holding a user token.
 public enum Caller: Sendable, Equatable {
@@ -12,8 +13,9 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
-    /// The client's IP address (no port), for per-address limits.
-    public let clientAddress: String?
+    /// The connection, for ``clientAddress``: read when asked, as few routes need it (reading
+    /// the address takes the channel's lock and formats it).
+    private let channel: any NIOCore.Channel
     /// What a handler wants on the request's log line (the notification id, say); shared with
     /// ``RequestLogMiddleware``, which writes the line after the response.
     let logFields = RequestLogFields()
@@ -21,8 +23,11 @@ public struct HeraldRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.caller = nil
-        self.clientAddress = source.channel.remoteAddress?.ipAddress
+        self.channel = source.channel
     }
+
+    /// The client's IP address (no port), for per-address limits.
+    public var clientAddress: String? { channel.remoteAddress?.ipAddress }
 
     /// Bodies over 64 KiB are refused with 413 (SPEC §3).
     public var maxUploadSize: Int { JSONBody.maxBytes }
