@@ -26,7 +26,7 @@ public struct AuthMiddleware: RouterMiddleware {
         guard header.count > 7, header.prefix(7).lowercased() == "bearer " else {
             throw HeraldError(.unauthorized, code: "invalid_credentials", "use 'Authorization: Bearer <token>'")
         }
-        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        let token = String(header.dropFirst(7).trimmingOptionalWhitespace)
         var context = context
         if token.hasPrefix(APIKeySecret.prefix) {
             let hash = APIKeySecret.hash(token)

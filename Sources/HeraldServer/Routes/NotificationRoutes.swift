@@ -31,11 +31,14 @@ struct NotificationRoutes {
         let result = try await service.send(submission, scope: key.id.hex, requestHash: hash)
         let receipt = result.receipt
         context.logFields.set("notification_id", receipt.id.hex)
-        struct Body: Encodable {
-            var id: String
-            var recipients: Int
+        // Written directly (JSONEncoder was 1.5 % of an accept's CPU), keys in JSONBody's order.
+        var body = JSONWriter(capacity: 64)
+        body.object { body in
+            body.member("id", receipt.id.hex)
+            body.key("recipients")
+            body.integer(receipt.recipients)
         }
-        var response = try JSONBody.response(Body(id: receipt.id.hex, recipients: receipt.recipients), status: .accepted)
+        var response = JSONBody.response(bytes: body.bytes, status: .accepted)
         if case .replayed = result { response.headers[Self.replayedHeader] = "true" }
         return response
     }

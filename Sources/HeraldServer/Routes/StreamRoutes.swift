@@ -27,7 +27,7 @@ struct StreamRoutes {
         let feedQuery = try FeedRoutes.query(request)
         var session = Session(userID: userID, feedQuery: feedQuery, routes: self)
         if let header = request.headers[.lastEventID] {
-            guard let seen = Int64(header.trimmingCharacters(in: .whitespaces)), seen >= 0 else {
+            guard let seen = Int64(header.trimmingOptionalWhitespace), seen >= 0 else {
                 throw HeraldError(.badRequest, code: "invalid_header", "'Last-Event-ID' must be the id of an event this stream sent (a whole number)")
             }
             session.cursor = seen
