@@ -9,29 +9,27 @@ final class MetricHandles: Sendable {
     private let timers = Mutex<[[String]: Timer]>([:])
 
     func counter(_ label: String, _ dimensions: [(String, String)], factory: any MetricsFactory) -> Counter {
-        let key = Self.key(label, dimensions)
-        return counters.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
-            counters[key] = counter
-            return counter
-        }
+        Self.handle(in: counters, label, dimensions) { Counter(label: label, dimensions: dimensions, factory: factory) }
     }
 
     func timer(_ label: String, _ dimensions: [(String, String)], factory: any MetricsFactory) -> Timer {
-        let key = Self.key(label, dimensions)
-        return timers.withLock { timers in
-            if let timer = timers[key] { return timer }
-            let timer = Timer(label: label, dimensions: dimensions, factory: factory)
-            timers[key] = timer
-            return timer
-        }
+        Self.handle(in: timers, label, dimensions) { Timer(label: label, dimensions: dimensions, factory: factory) }
     }
 
-    private static func key(_ label: String, _ dimensions: [(String, String)]) -> [String] {
+    private static func handle<Metric: Sendable>(
+        in cache: borrowing Mutex<[[String]: Metric]>, _ label: String, _ dimensions: [(String, String)], make: () -> Metric
+    ) -> Metric {
         var key = [label]
         key.reserveCapacity(1 + 2 * dimensions.count)
-        for (name, value) in dimensions { key += [name, value] }
-        return key
+        for (name, value) in dimensions {
+            key.append(name)
+            key.append(value)
+        }
+        return cache.withLock { handles in
+            if let handle = handles[key] { return handle }
+            let handle = make()
+            handles[key] = handle
+            return handle
+        }
     }
 }
