@@ -48,13 +48,18 @@ public final class APNsEmulator: Sendable {
     /// The provider key, as Apple's `.p8` file holds it.
     public let providerKey: P256.Signing.PrivateKey
     let state = Mutex(State())
-    let print: @Sendable (String) -> Void
+    /// Where each request is printed; nil prints nothing (the line is not even built).
+    let printer: (@Sendable (String) -> Void)?
 
-    public init(configuration: Configuration = .init(), print: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    public init(configuration: Configuration = .init(), print: (@Sendable (String) -> Void)? = nil) throws {
         self.configuration = configuration
         self.certificate = try SelfSignedCertificate(commonName: "Herald APNs emulator")
         self.providerKey = P256.Signing.PrivateKey()
-        self.print = print
+        self.printer = print
+    }
+
+    func print(_ line: @autoclosure () -> String) {
+        printer?(line())
     }
 
     public var port: Int? { state.withLock { $0.port } }

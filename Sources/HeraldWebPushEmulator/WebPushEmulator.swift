@@ -53,11 +53,16 @@ public final class WebPushEmulator: Sendable {
 
     public let configuration: Configuration
     let state = Mutex(State())
-    let print: @Sendable (String) -> Void
+    /// Where each request is printed; nil prints nothing (the line is not even built).
+    let printer: (@Sendable (String) -> Void)?
 
-    public init(configuration: Configuration = .init(), print: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(configuration: Configuration = .init(), print: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
-        self.print = print
+        self.printer = print
+    }
+
+    func print(_ line: @autoclosure () -> String) {
+        printer?(line())
     }
 
     public var port: Int? { state.withLock { $0.port } }

@@ -49,10 +49,8 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
         configuration.keyID = keyID
         configuration.teamID = teamID
         configuration.topic = topic
-        let quiet = quiet
-        let emulator = try APNsEmulator(configuration: configuration) { line in
-            if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        }
+        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        let emulator = try APNsEmulator(configuration: configuration, print: quiet ? nil : printLine)
         let (caFile, keyFile, host) = (caFile, keyFile, host)
         try await emulator.run { port in
             do {

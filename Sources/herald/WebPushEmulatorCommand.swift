@@ -33,10 +33,8 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
         var configuration = WebPushEmulator.Configuration()
         configuration.host = host
         configuration.port = port
-        let quiet = quiet
-        let emulator = WebPushEmulator(configuration: configuration) { line in
-            if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        }
+        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        let emulator = WebPushEmulator(configuration: configuration, print: quiet ? nil : printLine)
         let file = subscriptionFile
         let host = host
         try await emulator.run { port in
