@@ -118,11 +118,15 @@ struct Run: AsyncParsableCommand {
         let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
         let echo = try await ChildProcess(bench.path, ["echo-server"], banner: "echo listening on")
         let body = "{\"type\":\"comment\",\"title\":\"Bench\",\"body\":\"b\",\"user_ids\":[\"bench-user-1\"]}"
+        let echoCPUBefore = echo.cpuSeconds
         let postCeiling = try await wrk.run("\(echo.url)/echo", .post(json: body))
+        let echoCPU = Self.microseconds(echo.cpuSeconds - echoCPUBefore, per: postCeiling.requests)
         let getCeiling = try await wrk.run("\(echo.url)/ping", .get())
         await echo.stop()
         report.add("JSON POST ceiling (wrk)", postCeiling.perSecond, unit: "/s")
         report.add("GET ceiling (wrk)", getCeiling.perSecond, unit: "/s")
+        // CPU per request, all processes on the same cores: what the ratios below are made of.
+        report.add("echo server CPU per JSON POST", echoCPU, unit: "µs")
 
         // 3. Herald on SQLite, pushing through the emulator.
         progress("Herald: registering \(users) users")
@@ -138,6 +142,7 @@ struct Run: AsyncParsableCommand {
 
         progress("Herald: accepts for \(seconds) s at \(concurrency) connections (wrk)")
         let pushedBefore = try await delivered(emulator, driver)
+        let (heraldCPUBefore, emulatorCPUBefore) = (server.cpuSeconds, emulator.cpuSeconds)
         let accepts = try await wrk.run(
             "\(server.url)/api/notifications",
             acceptLoad(prefix: "bench", admin: admin)
@@ -152,6 +157,18 @@ struct Run: AsyncParsableCommand {
         // The accepts leave pushes queued (the emulator shares the cores): the feed and card
         // loads below measure those paths, not the same paths beside a draining queue.
         try await waitForPushes(from: emulator, atLeast: pushedBefore + accepts.requests - accepts.errors, driver: driver)
+        let accepted = accepts.requests - accepts.errors
+        report.add("Herald CPU per accept and its push", Self.microseconds(server.cpuSeconds - heraldCPUBefore, per: accepted), unit: "µs")
+        report.add("emulator CPU per push", Self.microseconds(emulator.cpuSeconds - emulatorCPUBefore, per: accepted), unit: "µs")
+
+        // The same accepts for users without a device (each is its notification and history
+        // row): Herald alone on the cores, to tell the accept's cost from its push's.
+        progress("Herald: accepts without pushes for \(seconds) s (wrk)")
+        let bareCPUBefore = server.cpuSeconds
+        let bare = try await wrk.run("\(server.url)/api/notifications", acceptLoad(prefix: "bare", admin: admin))
+        report.add("accepted without pushes", bare.perSecond, unit: "/s", ratio: bare.perSecond / postCeiling.perSecond)
+        report.add("accept latency p99 without pushes", bare.p99Milliseconds, unit: "ms")
+        report.add("Herald CPU per accept without a push", Self.microseconds(server.cpuSeconds - bareCPUBefore, per: bare.requests - bare.errors), unit: "µs")
 
         // 4. The pull feed with `feedMessages` live messages: the 200 path and the 304 (ETag) path.
         progress("Herald: feed with \(feedMessages) messages")
@@ -328,6 +345,11 @@ struct Run: AsyncParsableCommand {
     /// Settings passed to every Herald the harness starts.
     var tuning: [String: String] {
         deliveryBatchSize.map { ["HERALD_DELIVERY_BATCH_SIZE": String($0)] } ?? [:]
+    }
+
+    /// `seconds` of CPU per request, in microseconds (0 when nothing was counted).
+    static func microseconds(_ seconds: Double, per requests: Int) -> Double {
+        requests > 0 ? seconds * 1e6 / Double(requests) : 0
     }
 
     /// Waits (two minutes at most) until the emulator has counted `count` pushes in all.
