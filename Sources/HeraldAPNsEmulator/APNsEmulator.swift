@@ -48,18 +48,14 @@ public final class APNsEmulator: Sendable {
     /// The provider key, as Apple's `.p8` file holds it.
     public let providerKey: P256.Signing.PrivateKey
     let state = Mutex(State())
-    /// Where each request is printed; nil prints nothing (the line is not even built).
-    let printer: (@Sendable (String) -> Void)?
+    /// Each request's line.
+    let print: RequestLog
 
-    public init(configuration: Configuration = .init(), print: (@Sendable (String) -> Void)? = nil) throws {
+    public init(configuration: Configuration = .init(), print: RequestLog = .quiet) throws {
         self.configuration = configuration
         self.certificate = try SelfSignedCertificate(commonName: "Herald APNs emulator")
         self.providerKey = P256.Signing.PrivateKey()
-        self.printer = print
-    }
-
-    func print(_ line: @autoclosure () -> String) {
-        printer?(line())
+        self.print = print
     }
 
     public var port: Int? { state.withLock { $0.port } }

@@ -73,21 +73,16 @@ public final class FCMEmulator: Sendable {
     let privateKey: JWTKit.Insecure.RSA.PrivateKey
     let keyID = UUID().uuidString.lowercased()
     let state = Mutex(State())
-    /// Where each message is printed; nil prints nothing (the line is not even built: under a
-    /// load test the emulator shares the cores with what it measures).
-    let printer: (@Sendable (String) -> Void)?
+    /// Each request's line.
+    let print: RequestLog
     /// The certificate a client must trust, when it serves TLS.
     public let certificate: SelfSignedCertificate?
 
-    public init(configuration: Configuration = .init(), print: (@Sendable (String) -> Void)? = nil) throws {
+    public init(configuration: Configuration = .init(), print: RequestLog = .quiet) throws {
         self.configuration = configuration
         self.certificate = configuration.tls ? try SelfSignedCertificate(commonName: "Herald FCM emulator") : nil
         self.privateKey = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
-        self.printer = print
-    }
-
-    func print(_ line: @autoclosure () -> String) {
-        printer?(line())
+        self.print = print
     }
 
     /// The port the emulator listens on, once it runs.

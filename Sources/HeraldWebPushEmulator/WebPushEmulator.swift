@@ -53,16 +53,12 @@ public final class WebPushEmulator: Sendable {
 
     public let configuration: Configuration
     let state = Mutex(State())
-    /// Where each request is printed; nil prints nothing (the line is not even built).
-    let printer: (@Sendable (String) -> Void)?
+    /// Each request's line.
+    let print: RequestLog
 
-    public init(configuration: Configuration = .init(), print: (@Sendable (String) -> Void)? = nil) {
+    public init(configuration: Configuration = .init(), print: RequestLog = .quiet) {
         self.configuration = configuration
-        self.printer = print
-    }
-
-    func print(_ line: @autoclosure () -> String) {
-        printer?(line())
+        self.print = print
     }
 
     public var port: Int? { state.withLock { $0.port } }

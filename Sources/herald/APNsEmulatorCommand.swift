@@ -49,8 +49,7 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
         configuration.keyID = keyID
         configuration.teamID = teamID
         configuration.topic = topic
-        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        let emulator = try APNsEmulator(configuration: configuration, print: quiet ? nil : printLine)
+        let emulator = try APNsEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let (caFile, keyFile, host) = (caFile, keyFile, host)
         try await emulator.run { port in
             do {

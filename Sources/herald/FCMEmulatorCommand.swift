@@ -51,9 +51,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         configuration.tokenLifetime = tokenLifetime
         configuration.tls = tls
         if caFile != nil && !tls { throw ValidationError("--write-ca needs --tls") }
-        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        let printer = quiet ? nil : printLine
-        let emulator = try FCMEmulator(configuration: configuration, print: printer)
+        let emulator = try FCMEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let (file, caFile) = (serviceAccountFile, caFile)
         try await emulator.run { port in
             do {

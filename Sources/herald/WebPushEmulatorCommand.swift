@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldEmulatorSupport
 import HeraldWebPushEmulator
 
 struct WebPushEmulatorCommand: AsyncParsableCommand {
@@ -33,8 +34,7 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
         var configuration = WebPushEmulator.Configuration()
         configuration.host = host
         configuration.port = port
-        let printLine: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        let emulator = WebPushEmulator(configuration: configuration, print: quiet ? nil : printLine)
+        let emulator = WebPushEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let file = subscriptionFile
         let host = host
         try await emulator.run { port in

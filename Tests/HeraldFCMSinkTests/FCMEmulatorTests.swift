@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldEmulatorSupport
 import HeraldFCMEmulator
 import HeraldFCMSink
 import NIOCore
@@ -33,7 +34,7 @@ import Testing
         }
     }
 
-    static func start(print: (@Sendable (String) -> Void)?) async throws -> Running {
+    static func start(print: RequestLog) async throws -> Running {
         var configuration = FCMEmulator.Configuration()
         configuration.port = 0
         let emulator = try FCMEmulator(configuration: configuration, print: print)
@@ -49,7 +50,7 @@ import Testing
 
     @Test func aSendIsAnsweredWithItsMessageNameAndCounted() async throws {
         let lines = Mutex<[String]>([])
-        let running = try await Self.start(print: { line in lines.withLock { $0.append(line) } })
+        let running = try await Self.start(print: RequestLog { line in lines.withLock { $0.append(line) } })
         let answer = try await running.send(#"{"message":{"token":"t-1","notification":{"title":"a/b \"q\"","body":"é"},"data":{"k":"v"}}}"#)
         #expect(answer.status == 200)
         let name = answer.body["name"] as? String ?? ""
@@ -62,7 +63,7 @@ import Testing
     /// FCM's limits: 4 096 bytes of payload (notification and data) for a token, 2 048 for a
     /// topic, counted on the payload's JSON, so escapes count as written.
     @Test func payloadsOverFCMsLimitAreRefusedWhateverTheirRequestsLength() async throws {
-        let running = try await Self.start(print: nil)
+        let running = try await Self.start(print: .quiet)
         let plain = String(repeating: "x", count: 4_000)
         let underTopicLimit = String(repeating: "x", count: 1_900)
         // 700 control characters: 700 × 6 bytes of request (each sent escaped), 4 200 bytes of payload.
