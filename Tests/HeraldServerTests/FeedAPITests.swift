@@ -58,6 +58,14 @@ import Testing
             let same = try await client.call(.get, "/feed/index.json", conditional)
             #expect(same.status == .notModified)
             #expect(same.body.readableBytes == 0)
+            // A list of tags (RFC 9110 §13.1.2), each with optional whitespace, weak or strong.
+            var listed = headers()
+            listed[.ifNoneMatch] = "\"other\",\t W/\(etag) "
+            #expect(try await client.call(.get, "/feed/index.json", listed).status == .notModified)
+            listed[.ifNoneMatch] = " \"other\" ,\t\"x\" "
+            #expect(try await client.call(.get, "/feed/index.json", listed).status == .ok)
+            listed[.ifNoneMatch] = "\"other\", * "
+            #expect(try await client.call(.get, "/feed/index.json", listed).status == .notModified)
             _ = try await post(client, herald.admin, ["title": "two"])
             let changed = try await client.call(.get, "/feed/index.json", conditional)
             #expect(changed.status == .ok, "a new message invalidates the ETag")

@@ -16,11 +16,8 @@ enum EntityTag {
     static func matches(_ request: Request, _ tag: String) -> Bool {
         guard let header = request.headers[.ifNoneMatch] else { return false }
         if header == tag { return true }
-        let space = UInt8(ascii: " ")
-        let tab = UInt8(ascii: "\t")
         return header.utf8.split(separator: UInt8(ascii: ",")).contains { item in
-            var candidate = item.drop { $0 == space || $0 == tab }
-            while let last = candidate.last, last == space || last == tab { candidate = candidate.dropLast() }
+            var candidate = item.trimmingEnds { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
             if candidate.elementsEqual("*".utf8) { return true }
             if candidate.starts(with: "W/".utf8) { candidate = candidate.dropFirst(2) }
             return candidate.elementsEqual(tag.utf8)
