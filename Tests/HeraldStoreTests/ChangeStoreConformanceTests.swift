@@ -107,7 +107,7 @@ import Testing
     /// fan-out's row, would never see the earlier one.
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aFanOutWaitsForHistoryWrittenBeforeIt() async throws {
-        let store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
         TestResources.register { await store.close() }
         try await store.migrate()
         let topic = try await TopicTree.make(in: store, ids: ids).optIn.topicKey
@@ -141,7 +141,7 @@ import Testing
         let url = kind == .postgres ? try await PostgresTestDatabase.create() : nil
         let store: any ServerStorage
         if let url {
-            store = try PostgresStore(url: url, acquireTimeout: PostgresStore.patientAcquireTimeout)
+            store = try PostgresStore.patient(url: url)
             TestResources.register { await store.close() }
             try await store.migrate()
         } else {
@@ -193,7 +193,7 @@ import Testing
         #expect(try await wait(for: .content) { _ = try await store.publishContent(at: 1) })
         // A change another writer commits on the same database reaches this watcher too.
         if let url {
-            let other = try PostgresStore(url: url, acquireTimeout: PostgresStore.patientAcquireTimeout)
+            let other = try PostgresStore.patient(url: url)
             TestResources.register { await other.close() }
             #expect(try await wait(for: .attributes(users: ["d"])) { try await other.setAttributes(UserAttributes(), userID: "d") })
         }

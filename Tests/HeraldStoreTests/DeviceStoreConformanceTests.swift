@@ -76,7 +76,7 @@ import Testing
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func postgresMigrationKeepsExistingDevicesAsFCM() async throws {
-        let store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
         TestResources.register { await store.close() }
         let id = ids.next(at: t0)
         try await store.transaction { session in

@@ -88,9 +88,9 @@ import Testing
             return
         }
         let url = try await PostgresTestDatabase.create()
-        let watcher = try PostgresStore(url: url, acquireTimeout: PostgresStore.patientAcquireTimeout)
+        let watcher = try PostgresStore.patient(url: url)
         try await watcher.migrate()
-        let writer = try PostgresStore(url: url, acquireTimeout: PostgresStore.patientAcquireTimeout)
+        let writer = try PostgresStore.patient(url: url)
         let wakes = Mutex(0)
         let watching = Task { try await watcher.watchForWork { wakes.withLock { $0 += 1 } } }
         // LISTEN connects in the background: commit until a wake arrives, with a deadline.

@@ -26,7 +26,7 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
         case .sqliteMemory:
             store = try SQLiteStore(path: ":memory:")
         case .postgres:
-            store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
+            store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
         }
         TestResources.register { await store.close() }
         try await store.migrate()
@@ -39,6 +39,11 @@ extension PostgresStore {
     /// connection: on a machine starved by the whole suite, opening a pool's first connections
     /// (a backend forked per connection) has taken longer than the 2 s a request waits.
     static let patientAcquireTimeout = Duration.seconds(15)
+
+    /// A store on `url` that waits ``patientAcquireTimeout`` for a connection.
+    static func patient(url: String) throws -> PostgresStore {
+        try PostgresStore(url: url, acquireTimeout: patientAcquireTimeout)
+    }
 }
 
 /// Makes the PostgreSQL runs' absence visible: reported as skipped, with the reason, when the
