@@ -18,6 +18,10 @@ public struct NotificationService: Sendable {
     public var fanOutInlineLimit = 10_000
     public let ids: ObjectIDGenerator
     public var metrics = HeraldMetrics()
+    /// The engine that sends this process's deliveries (``DeliveryEngine/handOff``): an accept
+    /// for users stores the deliveries it admits leased to it, so no worker has to claim them.
+    /// nil (tools, tests) leaves every delivery pending for a claim.
+    public var handOff: DeliveryHandOff?
     private let onAccepted: @Sendable (AcceptedWork) -> Void
 
     /// What an accept left for the background services.
@@ -73,7 +77,8 @@ public struct NotificationService: Sendable {
             let router = self.router
             let planned = notification
             result = try await store.acceptUsers(
-                notification, userIDs: userIDs, route: { router.plan(planned, for: $0, at: now) }, idempotency: claim, idempotencySince: since
+                notification, userIDs: userIDs, route: { router.plan(planned, for: $0, at: now) }, idempotency: claim, idempotencySince: since,
+                handOff: handOff
             )
         case .topic(let key):
             // Herald fans out to each subscriber's devices and history, so every user's settings apply.

@@ -87,6 +87,7 @@ public struct HeraldServer: Sendable {
                     }
                 )
                 service.metrics = metrics
+                service.handOff = engine.handOff
                 service.fanOutInlineLimit = configuration.fanOutInlineLimit
                 var userTokens: UserTokenVerifier?
                 if let secret = configuration.userTokenSecret {

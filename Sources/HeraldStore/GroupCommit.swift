@@ -116,6 +116,16 @@ struct AcceptRequest: Sendable {
     var plan: Plan
     var idempotency: IdempotencyClaim?
     var idempotencySince: Date
+    /// Where this accept's deliveries go once committed, leased (``DeliveryHandOff``); nil
+    /// stores them pending for a worker's claim.
+    var handOff: DeliveryHandOff?
+}
+
+/// What one accept of a group commit gives back: its result, and the deliveries it stored
+/// leased for ``AcceptRequest/handOff``, handed over once the transaction has committed.
+struct AcceptOutcome: Sendable {
+    var result: AcceptResult
+    var handedOff: [Delivery] = []
 }
 
 extension PlannedDelivery {
@@ -141,10 +151,12 @@ extension GroupCommit where Request == AcceptRequest, Response == AcceptResult {
     /// An accept for users read and planned in the accepting transaction.
     func acceptUsers(
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        idempotency: IdempotencyClaim?, idempotencySince: Date, handOff: DeliveryHandOff?
     ) async throws -> AcceptResult {
         try await submit(
-            AcceptRequest(notification: notification, plan: .users(userIDs, route: route), idempotency: idempotency, idempotencySince: idempotencySince)
+            AcceptRequest(
+                notification: notification, plan: .users(userIDs, route: route), idempotency: idempotency, idempotencySince: idempotencySince,
+                handOff: handOff)
         )
     }
 }

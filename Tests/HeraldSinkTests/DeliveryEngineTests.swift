@@ -29,7 +29,8 @@ import Testing
         let engine: DeliveryEngine
         let service: NotificationService
 
-        init(maxAttempts: Int = 3) async throws {
+        /// - Parameter handOff: accepts hand their deliveries to the engine, as `herald serve`'s do.
+        init(maxAttempts: Int = 3, handOff: Bool = false) async throws {
             store = try SQLiteStore(path: ":memory:")
             try await store.migrate()
             let clock = self.clock
@@ -37,10 +38,12 @@ import Testing
             var configuration = DeliveryEngineConfiguration()
             configuration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(10), maxDelay: .seconds(100))
             engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, clock: { clock.date })
-            service = NotificationService(
+            var service = NotificationService(
                 validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example")),
                 router: try NotificationRouter(registry: sinks), sinks: sinks, store: store, ids: ObjectIDGenerator()
             )
+            if handOff { service.handOff = engine.handOff }
+            self.service = service
         }
 
         func send(to users: [String], type: String = "comment") async throws -> ObjectID {
@@ -67,6 +70,26 @@ import Testing
         #expect(Set(f.push.received.compactMap(\.recipient.device?.token)) == ["a1", "a2"])
         #expect(try await f.store.history(userID: "alice", limit: 10, before: nil).items.map(\.notificationID) == [id])
         #expect(try await f.store.history(userID: "bob", limit: 10, before: nil).items.map(\.notificationID) == [id])
+        #expect(try await f.states(id).values.allSatisfy { $0 == .delivered })
+    }
+
+    /// Handed off by the accept, a push is sent by the engine without a claim: nothing was
+    /// claimable meanwhile, and its outcome is recorded like a claimed one's. A retry it
+    /// schedules is claimed from the queue as usual.
+    @Test func handedOffDeliveriesAreSentWithoutAClaim() async throws {
+        let f = try await Fixture(handOff: true)
+        try await f.register("alice", "a1")
+        f.push.script([.retry(after: nil, reason: "503")])
+        let id = try await f.send(to: ["alice"])
+        #expect(f.engine.handOff.count == 1)
+        #expect(try await f.store.nextDueDate() == f.clock.date.addingTimeInterval(60), "leased for the engine's lease, not due")
+        #expect(try await f.engine.processDue() == 1)
+        #expect(f.push.received.map { $0.recipient.device?.token } == ["a1"])
+        #expect(f.push.received.first?.attempt == 1)
+        #expect(try await f.states(id).values.sorted { $0.rawValue < $1.rawValue } == [.delivered, .pending], "history, and the push to retry")
+        f.clock.advance(11)
+        #expect(try await f.engine.processDue() == 1, "the retry is claimed")
+        #expect(f.push.received.map(\.attempt) == [1, 2])
         #expect(try await f.states(id).values.allSatisfy { $0 == .delivered })
     }
 

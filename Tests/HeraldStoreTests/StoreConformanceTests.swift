@@ -293,6 +293,64 @@ import Testing
         #expect(try await store.history(userID: "a", limit: 10, before: nil).items.map(\.notificationID) == [n.id], "a replay writes no history")
     }
 
+    /// An accept with a hand-off stores the deliveries it admits as a claim leaves them (leased,
+    /// first attempt counted) and hands over exactly what a claim would read back: nothing is
+    /// claimable until the lease runs out, and then the same deliveries are, on attempt 2. A
+    /// sink the hand-off does not admit is stored pending, as without one.
+    @Test(arguments: StoreKind.allCases)
+    func anAcceptHandsOffWhatAClaimWouldReadBack(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        for user in ["a", "b"] {
+            _ = try await store.registerDevice(
+                userID: user, registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", token: "tok-\(user)")),
+                newID: ids.next(at: t0), at: t0)
+        }
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
+            [
+                PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert),
+                PlannedDelivery(sink: "hook", userID: context.userID, distribution: .information),
+            ]
+                + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
+        }
+        let handOff = DeliveryHandOff(capacity: 100, lease: .seconds(30), admits: { $0 != "hook" })
+        // Sub-microsecond times are stored to the microsecond: the handed notification is the stored one.
+        let n = notification(["a", "b"], at: t0.addingTimeInterval(0.000_000_3))
+        let result = try await store.acceptUsers(
+            n, userIDs: ["a", "b"], route: route, idempotency: nil, idempotencySince: t0, handOff: handOff)
+        #expect(result == .accepted(NotificationReceipt(id: n.id, recipients: 2)))
+        let handed = handOff.take(max: 10)
+        #expect(handed.map { "\($0.sink):\($0.recipient.userID)" }.sorted() == ["fcm:a", "fcm:b"])
+        #expect(handed.allSatisfy { $0.attempt == 1 && $0.recipient.device?.address.token == "tok-\($0.recipient.userID)" })
+
+        let status = try #require(try await store.status(of: n.id))
+        let stored = Dictionary(uniqueKeysWithValues: status.deliveries.map { ("\($0.sink):\($0.userID)", $0) })
+        for delivery in handed {
+            let row = try #require(stored["fcm:\(delivery.recipient.userID)"])
+            #expect(row.id == delivery.id && row.state == .pending && row.attempts == 1)
+        }
+        #expect(stored["hook:a"]?.attempts == 0 && stored["history:a"]?.state == .delivered)
+        // Only what the hand-off did not admit is claimable now.
+        let now = try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30))
+        #expect(now.map { "\($0.sink):\($0.recipient.userID)" }.sorted() == ["hook:a", "hook:b"])
+        // The process that held them died: once the lease runs out, a claim reads back the
+        // same deliveries it was handed.
+        // (The pending ones, claimed a second later, are still leased.)
+        let retaken = try await store.claimDue(now: t0.addingTimeInterval(30.5), limit: 10, lease: .seconds(30))
+        #expect(retaken.map(\.id) == handed.map(\.id).sorted())
+        for claimed in retaken {
+            var expected = try #require(handed.first { $0.id == claimed.id })
+            expected.attempt = 2
+            #expect(claimed == expected)
+        }
+        // A full hand-off admits nothing more.
+        let full = DeliveryHandOff(capacity: 1, lease: .seconds(30))
+        full.hand(handed)
+        let later = notification(["a"], at: t0.addingTimeInterval(2))
+        _ = try await store.acceptUsers(later, userIDs: ["a"], route: route, idempotency: nil, idempotencySince: t0, handOff: full)
+        #expect(full.take(max: 10).map(\.id) == handed.map(\.id), "nothing was added to a full hand-off")
+        #expect(try await store.status(of: later.id)?.deliveries.filter { $0.sink == "fcm" }.map(\.attempts) == [0])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func claimsLeaseAndExpiredLeasesAreClaimedAgain(_ kind: StoreKind) async throws {
         let store = try await kind.make()

@@ -49,6 +49,11 @@ public final class CircuitBreakers: Sendable {
         states.withLock { $0[sink] ?? State() }
     }
 
+    /// Whether `sink`'s deliveries must not be claimed now (open, including while probed).
+    func isOpen(_ sink: String) -> Bool {
+        states.withLock { $0[sink]?.isOpen ?? false }
+    }
+
     /// Sinks whose deliveries must not be claimed now (open, including those being probed).
     func openSinks() -> Set<String> {
         states.withLock { Set($0.filter { $0.value.isOpen }.keys) }

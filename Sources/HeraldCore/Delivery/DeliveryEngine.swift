@@ -35,6 +35,8 @@ public final class DeliveryEngine: Service {
     private let signal = WakeSignal()
     /// Each sink's circuit: open after consecutive failures, probed, closed by one success.
     public let circuits: CircuitBreakers
+    /// Deliveries leased to this engine by the accepts that stored them (no claim needed).
+    public let handOff: DeliveryHandOff
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
@@ -46,7 +48,13 @@ public final class DeliveryEngine: Service {
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
-        self.circuits = CircuitBreakers(configuration: configuration.circuit)
+        let circuits = CircuitBreakers(configuration: configuration.circuit)
+        self.circuits = circuits
+        // A batch in hand per worker and one more waiting for each.
+        self.handOff = DeliveryHandOff(
+            capacity: 2 * max(1, configuration.workers) * max(1, configuration.batchSize), lease: configuration.lease,
+            admits: { !circuits.isOpen($0) }
+        )
     }
 
     /// The default: an embedder that wants a line per delivery outcome passes its own logger
@@ -66,6 +74,35 @@ public final class DeliveryEngine: Service {
                 group.addTask { await self.workerLoop(worker) }
             }
             group.addTask { await self.watchLoop() }
+            group.addTask(priority: .high) { await self.keepHandedOffLeases() }
+        }
+        await giveBackHandedOff()
+    }
+
+    /// Extends the leases of handed-off deliveries that wait for a worker, so a queue held up
+    /// by a slow sink is not claimed (and sent) again elsewhere; until shutdown.
+    private func keepHandedOffLeases() async {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await self.beatOnce(of: "handed-off") { self.handOff.queuedLeases } }
+        }
+    }
+
+    /// At shutdown: handed-off deliveries no worker took are made due again at once, so the
+    /// next process sends them without waiting for their leases to run out. Their attempt stays
+    /// counted, as for a claimed batch cut short.
+    private func giveBackHandedOff() async {
+        let left = handOff.close()
+        guard !left.isEmpty else { return }
+        let now = clock()
+        let updates = left.map {
+            DeliveryUpdate(id: $0.id, state: .pending, attempts: $0.attempt, lastError: "handed back at shutdown before it was sent", nextAttemptAt: now)
+        }
+        do {
+            // Unstructured: the engine may be ending because its task was cancelled.
+            let queue = self.queue
+            try await Task { try await queue.record(updates, at: now) }.value
+        } catch {
+            logger.warning("could not hand back \(left.count) deliveries at shutdown; they are due again when their leases run out: \(error)")
         }
     }
 
@@ -94,9 +131,16 @@ public final class DeliveryEngine: Service {
 
     private func workerLoop(_ worker: Int) async {
         var failures = 0
+        var lastClaim = ContinuousClock.now - configuration.idlePoll
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                let processed = try await processDue()
+                // Handed-off deliveries first; the queue is claimed too when they run out, and
+                // at least every tenth of the idle poll, so retries that fall due are not held
+                // back by a steady stream of accepts.
+                let handed = handOff.take(max: configuration.batchSize)
+                let claims = handed.isEmpty || ContinuousClock.now - lastClaim >= configuration.idlePoll / 10
+                if claims { lastClaim = .now }
+                let processed = try await processDue(handedOff: handed, claims: claims)
                 failures = 0
                 if processed == 0 { await idle() }
             } catch {
@@ -130,14 +174,37 @@ public final class DeliveryEngine: Service {
     /// - Returns: how many deliveries were worked.
     @discardableResult
     public func processDue() async throws -> Int {
+        try await processDue(handedOff: handOff.take(max: configuration.batchSize), claims: true)
+    }
+
+    /// Delivers `handedOff` with, when `claims`, the due deliveries claimed from the queue.
+    private func processDue(handedOff: [Delivery], claims: Bool) async throws -> Int {
         let now = clock()
-        // A sink whose circuit is open gets one probe delivery when its probe is due; the rest
-        // of its deliveries stay pending, untouched.
-        var batch = try await queue.claimDue(now: now, limit: configuration.batchSize, lease: configuration.lease, sinks: .excluding(circuits.openSinks()))
-        for sink in circuits.probesDue(at: now) {
-            let probe = try await queue.claimDue(now: now, limit: 1, lease: configuration.lease, sinks: .only(sink))
-            if probe.isEmpty { circuits.probeSkipped(sink) }
-            batch += probe
+        var batch = handedOff
+        // A handed-off lease runs from the accept, and this batch's heartbeat first beats a third
+        // of a lease from now: one that waited longer than that (the engine busy, or just
+        // started) is extended first, or it could run out before that beat.
+        if let oldest = handedOff.map(\.notification.timestamp).min(), now.timeIntervalSince(oldest) > configuration.lease.seconds / 3 {
+            await extend(handedOff.map { DeliveryLease(id: $0.id, attempt: $0.attempt) }, of: "handed off")
+        }
+        if claims {
+            // A sink whose circuit is open gets one probe delivery when its probe is due; the
+            // rest of its deliveries stay pending, untouched.
+            do {
+                let limit = configuration.batchSize - batch.count
+                if limit > 0 {
+                    batch += try await queue.claimDue(now: now, limit: limit, lease: configuration.lease, sinks: .excluding(circuits.openSinks()))
+                }
+                for sink in circuits.probesDue(at: now) {
+                    let probe = try await queue.claimDue(now: now, limit: 1, lease: configuration.lease, sinks: .only(sink))
+                    if probe.isEmpty { circuits.probeSkipped(sink) }
+                    batch += probe
+                }
+            } catch {
+                // Handed-off deliveries are leased to this worker already: send them anyway.
+                guard !handedOff.isEmpty else { throw error }
+                logger.error("could not claim due deliveries: \(error)")
+            }
         }
         guard !batch.isEmpty else { return 0 }
         var bySink: [String: [Delivery]] = [:]
@@ -164,18 +231,27 @@ public final class DeliveryEngine: Service {
         return batch.count
     }
 
-    /// Extends the outstanding leases every third of the lease until cancelled.
+    /// Extends the outstanding leases every third of the lease until cancelled or none is left.
     private func keepLeases(_ outstanding: OutstandingLeases) async {
-        let beat = max(configuration.lease / 3, .milliseconds(50))
-        while !Task.isCancelled {
-            try? await Task.sleep(for: beat)
-            let leases = outstanding.current
-            guard !Task.isCancelled, !leases.isEmpty else { return }
-            do {
-                try await queue.extendLeases(leases, until: clock().addingTimeInterval(configuration.lease.seconds))
-            } catch {
-                logger.warning("could not extend the leases of \(leases.count) deliveries in progress: \(error)")
-            }
+        while !Task.isCancelled, (try? await beatOnce(of: "in progress", { outstanding.current })) == true {}
+    }
+
+    /// Waits a third of the lease, then extends `leases()` by a lease.
+    /// - Returns: false when there were none to extend.
+    private func beatOnce(of what: String, _ leases: () -> [DeliveryLease]) async throws -> Bool {
+        try await Task.sleep(for: max(configuration.lease / 3, .milliseconds(50)))
+        let leases = leases()
+        guard !Task.isCancelled, !leases.isEmpty else { return false }
+        await extend(leases, of: what)
+        return true
+    }
+
+    /// Extends `leases` by a lease from now; a failure is logged (the next beat tries again).
+    private func extend(_ leases: [DeliveryLease], of what: String) async {
+        do {
+            try await queue.extendLeases(leases, until: clock().addingTimeInterval(configuration.lease.seconds))
+        } catch {
+            logger.warning("could not extend the leases of \(leases.count) deliveries \(what): \(error)")
         }
     }
 

@@ -52,10 +52,13 @@ public protocol NotificationStore: Sendable {
     /// ``UserStore/recipients(userIDs:)``. Their history rows (the planned deliveries to
     /// ``NotificationRouter/historySink``) are written in the same transaction and those
     /// deliveries stored as delivered: a user's history holds the notification once it is
-    /// accepted.
+    /// accepted. With a `handOff`, each other delivery it admits is stored leased until
+    /// ``DeliveryHandOff/leaseEnd(from:)`` of the notification's timestamp, its first attempt
+    /// counted (as ``DeliveryQueue/claimDue(now:limit:lease:sinks:)`` leaves it), and handed to
+    /// it once the transaction has committed.
     func acceptUsers(
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        idempotency: IdempotencyClaim?, idempotencySince: Date, handOff: DeliveryHandOff?
     ) async throws -> AcceptResult
     /// Stores a notification for every subscriber of `topic`. Up to `inlineLimit` subscribers
     /// are written in the accepting transaction, read and written in pages of `pageSize` so
@@ -87,6 +90,14 @@ public protocol NotificationStore: Sendable {
 }
 
 extension NotificationStore {
+    /// An accept for users whose deliveries all wait in the queue for a worker's claim.
+    public func acceptUsers(
+        _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try await acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince, handOff: nil)
+    }
+
     /// An accept whose idempotency key (if any) is scoped to nobody and compared by key alone:
     /// for tools and tests that store notifications directly.
     public func accept(_ notification: HeraldNotification, recipients: Int, deliveries: [PlannedDelivery], idempotencySince: Date) async throws -> AcceptResult

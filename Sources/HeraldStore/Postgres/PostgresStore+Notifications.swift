@@ -11,9 +11,10 @@ extension PostgresStore {
 
     public func acceptUsers(
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        idempotency: IdempotencyClaim?, idempotencySince: Date, handOff: DeliveryHandOff?
     ) async throws -> AcceptResult {
-        try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
+        try await accepts.acceptUsers(
+            notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince, handOff: handOff)
     }
 
     /// A group commit's accepts in three statements, whatever their number: every named user's
@@ -21,7 +22,7 @@ extension PostgresStore {
     /// (``write(_:_:)``). Over a network each statement is a round trip, so one per accept
     /// would bound a batch by latency, not by the database. Idempotency keys are claimed one by
     /// one, in order, since a later request may replay an earlier one of the same batch.
-    static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptResult] {
+    static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptOutcome] {
         var named: [String] = []
         var seen = Set<String>()
         for request in requests {
@@ -29,9 +30,11 @@ extension PostgresStore {
             for user in userIDs where seen.insert(user).inserted { named.append(user) }
         }
         let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
-        var results: [AcceptResult] = []
+        var outcomes: [AcceptOutcome] = []
         var stored: [(notification: HeraldNotification, recipients: Int)] = []
         var deliveries: [StoredDelivery] = []
+        // Per accept: its hand-off plan and the indexes of its leased rows in `deliveries`.
+        var handOffs: [(outcome: Int, plan: HandOffPlan, rows: [Int])] = []
         for request in requests {
             let notification = request.notification
             let (count, planned, writesHistory): (Int, [PlannedDelivery], Bool)
@@ -42,20 +45,34 @@ extension PostgresStore {
                 (count, planned, writesHistory) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
             }
             if let earlier = try await claim(request.idempotency, for: notification, recipients: count, session, since: request.idempotencySince) {
-                results.append(earlier)
+                outcomes.append(AcceptOutcome(result: earlier))
                 continue
             }
             stored.append((notification, count))
             let at = micros(notification.timestamp)
-            deliveries += planned.map {
-                StoredDelivery(notification: notification.id, at: at, delivery: $0, historyWritten: writesHistory && $0.isHistoryWrite)
+            let plan = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: contexts) } : nil
+            var leasedRows: [Int] = []
+            for delivery in planned {
+                let written = writesHistory && delivery.isHistoryWrite
+                let leasedUntil = written ? nil : plan?.leaseEnd(for: delivery)
+                if leasedUntil != nil { leasedRows.append(deliveries.count) }
+                deliveries.append(StoredDelivery(notification: notification.id, at: at, delivery: delivery, historyWritten: written, leasedUntil: leasedUntil))
             }
-            results.append(.accepted(NotificationReceipt(id: notification.id, recipients: count)))
+            if let plan, !leasedRows.isEmpty { handOffs.append((outcomes.count, plan, leasedRows)) }
+            outcomes.append(AcceptOutcome(result: .accepted(NotificationReceipt(id: notification.id, recipients: count))))
         }
         let history = deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }
         if !history.isEmpty { try await lockHistory(of: history.map(\.1), session) }
-        try await write(StoredWrites(notifications: stored, history: history, deliveries: deliveries, wakeWorkers: !stored.isEmpty), session)
-        return results
+        // Other processes' workers are woken only for rows they may claim now.
+        let claimable = deliveries.contains { !$0.historyWritten && $0.leasedUntil == nil }
+        let leasedIDs = try await write(
+            StoredWrites(notifications: stored, history: history, deliveries: deliveries, wakeWorkers: claimable), session)
+        let idByRow = Dictionary(uniqueKeysWithValues: zip(deliveries.indices.filter { deliveries[$0].leasedUntil != nil }, leasedIDs))
+        for (outcome, plan, rows) in handOffs {
+            // A row whose id did not come back stays leased, and is claimed when its lease runs out.
+            outcomes[outcome].handedOff = rows.compactMap { row in idByRow[row].map { plan.delivery(deliveries[row].delivery, id: $0) } }
+        }
+        return outcomes
     }
 
     /// A delivery to insert; `historyWritten` when its history row is written in the same
@@ -65,6 +82,8 @@ extension PostgresStore {
         var at: Int64
         var delivery: PlannedDelivery
         var historyWritten = false
+        /// Stored leased until then, its first attempt counted, for a hand-off.
+        var leasedUntil: Int64?
     }
 
     /// Rows an accept writes, all in one statement.
@@ -81,8 +100,10 @@ extension PostgresStore {
     /// Everything in `writes` in one statement, whatever the number of rows: over a network
     /// each statement is a round trip the group commit waits for, and its batch with it.
     /// Arrays cannot carry NULLs here, so optional columns travel with a flag saying whether they
-    /// are set ('' stands for an absent device or topic).
-    static func write(_ writes: StoredWrites, _ session: PostgresSession) async throws {
+    /// are set ('' stands for an absent device or topic, -1 for no lease).
+    /// - Returns: the ids of the deliveries stored leased, in the order of `writes.deliveries`.
+    @discardableResult
+    static func write(_ writes: StoredWrites, _ session: PostgresSession) async throws -> [Int64] {
         let all = writes.notifications.map(\.notification)
         let ids = all.map(\.id.hex)
         let types = all.map(\.type)
@@ -112,12 +133,15 @@ extension PostgresStore {
         let topics = deliveries.map { $0.delivery.topic ?? "" }
         let deliveryDistributions = deliveries.map(\.delivery.distribution.rawValue)
         let delivered = deliveries.map(\.historyWritten)
+        let leasedUntil = deliveries.map { $0.leasedUntil ?? -1 }
 
         let historyNotifications = writes.history.map(\.notification)
         let historyUsers = writes.history.map(\.user)
         let historyTimes = writes.history.map(\.at)
-        // Sub-statements of one WITH cannot see each other's rows; none needs to.
-        try await session.execute(
+        // Sub-statements of one WITH cannot see each other's rows; none needs to. The delivery
+        // ids are drawn in `planned` (materialised once: it calls nextval) so the leased ones
+        // come back paired with their place in the arrays, whatever order the insert takes.
+        let row = try await session.row(
             """
             WITH stored AS (
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
@@ -131,13 +155,19 @@ extension PostgresStore {
                     \(targets)::text[], \(recipients)::int8[])
                     AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
                         has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
-            ), queued AS (
-                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
-                SELECT notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
-                    CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written THEN 1 ELSE 0 END, CASE WHEN written THEN NULL ELSE at END, at
+            ), planned AS MATERIALIZED (
+                SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
                 FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
-                    \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[])
-                    AS planned(notification_id, at, sink, user_id, device_id, topic_key, distribution, written)
+                    \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[]) WITH ORDINALITY
+                    AS p(notification_id, at, sink, user_id, device_id, topic_key, distribution, written, leased_until, ord)
+            ), queued AS (
+                INSERT INTO deliveries (id, notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at,
+                    leased)
+                OVERRIDING SYSTEM VALUE
+                SELECT id, notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
+                    CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,
+                    CASE WHEN written THEN NULL WHEN leased_until >= 0 THEN leased_until ELSE at END, at, CASE WHEN leased_until >= 0 THEN 1 ELSE 0 END
+                FROM planned
             ), written AS (
                 INSERT INTO history (notification_id, user_id, read, created_at)
                 SELECT notification_id, user_id, 0, created_at
@@ -147,9 +177,11 @@ extension PostgresStore {
             ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)), woken AS (
                 SELECT pg_notify(\(workChannel), '') WHERE \(writes.wakeWorkers)
             )
-            SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken
+            SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken,
+                (SELECT array_agg(id ORDER BY ord) FILTER (WHERE leased_until >= 0) FROM planned) AS leased_ids
             """
         )
+        return try row?["leased_ids"].decode([Int64]?.self) ?? []
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for

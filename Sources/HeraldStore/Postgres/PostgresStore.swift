@@ -46,8 +46,12 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         self.configuration = configuration
         self.logger = logger
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
-            try await Self.transaction(pool, logger: logger) { session in
+            let outcomes = try await Self.transaction(pool, logger: logger) { session in
                 try await Self.accept(batch: requests, session)
+            }
+            return zip(requests, outcomes).map { request, outcome in
+                request.handOff?.hand(outcome.handedOff)
+                return outcome.result
             }
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in

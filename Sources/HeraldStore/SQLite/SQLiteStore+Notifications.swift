@@ -11,15 +11,17 @@ extension SQLiteStore {
 
     public func acceptUsers(
         _ notification: HeraldNotification, userIDs: [String], route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        idempotency: IdempotencyClaim?, idempotencySince: Date
+        idempotency: IdempotencyClaim?, idempotencySince: Date, handOff: DeliveryHandOff?
     ) async throws -> AcceptResult {
-        try await accepts.acceptUsers(notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince)
+        try await accepts.acceptUsers(
+            notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince, handOff: handOff)
     }
 
     /// One accept inside a group-commit transaction. An accept for users writes their history
-    /// rows here too (``PlannedDelivery/isHistoryWrite``) and appends them to `historyUsers`.
+    /// rows here too (``PlannedDelivery/isHistoryWrite``) and appends them to `historyUsers`,
+    /// and stores the deliveries its hand-off admits leased (``AcceptOutcome/handedOff``).
     /// - Parameter recipients: the batch's recipients (``recipients(_:of:)``), by user.
-    static func accept(_ request: AcceptRequest, _ db: Database, recipients: [String: RecipientContext], historyUsers: inout [String]) throws -> AcceptResult {
+    static func accept(_ request: AcceptRequest, _ db: Database, recipients: [String: RecipientContext], historyUsers: inout [String]) throws -> AcceptOutcome {
         let notification = request.notification
         let (count, deliveries, writesHistory): (Int, [PlannedDelivery], Bool)
         switch request.plan {
@@ -30,14 +32,18 @@ extension SQLiteStore {
             (count, deliveries, writesHistory) = (contexts.count, contexts.flatMap(route), true)
         }
         if let earlier = try insert(notification, recipients: count, db, idempotency: request.idempotency, since: request.idempotencySince) {
-            return earlier
+            return AcceptOutcome(result: earlier)
         }
         let at = micros(notification.timestamp)
         let history = writesHistory ? deliveries.filter(\.isHistoryWrite).map(\.userID) : []
         try writeHistory(history.map { (notification.id.hex, $0) }, at: at, db)
         historyUsers += history
-        try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory)
-        return .accepted(NotificationReceipt(id: notification.id, recipients: count))
+        let handOff = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: recipients) } : nil
+        let leased = try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory, handOff: handOff)
+        return AcceptOutcome(
+            result: .accepted(NotificationReceipt(id: notification.id, recipients: count)),
+            handedOff: handOff.map { plan in leased.map { plan.delivery($0.delivery, id: $0.id) } } ?? []
+        )
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for
@@ -72,20 +78,32 @@ extension SQLiteStore {
 
     /// - Parameter historyWritten: the history rows of these deliveries were written in this
     ///   transaction, so their deliveries are stored as delivered.
-    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64, historyWritten: Bool = false) throws {
+    /// - Parameter handOff: the deliveries it admits are stored leased, their first attempt
+    ///   counted, as a claim leaves them.
+    /// - Returns: the deliveries stored leased, with their ids.
+    @discardableResult
+    static func insert(
+        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64, historyWritten: Bool = false, handOff: HandOffPlan? = nil
+    ) throws -> [(delivery: PlannedDelivery, id: Int64)] {
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at, leased)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
+        var leased: [(delivery: PlannedDelivery, id: Int64)] = []
         for delivery in deliveries {
             let written = historyWritten && delivery.isHistoryWrite
+            let leasedUntil = written ? nil : handOff?.leaseEnd(for: delivery)
+            let state = written ? DeliveryState.delivered : DeliveryState.pending
+            let attempts = written || leasedUntil != nil ? 1 : 0
             try insert.execute(arguments: [
                 notification.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.topic, delivery.distribution.rawValue,
-                written ? DeliveryState.delivered.rawValue : DeliveryState.pending.rawValue, written ? 1 : 0, written ? nil : now, now,
+                state.rawValue, attempts, written ? nil : leasedUntil ?? now, now, leasedUntil == nil ? 0 : 1,
             ])
+            if leasedUntil != nil { leased.append((delivery, db.lastInsertedRowID)) }
         }
+        return leased
     }
 
     public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {

@@ -45,14 +45,17 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         self.changes = changes
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
-            let (results, historyUsers) = try await writer.write { db in
+            let (outcomes, historyUsers) = try await writer.write { db in
                 var historyUsers: [String] = []
                 let recipients = try Self.recipients(db, of: requests)
-                let results = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
-                return (results, historyUsers)
+                let outcomes = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
+                return (outcomes, historyUsers)
             }
             if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
-            return results
+            return zip(requests, outcomes).map { request, outcome in
+                request.handOff?.hand(outcome.handedOff)
+                return outcome.result
+            }
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)

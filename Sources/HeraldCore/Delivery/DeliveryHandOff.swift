@@ -1,0 +1,98 @@
+public import Foundation
+import Synchronization
+
+/// Deliveries leased to this process's ``DeliveryEngine`` by the transaction that accepts them.
+///
+/// Without it a delivery is stored pending, and a worker then claims it (a write that leases
+/// the row and reads it back with its notification and device) before the sink sees it. An
+/// accept that hands off stores the delivery already leased, with its first attempt counted,
+/// exactly as a claim would leave it, and queues it here: the claim's transaction, its fsync
+/// and its read are skipped, and a worker that was idle sends at once. The lease keeps every
+/// guarantee a claim gives: if this process dies, the delivery is due again when the lease
+/// runs out, for any process's workers.
+///
+/// Bounded: once `capacity` deliveries wait (a slow sink), accepts store pending deliveries
+/// as before, and a sink whose circuit is open is never handed anything.
+public final class DeliveryHandOff: Sendable {
+    private struct State {
+        var queued: [Delivery] = []
+        var closed = false
+    }
+
+    /// How long a handed-off delivery is leased for (the engine's lease).
+    public let lease: Duration
+    /// Deliveries that may wait at once; one accept batch may go past it.
+    public let capacity: Int
+    private let state = Mutex(State())
+    private let admitsSink: @Sendable (String) -> Bool
+
+    /// - Parameter admits: whether a delivery to the named sink may be handed off now (the
+    ///   engine says no for a sink whose circuit is open).
+    public init(capacity: Int, lease: Duration, admits: @escaping @Sendable (String) -> Bool = { _ in true }) {
+        self.capacity = max(1, capacity)
+        self.lease = lease
+        self.admitsSink = admits
+    }
+
+    /// Whether an accept may store a delivery to `sink` leased and hand it off.
+    public func admits(sink: String) -> Bool {
+        let open = state.withLock { !$0.closed && $0.queued.count < capacity }
+        return open && admitsSink(sink)
+    }
+
+    /// The lease a handed-off delivery is stored with, from the moment it is accepted.
+    public func leaseEnd(from now: Date) -> Date {
+        now.addingTimeInterval(lease.seconds)
+    }
+
+    /// Queues deliveries whose accept has committed, leased until ``leaseEnd(from:)``.
+    /// - Returns: false when the engine has stopped: their leases will run out and they will be
+    ///   claimed like any other delivery.
+    @discardableResult
+    public func hand(_ deliveries: [Delivery]) -> Bool {
+        guard !deliveries.isEmpty else { return true }
+        return state.withLock { state in
+            guard !state.closed else { return false }
+            state.queued += deliveries
+            return true
+        }
+    }
+
+    /// Up to `limit` queued deliveries, oldest first (the engine's workers take them).
+    public func take(max limit: Int) -> [Delivery] {
+        state.withLock { state in
+            let taken = Array(state.queued.prefix(max(0, limit)))
+            state.queued.removeFirst(taken.count)
+            return taken
+        }
+    }
+
+    /// The leases of the deliveries still waiting, for the engine's heartbeat.
+    var queuedLeases: [DeliveryLease] {
+        state.withLock { $0.queued.map { DeliveryLease(id: $0.id, attempt: $0.attempt) } }
+    }
+
+    /// Deliveries waiting for a worker now.
+    public var count: Int { state.withLock { $0.queued.count } }
+
+    /// Stops admitting and returns what still waits, for the engine to give back at shutdown.
+    func close() -> [Delivery] {
+        state.withLock { state in
+            state.closed = true
+            defer { state.queued.removeAll() }
+            return state.queued
+        }
+    }
+}
+
+extension HeraldNotification {
+    /// The notification as a store gives it back: times kept to the microsecond, as stored.
+    /// A handed-off delivery carries this, so a sink sees the same values whether the delivery
+    /// was handed off or claimed.
+    public var asStored: HeraldNotification {
+        var stored = self
+        stored.timestamp = Timestamp.date(microseconds: Timestamp.microseconds(timestamp))
+        stored.expiresAt = expiresAt.map { Timestamp.date(microseconds: Timestamp.microseconds($0)) }
+        return stored
+    }
+}
