@@ -126,6 +126,15 @@ struct AcceptRequest: Sendable {
 struct AcceptOutcome: Sendable {
     var result: AcceptResult
     var handedOff: [Delivery] = []
+
+    /// After the transaction has committed: hands each accept's leased deliveries to its
+    /// hand-off, and gives back the results in order.
+    static func handOver(_ outcomes: [AcceptOutcome], of requests: [AcceptRequest]) -> [AcceptResult] {
+        zip(requests, outcomes).map { request, outcome in
+            request.handOff?.hand(outcome.handedOff)
+            return outcome.result
+        }
+    }
 }
 
 extension PlannedDelivery {

@@ -83,7 +83,7 @@ public final class DeliveryEngine: Service {
     /// by a slow sink is not claimed (and sent) again elsewhere; until shutdown.
     private func keepHandedOffLeases() async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await cancelWhenGracefulShutdown { try await self.beatOnce(of: "handed-off") { self.handOff.queuedLeases } }
+            _ = try? await cancelWhenGracefulShutdown { try await self.beatOnce(of: "handed-off") { self.handOff.queuedLeases } }
         }
     }
 

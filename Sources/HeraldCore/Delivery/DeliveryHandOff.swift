@@ -45,16 +45,13 @@ public final class DeliveryHandOff: Sendable {
         now.addingTimeInterval(lease.seconds)
     }
 
-    /// Queues deliveries whose accept has committed, leased until ``leaseEnd(from:)``.
-    /// - Returns: false when the engine has stopped: their leases will run out and they will be
-    ///   claimed like any other delivery.
-    @discardableResult
-    public func hand(_ deliveries: [Delivery]) -> Bool {
-        guard !deliveries.isEmpty else { return true }
-        return state.withLock { state in
-            guard !state.closed else { return false }
-            state.queued += deliveries
-            return true
+    /// Queues deliveries whose accept has committed, leased until ``leaseEnd(from:)``. Once the
+    /// engine has stopped they are dropped here: their leases run out and they are claimed like
+    /// any other delivery.
+    public func hand(_ deliveries: [Delivery]) {
+        guard !deliveries.isEmpty else { return }
+        state.withLock { state in
+            if !state.closed { state.queued += deliveries }
         }
     }
 

@@ -54,7 +54,7 @@ extension PostgresStore {
             var leasedRows: [Int] = []
             for delivery in planned {
                 let written = writesHistory && delivery.isHistoryWrite
-                let leasedUntil = written ? nil : plan?.leaseEnd(for: delivery)
+                let leasedUntil = plan?.leaseEnd(for: delivery)
                 if leasedUntil != nil { leasedRows.append(deliveries.count) }
                 deliveries.append(StoredDelivery(notification: notification.id, at: at, delivery: delivery, historyWritten: written, leasedUntil: leasedUntil))
             }
@@ -67,7 +67,9 @@ extension PostgresStore {
         let claimable = deliveries.contains { !$0.historyWritten && $0.leasedUntil == nil }
         let leasedIDs = try await write(
             StoredWrites(notifications: stored, history: history, deliveries: deliveries, wakeWorkers: claimable), session)
-        let idByRow = Dictionary(uniqueKeysWithValues: zip(deliveries.indices.filter { deliveries[$0].leasedUntil != nil }, leasedIDs))
+        // `write` returns the leased rows' ids in the order of `deliveries`, which is the order
+        // `handOffs` lists them in.
+        let idByRow = Dictionary(uniqueKeysWithValues: zip(handOffs.flatMap(\.rows), leasedIDs))
         for (outcome, plan, rows) in handOffs {
             // A row whose id did not come back stays leased, and is claimed when its lease runs out.
             outcomes[outcome].handedOff = rows.compactMap { row in idByRow[row].map { plan.delivery(deliveries[row].delivery, id: $0) } }

@@ -49,10 +49,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
             let outcomes = try await Self.transaction(pool, logger: logger) { session in
                 try await Self.accept(batch: requests, session)
             }
-            return zip(requests, outcomes).map { request, outcome in
-                request.handOff?.hand(outcome.handedOff)
-                return outcome.result
-            }
+            return AcceptOutcome.handOver(outcomes, of: requests)
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try await Self.transaction(pool, logger: logger) { session in try await Self.storeEvents(batches, session) }

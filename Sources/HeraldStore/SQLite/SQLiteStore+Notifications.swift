@@ -94,7 +94,7 @@ extension SQLiteStore {
         var leased: [(delivery: PlannedDelivery, id: Int64)] = []
         for delivery in deliveries {
             let written = historyWritten && delivery.isHistoryWrite
-            let leasedUntil = written ? nil : handOff?.leaseEnd(for: delivery)
+            let leasedUntil = handOff?.leaseEnd(for: delivery)
             let state = written ? DeliveryState.delivered : DeliveryState.pending
             let attempts = written || leasedUntil != nil ? 1 : 0
             try insert.execute(arguments: [

@@ -52,10 +52,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
                 return (outcomes, historyUsers)
             }
             if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
-            return zip(requests, outcomes).map { request, outcome in
-                request.handOff?.hand(outcome.handedOff)
-                return outcome.result
-            }
+            return AcceptOutcome.handOver(outcomes, of: requests)
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)
