@@ -158,15 +158,27 @@ enum StoredRecords {
         return (json, registration.options.isEmpty ? nil : try StoredJSON.encode(registration.options))
     }
 
+    /// The columns ``notification(_:)`` reads, from the table aliased `table`. Named rather
+    /// than `*`, so a column added by a later migration changes no statement's result.
+    static func notificationColumns(of table: String) -> String {
+        ["id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target"]
+            .map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The columns ``device(_:prefix:)`` reads, from the table aliased `table`, each selected
+    /// as `<prefix><column>`.
+    static func deviceColumns(of table: String, prefix: String = "") -> String {
+        [
+            "id", "user_id", "provider", "address_key", "address_json", "app", "options", "platform", "app_version", "region", "locale", "created_at",
+            "updated_at",
+        ].map { "\(table).\($0) AS \(prefix)\($0)" }.joined(separator: ", ")
+    }
+
     /// What a claim selects for ``claimedDeliveries(_:)``, from `c` (the claimed deliveries),
     /// `n` (their notifications) and `dev` (their devices, left-joined). Both engines use it.
     static let claimedColumns = """
         c.id AS delivery_id, c.sink, c.user_id AS recipient_id, c.distribution AS delivery_distribution,
-        c.attempts, c.topic_key AS delivery_topic, n.*,
-        dev.id AS dev_id, dev.user_id AS dev_user_id, dev.provider AS dev_provider, dev.address_key AS dev_address_key,
-        dev.address_json AS dev_address_json, dev.app AS dev_app, dev.options AS dev_options, dev.platform AS dev_platform,
-        dev.app_version AS dev_app_version, dev.region AS dev_region, dev.locale AS dev_locale,
-        dev.created_at AS dev_created_at, dev.updated_at AS dev_updated_at
+        c.attempts, c.topic_key AS delivery_topic, \(notificationColumns(of: "n")), \(deviceColumns(of: "dev", prefix: "dev_"))
         """
 
     static func apiKey(_ row: some StoredRow) throws -> APIKeyRecord {

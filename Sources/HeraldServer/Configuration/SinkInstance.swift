@@ -1,4 +1,4 @@
-public import Configuration
+import Configuration
 public import HeraldCore
 
 /// One configured sink: its name (the key under `sinks:`), its type (which factory builds it)

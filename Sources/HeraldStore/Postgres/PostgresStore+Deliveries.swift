@@ -4,22 +4,33 @@ import PostgresNIO
 
 extension PostgresStore {
     public func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
-        let (included, names) = sinks.names
         let nowMicros = Self.micros(now)
-        // The lease is the next due time: a process that dies before recording leaves the
-        // delivery due again once the lease runs out. SKIP LOCKED lets workers in several
-        // processes claim disjoint batches without waiting for each other. The attempt is
-        // counted at claim time so a delivery that crashes its worker still runs out of attempts.
         let leaseUntil = nowMicros.saturatingAdd(Int64(saturating: lease.seconds * 1_000_000))
         let rows = try await withConnection { session in
-            try await session.rows(
-                """
+            try await session.rows(ClaimStatement(now: nowMicros, leaseUntil: leaseUntil, limit: limit, sinks: sinks))
+        }
+        return try StoredRecords.claimedDeliveries(rows)
+    }
+
+    /// Claims due deliveries with their notifications and devices. The lease is the next due
+    /// time: a process that dies before recording leaves the delivery due again once the lease
+    /// runs out. SKIP LOCKED lets workers in several processes claim disjoint batches without
+    /// waiting for each other. The attempt is counted at claim time so a delivery that crashes
+    /// its worker still runs out of attempts.
+    struct ClaimStatement: PreparedQuery {
+        static let name = "herald_claim"
+        static let sql = ClaimStatement(now: 0, leaseUntil: 0, limit: 0, sinks: .all).query.sql
+        let query: PostgresQuery
+
+        init(now: Int64, leaseUntil: Int64, limit: Int, sinks: SinkFilter) {
+            let (included, names) = sinks.names
+            query = """
                 WITH due AS (
-                    SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(nowMicros)
+                    SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now)
                         AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
                     ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 ), claimed AS (
-                    UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, leased = 1, updated_at = \(nowMicros)
+                    UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, leased = 1, updated_at = \(now)
                     FROM due WHERE d.id = due.id
                     RETURNING d.id, d.notification_id, d.sink, d.user_id, d.device_id, d.topic_key, d.distribution, d.attempts
                 )
@@ -29,41 +40,46 @@ extension PostgresStore {
                 LEFT JOIN devices dev ON dev.id = c.device_id AND dev.user_id = c.user_id
                 ORDER BY c.id
                 """
-            )
         }
-        return try StoredRecords.claimedDeliveries(rows)
     }
 
     public func record(_ updates: [DeliveryUpdate], at date: Date) async throws {
         guard !updates.isEmpty else { return }
         let now = Self.micros(date)
-        // One statement for the batch. Arrays cannot carry NULLs here: a missing error travels
-        // as '' and a missing next attempt as -1, and both become NULL again in SQL.
-        let ids = updates.map(\.id)
-        let states = updates.map(\.state.rawValue)
-        let attempts = updates.map { Int64($0.attempts) }
-        let errors = updates.map { $0.lastError ?? "" }
-        let nextAttempts = updates.map { $0.state == .pending ? $0.nextAttemptAt.map(Self.micros) ?? now : -1 }
         try await transaction { session in
             // Fenced by the attempt: a stale worker's outcome changes nothing.
-            let applied = Set(
-                try await session.rows(
-                    """
-                    UPDATE deliveries d SET state = u.state, last_error = NULLIF(u.last_error, ''),
-                        next_attempt_at = NULLIF(u.next_attempt_at, -1), leased = 0, updated_at = \(now)
-                    FROM UNNEST(\(ids)::bigint[], \(states)::text[], \(attempts)::bigint[], \(errors)::text[], \(nextAttempts)::bigint[])
-                        AS u(id, state, attempts, last_error, next_attempt_at)
-                    WHERE d.id = u.id AND d.attempts = u.attempts AND d.state = 'pending'
-                    RETURNING d.id
-                    """
-                ).map { try $0.integer("id") }
-            )
+            let applied = Set(try await session.rows(RecordStatement(updates, at: now)).map { try $0.integer("id") })
             for update in updates where applied.contains(update.id) {
                 guard let device = update.removeDevice else { continue }
                 try await Self.removeDevice(session, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
             }
             // Retries scheduled here may be due sooner than other processes' idle workers look.
             if updates.contains(where: { $0.state == .pending }) { try await session.notifyWork() }
+        }
+    }
+
+    /// A batch of outcomes in one statement, each applied only to the attempt it is for.
+    /// Arrays cannot carry NULLs here: a missing error travels as '' and a missing next attempt
+    /// as -1, and both become NULL again in SQL.
+    struct RecordStatement: PreparedQuery {
+        static let name = "herald_record"
+        static let sql = RecordStatement([], at: 0).query.sql
+        let query: PostgresQuery
+
+        init(_ updates: [DeliveryUpdate], at now: Int64) {
+            let ids = updates.map(\.id)
+            let states = updates.map(\.state.rawValue)
+            let attempts = updates.map { Int64($0.attempts) }
+            let errors = updates.map { $0.lastError ?? "" }
+            let nextAttempts = updates.map { $0.state == .pending ? $0.nextAttemptAt.map(PostgresStore.micros) ?? now : -1 }
+            query = """
+                UPDATE deliveries d SET state = u.state, last_error = NULLIF(u.last_error, ''),
+                    next_attempt_at = NULLIF(u.next_attempt_at, -1), leased = 0, updated_at = \(now)
+                FROM UNNEST(\(ids)::bigint[], \(states)::text[], \(attempts)::bigint[], \(errors)::text[], \(nextAttempts)::bigint[])
+                    AS u(id, state, attempts, last_error, next_attempt_at)
+                WHERE d.id = u.id AND d.attempts = u.attempts AND d.state = 'pending'
+                RETURNING d.id
+                """
         }
     }
 

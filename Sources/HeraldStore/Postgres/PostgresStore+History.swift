@@ -29,15 +29,24 @@ extension PostgresStore {
     /// sorted order, after the shared fan-out lock: two transactions never wait on each other in
     /// a cycle.
     static func lockHistory(of users: [String], _ session: PostgresSession) async throws {
-        // Append runs its branches in order: the shared lock is held before any user's.
-        try await session.execute(
-            """
-            SELECT pg_advisory_xact_lock_shared(\(fanOutHistoryLockSpace), 0)
-            UNION ALL
-            SELECT pg_advisory_xact_lock(\(historyLockSpace), hashtext(user_id))
-            FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
-            """
-        )
+        _ = try await session.rows(HistoryLockStatement(users: users))
+    }
+
+    /// ``lockHistory(of:_:)``'s locks in one statement.
+    struct HistoryLockStatement: PreparedQuery {
+        static let name = "herald_history_lock"
+        static let sql = HistoryLockStatement(users: []).query.sql
+        let query: PostgresQuery
+
+        init(users: [String]) {
+            // Append runs its branches in order: the shared lock is held before any user's.
+            query = """
+                SELECT pg_advisory_xact_lock_shared(\(fanOutHistoryLockSpace), 0)
+                UNION ALL
+                SELECT pg_advisory_xact_lock(\(historyLockSpace), hashtext(user_id))
+                FROM (SELECT DISTINCT user_id FROM UNNEST(\(users)::text[]) AS u(user_id) ORDER BY user_id) AS sorted
+                """
+        }
     }
 
     /// A fan-out writes history for too many users to lock each: it waits for every per-user

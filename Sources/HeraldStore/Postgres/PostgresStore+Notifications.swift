@@ -99,91 +99,100 @@ extension PostgresStore {
         var wakeWorkers = false
     }
 
-    /// Everything in `writes` in one statement, whatever the number of rows: over a network
-    /// each statement is a round trip the group commit waits for, and its batch with it.
-    /// Arrays cannot carry NULLs here, so optional columns travel with a flag saying whether they
-    /// are set ('' stands for an absent device or topic, -1 for no lease).
+    /// Everything in `writes` in one statement (``WriteStatement``).
     /// - Returns: the ids of the deliveries stored leased, in the order of `writes.deliveries`.
     @discardableResult
     static func write(_ writes: StoredWrites, _ session: PostgresSession) async throws -> [Int64] {
-        let all = writes.notifications.map(\.notification)
-        let ids = all.map(\.id.hex)
-        let types = all.map(\.type)
-        let titles = all.map(\.title)
-        let bodies = all.map(\.body)
-        let urls = all.map { $0.url ?? "" }
-        let hasURL = all.map { $0.url != nil }
-        let data = all.map { StoredJSON.encode(data: $0.data) }
-        let timestamps = all.map { micros($0.timestamp) }
-        let distributions = all.map(\.distribution.rawValue)
-        let priorities = all.map { Int64($0.priority) }
-        let expiries = all.map { $0.expiresAt.map(micros) ?? 0 }
-        let hasExpiry = all.map { $0.expiresAt != nil }
-        let collapseKeys = all.map { $0.collapseKey ?? "" }
-        let hasCollapseKey = all.map { $0.collapseKey != nil }
-        let idempotencyKeys = all.map { $0.idempotencyKey ?? "" }
-        let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
-        let targets = try all.map { try StoredJSON.encode(target: $0.target) }
-        let recipients = writes.notifications.map { Int64($0.recipients) }
+        try await session.row(try WriteStatement(writes))?["leased_ids"].decode([Int64]?.self) ?? []
+    }
 
-        let deliveries = writes.deliveries
-        let deliveryNotifications = deliveries.map(\.notification.hex)
-        let deliveryTimes = deliveries.map(\.at)
-        let sinks = deliveries.map(\.delivery.sink)
-        let deliveryUsers = deliveries.map(\.delivery.userID)
-        let devices = deliveries.map { $0.delivery.deviceID?.hex ?? "" }
-        let topics = deliveries.map { $0.delivery.topic ?? "" }
-        let deliveryDistributions = deliveries.map(\.delivery.distribution.rawValue)
-        let delivered = deliveries.map(\.historyWritten)
-        let leasedUntil = deliveries.map { $0.leasedUntil ?? -1 }
+    /// Everything in a ``StoredWrites`` in one statement, whatever the number of rows: over a
+    /// network each statement is a round trip the group commit waits for, and its batch with it.
+    /// Arrays cannot carry NULLs here, so optional columns travel with a flag saying whether they
+    /// are set ('' stands for an absent device or topic, -1 for no lease).
+    struct WriteStatement: PreparedQuery {
+        static let name = "herald_write"
+        // An empty batch encodes no target, so it cannot throw.
+        static let sql = (try? WriteStatement(StoredWrites()))?.query.sql ?? ""
+        let query: PostgresQuery
 
-        let historyNotifications = writes.history.map(\.notification)
-        let historyUsers = writes.history.map(\.user)
-        let historyTimes = writes.history.map(\.at)
-        // Sub-statements of one WITH cannot see each other's rows; none needs to. The delivery
-        // ids are drawn in `planned` (materialised once: it calls nextval) so the leased ones
-        // come back paired with their place in the arrays, whatever order the insert takes.
-        let row = try await session.row(
-            """
-            WITH stored AS (
-                INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                    collapse_key, idempotency_key, target, recipients)
-                SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
-                    CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
-                    CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients
-                FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
-                    \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
-                    \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
-                    \(targets)::text[], \(recipients)::int8[])
-                    AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                        has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
-            ), planned AS MATERIALIZED (
-                SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
-                FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
-                    \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[]) WITH ORDINALITY
-                    AS p(notification_id, at, sink, user_id, device_id, topic_key, distribution, written, leased_until, ord)
-            ), queued AS (
-                INSERT INTO deliveries (id, notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at,
-                    leased)
-                OVERRIDING SYSTEM VALUE
-                SELECT id, notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
-                    CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,
-                    CASE WHEN written THEN NULL WHEN leased_until >= 0 THEN leased_until ELSE at END, at, CASE WHEN leased_until >= 0 THEN 1 ELSE 0 END
-                FROM planned
-            ), written AS (
-                INSERT INTO history (notification_id, user_id, read, created_at)
-                SELECT notification_id, user_id, 0, created_at
-                FROM UNNEST(\(historyNotifications)::text[], \(historyUsers)::text[], \(historyTimes)::int8[]) AS entry(notification_id, user_id, created_at)
-                ON CONFLICT (notification_id, user_id) DO NOTHING
-                RETURNING user_id
-            ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)), woken AS (
-                SELECT pg_notify(\(workChannel), '') WHERE \(writes.wakeWorkers)
-            )
-            SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken,
-                (SELECT array_agg(id ORDER BY ord) FILTER (WHERE leased_until >= 0) FROM planned) AS leased_ids
-            """
-        )
-        return try row?["leased_ids"].decode([Int64]?.self) ?? []
+        init(_ writes: StoredWrites) throws {
+            let all = writes.notifications.map(\.notification)
+            let ids = all.map(\.id.hex)
+            let types = all.map(\.type)
+            let titles = all.map(\.title)
+            let bodies = all.map(\.body)
+            let urls = all.map { $0.url ?? "" }
+            let hasURL = all.map { $0.url != nil }
+            let data = all.map { StoredJSON.encode(data: $0.data) }
+            let timestamps = all.map { micros($0.timestamp) }
+            let distributions = all.map(\.distribution.rawValue)
+            let priorities = all.map { Int64($0.priority) }
+            let expiries = all.map { $0.expiresAt.map(micros) ?? 0 }
+            let hasExpiry = all.map { $0.expiresAt != nil }
+            let collapseKeys = all.map { $0.collapseKey ?? "" }
+            let hasCollapseKey = all.map { $0.collapseKey != nil }
+            let idempotencyKeys = all.map { $0.idempotencyKey ?? "" }
+            let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
+            let targets = try all.map { try StoredJSON.encode(target: $0.target) }
+            let recipients = writes.notifications.map { Int64($0.recipients) }
+
+            let deliveries = writes.deliveries
+            let deliveryNotifications = deliveries.map(\.notification.hex)
+            let deliveryTimes = deliveries.map(\.at)
+            let sinks = deliveries.map(\.delivery.sink)
+            let deliveryUsers = deliveries.map(\.delivery.userID)
+            let devices = deliveries.map { $0.delivery.deviceID?.hex ?? "" }
+            let topics = deliveries.map { $0.delivery.topic ?? "" }
+            let deliveryDistributions = deliveries.map(\.delivery.distribution.rawValue)
+            let delivered = deliveries.map(\.historyWritten)
+            let leasedUntil = deliveries.map { $0.leasedUntil ?? -1 }
+
+            let historyNotifications = writes.history.map(\.notification)
+            let historyUsers = writes.history.map(\.user)
+            let historyTimes = writes.history.map(\.at)
+            // Sub-statements of one WITH cannot see each other's rows; none needs to. The delivery
+            // ids are drawn in `planned` (materialised once: it calls nextval) so the leased ones
+            // come back paired with their place in the arrays, whatever order the insert takes.
+            query = """
+                WITH stored AS (
+                    INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
+                        collapse_key, idempotency_key, target, recipients)
+                    SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
+                        CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
+                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients
+                    FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
+                        \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
+                        \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
+                        \(targets)::text[], \(recipients)::int8[])
+                        AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
+                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
+                ), planned AS MATERIALIZED (
+                    SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
+                    FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
+                        \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[]) WITH ORDINALITY
+                        AS p(notification_id, at, sink, user_id, device_id, topic_key, distribution, written, leased_until, ord)
+                ), queued AS (
+                    INSERT INTO deliveries (id, notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at,
+                        leased)
+                    OVERRIDING SYSTEM VALUE
+                    SELECT id, notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
+                        CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,
+                        CASE WHEN written THEN NULL WHEN leased_until >= 0 THEN leased_until ELSE at END, at, CASE WHEN leased_until >= 0 THEN 1 ELSE 0 END
+                    FROM planned
+                ), written AS (
+                    INSERT INTO history (notification_id, user_id, read, created_at)
+                    SELECT notification_id, user_id, 0, created_at
+                    FROM UNNEST(\(historyNotifications)::text[], \(historyUsers)::text[], \(historyTimes)::int8[]) AS entry(notification_id, user_id, created_at)
+                    ON CONFLICT (notification_id, user_id) DO NOTHING
+                    RETURNING user_id
+                ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)), woken AS (
+                    SELECT pg_notify(\(workChannel), '') WHERE \(writes.wakeWorkers)
+                )
+                SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken,
+                    (SELECT array_agg(id ORDER BY ord) FILTER (WHERE leased_until >= 0) FROM planned) AS leased_ids
+                """
+        }
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for

@@ -140,22 +140,31 @@ extension PostgresStore {
     static func recipients(_ session: PostgresSession, userIDs: [String]) async throws -> [RecipientContext] {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
-        // One read (a round trip saved): a row per device, or one without when a user has none.
-        let rows = try await session.rows(
-            """
-            SELECT r.user_id AS recipient, u.settings AS recipient_settings, d.*
-            FROM (SELECT DISTINCT UNNEST(\(userIDs)::text[]) AS user_id) AS r
-            LEFT JOIN users u ON u.id = r.user_id
-            LEFT JOIN devices d ON d.user_id = r.user_id
-            ORDER BY d.id
-            """
-        )
+        let rows = try await session.rows(RecipientsStatement(userIDs: userIDs))
         for row in rows {
             let recipient = try row.text("recipient")
             if settings[recipient] == nil, let stored = try row.json(UserSettings.self, "recipient_settings") { settings[recipient] = stored }
             if try row.optionalText("id") != nil { devices[recipient, default: []].append(try StoredRecords.device(row)) }
         }
         return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
+    }
+
+    /// Named users' settings and devices in one read (a round trip saved): a row per device,
+    /// or one without when a user has none.
+    struct RecipientsStatement: PreparedQuery {
+        static let name = "herald_recipients"
+        static let sql = RecipientsStatement(userIDs: []).query.sql
+        let query: PostgresQuery
+
+        init(userIDs: [String]) {
+            query = """
+                SELECT r.user_id AS recipient, u.settings AS recipient_settings, \(unescaped: StoredRecords.deviceColumns(of: "d"))
+                FROM (SELECT DISTINCT UNNEST(\(userIDs)::text[]) AS user_id) AS r
+                LEFT JOIN users u ON u.id = r.user_id
+                LEFT JOIN devices d ON d.user_id = r.user_id
+                ORDER BY d.id
+                """
+        }
     }
 
     static func settings(_ session: PostgresSession, userID: String) async throws -> UserSettings {
