@@ -76,5 +76,31 @@ import Testing
             return names
         }
         #expect(Set(prepared).isSuperset(of: [PostgresStore.RecipientsStatement.name, PostgresStore.ClaimStatement.name]))
+        #expect(store.preparation.isEnabled)
+    }
+
+    /// A prepared statement that fails for another reason than a lost connection turns
+    /// preparing off, so the same statement runs again on the same connection: PostgreSQL
+    /// answers a prepared statement whose result columns changed type with an error for as long
+    /// as the connection lives (as postgres-nio does a name whose preparation failed).
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aFailedPreparedStatementRunsUnpreparedAfterwards() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let n = HeraldNotification(
+            id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
+            collapseKey: nil, idempotencyKey: nil, target: .users(["a"]))
+        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "hook", userID: "a", distribution: .alert)], idempotencySince: t0)
+        let due = PostgresStore.ClaimStatement(now: PostgresStore.micros(t0), leaseUntil: PostgresStore.micros(t0) + 1, limit: 10, sinks: .all)
+        try await store.withConnection { session in
+            #expect(try await session.rows(PostgresStore.ClaimStatement(now: 0, leaseUntil: 0, limit: 10, sinks: .all)).isEmpty)
+            try await session.execute("ALTER TABLE notifications ALTER COLUMN title TYPE varchar(200)")
+            await #expect(throws: PSQLError.self, "the statement prepared before the change fails") { try await session.rows(due) }
+            #expect(!store.preparation.isEnabled)
+            let claimed = try StoredRecords.claimedDeliveries(try await session.rows(due))
+            #expect(claimed.map(\.notification.id) == [n.id], "the same statement, unprepared, on the same connection")
+        }
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(2), limit: 10, lease: .seconds(1)).map(\.notification.id) == [n.id])
     }
 }

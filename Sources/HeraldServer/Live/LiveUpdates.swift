@@ -12,7 +12,7 @@ struct LiveUpdates: Service {
 
     func run() async throws {
         await withGracefulShutdownHandler {
-            try? await cancelWhenGracefulShutdown {
+            await cancelWhenGracefulShutdown {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { await self.watchStore() }
                     group.addTask { await self.feed.reloads.listen { [streams] in streams.postAll(.feed) } }

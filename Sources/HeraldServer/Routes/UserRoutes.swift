@@ -66,7 +66,7 @@ struct UserRoutes {
     private func pushSink(for registration: DeviceRegistration) throws -> (any NotificationSink)? {
         let provider = registration.address.provider
         guard let chosen = router.pushSink(provider: provider, app: registration.app) else {
-            if let app = registration.app {
+            if registration.app != nil {
                 let serving = router.sinks.filter { $0.capabilities.contains(.push) && $0.providers.contains(provider) }.map(\.name)
                 throw HeraldError.invalidField(
                     "app",

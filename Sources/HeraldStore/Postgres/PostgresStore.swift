@@ -24,6 +24,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let pool: PostgresPool
     let configuration: PostgresClient.Configuration
     let logger: Logger
+    /// Whether the statements run per group commit and delivery batch are prepared.
+    let preparation = StatementPreparation()
     /// Concurrent accepts share a transaction, so one commit serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// Engagement events are group-committed too.
@@ -45,14 +47,15 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
+        let preparation = self.preparation
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
-            let outcomes = try await Self.transaction(pool, logger: logger) { session in
+            let outcomes = try await Self.transaction(pool, preparation: preparation, logger: logger) { session in
                 try await Self.accept(batch: requests, session)
             }
             return AcceptOutcome.handOver(outcomes, of: requests)
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
-            try await Self.transaction(pool, logger: logger) { session in try await Self.storeEvents(batches, session) }
+            try await Self.transaction(pool, preparation: preparation, logger: logger) { session in try await Self.storeEvents(batches, session) }
         }
     }
 
@@ -152,25 +155,25 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
     func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
-        let logger = self.logger
+        let (logger, preparation) = (self.logger, self.preparation)
         return try await pool.withConnection { connection in
-            try await body(PostgresSession(connection: connection, logger: logger))
+            try await body(PostgresSession(connection: connection, preparation: preparation, logger: logger))
         }
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
     func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
-        try await Self.transaction(pool, logger: logger, body)
+        try await Self.transaction(pool, preparation: preparation, logger: logger, body)
     }
 
     static func transaction<Result: Sendable>(
-        _ pool: PostgresPool, logger: Logger, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+        _ pool: PostgresPool, preparation: StatementPreparation, logger: Logger, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
         do {
             return try await pool.run { client, acquired in
                 try await client.withTransaction(logger: logger) { connection in
                     try acquired(connection)
-                    return try await body(PostgresSession(connection: connection, logger: logger))
+                    return try await body(PostgresSession(connection: connection, preparation: preparation, logger: logger))
                 }
             }
         } catch let error as PostgresTransactionError {
@@ -206,6 +209,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 /// One connection lent to a store operation.
 struct PostgresSession: Sendable {
     let connection: PostgresConnection
+    let preparation: StatementPreparation
     let logger: Logger
 
     func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {

@@ -1,4 +1,6 @@
+import Logging
 import PostgresNIO
+import Synchronization
 
 /// A statement Herald runs for every group commit or delivery batch, prepared once per pooled
 /// connection (postgres-nio keeps it there by ``name``). PostgreSQL then parses and analyses it
@@ -21,17 +23,43 @@ extension PreparedQuery {
     func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
 }
 
+/// Whether a store's ``PreparedQuery``s are prepared, or sent unnamed like any other query.
+///
+/// A prepared statement that fails can keep failing on its connection: postgres-nio answers
+/// every later use of a name whose preparation failed (a lock or statement timeout, say) with
+/// that error for as long as the connection lives, and PostgreSQL refuses a prepared statement
+/// whose result columns a migration changed. So the first failure that is not a lost connection
+/// turns preparing off for the store's life: slower, never stuck.
+final class StatementPreparation: Sendable {
+    private let enabled = Atomic(true)
+
+    var isEnabled: Bool { enabled.load(ordering: .relaxed) }
+
+    func disable(after error: any Error, in statement: String, logger: Logger) {
+        guard enabled.exchange(false, ordering: .relaxed) else { return }
+        logger.warning(
+            "a prepared statement failed; statements are no longer prepared in this process",
+            metadata: ["statement": "\(statement)", "error": "\(PostgresStore.describe(error))"])
+    }
+}
+
 extension PostgresSession {
     /// Runs `statement`, prepared on this connection the first time it runs here.
     func rows<Statement: PreparedQuery>(_ statement: Statement) async throws -> [PostgresRandomAccessRow] {
+        guard preparation.isEnabled else { return try await rows(statement.query) }
         // Another text under the same name would run the prepared one with these binds.
         guard statement.query.sql == Statement.sql else {
             assertionFailure("the text of \(Statement.name) depends on its input")
             return try await rows(statement.query)
         }
-        var rows: [PostgresRandomAccessRow] = []
-        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row.makeRandomAccess()) }
-        return rows
+        do {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row.makeRandomAccess()) }
+            return rows
+        } catch {
+            if !PostgresPool.isConnectionFailure(error) { preparation.disable(after: error, in: Statement.name, logger: logger) }
+            throw error
+        }
     }
 
     func row<Statement: PreparedQuery>(_ statement: Statement) async throws -> PostgresRandomAccessRow? {
