@@ -69,7 +69,8 @@ extension PostgresStore {
                 """
             ) {
                 let slot = PoolSlot(
-                    score: try row["score"].decode(Double?.self), timestamp: try row["score_ts"].decode(Double?.self), seen: try row["seen"].decode(Bool.self)
+                    score: try row.cell("score").decode(Double?.self), timestamp: try row.cell("score_ts").decode(Double?.self),
+                    seen: try row.cell("seen").decode(Bool.self)
                 )
                 slots[try row.text("user_id") + "\u{0}" + (try row.text("card_id"))] = slot
             }
@@ -165,7 +166,7 @@ extension PostgresStore {
             ) {
                 slots.append(
                     .init(
-                        card: try row.text("card_id"), score: try row["score"].decode(Double?.self), seenIndex: try row.optionalInteger("seen_index"),
+                        card: try row.text("card_id"), score: try row.cell("score").decode(Double?.self), seenIndex: try row.optionalInteger("seen_index"),
                         deleted: try row.integer("deleted") != 0
                     )
                 )
@@ -324,7 +325,8 @@ extension PostgresStore {
         guard !ids.isEmpty else { return [] }
         return try await session.rows("SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id = ANY(\(ids)) ORDER BY id").map { row in
             CardRecords.card(
-                id: try row.text("id"), metadata: try row.text("metadata"), postedAt: try row.integer("posted_at"), hot: try row["hot"].decode(Double?.self)
+                id: try row.text("id"), metadata: try row.text("metadata"), postedAt: try row.integer("posted_at"),
+                hot: try row.cell("hot").decode(Double?.self)
             )
         }
     }
@@ -345,7 +347,7 @@ extension PostgresStore {
                     return binds
                 }()
             )
-        ).map { CardPull.PoolEntry(card: try $0.text("card_id"), score: try $0["score"].decode(Double.self)) }
+        ).map { CardPull.PoolEntry(card: try $0.text("card_id"), score: try $0.cell("score").decode(Double.self)) }
         let history = try await session.rows(
             "SELECT card_id, seen_index FROM user_cards WHERE user_id = \(userID) AND seen_index IS NOT NULL ORDER BY seen_index"
         ).map { CardHistoryEntry(index: try $0.integer("seen_index"), card: try $0.text("card_id")) }

@@ -103,7 +103,7 @@ extension PostgresStore {
     /// - Returns: the ids of the deliveries stored leased, in the order of `writes.deliveries`.
     @discardableResult
     static func write(_ writes: StoredWrites, _ session: PostgresSession) async throws -> [Int64] {
-        try await session.row(try WriteStatement(writes))?["leased_ids"].decode([Int64]?.self) ?? []
+        try await session.row(try WriteStatement(writes))?.cell("leased_ids").decode([Int64]?.self) ?? []
     }
 
     /// Everything in a ``StoredWrites`` in one statement, whatever the number of rows: over a

@@ -80,7 +80,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 }
             }
             commits = try await withConnection { session in
-                try await session.row("SHOW synchronous_commit").map { try $0[0].decode(String.self) }
+                try await session.row("SHOW synchronous_commit")?.first?.decode(String.self)
             }
         } catch {
             // PSQLError's description hides details on purpose; the server's message and the
@@ -249,10 +249,17 @@ struct PostgresSession: Sendable {
 }
 
 extension PostgresRandomAccessRow: StoredRow {
-    func text(_ column: String) throws -> String { try self[column].decode(String.self) }
-    func optionalText(_ column: String) throws -> String? { try self[column].decode(String?.self) }
-    func integer(_ column: String) throws -> Int64 { try self[column].decode(Int64.self) }
-    func optionalInteger(_ column: String) throws -> Int64? { try self[column].decode(Int64?.self) }
+    func text(_ column: String) throws -> String { try cell(column).decode(String.self) }
+    func optionalText(_ column: String) throws -> String? { try cell(column).decode(String?.self) }
+    func integer(_ column: String) throws -> Int64 { try cell(column).decode(Int64.self) }
+    func optionalInteger(_ column: String) throws -> Int64? { try cell(column).decode(Int64?.self) }
+
+    /// The cell of `column`. postgres-nio's own subscript stops the process when a row lacks the
+    /// column (a schema another Herald version migrated, say): here that is a storage error.
+    func cell(_ column: String) throws -> PostgresCell {
+        guard contains(column) else { throw HeraldError(.internal, code: "storage_corrupt", "the database returned no column \(column)") }
+        return self[column]
+    }
 }
 
 extension PostgresStore {

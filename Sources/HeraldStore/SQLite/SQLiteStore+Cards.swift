@@ -63,7 +63,11 @@ extension SQLiteStore {
                         try db.cachedStatement(sql: "SELECT score, score_ts, seen_index FROM user_cards WHERE user_id = ? AND card_id = ?"),
                         arguments: [userID, update.card]
                     )
-                    let slot = row.map { PoolSlot(score: $0["score"], timestamp: $0["score_ts"], seen: ($0["seen_index"] as Int64?) != nil) }
+                    let slot = try row.map {
+                        PoolSlot(
+                            score: try $0.decode(forColumn: "score"), timestamp: try $0.decode(forColumn: "score_ts"),
+                            seen: (try $0.decode(Int64?.self, forColumn: "seen_index")) != nil)
+                    }
                     switch ScoreRules.decide(update, over: slot) {
                     case .apply: applies.append(update)
                     case .ignoredSeen: report.ignoredSeen += 1
@@ -132,8 +136,9 @@ extension SQLiteStore {
                 )
             else { throw StoredRecords.corrupt("card_clock", "missing") }
             return CardState(
-                mark: CardMark(cardsClock: row["clock"] ?? 0, userSeq: row["seq"] ?? 0), newestNotification: row["newest"], unread: row["unread"] ?? 0,
-                settingsJSON: row["settings"]
+                mark: CardMark(cardsClock: (try row.decode(forColumn: "clock")) ?? 0, userSeq: (try row.decode(forColumn: "seq")) ?? 0),
+                newestNotification: try row.decode(forColumn: "newest"), unread: (try row.decode(forColumn: "unread")) ?? 0,
+                settingsJSON: try row.decode(forColumn: "settings")
             )
         }
         cardStates.remember(state, userID: userID, commits: commits)
@@ -154,13 +159,15 @@ extension SQLiteStore {
                     """,
                 arguments: [userID, since.userSeq]
             ).map { row in
-                CardRecords.ChangedSlot(card: row["card_id"], score: row["score"], seenIndex: row["seen_index"], deleted: row["deleted"])
+                CardRecords.ChangedSlot(
+                    card: try row.decode(forColumn: "card_id"), score: try row.decode(forColumn: "score"), seenIndex: try row.decode(forColumn: "seen_index"),
+                    deleted: try row.decode(forColumn: "deleted"))
             }
             let changedCards = try Row.fetchAll(
                 db,
                 sql: "SELECT c.id, c.deleted FROM cards c JOIN user_cards uc ON uc.card_id = c.id AND uc.user_id = ? WHERE c.clock > ?",
                 arguments: [userID, since.cardsClock]
-            ).map { CardRecords.ChangedCard(id: $0["id"], deleted: $0["deleted"]) }
+            ).map { CardRecords.ChangedCard(id: try $0.decode(forColumn: "id"), deleted: try $0.decode(forColumn: "deleted")) }
             return try CardRecords.delta(mark: mark, slots: slots, changedCards: changedCards, order: order) { try Self.cards(db, ids: $0) }
         }
     }
@@ -201,7 +208,8 @@ extension SQLiteStore {
             for row in try Row.fetchAll(
                 db, sql: "SELECT type, reaction, COUNT(*) AS n FROM events WHERE card = ? GROUP BY type, reaction", arguments: [card]
             ) {
-                CardRecords.tally(&stats, type: row["type"], reaction: row["reaction"], count: row["n"])
+                CardRecords.tally(
+                    &stats, type: try row.decode(forColumn: "type"), reaction: try row.decode(forColumn: "reaction"), count: try row.decode(forColumn: "n"))
             }
             return stats
         }
@@ -273,7 +281,7 @@ extension SQLiteStore {
                 arguments: [userID]
             )
         else { throw StoredRecords.corrupt("card_users", userID) }
-        return (row["seq"], row["next_index"])
+        return (try row.decode(forColumn: "seq"), try row.decode(forColumn: "next_index"))
     }
 
     static func cardMark(_ db: Database, userID: String) throws -> CardMark {
@@ -290,7 +298,11 @@ extension SQLiteStore {
             cards += try Row.fetchAll(
                 db, sql: "SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id IN (\(placeholders(chunk.count))) ORDER BY id",
                 arguments: StatementArguments(chunk)
-            ).map { CardRecords.card(id: $0["id"], metadata: $0["metadata"], postedAt: $0["posted_at"], hot: $0["hot"]) }
+            ).map {
+                CardRecords.card(
+                    id: try $0.decode(forColumn: "id"), metadata: try $0.decode(forColumn: "metadata"), postedAt: try $0.decode(forColumn: "posted_at"),
+                    hot: try $0.decode(forColumn: "hot"))
+            }
         }
         return cards
     }
@@ -305,10 +317,10 @@ extension SQLiteStore {
                 ORDER BY \(ordering) LIMIT ?
                 """,
             arguments: [userID, limit]
-        ).map { CardPull.PoolEntry(card: $0["card_id"], score: $0["score"]) }
+        ).map { CardPull.PoolEntry(card: try $0.decode(forColumn: "card_id"), score: try $0.decode(forColumn: "score")) }
         let history = try Row.fetchAll(
             db, sql: "SELECT card_id, seen_index FROM user_cards WHERE user_id = ? AND seen_index IS NOT NULL ORDER BY seen_index", arguments: [userID]
-        ).map { CardHistoryEntry(index: $0["seen_index"], card: $0["card_id"]) }
+        ).map { CardHistoryEntry(index: try $0.decode(forColumn: "seen_index"), card: try $0.decode(forColumn: "card_id")) }
         let cards = try cards(db, ids: Array(Set(pool.map(\.card) + history.map(\.card))).sorted())
         return CardPull(mark: mark, full: true, cards: cards, cardsRemoved: [], pool: pool, poolRemoved: [], history: history)
     }

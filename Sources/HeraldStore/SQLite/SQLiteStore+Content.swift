@@ -51,6 +51,6 @@ extension SQLiteStore {
         guard let row = try Row.fetchOne(db, sql: "SELECT items, last_published_at FROM content_sets WHERE name = ?", arguments: [name]) else {
             return ContentSet(items: [], lastPublishedAt: nil)
         }
-        return try StoredRecords.contentSet(items: row["items"], lastPublishedAt: row["last_published_at"])
+        return try StoredRecords.contentSet(items: row.decode(forColumn: "items"), lastPublishedAt: row.decode(forColumn: "last_published_at"))
     }
 }

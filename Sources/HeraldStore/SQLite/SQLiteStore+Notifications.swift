@@ -124,11 +124,14 @@ extension SQLiteStore {
                 try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY sink, state"),
                 arguments: [id.hex])
             {
-                let stateText: String = count["state"]
-                if let state = DeliveryState(rawValue: stateText) { summary[count["sink"], default: [:]][state] = count["n"] }
+                let stateText: String = try count.decode(forColumn: "state")
+                if let state = DeliveryState(rawValue: stateText) {
+                    summary[try count.decode(forColumn: "sink"), default: [:]][state] = try count.decode(forColumn: "n")
+                }
             }
             return NotificationStatus(
-                notification: try StoredRecords.notification(row), recipients: row["recipients"], deliveries: deliveries, summary: summary,
+                notification: try StoredRecords.notification(row), recipients: try row.decode(forColumn: "recipients"), deliveries: deliveries,
+                summary: summary,
                 fanOut: try Self.fanOutProgress(db, of: id))
         }
     }
@@ -137,10 +140,10 @@ extension SQLiteStore {
         try await writer.read { db in
             var counters: [String: SinkCounters] = [:]
             for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state")) {
-                let sink: String = row["sink"]
-                let stateText: String = row["state"]
+                let sink: String = try row.decode(forColumn: "sink")
+                let stateText: String = try row.decode(forColumn: "state")
                 guard let state = DeliveryState(rawValue: stateText) else { continue }
-                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = row["n"]
+                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = try row.decode(forColumn: "n")
             }
             for sink in counters.keys {
                 counters[sink]?.lastError = try String.fetchOne(

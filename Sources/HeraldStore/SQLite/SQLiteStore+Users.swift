@@ -50,8 +50,8 @@ extension SQLiteStore {
             try Self.subscribeRecommendedOnce(db, userID, at: now)
             let find = try db.cachedStatement(sql: "SELECT * FROM devices WHERE provider = ? AND address_key = ?")
             if let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) {
-                let previousOwner: String = row["user_id"]
-                let deviceID: String = row["id"]
+                let previousOwner: String = try row.decode(forColumn: "user_id")
+                let deviceID: String = try row.decode(forColumn: "id")
                 if previousOwner != userID {
                     // The device now belongs to someone else: what was queued for the old owner
                     // must never reach the new one.

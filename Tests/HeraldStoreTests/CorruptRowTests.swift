@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import HeraldCore
+import HeraldTestSupport
+import PostgresNIO
+import Testing
+
+@testable import HeraldStore
+
+/// A database row is outside input: a value of the wrong type (a file edited by hand, a column
+/// another Herald version changed) fails the request that reads it, and the process goes on.
+@Suite(.cleansUp) struct CorruptRowTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func accepted(_ store: some HeraldStorage) async throws -> ObjectID {
+        let n = HeraldNotification(
+            id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
+            collapseKey: nil, idempotencyKey: nil, target: .users(["a"]))
+        _ = try await store.accept(n, recipients: 1, deliveries: [PlannedDelivery(sink: "hook", userID: "a", distribution: .alert)], idempotencySince: t0)
+        return n.id
+    }
+
+    @Test func aSQLiteValueOfTheWrongTypeFailsTheReadNotTheProcess() async throws {
+        let path = try TestResources.temporaryDirectory("herald-corrupt").appendingPathComponent("test.sqlite").path
+        let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let id = try await accepted(store)
+        #expect(try await store.status(of: id)?.recipients == 1)
+        // SQLite keeps text that does not look like a number as text, even in an INTEGER column.
+        try await store.writer.write { db in
+            try db.execute(sql: "UPDATE notifications SET recipients = 'many' WHERE id = ?", arguments: [id.hex])
+            try db.execute(sql: "UPDATE deliveries SET sink = x'00ff' WHERE notification_id = ?", arguments: [id.hex])
+        }
+        await #expect(throws: (any Error).self) { try await store.status(of: id) }
+        await #expect(throws: (any Error).self) { try await store.sinkCounters() }
+        #expect(try await store.settings(userID: "a") == UserSettings(), "the store still answers")
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aPostgresColumnOfTheWrongTypeFailsTheReadNotTheProcess() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let id = try await accepted(store)
+        try await store.withConnection { session in
+            try await session.execute("ALTER TABLE notifications ALTER COLUMN recipients TYPE text")
+            try await session.execute("UPDATE notifications SET recipients = 'many'")
+        }
+        await #expect(throws: (any Error).self) { try await store.status(of: id) }
+        #expect(try await store.settings(userID: "a") == UserSettings(), "the store still answers")
+    }
+
+    /// postgres-nio stops the process when a row lacks a column its subscript is asked for.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aMissingPostgresColumnIsAStorageError() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        let row = try #require(try await store.withConnection { session in try await session.row("SELECT 'x' AS present") })
+        #expect(try row.text("present") == "x")
+        #expect(throws: HeraldError.self) { try row.text("absent") }
+        #expect(throws: HeraldError.self) { try row.optionalInteger("absent") }
+        #expect(throws: HeraldError.self) { try row.cell("absent") }
+    }
+}
