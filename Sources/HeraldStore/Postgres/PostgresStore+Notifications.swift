@@ -114,6 +114,8 @@ extension PostgresStore {
         static let name = "herald_write"
         // An empty batch encodes no target, so it cannot throw.
         static let sql = (try? WriteStatement(StoredWrites()))?.query.sql ?? ""
+        /// The history rows' live-stream notices, written once rather than for every group commit.
+        private static let historyNotices = StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)
         let query: PostgresQuery
 
         init(_ writes: StoredWrites) throws {
@@ -186,7 +188,7 @@ extension PostgresStore {
                     FROM UNNEST(\(historyNotifications)::text[], \(historyUsers)::text[], \(historyTimes)::int8[]) AS entry(notification_id, user_id, created_at)
                     ON CONFLICT (notification_id, user_id) DO NOTHING
                     RETURNING user_id
-                ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel)), woken AS (
+                ), \(unescaped: Self.historyNotices), woken AS (
                     SELECT pg_notify(\(workChannel), '') WHERE \(writes.wakeWorkers)
                 )
                 SELECT (SELECT COUNT(*) FROM announced) AS notices, (SELECT COUNT(*) FROM woken) AS woken,

@@ -154,11 +154,13 @@ extension PostgresStore {
     struct RecipientsStatement: PreparedQuery {
         static let name = "herald_recipients"
         static let sql = RecipientsStatement(userIDs: []).query.sql
+        /// The device columns, listed once rather than for every group commit.
+        private static let deviceColumns = StoredRecords.deviceColumns(of: "d")
         let query: PostgresQuery
 
         init(userIDs: [String]) {
             query = """
-                SELECT r.user_id AS recipient, u.settings AS recipient_settings, \(unescaped: StoredRecords.deviceColumns(of: "d"))
+                SELECT r.user_id AS recipient, u.settings AS recipient_settings, \(unescaped: Self.deviceColumns)
                 FROM (SELECT DISTINCT UNNEST(\(userIDs)::text[]) AS user_id) AS r
                 LEFT JOIN users u ON u.id = r.user_id
                 LEFT JOIN devices d ON d.user_id = r.user_id
