@@ -51,9 +51,11 @@ final class PostgresPool: Sendable {
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
 
-    /// The message of the error for an operation that got no connection within `acquireTimeout`
-    /// while the database was not known to be unreachable: busy (or slow to connect), not down.
-    static let busyMessage = "no database connection could be had in time; retry shortly"
+    /// The error for an operation that got no connection within `acquireTimeout` while the
+    /// database was not known to be unreachable: busy (or slow to connect), not down. One value,
+    /// so a caller that waits out a busy pool (``PostgresStore/migrate()``) compares the error,
+    /// not its wording.
+    static let busy = HeraldError(.unavailable, code: "storage_unavailable", "no database connection could be had in time; retry shortly")
 
     /// Runs `operation` on the current pool, within the rules above. The operation calls
     /// `acquired` with its connection as soon as it holds one (see ``SupervisedOperation``).
@@ -73,7 +75,7 @@ final class PostgresPool: Sendable {
             }
         } catch is AcquireTimeout {
             checkReachability()
-            throw HeraldError(.unavailable, code: "storage_unavailable", Self.busyMessage)
+            throw Self.busy
         } catch {
             guard Self.isConnectionFailure(error) else { throw error }
             markUnreachable(because: error)

@@ -75,7 +75,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 do {
                     try await transaction { session in try await PostgresSchema.migrate(session) }
                     break
-                } catch let error as HeraldError where error.message == PostgresPool.busyMessage && pool.isReachable && ContinuousClock.now < patience {
+                } catch let error as HeraldError where error == PostgresPool.busy && pool.isReachable && ContinuousClock.now < patience {
                     logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
                 }
             }
