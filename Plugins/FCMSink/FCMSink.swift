@@ -16,6 +16,10 @@ public struct FCMConfiguration: Sendable {
     public var endpoint: String
     /// Requests in flight at once, across all batches.
     public var maxConcurrency: Int
+    /// HTTP/2 connections to an `https` endpoint, sends spread over them in turn; nil for one
+    /// per 100 of `maxConcurrency` (FCM's stream limit per connection). An `http` endpoint
+    /// speaks HTTP/1.1 with a connection per request in flight and ignores it.
+    public var connections: Int?
     /// How long one send may take before it counts as unanswered.
     public var requestTimeout: Duration
     /// How `data.timestamp` is written (Herald's `timestamps` setting).
@@ -26,6 +30,12 @@ public struct FCMConfiguration: Sendable {
     /// The Instance ID API that keeps topic membership, `https://iid.googleapis.com` by default.
     public var iidEndpoint = "https://iid.googleapis.com" {
         didSet { while iidEndpoint.hasSuffix("/") { iidEndpoint.removeLast() } }
+    }
+
+    /// The HTTP/2 connections an `https` endpoint gets: `connections`, or enough for
+    /// `maxConcurrency` streams at FCM's 100 per connection.
+    public var effectiveConnections: Int {
+        max(1, connections ?? (max(1, maxConcurrency) + FCMConnections.streamsPerConnection - 1) / FCMConnections.streamsPerConnection)
     }
 
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
@@ -51,8 +61,7 @@ public final class FCMSink: ReleasingSink {
     public let providers: DeviceProviders = .only([FCMSink.provider])
 
     let configuration: FCMConfiguration
-    let http: HTTPClient
-    private let ownsHTTPClient: Bool
+    let connections: FCMConnections
     let tokens: FCMAccessTokenProvider
     private let limiter: ConcurrencyLimiter
     let logger: Logger
@@ -68,48 +77,42 @@ public final class FCMSink: ReleasingSink {
     /// A client whose connection pool does not cap concurrency below `maxConcurrency`:
     /// `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host, which would serialise sends
     /// to an HTTP/1.1 endpoint (the emulator, a proxy). Over `https` it offers HTTP/2 (ALPN),
-    /// so sends to Google share one connection as concurrent streams.
+    /// so sends share its one connection as concurrent streams.
     public static func makeHTTPClient(trusting caFile: String? = nil) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_024
-        configuration.httpVersion = .automatic
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        configuration.tlsConfiguration = tls
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        FCMConnections.makeClient(trusting: caFile)
     }
 
-    /// - Parameter http: a client the caller owns and shuts down; by default the sink makes its
-    ///   own and closes it when ``run()`` ends (or ``shutdown()`` is called).
+    /// - Parameter http: a client the caller owns and shuts down, which then carries every
+    ///   send (one HTTP/2 connection over `https`); by default the sink makes its own,
+    ///   ``FCMConfiguration/effectiveConnections`` of them over `https`, and closes them when
+    ///   ``run()`` ends (or ``shutdown()`` is called).
     public init(
         name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
         metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        let client = http ?? Self.makeHTTPClient(trusting: configuration.caFile)
+        let connections = http.map { FCMConnections(borrowing: $0) } ?? FCMConnections(for: configuration)
         do {
             self.tokens = try await FCMAccessTokenProvider(
-                account: configuration.account, http: client, timeout: configuration.requestTimeout, clock: clock,
+                account: configuration.account, http: connections.primary, timeout: configuration.requestTimeout, clock: clock,
                 onRefresh: {
                     Counter(label: "herald_fcm_token_refreshes_total", dimensions: [("sink", name)], factory: metrics.factory).increment()
                 }
             )
         } catch {
-            if http == nil { try? await client.shutdown() }
+            await connections.shutdown()
             throw error
         }
         self.name = name
         self.configuration = configuration
-        self.http = client
-        self.ownsHTTPClient = http == nil
+        self.connections = connections
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
     }
 
-    /// Closes the HTTP client the sink owns; the sink is not used afterwards.
+    /// Closes the HTTP clients the sink owns; the sink is not used afterwards.
     public func shutdown() async {
-        guard ownsHTTPClient else { return }
-        try? await http.shutdown()
+        await connections.shutdown()
     }
 
     /// Access-token requests made so far.
@@ -285,7 +288,7 @@ public final class FCMSink: ReleasingSink {
             request.headers.add(name: "Content-Type", value: "application/json")
             for (name, value) in extra { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: body))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
+            let response = try await connections.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
             let answer = Data(buffer: try await response.body.collect(upTo: limit))
             if response.status.code == 401 && !refreshed {
                 tokens.invalidate(accessToken)

@@ -4,7 +4,8 @@ import NIOSSL
 extension SinkFactory {
     /// `sinks.<name>.type: fcm`: `credentials` (path to a Google service-account JSON file,
     /// required), `endpoint` (default `https://fcm.googleapis.com`), `max_concurrency`
-    /// (1-1024, default 64), `iid_endpoint` (the Instance ID API for topic membership: by default
+    /// (1-1024, default 64), `connections` (HTTP/2 connections to an `https` endpoint, 1-64;
+    /// default one per 100 of `max_concurrency`, FCM's stream limit per connection), `iid_endpoint` (the Instance ID API for topic membership: by default
     /// `https://iid.googleapis.com` with Google's `endpoint`, else `endpoint` itself), `ca_file`
     /// (extra certificates to trust for an `https` endpoint: the emulator's). For the
     /// instance named `fcm`, the top-level `fcm:` section is a
@@ -15,6 +16,8 @@ extension SinkFactory {
         let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
         guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else { throw settings.invalid("endpoint", "must be an http(s) URL") }
         let maxConcurrency = try settings.int("max_concurrency", default: 64, in: 1...1024)
+        let connections = try settings.int("connections")
+        if let connections, !(1...64).contains(connections) { throw settings.invalid("connections", "must be 1-64") }
         // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
         let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
         guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
@@ -29,6 +32,7 @@ extension SinkFactory {
             throw settings.invalid("credentials", "is not usable: \(error.description)")
         }
         var configuration = FCMConfiguration(account: account, endpoint: endpoint, maxConcurrency: maxConcurrency)
+        configuration.connections = connections
         configuration.iidEndpoint = iidEndpoint
         configuration.caFile = caFile
         configuration.timestamps = context.timestamps

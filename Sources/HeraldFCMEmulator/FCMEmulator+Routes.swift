@@ -73,12 +73,17 @@ extension FCMEmulator {
         }
         let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        state.withLock { state in
+            state.sendsInFlight += 1
+            state.peakSendsInFlight = max(state.peakSendsInFlight, state.sendsInFlight)
+        }
         let (response, validateOnly) = await answer(root, body: data)
         let topic = (root?["message"] as? [String: Any])?["topic"] as? String
         state.withLock { state in
             state.received.append(
                 Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly, httpVersion: context.httpVersion))
             state.sendConnections.insert(context.connection)
+            state.sendsInFlight -= 1
             if response.status == .ok && !validateOnly {
                 state.delivered += 1
                 // A topic message reaches the topic's members, and nobody else.
@@ -244,7 +249,8 @@ extension FCMEmulator {
             for item in state.received { versions[item.httpVersion, default: 0] += 1 }
             body = [
                 "delivered": state.delivered, "requests": state.received.count, "token_requests": state.tokenRequests, "topics": topics,
-                "send_connections": state.sendConnections.count, "requests_by_http_version": versions,
+                "send_connections": state.sendConnections.count, "peak_sends_in_flight": state.peakSendsInFlight,
+                "requests_by_http_version": versions,
             ]
         }
         return try json(body, status: .ok)

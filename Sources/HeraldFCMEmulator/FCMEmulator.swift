@@ -67,6 +67,9 @@ public final class FCMEmulator: Sendable {
         var membershipRequests = 0
         /// The connections sends came over (an HTTP/2 client multiplexes them on one).
         var sendConnections: Set<ObjectIdentifier> = []
+        /// Sends being answered now, and the most there have been at once.
+        var sendsInFlight = 0
+        var peakSendsInFlight = 0
     }
 
     public let configuration: Configuration
@@ -126,6 +129,10 @@ public final class FCMEmulator: Sendable {
 
     /// How many connections the sends so far came over.
     public var sendConnections: Int { state.withLock { $0.sendConnections.count } }
+
+    /// The most sends that were being answered at once (over HTTP/2, at most the streams the
+    /// emulator allows per connection, 100 as FCM does, times the connections).
+    public var peakSendsInFlight: Int { state.withLock { $0.peakSendsInFlight } }
 
     /// Devices a topic's accepted messages reached: its members when each was sent.
     public func topicDeliveries(_ topic: String) -> Int {

@@ -30,13 +30,14 @@ final class EmulatorFixture: Sendable {
     ///   `trustCertificate` is false.
     static func start(
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
-        trustCertificate: Bool = true, maxConcurrency: Int = 8, requestTimeout: Duration = .seconds(5), clock: @escaping @Sendable () -> Date = { Date() }
+        trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(5),
+        slowLatency: Duration = .milliseconds(300), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
         configuration.tls = tls
         configuration.quotaRetryAfter = quotaRetryAfter
         configuration.tokenLifetime = tokenLifetime
-        configuration.slowLatency = .milliseconds(300)
+        configuration.slowLatency = slowLatency
         let emulator = try FCMEmulator(configuration: configuration)
         let port = Mutex<Int?>(nil)
         let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
@@ -47,6 +48,7 @@ final class EmulatorFixture: Sendable {
         let account = try JSONDecoder().decode(ServiceAccount.self, from: try emulator.serviceAccountJSON())
         var sinkConfiguration = FCMConfiguration(account: account, endpoint: emulator.baseURL, maxConcurrency: maxConcurrency, requestTimeout: requestTimeout)
         sinkConfiguration.iidEndpoint = emulator.baseURL
+        sinkConfiguration.connections = connections
         let sink: FCMSink
         if let certificate = emulator.certificate {
             let caFile = try TestResources.temporaryDirectory("herald-fcm-ca").appendingPathComponent("ca.pem")

@@ -148,6 +148,35 @@ import Testing
         await f.stop()
     }
 
+    /// FCM allows 100 concurrent streams per HTTP/2 connection (so does the emulator): on one
+    /// connection a `max_concurrency` of 250 would keep at most 100 sends in flight. By default
+    /// the sink opens one connection per 100 of it, and the sends really are concurrent.
+    @Test func aConcurrencyAboveOneConnectionsStreamLimitGetsMoreConnections() async throws {
+        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, slowLatency: .seconds(1))
+        for i in 0..<250 { try await f.register("s\(i)", "slow-\(i)") }
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "wide", userIDs: (0..<250).map { "s\($0)" }))
+        try await f.deliverAll()
+        #expect(f.emulator.deliveredMessages.count == 250)
+        #expect(f.emulator.received.allSatisfy { $0.httpVersion == "2" })
+        #expect(f.emulator.sendConnections == 3, "one connection per 100 of max_concurrency")
+        #expect(f.emulator.peakSendsInFlight > 100, "more sends in flight than one connection's streams: \(f.emulator.peakSendsInFlight)")
+        #expect(f.emulator.tokenRequests == 1, "the connections share one access token")
+        await f.stop()
+    }
+
+    /// `connections: 1` is one connection, and the stream limit is why the default is more.
+    @Test func oneConnectionHoldsSendsToTheServersStreamLimit() async throws {
+        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, connections: 1, slowLatency: .seconds(1))
+        for i in 0..<250 { try await f.register("s\(i)", "slow-\(i)") }
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "narrow", userIDs: (0..<250).map { "s\($0)" }))
+        try await f.deliverAll()
+        #expect(f.emulator.deliveredMessages.count == 250)
+        #expect(f.emulator.sendConnections == 1)
+        #expect(f.emulator.peakSendsInFlight <= 100, "\(f.emulator.peakSendsInFlight)")
+        #expect(f.emulator.peakSendsInFlight > 50, "still many streams at once: \(f.emulator.peakSendsInFlight)")
+        await f.stop()
+    }
+
     /// Trusting the emulator's certificate is explicit: without `caFile` the TLS handshake fails,
     /// nothing reaches it (not even the token request) and the delivery stays pending.
     @Test func anUntrustedCertificateIsRefused() async throws {
