@@ -152,10 +152,11 @@ import Testing
     /// connection a `max_concurrency` of 250 would keep at most 100 sends in flight. By default
     /// the sink opens one connection per 100 of it, and the sends really are concurrent.
     @Test func aConcurrencyAboveOneConnectionsStreamLimitGetsMoreConnections() async throws {
-        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, slowLatency: .seconds(1))
+        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, requestTimeout: .seconds(30), slowLatency: .seconds(1))
         for i in 0..<250 { try await f.register("s\(i)", "slow-\(i)") }
         _ = try await f.send(NotificationSubmission(type: "generic", title: "wide", userIDs: (0..<250).map { "s\($0)" }))
-        try await f.deliverAll()
+        // Slow answers, and the full suite's load beside them: time enough for every send.
+        try await f.deliverAll(timeout: .seconds(60))
         #expect(f.emulator.deliveredMessages.count == 250)
         #expect(f.emulator.received.allSatisfy { $0.httpVersion == "2" })
         #expect(f.emulator.sendConnections == 3, "one connection per 100 of max_concurrency")
@@ -166,10 +167,10 @@ import Testing
 
     /// `connections: 1` is one connection, and the stream limit is why the default is more.
     @Test func oneConnectionHoldsSendsToTheServersStreamLimit() async throws {
-        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, connections: 1, slowLatency: .seconds(1))
+        let f = try await EmulatorFixture.start(tls: true, maxConcurrency: 250, connections: 1, requestTimeout: .seconds(30), slowLatency: .seconds(1))
         for i in 0..<250 { try await f.register("s\(i)", "slow-\(i)") }
         _ = try await f.send(NotificationSubmission(type: "generic", title: "narrow", userIDs: (0..<250).map { "s\($0)" }))
-        try await f.deliverAll()
+        try await f.deliverAll(timeout: .seconds(60))
         #expect(f.emulator.deliveredMessages.count == 250)
         #expect(f.emulator.sendConnections == 1)
         #expect(f.emulator.peakSendsInFlight <= 100, "\(f.emulator.peakSendsInFlight)")
