@@ -67,6 +67,8 @@ public final class APNsSink: ReleasingSink {
         }
         client.tlsConfiguration = tls
         client.httpVersion = .automatic
+        // APNs does not redirect; a 3xx is an answer, never a reason to POST elsewhere.
+        client.redirectConfiguration = .disallow
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
         do {
             self.tokens = try await APNsTokenProvider(key: configuration.key, keyID: configuration.keyID, teamID: configuration.teamID, clock: clock)

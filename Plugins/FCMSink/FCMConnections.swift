@@ -27,6 +27,8 @@ final class FCMConnections: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_024
         configuration.httpVersion = .automatic
+        // FCM does not redirect; a 3xx is an answer, never a reason to POST elsewhere.
+        configuration.redirectConfiguration = .disallow
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         configuration.tlsConfiguration = tls

@@ -51,6 +51,10 @@ public final class WebPushSink: ReleasingSink {
         self.configuration = configuration
         var client = HTTPClient.Configuration()
         client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, configuration.maxConcurrency)
+        // A subscription's endpoint is whatever a browser (or anyone registering one) sent: a
+        // redirect from it must not carry Herald's POST on to another host, an internal one
+        // included. Push services do not redirect; a 3xx is an answer like any other.
+        client.redirectConfiguration = .disallow
         self.http = http ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
         self.ownsHTTPClient = http == nil
         self.logger = logger

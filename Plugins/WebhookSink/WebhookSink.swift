@@ -8,9 +8,11 @@ import NIOHTTP1
 
 /// An out-of-process sink: each delivery is POSTed as JSON to an operator's URL, signed per
 /// the Standard Webhooks convention. 2xx is delivered; 429, 5xx and timeouts are retried
-/// (Retry-After honoured), and so is 410 Gone (the engine's circuit breaker stops sending to a
-/// sink that keeps failing and probes it); other 4xx fail.
-public final class WebhookSink: NotificationSink {
+/// (Retry-After honoured), and so are 410 Gone and redirects (the endpoint's fault: the engine's
+/// circuit breaker stops sending to a sink that keeps failing and probes it); other 4xx fail.
+///
+/// A `Service`: in Herald's service group it closes the HTTP client it owns at shutdown.
+public final class WebhookSink: ReleasingSink {
     public struct Configuration: Sendable {
         /// The part after `webhook:` in the sink's name, e.g. `moderation`.
         public var name: String
@@ -39,20 +41,41 @@ public final class WebhookSink: NotificationSink {
     private let configuration: Configuration
     private let signature: WebhookSignature
     private let http: HTTPClient
+    private let ownsHTTPClient: Bool
     private let logger: Logger
     private let clock: @Sendable () -> Date
 
+    /// A client of the sink's own: `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host,
+    /// which would hold a `max_concurrency` above 8 to 8, and follows redirects, which would
+    /// re-send a signed delivery to wherever a 307 points, or turn it into a GET on a 301/302
+    /// and count the GET's 200 as delivered.
+    static func makeHTTPClient(maxConcurrency: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, maxConcurrency)
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// - Parameter http: a client the caller owns and closes; by default the sink makes its own
+    ///   and closes it when ``run()`` ends (or ``shutdown()`` is called).
     public init(
-        configuration: Configuration, http: HTTPClient = .shared, logger: Logger = Logger(label: "herald.webhook"),
+        configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webhook"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.name = "webhook:\(configuration.name)"
         self.capabilities = configuration.forwardsEvents ? [.perUser, .events] : .perUser
         self.configuration = configuration
         self.signature = WebhookSignature(secret: configuration.secret)
-        self.http = http
+        self.http = http ?? Self.makeHTTPClient(maxConcurrency: configuration.maxConcurrency)
+        self.ownsHTTPClient = http == nil
         self.logger = logger
         self.clock = clock
+    }
+
+    /// Closes the HTTP client the sink owns; the sink is not used afterwards.
+    public func shutdown() async {
+        guard ownsHTTPClient else { return }
+        try? await http.shutdown()
     }
 
     /// The endpoint as reasons and logs show it: no credentials, no query.
@@ -155,6 +178,12 @@ public final class WebhookSink: NotificationSink {
                 // The endpoint is gone, perhaps only until someone fixes it: a sink-level fault.
                 // The delivery waits; the engine's circuit breaker stops sending and probes.
                 return .retry(after: nil, reason: "\(shownURL) answered 410 Gone")
+            case 300..<400:
+                // Moved: the configured URL is stale, which only its operator can fix. Following
+                // would send the signed delivery wherever the answer points; it waits instead.
+                let target = response.headers.first(name: "Location").flatMap { URL(string: $0, relativeTo: URL(string: configuration.url))?.absoluteString }
+                let location = target.map { " to \(RedactedURL.describe($0))" } ?? ""
+                return .retry(after: nil, reason: "\(reason)\(location); redirects are not followed: set the sink's url to the new address")
             case 429, 500...599:
                 let after = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
                 return .retry(after: after, reason: reason)

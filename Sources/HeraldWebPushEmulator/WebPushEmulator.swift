@@ -22,6 +22,7 @@ import Synchronization
 /// | `big-` | 413 Payload Too Large |
 /// | `flaky-` | 503 twice, then 201 |
 /// | `busy-` | 429 with `Retry-After: 1` once, then 201 |
+/// | `moved-` | 307 to `/redirected/<name>`, which answers 201 to a sender that follows it |
 public final class WebPushEmulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
@@ -93,6 +94,13 @@ public final class WebPushEmulator: Sendable {
                     ]
                 })
         }
+        // Where `moved-` subscriptions redirect: a push service never does, and a sender that
+        // follows one is recorded here (with `error` saying so).
+        router.post("/redirected/:name") { _, context in
+            let name = context.parameters.get("name") ?? ""
+            self.state.withLock { $0.received.append(Received(subscription: name, status: 201, plaintext: nil, headers: [:], error: "followed a redirect")) }
+            return Response(status: .created)
+        }
         router.get("/emulator/stats") { _, _ in
             let received = self.received
             return try EmulatorServer.json(["requests": received.count, "delivered": received.filter { $0.status == 201 }.count])
@@ -139,6 +147,7 @@ public final class WebPushEmulator: Sendable {
         if name.hasPrefix("big-") { return answer(.contentTooLarge, plaintext: text) }
         if name.hasPrefix("flaky-") && attempt <= 2 { return answer(.serviceUnavailable, plaintext: text) }
         if name.hasPrefix("busy-") && attempt == 1 { return answer(.tooManyRequests, plaintext: text, extra: ["Retry-After": "1"]) }
+        if name.hasPrefix("moved-") { return answer(.temporaryRedirect, plaintext: text, extra: ["Location": "/redirected/\(name)"]) }
         return answer(.created, plaintext: text)
     }
 }

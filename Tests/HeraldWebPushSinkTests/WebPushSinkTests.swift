@@ -21,12 +21,15 @@ import Testing
         let service: NotificationService
         let ids = ObjectIDGenerator()
 
-        static func start(clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture {
+        /// - Parameter ownClient: the sink makes its own HTTP client, as Herald does (closed
+        ///   when the test ends), instead of the tests' shared one.
+        static func start(ownClient: Bool = false, clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture {
             let emulator = WebPushEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Self.http, clock: clock)
+            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: ownClient ? nil : Self.http, clock: clock)
+            if ownClient { TestResources.register { await sink.shutdown() } }
             let store = try SQLiteStore(path: ":memory:")
             try await store.migrate()
             let sinks = try SinkRegistry([HistorySink(store: store), sink])
@@ -122,6 +125,21 @@ import Testing
         #expect(f.emulator.received.filter { $0.subscription == "flaky-1" }.map(\.status) == [503, 503, 201])
         #expect(f.emulator.received.filter { $0.subscription == "busy-1" }.map(\.status) == [429, 201])
         #expect(f.emulator.received.allSatisfy { $0.error == nil || $0.status == 404 })
+        await f.stop()
+    }
+
+    /// A subscription's endpoint is outside input: a redirect from it is an answer (failed), never
+    /// a reason to POST the message on to wherever it points, an internal address included.
+    @Test func aPushServiceRedirectIsNotFollowed() async throws {
+        let f = try await Fixture.start(ownClient: true)
+        try await f.register("mo", "moved-1")
+        try await f.register("kim", "keep-2")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mo", "kim"]))
+        try await f.deliverAll()
+        #expect(f.emulator.received.filter { $0.subscription == "moved-1" }.map(\.status) == [307], "answered once, not followed")
+        #expect(f.emulator.received.allSatisfy { $0.error != "followed a redirect" })
+        #expect(f.emulator.received.filter { $0.subscription == "keep-2" }.map(\.status) == [201], "the sink's own client delivers")
+        #expect(try await f.store.devices(userID: "mo").count == 1, "a redirect does not remove the subscription")
         await f.stop()
     }
 

@@ -21,8 +21,14 @@ import Testing
         return Delivery(id: id, sink: "webhook:moderation", notification: n, recipient: .init(userID: "u1"), distribution: .alert, attempt: 1)
     }
 
+    /// A sink with its own HTTP client, as Herald makes it, closed when the test ends.
     func sink(_ receiver: Receiver) -> WebhookSink {
-        WebhookSink(configuration: .init(name: "moderation", url: receiver.url, secret: Self.secret))
+        released(WebhookSink(configuration: .init(name: "moderation", url: receiver.url, secret: Self.secret)))
+    }
+
+    func released<Sink: ReleasingSink>(_ sink: Sink) -> Sink {
+        TestResources.register { await sink.shutdown() }
+        return sink
     }
 
     /// With `forward_events`, engagement events go out signed, `type: engagement.event`, with an
@@ -36,6 +42,7 @@ import Testing
             metrics: HeraldMetrics()
         )
         let sink = try await SinkFactory.webhook.makeSink(context)
+        if let releasing = sink as? any ReleasingSink { TestResources.register { await releasing.shutdown() } }
         #expect(sink.name == "webhook:analytics" && sink.capabilities.contains(.events))
         let at = Date(timeIntervalSince1970: 1_700_000_000)
         let event = EngagementEvent(
@@ -57,6 +64,7 @@ import Testing
                 storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"), metrics: HeraldMetrics()
             )
         )
+        if let releasing = quiet as? any ReleasingSink { TestResources.register { await releasing.shutdown() } }
         #expect(!quiet.capabilities.contains(.events))
         guard case .failed = await quiet.deliverEvents([event]).first else {
             Issue.record("a webhook without forward_events refuses events")
@@ -149,10 +157,33 @@ import Testing
         await receiver.stop()
     }
 
+    /// A redirect is not followed: a 307/308 would re-send the signed delivery wherever it
+    /// points, and a 301/302 would turn it into a GET whose 200 counted as delivered. The URL is
+    /// stale, which only the operator can fix, so the delivery waits (retried, the circuit
+    /// breaker probing) and the reason says where the endpoint claims to have gone.
+    @Test(arguments: [301, 302, 303, 307, 308])
+    func redirectsAreNotFollowedAndTheDeliveryWaits(_ status: Int) async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let sink = sink(receiver)
+        receiver.answer(status, headers: ["Location": "/hook?moved=1"])
+        let outcome = await sink.deliver([delivery(id: 1)])
+        guard case .retry(_, let reason) = outcome.first else {
+            Issue.record("\(status): \(outcome)")
+            await receiver.stop()
+            return
+        }
+        #expect(reason.contains("\(status)") && reason.contains("redirects are not followed"), "\(reason)")
+        #expect(reason.contains("to http://127.0.0.1:\(receiver.port.withLock { $0 } ?? 0)/hook?…"), "the target, its query hidden: \(reason)")
+        #expect(receiver.received.count == 1, "the redirect was not followed")
+        #expect(await sink.deliver([delivery(id: 2)]) == [.delivered], "once the endpoint answers 2xx again, deliveries go through")
+        await receiver.stop()
+    }
+
     @Test func unreachableEndpointIsRetried() async throws {
         var configuration = WebhookSink.Configuration(name: "down", url: "http://127.0.0.1:1/hook", secret: Self.secret)
         configuration.timeout = .milliseconds(500)
-        let sink = WebhookSink(configuration: configuration)
+        let sink = released(WebhookSink(configuration: configuration))
         guard case .retry = (await sink.deliver([delivery()])).first else {
             Issue.record("expected a retry")
             return
