@@ -23,6 +23,10 @@ public final class WebPushSink: ReleasingSink {
         public var ttl = 86_400
         public var maxConcurrency = 64
         public var timeout: Duration = .seconds(15)
+        /// Whether endpoints at loopback, private or link-local addresses (and plain `http` on
+        /// loopback) are accepted: for a push service emulator on this machine, never in
+        /// production, where a subscription is whatever a client sent (``PushServiceHost``).
+        public var allowsPrivateEndpoints = false
 
         public init(vapid: VAPIDKey, subject: String) {
             self.vapid = vapid
@@ -81,6 +85,7 @@ public final class WebPushSink: ReleasingSink {
             throw HeraldError.invalidField(field, "must be a subscription object {endpoint, keys: {p256dh, auth}}")
         }
         let subscription = try Subscription(object, field: field)
+        if let problem = refusal(of: subscription.endpoint) { throw HeraldError.invalidField("\(field).endpoint", problem) }
         registration.address = DeviceAddress(provider: registration.address.provider, value: subscription.json, key: subscription.endpoint.absoluteString)
         try registration.validateCommonFields()
     }
@@ -122,10 +127,18 @@ public final class WebPushSink: ReleasingSink {
             ])
         }
 
-        /// Plain http is for a push service on this machine (the emulator) only.
+        /// Plain http is for a push service on this machine (the emulator) only, and only with
+        /// ``Configuration/allowsPrivateEndpoints``.
         static func isLoopback(_ host: String) -> Bool {
             host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"
         }
+    }
+
+    /// Why this sink does not send to `endpoint`, or nil: an address inside the operator's
+    /// network, unless the sink allows those.
+    func refusal(of endpoint: URL) -> String? {
+        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host, PushServiceHost.isPrivate(host) else { return nil }
+        return "must be a push service's public address, not a loopback, private or link-local one (sink '\(name)' has allow_private_endpoints off)"
     }
 
     // MARK: Notifications
@@ -182,6 +195,8 @@ public final class WebPushSink: ReleasingSink {
         guard let device = delivery.recipient.device, let subscription = Subscription(device: device) else {
             return .failed(reason: "the device has no usable Web Push subscription")
         }
+        // Subscriptions stored before this check, or under another setting, are judged again.
+        if let problem = refusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
         do {

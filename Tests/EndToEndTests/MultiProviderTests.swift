@@ -45,7 +45,8 @@ import Testing
             environment: [
                 "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": fcm.url,
                 "HERALD_SINKS_INSTANCES": "webpush,apns", "HERALD_SINKS_WEBPUSH_TYPE": "webpush", "HERALD_SINKS_WEBPUSH_VAPID_PRIVATE_KEY": privateKey,
-                "HERALD_SINKS_WEBPUSH_SUBJECT": "mailto:ops@example.com", "HERALD_SINKS_APNS_TYPE": "apns", "HERALD_SINKS_APNS_KEY_FILE": p8,
+                "HERALD_SINKS_WEBPUSH_SUBJECT": "mailto:ops@example.com", "HERALD_SINKS_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "true",
+                "HERALD_SINKS_APNS_TYPE": "apns", "HERALD_SINKS_APNS_KEY_FILE": p8,
                 "HERALD_SINKS_APNS_KEY_ID": "HERALDKEY1", "HERALD_SINKS_APNS_TEAM_ID": "HERALDTEAM", "HERALD_SINKS_APNS_TOPIC": "com.example.herald",
                 "HERALD_SINKS_APNS_CA_FILE": ca, "HERALD_SINKS_APNS_PRODUCTION_ENDPOINT": apnsURL, "HERALD_SINKS_APNS_SANDBOX_ENDPOINT": apnsURL,
             ],

@@ -28,7 +28,9 @@ import Testing
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-            let sink = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: ownClient ? nil : Self.http, clock: clock)
+            var sinkConfiguration = WebPushSink.Configuration(vapid: .generate(), subject: "mailto:ops@example.com")
+            sinkConfiguration.allowsPrivateEndpoints = true // the emulator is on loopback
+            let sink = WebPushSink(configuration: sinkConfiguration, http: ownClient ? nil : Self.http, clock: clock)
             if ownClient { TestResources.register { await sink.shutdown() } }
             let store = try SQLiteStore(path: ":memory:")
             try await store.migrate()
@@ -140,6 +142,58 @@ import Testing
         #expect(f.emulator.received.allSatisfy { $0.error != "followed a redirect" })
         #expect(f.emulator.received.filter { $0.subscription == "keep-2" }.map(\.status) == [201], "the sink's own client delivers")
         #expect(try await f.store.devices(userID: "mo").count == 1, "a redirect does not remove the subscription")
+        await f.stop()
+    }
+
+    /// A subscription is whatever the registering client sent: with `allow_private_endpoints`
+    /// off (the default) an endpoint at a loopback, private or link-local address is refused at
+    /// registration, naming the field, in every spelling the resolver would reach it by; one
+    /// stored anyway (before the check, or under the other setting) is failed, never sent.
+    @Test func endpointsInsideTheOperatorsNetworkAreRefused() async throws {
+        let f = try await Fixture.start()
+        let production = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http)
+        let keys = try #require(f.emulator.subscribe("inside")["keys"] as? [String: String])
+        func registration(_ endpoint: String) throws -> DeviceRegistration {
+            let object: [String: Any] = ["endpoint": endpoint, "keys": keys]
+            let value = try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object))
+            return DeviceRegistration(address: DeviceAddress(provider: "webpush", value: value, key: ""), addressField: "web_push")
+        }
+        let inside = [
+            f.emulator.subscribe("inside")["endpoint"] as? String ?? "", "https://127.0.0.1/push/x", "https://localhost:8443/push/x",
+            "https://api.localhost/push/x", "https://10.1.2.3/push/x", "https://172.20.0.1/push/x", "https://192.168.1.1/push/x",
+            "https://169.254.169.254/latest", "https://100.64.0.1/push/x", "https://0.0.0.0/push/x", "https://[::1]/push/x",
+            "https://[fd00::1]/push/x", "https://[fe80::1]/push/x", "https://[::ffff:10.0.0.1]/push/x", "https://127.1/push/x",
+            "https://2130706433/push/x", "https://0x7f000001/push/x",
+        ]
+        for endpoint in inside {
+            var candidate = try registration(endpoint)
+            do {
+                try production.prepare(&candidate)
+                Issue.record("\(endpoint) was accepted")
+            } catch let error as HeraldError {
+                #expect(error.code == "invalid_field" && error.message.contains("web_push.endpoint"), "\(endpoint): \(error.message)")
+                #expect(error.message.contains("allow_private_endpoints"), "\(error.message)")
+            }
+        }
+        for endpoint in ["https://fcm.googleapis.com/fcm/send/abc", "https://updates.push.services.mozilla.com/wpush/v2/x", "https://8.8.8.8/p"] {
+            var candidate = try registration(endpoint)
+            #expect(throws: Never.self, "\(endpoint)") { try production.prepare(&candidate) }
+        }
+        // Stored while the emulator's sink allowed it, then sent by a sink that does not.
+        try await f.register("ivy", "inside-2")
+        let device = try #require(try await f.store.devices(userID: "ivy").first)
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, data: [:], timestamp: Date(), distribution: .alert,
+            target: .users(["ivy"]))
+        let delivery = Delivery(
+            id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "ivy", device: device), distribution: .alert, attempt: 1)
+        guard case .failed(let reason) = (await production.deliver([delivery])).first else {
+            Issue.record("a stored private endpoint was not failed")
+            await f.stop()
+            return
+        }
+        #expect(reason.contains("allow_private_endpoints"))
+        #expect(f.emulator.received.isEmpty, "nothing was sent")
         await f.stop()
     }
 
