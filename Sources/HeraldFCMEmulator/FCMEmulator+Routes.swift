@@ -203,7 +203,19 @@ extension FCMEmulator {
             return (response, validateOnly)
         }
         if target.hasPrefix("slow-") {
-            try? await Task.sleep(for: configuration.slowLatency)
+            if let threshold = configuration.releaseSlowSendsAt {
+                let deadline = ContinuousClock.now + configuration.slowLatency
+                while ContinuousClock.now < deadline, !Task.isCancelled {
+                    let released = state.withLock { state in
+                        if state.sendsInFlight >= threshold { state.slowSendsReleased = true }
+                        return state.slowSendsReleased
+                    }
+                    if released { break }
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            } else {
+                try? await Task.sleep(for: configuration.slowLatency)
+            }
         }
         let name = "projects/\(configuration.projectID)/messages/\(UInt64.random(in: 1..<UInt64.max))"
         guard name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {

@@ -33,6 +33,10 @@ public final class FCMEmulator: Sendable {
         public var quotaRetryAfter = 2
         /// Latency of `slow-` tokens.
         public var slowLatency: Duration = .seconds(2)
+        /// When set, `slow-` sends are answered as soon as this many sends are in flight at
+        /// once (all of them, from then on), or after `slowLatency` if that never happens: a
+        /// test of concurrency that does not depend on how fast a loaded machine sends.
+        public var releaseSlowSendsAt: Int?
         /// Serve HTTP/2 over TLS (ALPN, HTTP/1.1 still offered) with a certificate minted at
         /// start, as Google does, instead of plain HTTP/1.1.
         public var tls = false
@@ -70,6 +74,8 @@ public final class FCMEmulator: Sendable {
         /// Sends being answered now, and the most there have been at once.
         var sendsInFlight = 0
         var peakSendsInFlight = 0
+        /// `releaseSlowSendsAt` was reached: `slow-` sends no longer wait.
+        var slowSendsReleased = false
     }
 
     public let configuration: Configuration

@@ -31,13 +31,14 @@ final class EmulatorFixture: Sendable {
     static func start(
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
         trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(5),
-        slowLatency: Duration = .milliseconds(300), clock: @escaping @Sendable () -> Date = { Date() }
+        slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
         configuration.tls = tls
         configuration.quotaRetryAfter = quotaRetryAfter
         configuration.tokenLifetime = tokenLifetime
         configuration.slowLatency = slowLatency
+        configuration.releaseSlowSendsAt = releaseSlowSendsAt
         let emulator = try FCMEmulator(configuration: configuration)
         let port = Mutex<Int?>(nil)
         let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
@@ -64,6 +65,7 @@ final class EmulatorFixture: Sendable {
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
         var engineConfiguration = DeliveryEngineConfiguration()
         engineConfiguration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: backoff, maxDelay: .seconds(5))
+        engineConfiguration.batchSize = batchSize
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: engineConfiguration)
         let service = NotificationService(
             validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://pong.example")),

@@ -73,7 +73,7 @@ import Testing
     }
 
     /// Two stores on one file (``twoStores()``), and an engine (one worker, one delivery per
-    /// batch, a 6 s lease) running on the first, to which accepts hand their deliveries.
+    /// batch, a 9 s lease) running on the first, to which accepts hand their deliveries.
     struct HandOffFixture {
         let first: SQLiteStore
         let second: SQLiteStore
@@ -86,9 +86,9 @@ import Testing
         init(_ sink: SlowSink) async throws {
             let (first, second) = try await SlowSinkLeaseTests.twoStores()
             var configuration = DeliveryEngineConfiguration()
-            // Six seconds: a heartbeat (every two) may run four seconds late while the whole
-            // suite shares two cores.
-            configuration.lease = .seconds(6)
+            // Nine seconds: a heartbeat (every three) may run six seconds late while the whole
+            // suite shares two cores (four was seen to be too few once).
+            configuration.lease = .seconds(9)
             configuration.workers = 1
             configuration.batchSize = 1
             configuration.idlePoll = .seconds(3600)
@@ -125,12 +125,12 @@ import Testing
     /// engine's heartbeat covers its hand-off queue too (which holds two batches per worker),
     /// so another process claims nothing and each delivery is sent once.
     @Test func handedOffDeliveriesWaitingBehindASlowBatchKeepTheirLeases() async throws {
-        let sink = SlowSink(delay: .milliseconds(8_000))
+        let sink = SlowSink(delay: .milliseconds(12_000))
         let f = try await HandOffFixture(sink)
         try await f.accept(2)
         var claimedByOther = 0
-        // The second delivery waits about 8 s in the queue (past its 6 s lease), then is sent.
-        let deadline = ContinuousClock.now + .milliseconds(30_000)
+        // The second delivery waits about 12 s in the queue (past its 9 s lease), then is sent.
+        let deadline = ContinuousClock.now + .milliseconds(45_000)
         while ContinuousClock.now < deadline && sink.calls.withLock({ $0.count }) < 2 {
             claimedByOther += try await f.other.processDue()
             try await Task.sleep(for: .milliseconds(100))

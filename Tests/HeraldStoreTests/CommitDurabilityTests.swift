@@ -26,7 +26,9 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func postgreSQLWithAsynchronousCommitsIsRefusedAtStartup() async throws {
         let url = try await PostgresTestDatabase.create()
-        let setup = try PostgresStore(url: url)
+        // The stores that only set the database up get a first connection's worth of patience
+        // under the full suite's load (migrate() has its own; withConnection does not).
+        let setup = try PostgresStore(url: url, acquireTimeout: .seconds(30))
         try await setup.migrate()
         let database = try PostgresStore.configuration(url: url).database ?? ""
         try await setup.withConnection { session in
@@ -41,7 +43,7 @@ import Testing
         #expect(error?.message.contains("synchronous_commit = off") == true, "\(error?.message ?? "")")
 
         // `local` still waits for the flush on this server: accepted.
-        let fixed = try PostgresStore(url: url)
+        let fixed = try PostgresStore(url: url, acquireTimeout: .seconds(30))
         try await fixed.withConnection { session in
             try await session.execute(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(database)\" SET synchronous_commit = local"))
         }
