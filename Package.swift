@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
         .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
+        .library(name: "HeraldSinkHTTP", targets: ["HeraldSinkHTTP"]),
         .library(name: "HeraldFCMEmulator", targets: ["HeraldFCMEmulator"]),
         .library(name: "HeraldWebPushEmulator", targets: ["HeraldWebPushEmulator"]),
         .library(name: "HeraldWebhookSink", targets: ["HeraldWebhookSink"]),
@@ -84,10 +85,21 @@ let package = Package(
             path: "Plugins/ConsoleSink",
             swiftSettings: swiftSettings
         ),
+        // The HTTP client every HTTP sink sends through (sized, no redirects, several HTTP/2
+        // connections); operators' own sinks may use it too.
+        .target(
+            name: "HeraldSinkHTTP",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldFCMSink",
             dependencies: [
                 "HeraldCore",
+                "HeraldSinkHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,6 +123,7 @@ let package = Package(
             name: "HeraldWebhookSink",
             dependencies: [
                 "HeraldCore",
+                "HeraldSinkHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -125,6 +138,7 @@ let package = Package(
             name: "HeraldWebPushSink",
             dependencies: [
                 "HeraldCore",
+                "HeraldSinkHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -156,6 +170,7 @@ let package = Package(
             name: "HeraldAPNsSink",
             dependencies: [
                 "HeraldCore",
+                "HeraldSinkHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),

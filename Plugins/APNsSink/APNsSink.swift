@@ -2,11 +2,11 @@ import AsyncHTTPClient
 public import Crypto
 public import Foundation
 public import HeraldCore
+import HeraldSinkHTTP
 public import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import NIOSSL
 import Synchronization
 
 /// Apple Push Notification service over HTTP/2 (`POST /3/device/{token}`), with token-based
@@ -60,16 +60,8 @@ public final class APNsSink: ReleasingSink {
     public init(
         name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        var client = HTTPClient.Configuration()
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile = configuration.caFile {
-            tls.additionalTrustRoots = [.file(caFile)]
-        }
-        client.tlsConfiguration = tls
-        client.httpVersion = .automatic
-        // APNs does not redirect; a 3xx is an answer, never a reason to POST elsewhere.
-        client.redirectConfiguration = .disallow
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
+        // One client: APNs allows 1 000 streams on a connection, more than max_concurrency's cap.
+        self.http = SinkHTTPClients.makeClient(maxConcurrency: configuration.maxConcurrency, trusting: configuration.caFile)
         do {
             self.tokens = try await APNsTokenProvider(key: configuration.key, keyID: configuration.keyID, teamID: configuration.teamID, clock: clock)
         } catch {

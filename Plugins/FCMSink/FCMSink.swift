@@ -2,11 +2,11 @@ import AsyncHTTPClient
 import CoreMetrics
 public import Foundation
 public import HeraldCore
+import HeraldSinkHTTP
 public import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import NIOSSL
 import Synchronization
 
 /// How the FCM sink reaches Google (or the local emulator).
@@ -17,8 +17,9 @@ public struct FCMConfiguration: Sendable {
     /// Requests in flight at once, across all batches.
     public var maxConcurrency: Int
     /// HTTP/2 connections to an `https` endpoint, sends spread over them in turn; nil for one
-    /// per 100 of `maxConcurrency` (FCM's stream limit per connection). An `http` endpoint
-    /// speaks HTTP/1.1 with a connection per request in flight and ignores it.
+    /// per 100 of `maxConcurrency` (FCM allows 100 streams on one, and one connection would
+    /// hold any higher concurrency to 100 sends in flight). An `http` endpoint speaks HTTP/1.1
+    /// with a connection per request in flight and ignores it.
     public var connections: Int?
     /// How long one send may take before it counts as unanswered.
     public var requestTimeout: Duration
@@ -35,7 +36,7 @@ public struct FCMConfiguration: Sendable {
     /// The HTTP/2 connections an `https` endpoint gets: `connections`, or enough for
     /// `maxConcurrency` streams at FCM's 100 per connection.
     public var effectiveConnections: Int {
-        max(1, connections ?? (max(1, maxConcurrency) + FCMConnections.streamsPerConnection - 1) / FCMConnections.streamsPerConnection)
+        max(1, connections ?? SinkHTTPClients.connections(forConcurrency: maxConcurrency))
     }
 
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
@@ -61,7 +62,7 @@ public final class FCMSink: ReleasingSink {
     public let providers: DeviceProviders = .only([FCMSink.provider])
 
     let configuration: FCMConfiguration
-    let connections: FCMConnections
+    let connections: SinkHTTPClients
     let tokens: FCMAccessTokenProvider
     private let limiter: ConcurrencyLimiter
     let logger: Logger
@@ -79,7 +80,7 @@ public final class FCMSink: ReleasingSink {
     /// to an HTTP/1.1 endpoint (the emulator, a proxy). Over `https` it offers HTTP/2 (ALPN),
     /// so sends share its one connection as concurrent streams.
     public static func makeHTTPClient(trusting caFile: String? = nil) -> HTTPClient {
-        FCMConnections.makeClient(trusting: caFile)
+        SinkHTTPClients.makeClient(maxConcurrency: 1_024, trusting: caFile)
     }
 
     /// - Parameter http: a client the caller owns and shuts down, which then carries every
@@ -90,7 +91,11 @@ public final class FCMSink: ReleasingSink {
         name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
         metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        let connections = http.map { FCMConnections(borrowing: $0) } ?? FCMConnections(for: configuration)
+        let connections =
+            http.map { SinkHTTPClients(borrowing: $0) }
+            ?? SinkHTTPClients(
+                count: configuration.endpoint.hasPrefix("https://") ? configuration.effectiveConnections : 1, maxConcurrency: configuration.maxConcurrency,
+                trusting: configuration.caFile)
         do {
             self.tokens = try await FCMAccessTokenProvider(
                 account: configuration.account, http: connections.primary, timeout: configuration.requestTimeout, clock: clock,

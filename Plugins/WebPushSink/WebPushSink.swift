@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 import Crypto
 public import Foundation
 public import HeraldCore
+import HeraldSinkHTTP
 public import Logging
 import NIOCore
 import NIOFoundationCompat
@@ -38,37 +39,35 @@ public final class WebPushSink: ReleasingSink {
     public let capabilities: SinkCapabilities = .push
     public let providers: DeviceProviders = .only([WebPushSink.provider])
     private let configuration: Configuration
-    private let http: HTTPClient
-    private let ownsHTTPClient: Bool
+    private let clients: SinkHTTPClients
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
     private let vapidHeaders = VAPIDHeaders()
 
-    /// - Parameter http: a client the caller owns; by default the sink makes its own and closes
-    ///   it when ``run()`` ends.
+    /// - Parameter http: a client the caller owns; by default the sink makes its own
+    ///   (``SinkHTTPClients``: no redirects, one per 100 of `maxConcurrency`, since a push
+    ///   service such as Google's allows 100 streams on one HTTP/2 connection) and closes them
+    ///   when ``run()`` ends.
     public init(
         name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.name = name
         self.configuration = configuration
-        var client = HTTPClient.Configuration()
-        client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, configuration.maxConcurrency)
         // A subscription's endpoint is whatever a browser (or anyone registering one) sent: a
         // redirect from it must not carry Herald's POST on to another host, an internal one
-        // included. Push services do not redirect; a 3xx is an answer like any other.
-        client.redirectConfiguration = .disallow
-        self.http = http ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
-        self.ownsHTTPClient = http == nil
+        // included, and SinkHTTPClients follows none.
+        self.clients =
+            http.map { SinkHTTPClients(borrowing: $0) }
+            ?? SinkHTTPClients(count: SinkHTTPClients.connections(forConcurrency: configuration.maxConcurrency), maxConcurrency: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
     }
 
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.
     public func shutdown() async {
-        guard ownsHTTPClient else { return }
-        try? await http.shutdown()
+        await clients.shutdown()
     }
 
     public func health() async -> SinkHealth {
@@ -213,7 +212,7 @@ public final class WebPushSink: ReleasingSink {
                 value: try await vapidHeaders.authorization(for: subscription.endpoint, key: configuration.vapid, subject: configuration.subject, now: now))
             for (name, value) in Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl) { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: body))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            let response = try await clients.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
             _ = try await response.body.collect(upTo: 16 * 1024)
             let status = Int(response.status.code)
             // The endpoint's path identifies the subscription: only its origin is ever shown.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 public import Foundation
 public import HeraldCore
+import HeraldSinkHTTP
 public import Logging
 import NIOCore
 import NIOFoundationCompat
@@ -40,24 +41,16 @@ public final class WebhookSink: ReleasingSink {
     public let capabilities: SinkCapabilities
     private let configuration: Configuration
     private let signature: WebhookSignature
-    private let http: HTTPClient
-    private let ownsHTTPClient: Bool
+    private let clients: SinkHTTPClients
     private let logger: Logger
     private let clock: @Sendable () -> Date
 
-    /// A client of the sink's own: `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host,
-    /// which would hold a `max_concurrency` above 8 to 8, and follows redirects, which would
-    /// re-send a signed delivery to wherever a 307 points, or turn it into a GET on a 301/302
-    /// and count the GET's 200 as delivered.
-    static func makeHTTPClient(maxConcurrency: Int) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, maxConcurrency)
-        configuration.redirectConfiguration = .disallow
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
     /// - Parameter http: a client the caller owns and closes; by default the sink makes its own
-    ///   and closes it when ``run()`` ends (or ``shutdown()`` is called).
+    ///   and closes them when ``run()`` ends (or ``shutdown()`` is called): ``SinkHTTPClients``,
+    ///   since `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host (holding a
+    ///   `max_concurrency` above 8 to 8) and follows redirects, which would re-send a signed
+    ///   delivery wherever a 307 points, or turn it into a GET on a 301/302 and count the GET's
+    ///   200 as delivered.
     public init(
         configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webhook"),
         clock: @escaping @Sendable () -> Date = { Date() }
@@ -66,16 +59,15 @@ public final class WebhookSink: ReleasingSink {
         self.capabilities = configuration.forwardsEvents ? [.perUser, .events] : .perUser
         self.configuration = configuration
         self.signature = WebhookSignature(secret: configuration.secret)
-        self.http = http ?? Self.makeHTTPClient(maxConcurrency: configuration.maxConcurrency)
-        self.ownsHTTPClient = http == nil
+        let connections = configuration.url.hasPrefix("https://") ? SinkHTTPClients.connections(forConcurrency: configuration.maxConcurrency) : 1
+        self.clients = http.map { SinkHTTPClients(borrowing: $0) } ?? SinkHTTPClients(count: connections, maxConcurrency: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
     }
 
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.
     public func shutdown() async {
-        guard ownsHTTPClient else { return }
-        try? await http.shutdown()
+        await clients.shutdown()
     }
 
     /// The endpoint as reasons and logs show it: no credentials, no query.
@@ -165,7 +157,7 @@ public final class WebhookSink: ReleasingSink {
             request.headers.add(name: "webhook-timestamp", value: String(timestamp))
             request.headers.add(name: "webhook-signature", value: signature.sign(id: id, timestamp: timestamp, body: body))
             request.body = .bytes(ByteBuffer(data: body))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            let response = try await clients.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
             let status = Int(response.status.code)
             // The reply is read (so the connection can be reused) but never repeated: a receiver
             // may echo what it was sent, and `last_error` is readable by every backend key.
