@@ -162,5 +162,10 @@ public struct NotificationValidator: Sendable {
         guard !key.isEmpty, key.unicodeScalars.count <= maxKeyLength else {
             throw HeraldError.invalidField(field, "must be 1-\(maxKeyLength) characters")
         }
+        // A key travels as an HTTP header (APNs' apns-collapse-id), where a control character
+        // is refused at every send: accepting it would answer 202 for a push that can never go.
+        guard !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw HeraldError.invalidField(field, "must not contain control characters")
+        }
     }
 }
