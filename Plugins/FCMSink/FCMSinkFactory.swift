@@ -5,7 +5,8 @@ extension SinkFactory {
     /// `sinks.<name>.type: fcm`: `credentials` (path to a Google service-account JSON file,
     /// required), `endpoint` (default `https://fcm.googleapis.com`), `max_concurrency`
     /// (1-1024, default 64), `connections` (HTTP/2 connections to an `https` endpoint, 1-64;
-    /// default one per 100 of `max_concurrency`, FCM's stream limit per connection), `iid_endpoint` (the Instance ID API for topic membership: by default
+    /// default one per 100 of `max_concurrency`, FCM's stream limit per connection),
+    /// `iid_endpoint` (the Instance ID API for topic membership: by default
     /// `https://iid.googleapis.com` with Google's `endpoint`, else `endpoint` itself), `ca_file`
     /// (extra certificates to trust for an `https` endpoint: the emulator's). For the
     /// instance named `fcm`, the top-level `fcm:` section is a

@@ -20,6 +20,8 @@ enum PushServiceHost {
         var name = host.lowercased()
         if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }
+        // An IPv6 zone (`fe80::1%eth0`) names the interface, not the address.
+        if let zone = name.firstIndex(of: "%") { name = String(name[..<zone]) }
         if name == "localhost" || name.hasSuffix(".localhost") { return true }
         if let v4 = ipv4(name) { return isPrivate(v4) }
         if let v6 = ipv6(name) { return isPrivate(v6: v6) }

@@ -163,7 +163,7 @@ import Testing
             "https://api.localhost/push/x", "https://10.1.2.3/push/x", "https://172.20.0.1/push/x", "https://192.168.1.1/push/x",
             "https://169.254.169.254/latest", "https://100.64.0.1/push/x", "https://0.0.0.0/push/x", "https://[::1]/push/x",
             "https://[fd00::1]/push/x", "https://[fe80::1]/push/x", "https://[::ffff:10.0.0.1]/push/x", "https://127.1/push/x",
-            "https://2130706433/push/x", "https://0x7f000001/push/x",
+            "https://2130706433/push/x", "https://0x7f000001/push/x", "https://[fe80::1%25eth0]/push/x", "https://LOCALHOST./push/x",
         ]
         for endpoint in inside {
             var candidate = try registration(endpoint)
