@@ -191,7 +191,7 @@ public final class APNsSink: ReleasingSink {
             for (name, value) in headers(for: delivery) { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution)))
             let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
-            let body = try await response.body.collect(upTo: 64 * 1024)
+            let body = try await response.body.prefix(upTo: 64 * 1024)
             let status = Int(response.status.code)
             if status == 200 {
                 credentialFault.withLock { $0 = nil }

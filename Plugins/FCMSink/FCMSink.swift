@@ -294,7 +294,7 @@ public final class FCMSink: ReleasingSink {
             for (name, value) in extra { request.headers.add(name: name, value: value) }
             request.body = .bytes(ByteBuffer(data: body))
             let response = try await connections.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
-            let answer = Data(buffer: try await response.body.collect(upTo: limit))
+            let answer = Data(buffer: try await response.body.prefix(upTo: limit))
             if response.status.code == 401 && !refreshed {
                 tokens.invalidate(accessToken)
                 refreshed = true

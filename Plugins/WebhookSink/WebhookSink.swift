@@ -160,8 +160,9 @@ public final class WebhookSink: ReleasingSink {
             let response = try await clients.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
             let status = Int(response.status.code)
             // The reply is read (so the connection can be reused) but never repeated: a receiver
-            // may echo what it was sent, and `last_error` is readable by every backend key.
-            _ = try await response.body.collect(upTo: 4096)
+            // may echo what it was sent, and `last_error` is readable by every backend key. The
+            // status is the answer: a long or broken body does not make a 2xx a retry.
+            _ = try? await response.body.prefix(upTo: 0)
             let reason = "\(shownURL) answered \(status)"
             switch status {
             case 200..<300:

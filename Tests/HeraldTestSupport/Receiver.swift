@@ -13,7 +13,7 @@ public final class Receiver: Sendable {
     }
 
     private let hits = Mutex<[Hit]>([])
-    private let script = Mutex<[(Int, [String: String])]>([])
+    private let script = Mutex<[(Int, [String: String], String)]>([])
     public let port = Mutex<Int?>(nil)
     private let task = Mutex<Task<Void, any Error>?>(nil)
 
@@ -22,7 +22,7 @@ public final class Receiver: Sendable {
     public var url: String { "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/hook" }
     public var received: [Hit] { hits.withLock { $0 } }
 
-    public func answer(_ status: Int, headers: [String: String] = [:]) { script.withLock { $0.append((status, headers)) } }
+    public func answer(_ status: Int, headers: [String: String] = [:], body: String = "") { script.withLock { $0.append((status, headers, body)) } }
 
     public func start() async throws {
         let router = Router()
@@ -32,8 +32,8 @@ public final class Receiver: Sendable {
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
             self.hits.withLock { $0.append(Hit(headers: headers, body: body, at: Date())) }
-            let (status, extra) = self.script.withLock { $0.isEmpty ? (204, [:]) : $0.removeFirst() }
-            var response = Response(status: .init(code: status))
+            let (status, extra, text) = self.script.withLock { $0.isEmpty ? (204, [:], "") : $0.removeFirst() }
+            var response = Response(status: .init(code: status), body: .init(byteBuffer: ByteBuffer(string: text)))
             for (name, value) in extra { response.headers[HTTPField.Name(name)!] = value }
             return response
         }

@@ -180,6 +180,28 @@ import Testing
         await receiver.stop()
     }
 
+    /// The status is the answer: a receiver that answers 200 with a long page (a framework's
+    /// default HTML, an echo of the payload) received the delivery, which is not retried and
+    /// sent again; a long error page still reads as its status.
+    @Test func aLongAnswerBodyDoesNotTurnA2xxIntoARetry() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let sink = sink(receiver)
+        let page = String(repeating: "<p>thanks</p>", count: 20_000)
+        receiver.answer(200, body: page)
+        receiver.answer(400, body: page)
+        #expect(await sink.deliver([delivery(id: 1)]) == [.delivered])
+        guard case .failed(let reason) = (await sink.deliver([delivery(id: 2)])).first else {
+            Issue.record("a long 400 page is still a 400")
+            await receiver.stop()
+            return
+        }
+        #expect(reason.contains("400") && !reason.contains("thanks"), "\(reason)")
+        #expect(receiver.received.count == 2)
+        #expect(await sink.deliver([delivery(id: 3)]) == [.delivered], "and the client still works")
+        await receiver.stop()
+    }
+
     @Test func unreachableEndpointIsRetried() async throws {
         var configuration = WebhookSink.Configuration(name: "down", url: "http://127.0.0.1:1/hook", secret: Self.secret)
         configuration.timeout = .milliseconds(500)
