@@ -197,7 +197,9 @@ public final class APNsSink: ReleasingSink {
                 credentialFault.withLock { $0 = nil }
                 return .delivered
             }
-            let reason = (try? JSONDecoder().decode([String: String].self, from: Data(buffer: body)))?["reason"] ?? "no reason"
+            // `{"reason": …}`, with a numeric `timestamp` beside it on a 410: only the reason is read.
+            struct Answer: Decodable { var reason: String? }
+            let reason = (try? JSONDecoder().decode(Answer.self, from: Data(buffer: body)))?.reason ?? "no reason"
             let text = "APNs (\(environment.rawValue)) answered \(status) \(reason)"
             let after = response.headers.first(name: "retry-after").flatMap { RetryAfter.parse($0, now: clock()) }
             switch (status, reason) {

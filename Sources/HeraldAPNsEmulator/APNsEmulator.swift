@@ -99,6 +99,8 @@ public final class APNsEmulator: Sendable {
             }
             print("apns-emulator: \(status.code)\(reason.map { " \($0)" } ?? "") \(token): \(String(decoding: payload, as: UTF8.self))")
             guard let reason else { return Response(status: status) }
+            // APNs says since when a token is no longer valid, in milliseconds, on a 410.
+            if status == .gone { return try EmulatorServer.json(["reason": reason, "timestamp": Int64(Date().timeIntervalSince1970 * 1000)], status: status) }
             return try EmulatorServer.json(["reason": reason], status: status)
         }
         // APNs refuses HTTP/1.1.

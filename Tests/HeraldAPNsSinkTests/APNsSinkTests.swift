@@ -75,7 +75,8 @@ import Testing
         }
 
         func deliverAll() async throws {
-            let deadline = ContinuousClock.now + .seconds(15)
+            // Generous: it returns as soon as nothing is pending, and a loaded suite is slow.
+            let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline {
                 try await engine.drain()
                 guard let due = try await store.nextDueDate() else { return }
@@ -146,9 +147,11 @@ import Testing
         try await f.register("c", "bad-default")
         try await f.register("d", "flaky-1")
         try await f.register("e", "busy-1")
-        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["a", "b", "c", "d", "e"]))
+        let sent = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["a", "b", "c", "d", "e"]))
         try await f.deliverAll()
         #expect(try await f.store.devices(userID: "a").compactMap(\.token) == ["keep-1"], "410 removes that token only")
+        let deliveries = try #require(try await f.store.status(of: sent.receipt.id)?.deliveries)
+        #expect(deliveries.contains { $0.lastError?.contains("410 Unregistered") == true }, "the reason beside a 410's timestamp is read")
         #expect(try await f.store.devices(userID: "b").isEmpty, "BadDeviceToken for a device whose environment is known removes it")
         #expect(try await f.store.devices(userID: "c").count == 1, "under a default environment it may be a configuration fault: kept")
         let flaky = f.emulator.received.filter { $0.token == "flaky-1" }
