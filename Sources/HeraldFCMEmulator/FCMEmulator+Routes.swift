@@ -211,7 +211,9 @@ extension FCMEmulator {
                         return state.slowSendsReleased
                     }
                     if released { break }
-                    try? await Task.sleep(for: .milliseconds(5))
+                    // Not finer: a hundred held sends polling every few milliseconds kept the
+                    // test process's two threads busy enough to starve other tests' timers.
+                    try? await Task.sleep(for: .milliseconds(100))
                 }
             } else {
                 try? await Task.sleep(for: configuration.slowLatency)

@@ -140,7 +140,7 @@ import Testing
         for i in 0..<200 { try await f.register("h\(i)", "h2-\(i)") }
         try await f.register("h0", "dead-h2")
         _ = try await f.send(NotificationSubmission(type: "generic", title: "multiplexed", userIDs: (0..<200).map { "h\($0)" }))
-        try await f.deliverAll(timeout: .seconds(60))
+        try await f.deliverAll()
         #expect(f.emulator.deliveredMessages.count == 200)
         #expect(f.emulator.received.count == 201)
         #expect(f.emulator.received.allSatisfy { $0.httpVersion == "2" }, "every send came over HTTP/2")
@@ -151,19 +151,19 @@ import Testing
     }
 
     /// FCM allows 100 concurrent streams per HTTP/2 connection (so does the emulator): on one
-    /// connection a `max_concurrency` of 150 would keep at most 100 sends in flight. By default
+    /// connection a `max_concurrency` of 120 would keep at most 100 sends in flight. By default
     /// the sink opens one connection per 100 of it, and the sends really are concurrent: the
     /// emulator holds every send until 101 are in flight at once (30 s at most, when they never
     /// are), so the test does not depend on how fast a loaded machine sends.
     @Test func aConcurrencyAboveOneConnectionsStreamLimitGetsMoreConnections() async throws {
         let f = try await EmulatorFixture.start(
-            tls: true, maxConcurrency: 150, requestTimeout: .seconds(60), slowLatency: .seconds(30), releaseSlowSendsAt: 101, batchSize: 1_000)
-        for i in 0..<150 { try await f.register("s\(i)", "slow-\(i)") }
-        _ = try await f.send(NotificationSubmission(type: "generic", title: "wide", userIDs: (0..<150).map { "s\($0)" }))
+            tls: true, maxConcurrency: 120, requestTimeout: .seconds(60), slowLatency: .seconds(30), releaseSlowSendsAt: 101, batchSize: 1_000)
+        for i in 0..<120 { try await f.register("s\(i)", "slow-\(i)") }
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "wide", userIDs: (0..<120).map { "s\($0)" }))
         // Slow answers, and the full suite's load beside them: time enough for every send. One
-        // engine batch holds all 150 pushes (and their history), so the sink has them at once.
+        // engine batch holds all 120 pushes (and their history), so the sink has them at once.
         try await f.deliverAll(timeout: .seconds(90))
-        #expect(f.emulator.deliveredMessages.count == 150)
+        #expect(f.emulator.deliveredMessages.count == 120)
         #expect(f.emulator.received.allSatisfy { $0.httpVersion == "2" })
         #expect(f.emulator.sendConnections == 2, "one connection per 100 of max_concurrency")
         #expect(f.emulator.peakSendsInFlight > 100, "more sends in flight than one connection's streams: \(f.emulator.peakSendsInFlight)")
@@ -175,11 +175,11 @@ import Testing
     /// as above, never more than 100 sends are in flight (each then waits its 5 s).
     @Test func oneConnectionHoldsSendsToTheServersStreamLimit() async throws {
         let f = try await EmulatorFixture.start(
-            tls: true, maxConcurrency: 150, connections: 1, requestTimeout: .seconds(60), slowLatency: .seconds(5), releaseSlowSendsAt: 101, batchSize: 1_000)
-        for i in 0..<150 { try await f.register("s\(i)", "slow-\(i)") }
-        _ = try await f.send(NotificationSubmission(type: "generic", title: "narrow", userIDs: (0..<150).map { "s\($0)" }))
+            tls: true, maxConcurrency: 120, connections: 1, requestTimeout: .seconds(60), slowLatency: .seconds(5), releaseSlowSendsAt: 101, batchSize: 1_000)
+        for i in 0..<120 { try await f.register("s\(i)", "slow-\(i)") }
+        _ = try await f.send(NotificationSubmission(type: "generic", title: "narrow", userIDs: (0..<120).map { "s\($0)" }))
         try await f.deliverAll(timeout: .seconds(90))
-        #expect(f.emulator.deliveredMessages.count == 150)
+        #expect(f.emulator.deliveredMessages.count == 120)
         #expect(f.emulator.sendConnections == 1)
         #expect(f.emulator.peakSendsInFlight <= 100, "\(f.emulator.peakSendsInFlight)")
         #expect(f.emulator.peakSendsInFlight > 50, "still many streams at once: \(f.emulator.peakSendsInFlight)")

@@ -41,12 +41,13 @@ import Testing
 
     @Test func aBatchSlowerThanTheLeaseIsSentOnce() async throws {
         let (first, second) = try await Self.twoStores()
-        let sink = SlowSink(delay: .milliseconds(7_000))
+        let sink = SlowSink(delay: .milliseconds(14_000))
         let sinks = try SinkRegistry([sink])
         var configuration = DeliveryEngineConfiguration()
-        // Three seconds, so a heartbeat (every second) may run two seconds late, as it can while
-        // the whole suite shares two cores, and the batch still outlives the lease twice over.
-        configuration.lease = .seconds(3)
+        // Six seconds, so a heartbeat (every two) may run four seconds late, as it can while
+        // the whole suite shares two cores (two was seen to be too few once), and the batch
+        // still outlives the lease twice over.
+        configuration.lease = .seconds(6)
         let ids = ObjectIDGenerator()
         for index in 0..<3 {
             let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u\(index)"]))
@@ -60,7 +61,7 @@ import Testing
         // Wait until A is inside its slow sink, holding every lease.
         while sink.calls.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(10)) }
         var claimedByB = 0
-        let deadline = ContinuousClock.now + .milliseconds(7_300)
+        let deadline = ContinuousClock.now + .milliseconds(14_300)
         while ContinuousClock.now < deadline {
             claimedByB += try await workerB.processDue()
             try await Task.sleep(for: .milliseconds(100))
