@@ -33,12 +33,6 @@ public struct FCMConfiguration: Sendable {
         didSet { while iidEndpoint.hasSuffix("/") { iidEndpoint.removeLast() } }
     }
 
-    /// The HTTP/2 connections an `https` endpoint gets: `connections`, or enough for
-    /// `maxConcurrency` streams at FCM's 100 per connection.
-    public var effectiveConnections: Int {
-        max(1, connections ?? SinkHTTPClients.connections(forConcurrency: maxConcurrency))
-    }
-
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
         self.account = account
         var base = endpoint
@@ -85,7 +79,7 @@ public final class FCMSink: ReleasingSink {
 
     /// - Parameter http: a client the caller owns and shuts down, which then carries every
     ///   send (one HTTP/2 connection over `https`); by default the sink makes its own,
-    ///   ``FCMConfiguration/effectiveConnections`` of them over `https`, and closes them when
+    ///   ``FCMConfiguration/connections`` of them over `https`, and closes them when
     ///   ``run()`` ends (or ``shutdown()`` is called).
     public init(
         name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
@@ -94,7 +88,7 @@ public final class FCMSink: ReleasingSink {
         let connections =
             http.map { SinkHTTPClients(borrowing: $0) }
             ?? SinkHTTPClients(
-                count: configuration.endpoint.hasPrefix("https://") ? configuration.effectiveConnections : 1, maxConcurrency: configuration.maxConcurrency,
+                endpoint: configuration.endpoint, maxConcurrency: configuration.maxConcurrency, connections: configuration.connections,
                 trusting: configuration.caFile)
         do {
             self.tokens = try await FCMAccessTokenProvider(

@@ -59,8 +59,7 @@ public final class WebhookSink: ReleasingSink {
         self.capabilities = configuration.forwardsEvents ? [.perUser, .events] : .perUser
         self.configuration = configuration
         self.signature = WebhookSignature(secret: configuration.secret)
-        let connections = configuration.url.hasPrefix("https://") ? SinkHTTPClients.connections(forConcurrency: configuration.maxConcurrency) : 1
-        self.clients = http.map { SinkHTTPClients(borrowing: $0) } ?? SinkHTTPClients(count: connections, maxConcurrency: configuration.maxConcurrency)
+        self.clients = http.map { SinkHTTPClients(borrowing: $0) } ?? SinkHTTPClients(endpoint: configuration.url, maxConcurrency: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
     }

@@ -52,15 +52,21 @@ public final class SinkHTTPClients: Sendable {
         self.owned = true
     }
 
+    /// Clients of the sink's own for requests to `endpoint`: `connections` of them (by default
+    /// ``connections(forConcurrency:streamsPerConnection:)``) when it is `https`, where HTTP/2
+    /// puts every request on one connection per client; one for `http`, whose HTTP/1.1 pool
+    /// opens a connection per request in flight anyway.
+    public convenience init(endpoint: String, maxConcurrency: Int, connections: Int? = nil, trusting caFile: String? = nil) {
+        let count = endpoint.hasPrefix("https://") ? connections ?? Self.connections(forConcurrency: maxConcurrency) : 1
+        self.init(count: count, maxConcurrency: maxConcurrency, trusting: caFile)
+    }
+
     /// The caller's one client, which the caller closes.
     public init(borrowing client: HTTPClient) {
         self.primary = client
         self.clients = [client]
         self.owned = false
     }
-
-    /// How many clients requests are spread over.
-    public var count: Int { clients.count }
 
     /// The client for the next request.
     public func next() -> HTTPClient {
