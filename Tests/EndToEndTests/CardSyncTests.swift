@@ -66,7 +66,7 @@ import Testing
         let secret = "card-sync-user-token-secret-0123456789"
         let environment = ["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_USER_TOKEN_SECRET": secret, "HERALD_DATABASE": database]
         let herald = try await RunningHerald(arguments: [], environment: environment, in: directory)
-        defer { _ = herald.process.isRunning ? kill(herald.process.processIdentifier, SIGKILL) : 0 }
+        defer { herald.process.signal(SIGKILL) }
         let backend = Client(base: herald.url, token: admin)
 
         // The backend proves who the user is; each device signs in with that proof.

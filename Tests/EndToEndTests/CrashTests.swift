@@ -36,14 +36,13 @@ import Testing
 
         // Load: 4000 notifications at 16 in flight; kill -9 once 1500 were accepted.
         let killed = Locked(false)
-        let pid = first.process.processIdentifier
         let accepted = await LoadHarness.send(4_000, to: [first.url], users: users, key: key) { count in
             guard count >= 1_500 else { return true }
             if killed.withLock({ done in
                 defer { done = true }
                 return !done
             }) {
-                kill(pid, SIGKILL)
+                first.process.signal(SIGKILL)
             }
             return false
         }
@@ -111,7 +110,7 @@ import Testing
         // Kill one process once slow pushes are in flight (the emulator prints each before
         // answering it 2 s later).
         #expect(try await sendsInFlight(emulator), "slow pushes started")
-        kill(victim.process.processIdentifier, SIGKILL)
+        victim.process.signal(SIGKILL)
         _ = await victim.stop()
 
         let pushed = try await LoadHarness.waitForPushes(of: Set(accepted), emulator: emulator.url, timeout: .seconds(90))
@@ -242,7 +241,7 @@ extension CrashTests {
             let (_, progress) = try await LoadHarness.request(.GET, "\(first.url)/api/notifications/\(id)", key: admin)
             let written = (progress["fan_out"] as? [String: Any])?["written"] as? Int ?? 0
             if written > 0 {
-                kill(first.process.processIdentifier, SIGKILL)
+                first.process.signal(SIGKILL)
                 killedAt = written
                 break
             }

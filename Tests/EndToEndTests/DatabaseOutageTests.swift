@@ -20,7 +20,7 @@ import Testing
         let directory = try TestResources.temporaryDirectory("herald-outage")
         // The proxy stands between Herald and PostgreSQL, and plays the outage.
         let proxyOutput = try OutputCollector()
-        let proxy = try makeProcess(
+        let proxy = makeProcess(
             "/usr/bin/env", ["python3", Self.proxyScript, database.host ?? "127.0.0.1", String(database.port ?? 5432)], environment: [:], in: directory,
             collecting: proxyOutput
         )
@@ -63,7 +63,7 @@ import Testing
         }
 
         #expect(await accept(0).status == 202)
-        kill(proxy.processIdentifier, SIGUSR1)
+        proxy.signal(SIGUSR1)
         try await Task.sleep(for: .milliseconds(300))
         var during: [(status: Int, seconds: Double, id: String?)] = []
         let outageEnds = ContinuousClock.now + .seconds(5)
@@ -72,7 +72,7 @@ import Testing
             during.append(await accept(index))
             index += 1
         }
-        kill(proxy.processIdentifier, SIGUSR2)
+        proxy.signal(SIGUSR2)
         let back = ContinuousClock.now
         var recovered: Duration?
         while recovered == nil && ContinuousClock.now - back < .seconds(10) {

@@ -20,20 +20,20 @@ import Testing
             "HERALD_STREAM_HEARTBEAT": "300",
         ]
         let reader = try await RunningHerald(arguments: [], environment: environment, in: directory)
-        defer { _ = reader.process.isRunning ? kill(reader.process.processIdentifier, SIGKILL) : 0 }
+        defer { reader.process.signal(SIGKILL) }
         let writer = shared ? try await RunningHerald(arguments: [], environment: environment, in: directory) : reader
-        defer { _ = writer.process.isRunning ? kill(writer.process.processIdentifier, SIGKILL) : 0 }
+        defer { writer.process.signal(SIGKILL) }
 
         let token = try await runCommand(Binaries.path("herald"), ["user-token", "--user", "grace"], environment: environment, in: directory)
         #expect(token.status == 0, "\(token.stderr)")
         let curlOutput = try OutputCollector()
-        let curl = try makeProcess(
+        let curl = makeProcess(
             "/usr/bin/curl",
             ["-N", "-s", "-H", "Authorization: Bearer \(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))", reader.url + "/api/stream"],
             environment: [:], in: directory, collecting: curlOutput
         )
         try curl.run()
-        defer { if curl.isRunning { curl.terminate() } }
+        defer { curl.terminate() }
         func waitFor(_ text: String) async throws -> Bool {
             for _ in 0..<200 {
                 if curlOutput.stdout.contains(text) { return true }

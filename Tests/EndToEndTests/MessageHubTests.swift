@@ -13,7 +13,7 @@ import Testing
         let account = directory.appendingPathComponent("fcm.json").path
         let emulator = try await RunningHerald(
             command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
-        defer { _ = emulator.process.isRunning ? kill(emulator.process.processIdentifier, SIGKILL) : 0 }
+        defer { emulator.process.signal(SIGKILL) }
         let admin = "hk_" + String(repeating: "h", count: 40)
         let herald = try await RunningHerald(
             arguments: [],
@@ -23,7 +23,7 @@ import Testing
             ],
             in: directory
         )
-        defer { _ = herald.process.isRunning ? kill(herald.process.processIdentifier, SIGKILL) : 0 }
+        defer { herald.process.signal(SIGKILL) }
         func call(_ method: HTTPMethod, _ path: String, user: String? = nil, _ body: Any? = nil) async throws -> (Int, [String: Any]) {
             try await LoadHarness.request(
                 method, herald.url + path, key: admin, user: user,

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -31,15 +32,11 @@ struct CommandResult: Sendable {
 /// go to `collector`'s files.
 func makeProcess(
     _ executable: String, _ arguments: [String], environment: [String: String], in directory: URL, collecting collector: OutputCollector
-) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.currentDirectoryURL = directory
-    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-    process.standardOutput = try FileHandle(forWritingTo: collector.outURL)
-    process.standardError = try FileHandle(forWritingTo: collector.errURL)
-    return process
+) -> SpawnedProcess {
+    SpawnedProcess(
+        executable: executable, arguments: arguments,
+        environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new },
+        directory: directory.path, stdoutPath: collector.outURL.path, stderrPath: collector.errURL.path)
 }
 
 /// Runs a command to completion without blocking a concurrency thread. With a `timeout`, a
@@ -49,8 +46,9 @@ func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL, timeout: Duration? = nil
 ) async throws -> CommandResult {
     let collected = try OutputCollector()
-    let process = try makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
+    let process = makeProcess(executable, arguments, environment: environment, in: directory, collecting: collected)
     let timedOut = Flag()
+    try process.run()
     let watchdog = timeout.map { limit in
         Task {
             try await Task.sleep(for: limit)
@@ -61,10 +59,7 @@ func runCommand(
         }
     }
     defer { watchdog?.cancel() }
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
+    let status = await process.waitForExit()
     return CommandResult(status: status, stdout: collected.stdout, stderr: collected.stderr, timedOut: timedOut.isSet)
 }
 
@@ -126,7 +121,7 @@ final class OutputCollector: Sendable {
 
 /// A `herald serve` process on a free loopback port, stopped by `stop()`.
 final class RunningHerald: Sendable {
-    let process: Process
+    let process: SpawnedProcess
     let output: OutputCollector
     let port: Int
 
@@ -142,7 +137,7 @@ final class RunningHerald: Sendable {
     init(executable: String, arguments: [String], banner: String = "Herald listening on", environment: [String: String] = [:], in directory: URL) async throws {
         let output = try OutputCollector()
         self.output = output
-        let process = try makeProcess(executable, arguments, environment: environment, in: directory, collecting: output)
+        let process = makeProcess(executable, arguments, environment: environment, in: directory, collecting: output)
         try process.run()
         self.process = process
         var port: Int?
@@ -187,7 +182,7 @@ final class RunningHerald: Sendable {
 
     /// Sends SIGTERM without waiting (for a `defer`); nothing once the process has exited.
     func terminate() {
-        if process.isRunning { process.terminate() }
+        process.terminate()
     }
 
     func stop(timeout: Duration = .seconds(10)) async -> Int32 {
@@ -197,7 +192,7 @@ final class RunningHerald: Sendable {
             try? await Task.sleep(for: .milliseconds(50))
         }
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             return -1
         }
         return process.terminationStatus

@@ -108,12 +108,13 @@ import Testing
             verifiers.append(("/usr/bin/env", ["node", docs.appendingPathComponent("verify.mjs").path]))
         }
         for (executable, command) in verifiers {
-            #expect(try run(executable, command + [Self.secret, id, timestamp, signature, bodyFile.path]) == 0, "\(command[0]) accepts the signature")
+            #expect(try await run(executable, command + [Self.secret, id, timestamp, signature, bodyFile.path]) == 0, "\(command[0]) accepts the signature")
             #expect(
-                try run(executable, command + [Self.secret, id, timestamp, "v1,AAAA" + signature.dropFirst(7), bodyFile.path]) != 0,
+                try await run(executable, command + [Self.secret, id, timestamp, "v1,AAAA" + signature.dropFirst(7), bodyFile.path]) != 0,
                 "\(command[0]) rejects a forged signature")
             #expect(
-                try run(executable, command + ["whsec_" + Data("another key entirely".utf8).base64EncodedString(), id, timestamp, signature, bodyFile.path])
+                try await run(
+                    executable, command + ["whsec_" + Data("another key entirely".utf8).base64EncodedString(), id, timestamp, signature, bodyFile.path])
                     != 0, "\(command[0]) rejects another secret")
         }
         await receiver.stop()
@@ -212,12 +213,9 @@ import Testing
         }
     }
 
-    private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+    private func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
+        let process = SpawnedProcess(executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment)
         try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        return await process.waitForExit()
     }
 }
