@@ -1,3 +1,6 @@
+import NIOPosix
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -10,22 +13,40 @@
 /// A subscription is whatever the client registering it sent, so without this check anyone who
 /// may register a device could have Herald POST to `https://10.0.0.7/…` or to a service on
 /// Herald's own loopback interface and read the outcome in the device's `last_error`. Push
-/// services are on the public internet. Only literal addresses (and `localhost`) are judged:
-/// a name that resolves to a private address is the network's to stop (an egress rule).
+/// services are on the public internet. Registration judges literal addresses (and
+/// `localhost`); a delivery also judges what a name resolves to (``PushServiceResolver``).
 enum PushServiceHost {
     /// Whether `host` is `localhost` or a literal IPv4/IPv6 address that is not globally
     /// routable: loopback, private (RFC 1918, IPv6 unique local), link-local, shared address
     /// space (RFC 6598), unspecified, or IPv4-mapped forms of those.
     static func isPrivate(_ host: String) -> Bool {
+        let name = normalized(host)
+        if name == "localhost" || name.hasSuffix(".localhost") { return true }
+        return literalAddress(name).map(isPrivate(address:)) ?? false
+    }
+
+    /// `host` lower-cased, without brackets, trailing dots or an IPv6 zone (`fe80::1%eth0`
+    /// names the interface, not the address).
+    static func normalized(_ host: String) -> String {
         var name = host.lowercased()
         if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }
-        // An IPv6 zone (`fe80::1%eth0`) names the interface, not the address.
         if let zone = name.firstIndex(of: "%") { name = String(name[..<zone]) }
-        if name == "localhost" || name.hasSuffix(".localhost") { return true }
-        if let v4 = ipv4(name) { return isPrivate(v4) }
-        if let v6 = ipv6(name) { return isPrivate(v6: v6) }
-        return false
+        return name
+    }
+
+    /// The address `name` spells (4 or 16 bytes), or nil for a name to resolve.
+    static func literalAddress(_ name: String) -> [UInt8]? {
+        ipv4(name) ?? ipv6(name)
+    }
+
+    /// Whether a resolved or literal address (4 or 16 bytes) is not globally routable.
+    static func isPrivate(address: [UInt8]) -> Bool {
+        switch address.count {
+        case 4: isPrivate(address)
+        case 16: isPrivate(v6: address)
+        default: true
+        }
     }
 
     private static func isPrivate(_ a: [UInt8]) -> Bool {
@@ -64,5 +85,79 @@ enum PushServiceHost {
         var address = in6_addr()
         guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
         return withUnsafeBytes(of: &address) { Array($0) }
+    }
+}
+
+/// Judges an endpoint's host by the addresses it resolves to, before the HTTP client connects:
+/// a name such as one in `/etc/hosts` or a public DNS name pointing at 127.0.0.1 reaches the
+/// operator's network as surely as the literal address. The client resolves the name again when
+/// it connects, so a DNS server that answers differently the second time (rebinding) is not
+/// stopped here: an egress rule is the operator's backstop (docs/webpush.md).
+final class PushServiceResolver: Sendable {
+    /// The addresses (4 or 16 bytes each) a name resolves to; none when it does not resolve.
+    typealias Resolve = @Sendable (String) async -> [[UInt8]]
+
+    private struct Verdict {
+        var isPrivate: Bool
+        var until: ContinuousClock.Instant
+    }
+
+    private let resolve: Resolve
+    private let verdicts = Mutex<[String: Verdict]>([:])
+    /// Push services are a handful of hosts: a verdict is kept for a minute, so a push costs no
+    /// lookup; the map is emptied if subscriptions name more hosts than this.
+    private static let remembered = 1_024
+    private static let lifetime = Duration.seconds(60)
+
+    init(resolve: @escaping Resolve = PushServiceResolver.systemResolve) {
+        self.resolve = resolve
+    }
+
+    /// Whether `host` is private, literally or by any address it resolves to. A name that does
+    /// not resolve is not judged: the client cannot connect to it either.
+    func isPrivate(_ host: String) async -> Bool {
+        let name = PushServiceHost.normalized(host)
+        if PushServiceHost.isPrivate(name) { return true }
+        if PushServiceHost.literalAddress(name) != nil { return false }
+        let now = ContinuousClock.now
+        if let verdict = verdicts.withLock({ $0[name] }), verdict.until > now { return verdict.isPrivate }
+        let isPrivate = await resolve(name).contains(where: PushServiceHost.isPrivate(address:))
+        verdicts.withLock { verdicts in
+            if verdicts.count >= Self.remembered { verdicts.removeAll() }
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + Self.lifetime)
+        }
+        return isPrivate
+    }
+
+    /// `getaddrinfo`, on NIO's blocking-work pool rather than a concurrency thread (it may wait
+    /// for a DNS server).
+    static let systemResolve: Resolve = { name in
+        (try? await NIOThreadPool.singleton.runIfActive { addresses(of: name) }) ?? []
+    }
+
+    private static func addresses(of name: String) -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var addresses: [[UInt8]] = []
+        var node = list
+        while let entry = node {
+            if let socketAddress = entry.pointee.ai_addr {
+                switch entry.pointee.ai_family {
+                case AF_INET:
+                    var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                    addresses.append(withUnsafeBytes(of: &address) { Array($0) })
+                case AF_INET6:
+                    var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                    addresses.append(withUnsafeBytes(of: &address) { Array($0) })
+                default:
+                    break
+                }
+            }
+            node = entry.pointee.ai_next
+        }
+        return addresses
     }
 }

@@ -44,15 +44,22 @@ public final class WebPushSink: ReleasingSink {
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
     private let vapidHeaders = VAPIDHeaders()
+    private let resolver: PushServiceResolver
 
     /// - Parameter http: a client the caller owns; by default the sink makes its own
     ///   (``SinkHTTPClients``: no redirects, one per 100 of `maxConcurrency`, since a push
     ///   service such as Google's allows 100 streams on one HTTP/2 connection) and closes them
     ///   when ``run()`` ends.
-    public init(
+    public convenience init(
         name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.init(name: name, configuration: configuration, http: http, logger: logger, clock: clock, resolver: PushServiceResolver())
+    }
+
+    /// - Parameter resolver: how an endpoint's host name is judged before each send.
+    init(name: String, configuration: Configuration, http: HTTPClient?, logger: Logger, clock: @escaping @Sendable () -> Date, resolver: PushServiceResolver) {
+        self.resolver = resolver
         self.name = name
         self.configuration = configuration
         // A subscription's endpoint is whatever a browser (or anyone registering one) sent: a
@@ -140,6 +147,13 @@ public final class WebPushSink: ReleasingSink {
         return "must be a push service's public address, not a loopback, private or link-local one (sink '\(name)' has allow_private_endpoints off)"
     }
 
+    /// ``refusal(of:)``, and a host name resolving to such an address.
+    func sendingRefusal(of endpoint: URL) async -> String? {
+        if let problem = refusal(of: endpoint) { return problem }
+        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host, await resolver.isPrivate(host) else { return nil }
+        return "resolves to a loopback, private or link-local address, not a push service's public one (sink '\(name)' has allow_private_endpoints off)"
+    }
+
     // MARK: Notifications
 
     /// What a service worker receives in its `push` event, as JSON.
@@ -194,8 +208,9 @@ public final class WebPushSink: ReleasingSink {
         guard let device = delivery.recipient.device, let subscription = Subscription(device: device) else {
             return .failed(reason: "the device has no usable Web Push subscription")
         }
-        // Subscriptions stored before this check, or under another setting, are judged again.
-        if let problem = refusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
+        // Subscriptions stored before this check, or under another setting, are judged again,
+        // and a name by the addresses it resolves to.
+        if let problem = await sendingRefusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
         do {

@@ -5,9 +5,11 @@ import HeraldHistorySink
 import HeraldStore
 import HeraldTestSupport
 import HeraldWebPushEmulator
-import HeraldWebPushSink
+import Logging
 import Synchronization
 import Testing
+
+@testable import HeraldWebPushSink
 
 /// The Web Push sink against the Web Push emulator over loopback: VAPID verified, every message
 /// decrypted, outcomes per the push service's answer.
@@ -196,6 +198,63 @@ import Testing
         #expect(reason.contains("allow_private_endpoints"))
         #expect(f.emulator.received.isEmpty, "nothing was sent")
         await f.stop()
+    }
+
+    /// A host name is judged by what it resolves to before a send: a name in `/etc/hosts` or a
+    /// public DNS name pointing at 127.0.0.1 reaches the operator's network as the literal does.
+    @Test func anEndpointNameResolvingInsideTheOperatorsNetworkIsNotSentTo() async throws {
+        let f = try await Fixture.start()
+        let looked = Mutex<[String]>([])
+        let resolver = PushServiceResolver { name in
+            looked.withLock { $0.append(name) }
+            return name == "push.inside.example" ? [[8, 8, 8, 8], [127, 0, 0, 1]] : []
+        }
+        let production = WebPushSink(
+            name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
+            logger: Logger(label: "test"), clock: { Date() }, resolver: resolver)
+        let keys = try #require(f.emulator.subscribe("named")["keys"] as? [String: String])
+        let object: [String: Any] = ["endpoint": "https://Push.Inside.Example:8443/push/named", "keys": keys]
+        var registration = DeviceRegistration(
+            address: DeviceAddress(
+                provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+            addressField: "web_push")
+        try production.prepare(&registration)
+        let device = Device(id: ObjectIDGenerator().next(), userID: "ned", address: registration.address, createdAt: Date(), updatedAt: Date())
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, data: [:], timestamp: Date(), distribution: .alert,
+            target: .users(["ned"]))
+        let delivery = Delivery(
+            id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "ned", device: device), distribution: .alert, attempt: 1)
+        for _ in 0..<2 {
+            guard case .failed(let reason) = (await production.deliver([delivery])).first else {
+                Issue.record("an endpoint resolving to 127.0.0.1 was not failed")
+                break
+            }
+            #expect(reason.contains("resolves to a loopback") && reason.contains("allow_private_endpoints"), "\(reason)")
+        }
+        #expect(looked.withLock { $0 } == ["push.inside.example"], "resolved once, then remembered")
+        #expect(f.emulator.received.isEmpty, "nothing was sent")
+        await f.stop()
+    }
+
+    @Test func theResolverJudgesEveryAddressOfAName() async throws {
+        let resolver = PushServiceResolver { name in
+            switch name {
+            case "public.example": [[93, 184, 216, 34], [0x2a, 0x00, 0x14, 0x50, 0x40, 0x01, 0x08, 0x00, 0, 0, 0, 0, 0, 0, 0x20, 0x0e]]
+            case "v6-loopback.example": [[93, 184, 216, 34], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]]
+            case "mapped.example": [[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 1]]
+            default: []
+            }
+        }
+        #expect(await resolver.isPrivate("public.example") == false)
+        #expect(await resolver.isPrivate("v6-loopback.example"))
+        #expect(await resolver.isPrivate("mapped.example"))
+        #expect(await resolver.isPrivate("unresolvable.example") == false, "a name that does not resolve cannot be connected to either")
+        #expect(await resolver.isPrivate("10.0.0.1"), "literals are judged as they are")
+        #expect(await resolver.isPrivate("8.8.8.8") == false)
+        // The system's resolver reads /etc/hosts, where localhost always is.
+        let local = await PushServiceResolver.systemResolve("localhost")
+        #expect(!local.isEmpty && local.allSatisfy(PushServiceHost.isPrivate(address:)), "\(local)")
     }
 
     @Test func registrationChecksTheSubscription() async throws {
