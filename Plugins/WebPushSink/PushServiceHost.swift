@@ -50,12 +50,14 @@ enum PushServiceHost {
     }
 
     private static func isPrivate(_ a: [UInt8]) -> Bool {
-        switch (a[0], a[1]) {
-        case (0, _), (10, _), (127, _): true
-        case (100, 64...127): true
-        case (169, 254): true
-        case (172, 16...31): true
-        case (192, 168): true
+        switch (a[0], a[1], a[2]) {
+        case (0, _, _), (10, _, _), (127, _, _): true
+        case (100, 64...127, _): true // shared address space (carrier NAT)
+        case (169, 254, _): true
+        case (172, 16...31, _): true
+        case (192, 168, _): true
+        case (192, 0, 0), (192, 0, 2), (198, 51, 100), (203, 0, 113): true // IETF assignments, documentation
+        case (198, 18...19, _): true // benchmarking networks
         default: a[0] >= 224 // multicast and reserved
         }
     }
@@ -66,10 +68,14 @@ enum PushServiceHost {
         if a[0] & 0xfe == 0xfc { return true } // fc00::/7, unique local
         if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return true } // fe80::/10, link-local
         if a[0] == 0xff { return true } // multicast
-        // ::ffff:a.b.c.d (IPv4-mapped) and ::a.b.c.d (IPv4-compatible) reach the IPv4 address.
+        // ::ffff:a.b.c.d (IPv4-mapped) and ::a.b.c.d (IPv4-compatible) reach the IPv4 address,
+        // and so do 64:ff9b::a.b.c.d (NAT64, RFC 6052) and 2002:aabb:ccdd:: (6to4).
         if a[0..<10].allSatisfy({ $0 == 0 }) && ((a[10] == 0xff && a[11] == 0xff) || (a[10] == 0 && a[11] == 0)) {
             return isPrivate(Array(a[12..<16]))
         }
+        if a[0..<4] == [0x00, 0x64, 0xff, 0x9b] && a[4..<12].allSatisfy({ $0 == 0 }) { return isPrivate(Array(a[12..<16])) }
+        if a[0] == 0x20 && a[1] == 0x02 { return isPrivate(Array(a[2..<6])) }
+        if a[0..<4] == [0x20, 0x01, 0x0d, 0xb8] { return true } // documentation
         return false
     }
 

@@ -167,6 +167,8 @@ import Testing
             "https://169.254.169.254/latest", "https://100.64.0.1/push/x", "https://0.0.0.0/push/x", "https://[::1]/push/x",
             "https://[fd00::1]/push/x", "https://[fe80::1]/push/x", "https://[::ffff:10.0.0.1]/push/x", "https://127.1/push/x",
             "https://2130706433/push/x", "https://0x7f000001/push/x", "https://[fe80::1%25eth0]/push/x", "https://LOCALHOST./push/x",
+            "https://[64:ff9b::a00:1]/push/x", "https://[2002:7f00:1::]/push/x", "https://198.18.0.1/push/x", "https://192.0.0.8/push/x",
+            "https://[2001:db8::1]/push/x",
         ]
         for endpoint in inside {
             var candidate = try registration(endpoint)
@@ -178,7 +180,10 @@ import Testing
                 #expect(error.message.contains("allow_private_endpoints"), "\(error.message)")
             }
         }
-        for endpoint in ["https://fcm.googleapis.com/fcm/send/abc", "https://updates.push.services.mozilla.com/wpush/v2/x", "https://8.8.8.8/p"] {
+        for endpoint in [
+            "https://fcm.googleapis.com/fcm/send/abc", "https://updates.push.services.mozilla.com/wpush/v2/x", "https://8.8.8.8/p",
+            "https://[64:ff9b::808:808]/p", "https://[2002:808:808::]/p", "https://[2a00:1450:4001:800::200e]/p", "https://198.20.0.1/p",
+        ] {
             var candidate = try registration(endpoint)
             #expect(throws: Never.self, "\(endpoint)") { try production.prepare(&candidate) }
         }
