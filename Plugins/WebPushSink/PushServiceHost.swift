@@ -135,11 +135,18 @@ final class PushServiceResolver: Sendable {
         return isPrivate
     }
 
-    /// `getaddrinfo`, on NIO's blocking-work pool rather than a concurrency thread (it may wait
-    /// for a DNS server).
+    /// `getaddrinfo`, which may wait seconds for a DNS server, on threads of its own: not a
+    /// concurrency thread, and not NIO's shared blocking pool, where subscriptions naming many
+    /// slow hosts would hold up the server's file reads.
     static let systemResolve: Resolve = { name in
-        (try? await NIOThreadPool.singleton.runIfActive { addresses(of: name) }) ?? []
+        (try? await lookups.runIfActive { addresses(of: name) }) ?? []
     }
+
+    private static let lookups: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        return pool
+    }()
 
     private static func addresses(of name: String) -> [[UInt8]] {
         var hints = addrinfo()
