@@ -13,8 +13,9 @@ import Synchronization
 /// A subscription is whatever the client registering it sent, so without this check anyone who
 /// may register a device could have Herald POST to `https://10.0.0.7/…` or to a service on
 /// Herald's own loopback interface and read the outcome in the device's `last_error`. Push
-/// services are on the public internet. Registration judges literal addresses (and
-/// `localhost`); a delivery also judges what a name resolves to (``PushServiceResolver``).
+/// services are on the public internet. Literal addresses (and `localhost`) are judged here; a
+/// name by what it resolves to (``PushServiceResolver``), at registration when the answer comes
+/// quickly and before every send.
 enum PushServiceHost {
     /// Whether `host` is `localhost` or a literal IPv4/IPv6 address that is not globally
     /// routable: loopback, private (RFC 1918, IPv6 unique local), link-local, shared address
@@ -133,6 +134,36 @@ final class PushServiceResolver: Sendable {
             verdicts[name] = Verdict(isPrivate: isPrivate, until: now + Self.lifetime)
         }
         return isPrivate
+    }
+
+    /// ``isPrivate(_:)``, or nil when the answer takes longer than `limit` (the lookup goes on,
+    /// and its verdict is remembered for the next call).
+    func isPrivate(_ host: String, within limit: Duration) async -> Bool? {
+        await withCheckedContinuation { continuation in
+            let answer = FirstAnswer(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                answer.resume(returning: nil)
+            }
+            Task {
+                let verdict = await self.isPrivate(host)
+                timer.cancel()
+                answer.resume(returning: verdict)
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first of several answers.
+    private final class FirstAnswer: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Bool?, Never>?>
+
+        init(_ continuation: CheckedContinuation<Bool?, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        func resume(returning answer: Bool?) {
+            continuation.withLock { $0.take() }?.resume(returning: answer)
+        }
     }
 
     /// `getaddrinfo`, which may wait seconds for a DNS server, on threads of its own: not a

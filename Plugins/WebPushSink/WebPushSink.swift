@@ -91,10 +91,28 @@ public final class WebPushSink: ReleasingSink {
             throw HeraldError.invalidField(field, "must be a subscription object {endpoint, keys: {p256dh, auth}}")
         }
         let subscription = try Subscription(object, field: field)
-        if let problem = refusal(of: subscription.endpoint) { throw HeraldError.invalidField("\(field).endpoint", problem) }
         registration.address = DeviceAddress(provider: registration.address.provider, value: subscription.json, key: subscription.endpoint.absoluteString)
         try registration.validateCommonFields()
     }
+
+    /// Refuses an endpoint inside the operator's network (``refusal(of:)``), here and not in
+    /// ``prepare(_:)``, so a subscription stored before that check can still be removed. A host
+    /// name resolving there is refused too when the resolver answers within
+    /// ``admissionLookupLimit``; a slower answer admits it (a registration should not wait on
+    /// DNS), and every send judges it again.
+    public func admit(_ registration: DeviceRegistration) async throws {
+        guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField)
+        else { return }
+        let field = "\(registration.addressField).endpoint"
+        if let problem = refusal(of: subscription.endpoint) { throw HeraldError.invalidField(field, problem) }
+        guard !configuration.allowsPrivateEndpoints, let host = subscription.endpoint.host,
+            await resolver.isPrivate(host, within: Self.admissionLookupLimit) == true
+        else { return }
+        throw HeraldError.invalidField(
+            field, "resolves to a loopback, private or link-local address, not a push service's public one (sink '\(name)' has allow_private_endpoints off)")
+    }
+
+    static let admissionLookupLimit = Duration.seconds(1)
 
     struct Subscription {
         var endpoint: URL

@@ -154,7 +154,10 @@ import Testing
     /// stored anyway (before the check, or under the other setting) is failed, never sent.
     @Test func endpointsInsideTheOperatorsNetworkAreRefused() async throws {
         let f = try await Fixture.start()
-        let production = WebPushSink(configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http)
+        // Names are not looked up here (no DNS from tests): only literals are judged.
+        let production = WebPushSink(
+            name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
+            logger: Logger(label: "test"), clock: { Date() }, resolver: PushServiceResolver { _ in [] })
         let keys = try #require(f.emulator.subscribe("inside")["keys"] as? [String: String])
         func registration(_ endpoint: String) throws -> DeviceRegistration {
             let object: [String: Any] = ["endpoint": endpoint, "keys": keys]
@@ -174,6 +177,7 @@ import Testing
             var candidate = try registration(endpoint)
             do {
                 try production.prepare(&candidate)
+                try await production.admit(candidate)
                 Issue.record("\(endpoint) was accepted")
             } catch let error as HeraldError {
                 #expect(error.code == "invalid_field" && error.message.contains("web_push.endpoint"), "\(endpoint): \(error.message)")
@@ -185,8 +189,14 @@ import Testing
             "https://[64:ff9b::808:808]/p", "https://[2002:808:808::]/p", "https://[2a00:1450:4001:800::200e]/p", "https://198.20.0.1/p",
         ] {
             var candidate = try registration(endpoint)
-            #expect(throws: Never.self, "\(endpoint)") { try production.prepare(&candidate) }
+            try production.prepare(&candidate)
+            await #expect(throws: Never.self, "\(endpoint)") { try await production.admit(candidate) }
         }
+        // `prepare` (which removing a device also runs) only reads the subscription, so one
+        // stored before the check can still be removed.
+        var stored = try registration("https://10.1.2.3/push/x")
+        try production.prepare(&stored)
+        #expect(stored.address.key == "https://10.1.2.3/push/x")
         // Stored while the emulator's sink allowed it, then sent by a sink that does not.
         try await f.register("ivy", "inside-2")
         let device = try #require(try await f.store.devices(userID: "ivy").first)
@@ -240,6 +250,53 @@ import Testing
         #expect(looked.withLock { $0 } == ["push.inside.example"], "resolved once, then remembered")
         #expect(f.emulator.received.isEmpty, "nothing was sent")
         await f.stop()
+    }
+
+    /// At registration a name is judged too, when the resolver answers within a second: a
+    /// registration does not wait on a slow DNS server (each send judges the name again).
+    @Test func registrationRefusesANameResolvingInsideTheOperatorsNetwork() async throws {
+        let keys = try #require(WebPushEmulator().subscribe("named")["keys"] as? [String: String])
+        func registration(_ host: String) throws -> DeviceRegistration {
+            let object: [String: Any] = ["endpoint": "https://\(host)/push/named", "keys": keys]
+            return DeviceRegistration(
+                address: DeviceAddress(
+                    provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+                addressField: "web_push")
+        }
+        func sink(allowingPrivate: Bool = false) -> WebPushSink {
+            var configuration = WebPushSink.Configuration(vapid: .generate(), subject: "mailto:ops@example.com")
+            configuration.allowsPrivateEndpoints = allowingPrivate
+            let resolver = PushServiceResolver { name in
+                switch name {
+                case "inside.example": return [[10, 0, 0, 7]]
+                case "slow.example":
+                    try? await Task.sleep(for: .seconds(10))
+                    return [[127, 0, 0, 1]]
+                default: return [[93, 184, 216, 34]]
+                }
+            }
+            return WebPushSink(
+                name: "webpush", configuration: configuration, http: Fixture.http, logger: Logger(label: "test"), clock: { Date() }, resolver: resolver)
+        }
+        var inside = try registration("inside.example")
+        let production = sink()
+        try production.prepare(&inside)
+        do {
+            try await production.admit(inside)
+            Issue.record("a name resolving to 10.0.0.7 was admitted")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_field" && error.message.contains("web_push.endpoint"), "\(error.message)")
+            #expect(error.message.contains("allow_private_endpoints"), "\(error.message)")
+        }
+        try await sink(allowingPrivate: true).admit(inside)
+        var outside = try registration("push.example")
+        try production.prepare(&outside)
+        try await production.admit(outside)
+        var slow = try registration("slow.example")
+        try production.prepare(&slow)
+        let started = ContinuousClock.now
+        try await production.admit(slow)
+        #expect(ContinuousClock.now - started < .seconds(8), "admitted without waiting for the lookup")
     }
 
     @Test func theResolverJudgesEveryAddressOfAName() async throws {

@@ -123,6 +123,10 @@ public protocol NotificationSink: Sendable {
     /// `HeraldError.invalidField(registration.addressField, …)` for an address the provider
     /// would never accept. The default checks a token or a bounded object.
     func prepare(_ registration: inout DeviceRegistration) throws
+    /// After ``prepare(_:)``, at registration only (not when a device is removed): checks that
+    /// need I/O, such as what an endpoint's host name resolves to. Throw as ``prepare(_:)``
+    /// does. The default admits every device.
+    func admit(_ registration: DeviceRegistration) async throws
     /// Asks the provider to validate these deliveries without sending them (FCM's
     /// `validate_only`). One result per delivery; the default answers `.unsupported`.
     func dryRun(_ batch: [Delivery]) async -> [DryRunResult]
@@ -151,6 +155,8 @@ extension NotificationSink {
     public func prepare(_ registration: inout DeviceRegistration) throws {
         try registration.validateCommonFields()
     }
+
+    public func admit(_ registration: DeviceRegistration) async throws {}
 
     public func updateTopicMembership(_ changes: [TopicMembershipChange]) async -> [TopicMembershipOutcome] {
         changes.map { _ in .refused(reason: "sink '\(name)' does not keep topic membership") }

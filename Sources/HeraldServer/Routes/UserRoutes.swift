@@ -32,6 +32,7 @@ struct UserRoutes {
         if let sink = try pushSink(for: registration) {
             // The provider's sink checks the address and may fill in defaults.
             try sink.prepare(&registration)
+            try await sink.admit(registration)
         } else {
             // No sink serves this provider yet: the device is kept, bounded, for when one is.
             try registration.validateCommonFields()
