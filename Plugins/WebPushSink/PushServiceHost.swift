@@ -17,13 +17,14 @@ import Synchronization
 /// name by what it resolves to (``PushServiceResolver``), at registration when the answer comes
 /// quickly and before every send.
 enum PushServiceHost {
-    /// Whether `host` is `localhost` or a literal IPv4/IPv6 address that is not globally
-    /// routable: loopback, private (RFC 1918, IPv6 unique local), link-local, shared address
-    /// space (RFC 6598), unspecified, or IPv4-mapped forms of those.
-    static func isPrivate(_ host: String) -> Bool {
+    /// Whether `host` is private by its spelling alone: `localhost`, or a literal IPv4/IPv6
+    /// address that is not globally routable (loopback, private (RFC 1918, IPv6 unique local),
+    /// link-local, shared address space (RFC 6598), unspecified, or IPv4-mapped forms of
+    /// those). Nil for a name, which the addresses it resolves to decide.
+    static func spelledVerdict(_ host: String) -> Bool? {
         let name = normalized(host)
         if name == "localhost" || name.hasSuffix(".localhost") { return true }
-        return literalAddress(name).map(isPrivate(address:)) ?? false
+        return literalAddress(name).map(isPrivate(address:))
     }
 
     /// `host` lower-cased, without brackets, trailing dots or an IPv6 zone (`fe80::1%eth0`
@@ -124,22 +125,27 @@ final class PushServiceResolver: Sendable {
     /// not resolve is not judged: the client cannot connect to it either.
     func isPrivate(_ host: String) async -> Bool {
         let name = PushServiceHost.normalized(host)
-        if PushServiceHost.isPrivate(name) { return true }
-        if PushServiceHost.literalAddress(name) != nil { return false }
-        let now = ContinuousClock.now
-        if let verdict = verdicts.withLock({ $0[name] }), verdict.until > now { return verdict.isPrivate }
+        if let known = known(name) { return known }
         let isPrivate = await resolve(name).contains(where: PushServiceHost.isPrivate(address:))
         verdicts.withLock { verdicts in
             if verdicts.count >= Self.remembered { verdicts.removeAll() }
-            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + Self.lifetime)
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: .now + Self.lifetime)
         }
         return isPrivate
     }
 
-    /// ``isPrivate(_:)``, or nil when the answer takes longer than `limit` (the lookup goes on,
-    /// and its verdict is remembered for the next call).
+    /// The verdict on a normalized `name` without a lookup: from its spelling, or remembered.
+    private func known(_ name: String) -> Bool? {
+        if let spelled = PushServiceHost.spelledVerdict(name) { return spelled }
+        let now = ContinuousClock.now
+        return verdicts.withLock { $0[name] }.flatMap { $0.until > now ? $0.isPrivate : nil }
+    }
+
+    /// ``isPrivate(_:)``, or nil when a lookup's answer takes longer than `limit` (the lookup
+    /// goes on, and its verdict is remembered for the next call).
     func isPrivate(_ host: String, within limit: Duration) async -> Bool? {
-        await withCheckedContinuation { continuation in
+        if let known = known(PushServiceHost.normalized(host)) { return known }
+        return await withCheckedContinuation { continuation in
             let answer = FirstAnswer(continuation)
             let timer = Task {
                 try? await Task.sleep(for: limit)

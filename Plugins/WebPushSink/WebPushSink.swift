@@ -95,21 +95,16 @@ public final class WebPushSink: ReleasingSink {
         try registration.validateCommonFields()
     }
 
-    /// Refuses an endpoint inside the operator's network (``refusal(of:)``), here and not in
-    /// ``prepare(_:)``, so a subscription stored before that check can still be removed. A host
-    /// name resolving there is refused too when the resolver answers within
+    /// Refuses an endpoint inside the operator's network (``refusal(of:waitingAtMost:)``), here
+    /// and not in ``prepare(_:)``, so a subscription stored before that check can still be
+    /// removed. A host name is judged when the resolver answers within
     /// ``admissionLookupLimit``; a slower answer admits it (a registration should not wait on
     /// DNS), and every send judges it again.
     public func admit(_ registration: DeviceRegistration) async throws {
-        guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField)
+        guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField),
+            let problem = await refusal(of: subscription.endpoint, waitingAtMost: Self.admissionLookupLimit)
         else { return }
-        let field = "\(registration.addressField).endpoint"
-        if let problem = refusal(of: subscription.endpoint) { throw HeraldError.invalidField(field, problem) }
-        guard !configuration.allowsPrivateEndpoints, let host = subscription.endpoint.host,
-            await resolver.isPrivate(host, within: Self.admissionLookupLimit) == true
-        else { return }
-        throw HeraldError.invalidField(
-            field, "resolves to a loopback, private or link-local address, not a push service's public one (sink '\(name)' has allow_private_endpoints off)")
+        throw HeraldError.invalidField("\(registration.addressField).endpoint", problem)
     }
 
     static let admissionLookupLimit = Duration.seconds(1)
@@ -159,17 +154,18 @@ public final class WebPushSink: ReleasingSink {
     }
 
     /// Why this sink does not send to `endpoint`, or nil: an address inside the operator's
-    /// network, unless the sink allows those.
-    func refusal(of endpoint: URL) -> String? {
-        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host, PushServiceHost.isPrivate(host) else { return nil }
-        return "must be a push service's public address, not a loopback, private or link-local one (sink '\(name)' has allow_private_endpoints off)"
-    }
-
-    /// ``refusal(of:)``, and a host name resolving to such an address.
-    func sendingRefusal(of endpoint: URL) async -> String? {
-        if let problem = refusal(of: endpoint) { return problem }
-        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host, await resolver.isPrivate(host) else { return nil }
-        return "resolves to a loopback, private or link-local address, not a push service's public one (sink '\(name)' has allow_private_endpoints off)"
+    /// network, spelled out or resolved, unless the sink allows those. With a `limit`, a lookup
+    /// slower than it is no refusal.
+    func refusal(of endpoint: URL, waitingAtMost limit: Duration? = nil) async -> String? {
+        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host else { return nil }
+        let refused: Bool
+        if let limit { refused = await resolver.isPrivate(host, within: limit) == true } else { refused = await resolver.isPrivate(host) }
+        guard refused else { return nil }
+        let what =
+            PushServiceHost.spelledVerdict(host) == nil
+            ? "resolves to a loopback, private or link-local address, not a push service's public one"
+            : "must be a push service's public address, not a loopback, private or link-local one"
+        return "\(what) (sink '\(name)' has allow_private_endpoints off)"
     }
 
     // MARK: Notifications
@@ -228,7 +224,7 @@ public final class WebPushSink: ReleasingSink {
         }
         // Subscriptions stored before this check, or under another setting, are judged again,
         // and a name by the addresses it resolves to.
-        if let problem = await sendingRefusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
+        if let problem = await refusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
         do {
