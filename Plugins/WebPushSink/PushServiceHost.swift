@@ -112,25 +112,48 @@ final class PushServiceResolver: Sendable {
 
     private let resolve: Resolve
     private let verdicts = Mutex<[String: Verdict]>([:])
+    /// The lookups running, by name: concurrent sends to a host not yet judged wait for one.
+    private let lookups = Mutex<[String: Task<Bool, Never>]>([:])
     /// Push services are a handful of hosts: a verdict is kept for a minute, so a push costs no
-    /// lookup; the map is emptied if subscriptions name more hosts than this.
+    /// lookup; expired verdicts are dropped when subscriptions name more hosts than this, and
+    /// every verdict if none has expired.
     private static let remembered = 1_024
     private static let lifetime = Duration.seconds(60)
+    /// Names looked up at once, at most. A lookup holds one of two threads for as long as the
+    /// DNS server takes, so without a bound anyone who may register a device could queue
+    /// lookups of slow names ahead of every push service's; past it a name is not judged now.
+    static let concurrentLookups = 64
 
     init(resolve: @escaping Resolve = PushServiceResolver.systemResolve) {
         self.resolve = resolve
     }
 
-    /// Whether `host` is private, literally or by any address it resolves to. A name that does
-    /// not resolve is not judged: the client cannot connect to it either.
-    func isPrivate(_ host: String) async -> Bool {
+    /// Whether `host` is private, literally or by any address it resolves to; nil when
+    /// ``concurrentLookups`` other names are being looked up. A name that does not resolve is
+    /// not judged: the client cannot connect to it either.
+    func isPrivate(_ host: String) async -> Bool? {
         let name = PushServiceHost.normalized(host)
         if let known = known(name) { return known }
-        let isPrivate = await resolve(name).contains(where: PushServiceHost.isPrivate(address:))
-        verdicts.withLock { verdicts in
-            if verdicts.count >= Self.remembered { verdicts.removeAll() }
-            verdicts[name] = Verdict(isPrivate: isPrivate, until: .now + Self.lifetime)
+        let lookup = lookups.withLock { lookups -> Task<Bool, Never>? in
+            if let running = lookups[name] { return running }
+            guard lookups.count < Self.concurrentLookups else { return nil }
+            let started = Task { await self.judge(name) }
+            lookups[name] = started
+            return started
         }
+        return await lookup?.value
+    }
+
+    private func judge(_ name: String) async -> Bool {
+        let isPrivate = await resolve(name).contains(where: PushServiceHost.isPrivate(address:))
+        let now = ContinuousClock.now
+        verdicts.withLock { verdicts in
+            if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until > now } }
+            if verdicts.count >= Self.remembered { verdicts.removeAll() }
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + Self.lifetime)
+        }
+        // After the verdict is stored, so a caller arriving now finds one or the other.
+        lookups.withLock { $0[name] = nil }
         return isPrivate
     }
 
@@ -142,7 +165,7 @@ final class PushServiceResolver: Sendable {
     }
 
     /// ``isPrivate(_:)``, or nil when a lookup's answer takes longer than `limit` (the lookup
-    /// goes on, and its verdict is remembered for the next call).
+    /// goes on, and its verdict is remembered for the next call) or cannot start now.
     func isPrivate(_ host: String, within limit: Duration) async -> Bool? {
         if let known = known(PushServiceHost.normalized(host)) { return known }
         return await withCheckedContinuation { continuation in

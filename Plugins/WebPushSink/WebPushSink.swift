@@ -95,19 +95,21 @@ public final class WebPushSink: ReleasingSink {
         try registration.validateCommonFields()
     }
 
-    /// Refuses an endpoint inside the operator's network (``refusal(of:waitingAtMost:)``), here
+    /// Refuses an endpoint inside the operator's network (``verdict(on:waitingAtMost:)``), here
     /// and not in ``prepare(_:)``, so a subscription stored before that check can still be
     /// removed. A host name is judged when the resolver answers within
     /// ``admissionLookupLimit``; a slower answer admits it (a registration should not wait on
     /// DNS), and every send judges it again.
     public func admit(_ registration: DeviceRegistration) async throws {
         guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField),
-            let problem = await refusal(of: subscription.endpoint, waitingAtMost: Self.admissionLookupLimit)
+            case .refused(let problem) = await verdict(on: subscription.endpoint, waitingAtMost: Self.admissionLookupLimit)
         else { return }
         throw HeraldError.invalidField("\(registration.addressField).endpoint", problem)
     }
 
     static let admissionLookupLimit = Duration.seconds(1)
+    /// How long a send waits before trying again when the resolver is busy with other names.
+    static let busyResolverDelay = Duration.seconds(5)
 
     struct Subscription {
         var endpoint: URL
@@ -153,19 +155,31 @@ public final class WebPushSink: ReleasingSink {
         }
     }
 
-    /// Why this sink does not send to `endpoint`, or nil: an address inside the operator's
-    /// network, spelled out or resolved, unless the sink allows those. With a `limit`, a lookup
-    /// slower than it is no refusal.
-    func refusal(of endpoint: URL, waitingAtMost limit: Duration? = nil) async -> String? {
-        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host else { return nil }
-        let refused: Bool
-        if let limit { refused = await resolver.isPrivate(host, within: limit) == true } else { refused = await resolver.isPrivate(host) }
-        guard refused else { return nil }
-        let what =
-            PushServiceHost.spelledVerdict(host) == nil
-            ? "resolves to a loopback, private or link-local address, not a push service's public one"
-            : "must be a push service's public address, not a loopback, private or link-local one"
-        return "\(what) (sink '\(name)' has allow_private_endpoints off)"
+    /// What this sink makes of an endpoint's host.
+    enum EndpointVerdict: Equatable {
+        case allowed
+        /// Inside the operator's network; the message says so and names the setting.
+        case refused(String)
+        /// The resolver could not judge the name now (too many lookups running, or slower than
+        /// the caller would wait).
+        case undecided
+    }
+
+    /// Refuses an address inside the operator's network, spelled out or resolved, unless the
+    /// sink allows those. With a `limit`, a lookup slower than it is undecided.
+    func verdict(on endpoint: URL, waitingAtMost limit: Duration? = nil) async -> EndpointVerdict {
+        guard !configuration.allowsPrivateEndpoints, let host = endpoint.host else { return .allowed }
+        let isPrivate = if let limit { await resolver.isPrivate(host, within: limit) } else { await resolver.isPrivate(host) }
+        switch isPrivate {
+        case nil: return .undecided
+        case false: return .allowed
+        case true:
+            let what =
+                PushServiceHost.spelledVerdict(host) == nil
+                ? "resolves to a loopback, private or link-local address, not a push service's public one"
+                : "must be a push service's public address, not a loopback, private or link-local one"
+            return .refused("\(what) (sink '\(name)' has allow_private_endpoints off)")
+        }
     }
 
     // MARK: Notifications
@@ -224,7 +238,12 @@ public final class WebPushSink: ReleasingSink {
         }
         // Subscriptions stored before this check, or under another setting, are judged again,
         // and a name by the addresses it resolves to.
-        if let problem = await refusal(of: subscription.endpoint) { return .failed(reason: "the subscription's endpoint \(problem)") }
+        switch await verdict(on: subscription.endpoint) {
+        case .allowed: break
+        case .refused(let problem): return .failed(reason: "the subscription's endpoint \(problem)")
+        case .undecided:
+            return .retry(after: Self.busyResolverDelay, reason: "too many push service names were being resolved to judge the endpoint's host")
+        }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
         do {

@@ -309,14 +309,56 @@ import Testing
             }
         }
         #expect(await resolver.isPrivate("public.example") == false)
-        #expect(await resolver.isPrivate("v6-loopback.example"))
-        #expect(await resolver.isPrivate("mapped.example"))
+        #expect(await resolver.isPrivate("v6-loopback.example") == true)
+        #expect(await resolver.isPrivate("mapped.example") == true)
         #expect(await resolver.isPrivate("unresolvable.example") == false, "a name that does not resolve cannot be connected to either")
-        #expect(await resolver.isPrivate("10.0.0.1"), "literals are judged as they are")
+        #expect(await resolver.isPrivate("10.0.0.1") == true, "literals are judged as they are")
         #expect(await resolver.isPrivate("8.8.8.8") == false)
         // The system's resolver reads /etc/hosts, where localhost always is.
         let local = await PushServiceResolver.systemResolve("localhost")
         #expect(!local.isEmpty && local.allSatisfy(PushServiceHost.isPrivate(address:)), "\(local)")
+    }
+
+    /// Sends to a host not yet judged wait for one lookup, and no more than
+    /// `concurrentLookups` names are looked up at once: a slow name past that is undecided, so
+    /// its send is retried later rather than queued behind every other lookup.
+    @Test func theResolverLooksANameUpOnceAndBoundsItsLookups() async throws {
+        let started = Mutex<[String]>([])
+        let resolver = PushServiceResolver { name in
+            started.withLock { $0.append(name) }
+            try? await Task.sleep(for: .milliseconds(name.hasPrefix("slow") ? 1_500 : 200))
+            return name.hasPrefix("inside") ? [[10, 0, 0, 9]] : [[93, 184, 216, 34]]
+        }
+        let answers = await withTaskGroup(of: Bool?.self) { group in
+            for _ in 0..<40 { group.addTask { await resolver.isPrivate("Inside.Example") } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.count == 40 && answers.allSatisfy { $0 == true }, "\(answers)")
+        #expect(started.withLock { $0 } == ["inside.example"], "one lookup for 40 sends")
+
+        let limit = PushServiceResolver.concurrentLookups
+        let slow = Task {
+            await withTaskGroup(of: Bool?.self) { group in
+                for index in 0..<limit { group.addTask { await resolver.isPrivate("slow-\(index).example") } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while started.withLock({ $0.count }) < limit + 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await resolver.isPrivate("inside-too.example") == nil, "a name past the bound is undecided")
+        #expect(await resolver.isPrivate("inside-too.example", within: .seconds(1)) == nil)
+        #expect(await resolver.isPrivate("inside.example") == true, "remembered verdicts are answered meanwhile")
+        let production = WebPushSink(
+            name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
+            logger: Logger(label: "test"), clock: { Date() }, resolver: resolver)
+        let endpoint = try #require(URL(string: "https://inside-too.example/push/x"))
+        #expect(await production.verdict(on: endpoint) == .undecided)
+        #expect(await slow.value.allSatisfy { $0 == false })
+        #expect(await resolver.isPrivate("inside-too.example") == true, "looked up once the others are done")
+        guard case .refused = await production.verdict(on: endpoint) else {
+            Issue.record("a name resolving to 10.0.0.9 was not refused")
+            return
+        }
     }
 
     @Test func registrationChecksTheSubscription() async throws {
