@@ -51,6 +51,9 @@ final class PostgresPool: Sendable {
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
 
+    /// The pool requests go to now; a fresh one after an outage.
+    var client: PostgresClient { state.withLock { $0.client } }
+
     /// The error for an operation that got no connection within `acquireTimeout` while the
     /// database was not known to be unreachable: busy (or slow to connect), not down. One value,
     /// so a caller that waits out a busy pool (``PostgresStore/migrate()``) compares the error,

@@ -1,0 +1,131 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import HeraldStore
+
+/// `PostgresPool`'s rules, each shown by what it did rather than by how fast: an outage is
+/// answered at once while a probe looks for the database, a fresh pool replaces the backed-off
+/// one when it is back, and a pool that is only busy is not taken for an outage. The outage is
+/// played by a TCP proxy between the pool and the test server (the end-to-end tests' own).
+@Suite(.serialized, .timeLimit(.minutes(2)), .cleansUp) struct PostgresPoolTests {
+    /// The outage proxy in front of the test server: SIGUSR1 cuts every connection and closes
+    /// the port, SIGUSR2 opens it again.
+    struct Proxy {
+        let process: SpawnedProcess
+        let url: String
+
+        static func start(before server: String) async throws -> Proxy {
+            var database = try #require(URLComponents(string: server))
+            let directory = try TestResources.temporaryDirectory("herald-pool")
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("EndToEndTests/outage_proxy.py").path
+            let output = directory.appendingPathComponent("proxy.out").path
+            let process = SpawnedProcess(
+                executable: "/usr/bin/env", arguments: ["python3", script, database.host ?? "127.0.0.1", String(database.port ?? 5432)],
+                environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"], stdoutPath: output,
+                stderrPath: directory.appendingPathComponent("proxy.err").path)
+            try process.run()
+            TestResources.register {
+                process.terminate()
+                _ = await process.waitForExit()
+            }
+            var port: Int?
+            for _ in 0..<200 where port == nil {
+                let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                port = printed.firstMatch(of: /proxy listening on (\d+)/).flatMap { Int($0.1) }
+                if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            database.port = try #require(port, "the proxy did not start")
+            return Proxy(process: process, url: try #require(database.string))
+        }
+
+        func cut() { process.signal(SIGUSR1) }
+        func restore() { process.signal(SIGUSR2) }
+    }
+
+    static func pool(_ url: String, maxConnections: Int = 4, acquireTimeout: Duration = .seconds(1)) throws -> PostgresPool {
+        var configuration = try PostgresStore.configuration(url: url)
+        configuration.options.maximumConnections = maxConnections
+        let pool = PostgresPool(configuration: configuration, logger: Logger(label: "test"), acquireTimeout: acquireTimeout, probeInterval: .milliseconds(100))
+        TestResources.register { await pool.close() }
+        return pool
+    }
+
+    static func selectOne(_ pool: PostgresPool) async throws -> Int {
+        try await pool.withConnection { connection in
+            var answer = 0
+            for try await value in try await connection.query("SELECT 1", logger: Logger(label: "test")).decode(Int.self) { answer = value }
+            return answer
+        }
+    }
+
+    /// Polls `condition` for up to `seconds`; a loaded machine may take a while, and the
+    /// assertions that follow say what happened, not how soon.
+    static func eventually(_ seconds: Int = 30, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func anOutageIsAnsweredAtOnceAndAFreshPoolSwappedInWhenItEnds() async throws {
+        let proxy = try await Proxy.start(before: try await PostgresTestDatabase.create())
+        let pool = try Self.pool(proxy.url)
+        #expect(try await Self.selectOne(pool) == 1)
+        let before = pool.client
+
+        proxy.cut()
+        // The first request after the cut finds its connection gone (or gets none) and is a 503.
+        await #expect(throws: HeraldError.self) { _ = try await Self.selectOne(pool) }
+        #expect(try await Self.eventually { !pool.isReachable }, "the outage was noticed")
+        // While the database is away every request fails at once, without waiting on the pool,
+        // and says since when.
+        do {
+            _ = try await Self.selectOne(pool)
+            Issue.record("a request during the outage succeeded")
+        } catch let error as HeraldError {
+            #expect(error.code == "storage_unavailable" && error.message.contains("unreachable since"), "\(error.message)")
+        }
+        // Long enough for PostgresNIO's own pool to back off between its attempts.
+        try await Task.sleep(for: .seconds(2))
+        #expect(pool.client === before, "the pool is not replaced while nothing answers")
+
+        proxy.restore()
+        #expect(try await Self.eventually { pool.isReachable }, "the probe found the database again")
+        #expect(pool.client !== before, "a fresh pool, not the backed-off one, serves requests")
+        #expect(try await Self.selectOne(pool) == 1)
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aBusyPoolIsNotAnOutage() async throws {
+        let pool = try Self.pool(try await PostgresTestDatabase.create(), maxConnections: 1)
+        let before = pool.client
+        let (holding, held) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await pool.withConnection { _ in
+                held.yield()
+                try await Task.sleep(for: .seconds(4))
+            }
+        }
+        for await _ in holding { break }
+        do {
+            _ = try await Self.selectOne(pool)
+            Issue.record("a request got a connection the holder had")
+        } catch let error as HeraldError {
+            #expect(error == PostgresPool.busy, "\(error.message)")
+        }
+        // The timeout started a check with a connection of its own, which connects: the pool
+        // stays reachable and is not replaced.
+        try await holder.value
+        #expect(pool.isReachable, "a busy pool was taken for an outage")
+        #expect(pool.client === before)
+        #expect(try await Self.selectOne(pool) == 1)
+    }
+}
