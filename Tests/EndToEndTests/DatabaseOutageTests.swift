@@ -87,7 +87,7 @@ import Testing
         // connection's TCP and SCRAM handshakes through the proxy, on a loaded machine). The
         // pool's own backoff grows to about a quarter of the outage (100 ms × 1.25ⁿ), so after
         // 5 s it could wait up to about 2.3 s: this bound catches a pool stuck in backoff for
-        // longer, not every backoff.
+        // longer, not every backoff (PostgresPoolTests shows the fresh pool replacing it).
         #expect(recovery < .seconds(3), "within about a second: \(recovery)")
         #expect(herald.process.isRunning)
         // Shutdown is not what this test is about, and a loaded machine slows it: 30 s, the default shutdown_timeout.
