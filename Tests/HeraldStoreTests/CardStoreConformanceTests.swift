@@ -68,6 +68,19 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aFullPullCarriesThePoolsAndTheHistorysCardsInIdOrder(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        _ = try await store.putCards(["d", "a", "c", "b", "e"].map { Self.card($0) })
+        _ = try await store.applyScores(["a", "b", "c", "d", "e"].enumerated().map { Self.update("u", $1, Double($0) / 10, at: 1) })
+        _ = try await store.markSeen(userID: "u", [SeenReport(card: "b", at: Self.epoch), SeenReport(card: "e", at: Self.epoch)])
+        #expect(try await store.deleteCard(id: "d"))
+        let pull = try await store.pull(userID: "u", since: nil, order: .hot, limit: 10)
+        #expect(pull.pool.map(\.card) == ["c", "a"], "by score, without the deleted card")
+        #expect(pull.history.map(\.card) == ["b", "e"])
+        #expect(try pull.cards.map { try $0.card() } == ["a", "b", "c", "e"].map { Self.card($0) }, "the pool's and the history's cards, by id, as stored")
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func pullAnswersTheChangesSinceAMark(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         _ = try await store.putCards([Self.card("a", minutes: 1), Self.card("b", minutes: 3), Self.card("c", minutes: 2)])

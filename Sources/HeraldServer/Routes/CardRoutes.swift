@@ -294,11 +294,11 @@ struct CardRoutes {
         // Card ids need no escaping (letters, digits, _ - . :) and metadata is stored as JSON:
         // both objects are written directly.
         var cards = OrderedJSON()
-        for card in pull.cards { cards.add(card.id, json: Data(card.metadataJSON.utf8)) }
+        for card in pull.cards { cards.add(card.id, jsonText: card.metadataJSON) }
         json.add("cards", object: cards)
         try json.add("cards_removed", pull.cardsRemoved)
         var pool = OrderedJSON()
-        for entry in pull.pool { pool.add(entry.card, json: Data(String(entry.score).utf8)) }
+        for entry in pull.pool { pool.add(entry.card, jsonText: String(entry.score)) }
         json.add("pool", object: pool)
         try json.add("pool_removed", pull.poolRemoved)
         try json.add("history", pull.history.map(HistoryEntryBody.init))
@@ -311,7 +311,7 @@ struct CardRoutes {
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .eTag: "\"\(key)\"", .cacheControl: "private, no-cache"],
-            body: .init(byteBuffer: ByteBuffer(bytes: json.data))
+            body: .init(byteBuffer: ByteBuffer(bytes: json.bytes))
         )
     }
 

@@ -333,10 +333,12 @@ extension PostgresStore {
 
     static func fullPull(_ session: PostgresSession, userID: String, mark: CardMark, order: PoolOrder, limit: Int) async throws -> CardPull {
         let ordering = order == .hot ? "uc.score DESC, uc.card_id" : "c.posted_at DESC, uc.card_id"
-        let pool = try await session.rows(
+        // The pool's cards come with it (the join reads their rows anyway); only the history's
+        // are looked up again. A card is in one or the other: history rows are the seen ones.
+        let rows = try await session.rows(
             PostgresQuery(
                 unsafeSQL: """
-                    SELECT uc.card_id, uc.score FROM user_cards uc JOIN cards c ON c.id = uc.card_id
+                    SELECT uc.card_id, uc.score, c.metadata, c.posted_at, c.hot FROM user_cards uc JOIN cards c ON c.id = uc.card_id
                     WHERE uc.user_id = $1 AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
                     ORDER BY \(ordering) LIMIT $2
                     """,
@@ -347,11 +349,21 @@ extension PostgresStore {
                     return binds
                 }()
             )
-        ).map { CardPull.PoolEntry(card: try $0.text("card_id"), score: try $0.cell("score").decode(Double.self)) }
+        )
+        var pool: [CardPull.PoolEntry] = []
+        var cards: [CardContent] = []
+        for row in rows {
+            let id = try row.text("card_id")
+            pool.append(CardPull.PoolEntry(card: id, score: try row.cell("score").decode(Double.self)))
+            cards.append(
+                CardRecords.card(
+                    id: id, metadata: try row.text("metadata"), postedAt: try row.integer("posted_at"), hot: try row.cell("hot").decode(Double?.self)))
+        }
         let history = try await session.rows(
             "SELECT card_id, seen_index FROM user_cards WHERE user_id = \(userID) AND seen_index IS NOT NULL ORDER BY seen_index"
         ).map { CardHistoryEntry(index: try $0.integer("seen_index"), card: try $0.text("card_id")) }
-        let cards = try await cards(session, ids: Array(Set(pool.map(\.card) + history.map(\.card))).sorted())
+        cards += try await Self.cards(session, ids: Array(Set(history.map(\.card))).sorted())
+        cards.sort { $0.id < $1.id }
         return CardPull(mark: mark, full: true, cards: cards, cardsRemoved: [], pool: pool, poolRemoved: [], history: history)
     }
 }

@@ -160,14 +160,14 @@ extension SQLiteStore {
                 arguments: [userID, since.userSeq]
             ).map { row in
                 CardRecords.ChangedSlot(
-                    card: try row.decode(forColumn: "card_id"), score: try row.decode(forColumn: "score"), seenIndex: try row.decode(forColumn: "seen_index"),
-                    deleted: try row.decode(forColumn: "deleted"))
+                    card: try row.decode(atIndex: 0), score: try row.decode(atIndex: 1), seenIndex: try row.decode(atIndex: 2),
+                    deleted: try row.decode(atIndex: 3))
             }
             let changedCards = try Row.fetchAll(
                 db,
                 sql: "SELECT c.id, c.deleted FROM cards c JOIN user_cards uc ON uc.card_id = c.id AND uc.user_id = ? WHERE c.clock > ?",
                 arguments: [userID, since.cardsClock]
-            ).map { CardRecords.ChangedCard(id: try $0.decode(forColumn: "id"), deleted: try $0.decode(forColumn: "deleted")) }
+            ).map { CardRecords.ChangedCard(id: try $0.decode(atIndex: 0), deleted: try $0.decode(atIndex: 1)) }
             return try CardRecords.delta(mark: mark, slots: slots, changedCards: changedCards, order: order) { try Self.cards(db, ids: $0) }
         }
     }
@@ -300,8 +300,7 @@ extension SQLiteStore {
                 arguments: StatementArguments(chunk)
             ).map {
                 CardRecords.card(
-                    id: try $0.decode(forColumn: "id"), metadata: try $0.decode(forColumn: "metadata"), postedAt: try $0.decode(forColumn: "posted_at"),
-                    hot: try $0.decode(forColumn: "hot"))
+                    id: try $0.decode(atIndex: 0), metadata: try $0.decode(atIndex: 1), postedAt: try $0.decode(atIndex: 2), hot: try $0.decode(atIndex: 3))
             }
         }
         return cards
@@ -309,19 +308,29 @@ extension SQLiteStore {
 
     static func fullPull(_ db: Database, userID: String, mark: CardMark, order: PoolOrder, limit: Int) throws -> CardPull {
         let ordering = order == .hot ? "uc.score DESC, uc.card_id" : "c.posted_at DESC, uc.card_id"
-        let pool = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT uc.card_id, uc.score FROM user_cards uc JOIN cards c ON c.id = uc.card_id
-                WHERE uc.user_id = ? AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
-                ORDER BY \(ordering) LIMIT ?
-                """,
-            arguments: [userID, limit]
-        ).map { CardPull.PoolEntry(card: try $0.decode(forColumn: "card_id"), score: try $0.decode(forColumn: "score")) }
+        // The pool's cards come with it (the join reads their rows anyway); only the history's
+        // are looked up again. A card is in one or the other: history rows are the seen ones.
+        var pool: [CardPull.PoolEntry] = []
+        var cards: [CardContent] = []
+        let rows = try Row.fetchCursor(
+            try db.cachedStatement(
+                sql: """
+                    SELECT uc.card_id, uc.score, c.metadata, c.posted_at, c.hot FROM user_cards uc JOIN cards c ON c.id = uc.card_id
+                    WHERE uc.user_id = ? AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
+                    ORDER BY \(ordering) LIMIT ?
+                    """),
+            arguments: [userID, limit])
+        while let row = try rows.next() {
+            let id: String = try row.decode(atIndex: 0)
+            pool.append(CardPull.PoolEntry(card: id, score: try row.decode(atIndex: 1)))
+            cards.append(CardRecords.card(id: id, metadata: try row.decode(atIndex: 2), postedAt: try row.decode(atIndex: 3), hot: try row.decode(atIndex: 4)))
+        }
         let history = try Row.fetchAll(
-            db, sql: "SELECT card_id, seen_index FROM user_cards WHERE user_id = ? AND seen_index IS NOT NULL ORDER BY seen_index", arguments: [userID]
-        ).map { CardHistoryEntry(index: try $0.decode(forColumn: "seen_index"), card: try $0.decode(forColumn: "card_id")) }
-        let cards = try cards(db, ids: Array(Set(pool.map(\.card) + history.map(\.card))).sorted())
+            try db.cachedStatement(sql: "SELECT card_id, seen_index FROM user_cards WHERE user_id = ? AND seen_index IS NOT NULL ORDER BY seen_index"),
+            arguments: [userID]
+        ).map { CardHistoryEntry(index: try $0.decode(atIndex: 1), card: try $0.decode(atIndex: 0)) }
+        cards += try Self.cards(db, ids: Array(Set(history.map(\.card))).sorted())
+        cards.sort { $0.id < $1.id }
         return CardPull(mark: mark, full: true, cards: cards, cardsRemoved: [], pool: pool, poolRemoved: [], history: history)
     }
 }
