@@ -1,7 +1,8 @@
 /// Writes JSON text straight into bytes, for the few documents written once per notification or
-/// per push (stored data maps and targets, FCM request bodies): `JSONEncoder` builds a boxed
-/// tree of every value first, and that was the largest single cost of a push and of an accept's
-/// insert in the profiles (docs/performance.md). Anything else keeps using `JSONEncoder`.
+/// per push (stored data maps and targets, FCM request bodies) and the history pages apps fetch:
+/// `JSONEncoder` builds a boxed tree of every value first, and that was the largest single cost
+/// of a push, of an accept's insert and of a history page in the profiles
+/// (docs/performance.md). Anything else keeps using `JSONEncoder`.
 ///
 /// Strings are escaped as RFC 8259 requires (quote, backslash, and control characters below
 /// U+0020); everything else, slashes and non-ASCII included, is written as its UTF-8 bytes.
@@ -58,6 +59,12 @@ public struct JSONWriter: Sendable {
     public mutating func bool(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        needsComma = true
+    }
+
+    public mutating func null() {
+        separate()
+        bytes.append(contentsOf: "null".utf8)
         needsComma = true
     }
 

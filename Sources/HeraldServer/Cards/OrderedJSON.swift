@@ -21,7 +21,7 @@ struct OrderedJSON {
     }
 
     /// A member whose value is already JSON text.
-    mutating func add(_ key: String, json value: Data) {
+    mutating func add(_ key: String, json value: some Collection<UInt8>) {
         addKey(key)
         out.append(contentsOf: value)
     }

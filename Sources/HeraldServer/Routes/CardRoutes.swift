@@ -307,7 +307,11 @@ struct CardRoutes {
             var unread: Int
         }
         try json.add("user", User(settings: try state.settings(), unread: state.unread))
-        try json.add("notifications", notifications.map { HistoryResponse.Item($0, timestamps: timestamps) })
+        var items = JSONWriter()
+        items.array { list in
+            for item in notifications { HistoryResponse.Item(item, timestamps: timestamps).write(to: &list) }
+        }
+        json.add("notifications", json: items.bytes)
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .eTag: "\"\(key)\"", .cacheControl: "private, no-cache"],

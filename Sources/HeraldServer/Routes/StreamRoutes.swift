@@ -97,9 +97,10 @@ struct StreamRoutes {
                 guard !rows.isEmpty else { return }
                 var buffer = ByteBuffer()
                 for row in rows {
-                    let data = try JSONBody.encoder().encode(HistoryResponse.Item(row.item, timestamps: routes.timestamps))
+                    var data = JSONWriter()
+                    HistoryResponse.Item(row.item, timestamps: routes.timestamps).write(to: &data)
                     buffer.writeString("id: \(row.sequence)\nevent: notification\ndata: ")
-                    buffer.writeBytes(data)
+                    buffer.writeBytes(data.bytes)
                     buffer.writeString("\n\n")
                     cursor = row.sequence
                 }

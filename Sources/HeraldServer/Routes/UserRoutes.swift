@@ -99,7 +99,7 @@ struct UserRoutes {
         let userID = try context.actingUser(request)
         let query = try PageQuery(request)
         let page = try await store.history(userID: userID, limit: query.limit, before: query.before)
-        return try JSONBody.response(HistoryResponse(page, timestamps: timestamps))
+        return JSONBody.response(bytes: HistoryResponse(page, timestamps: timestamps).json)
     }
 
     @Sendable func markRead(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -147,5 +147,42 @@ struct HistoryResponse: Encodable {
     init(_ page: HistoryPage, timestamps: TimestampStyle) {
         history = page.items.map { Item($0, timestamps: timestamps) }
         next = Nullable(page.next)
+    }
+
+    /// The page as `JSONBody.encoder()` writes it (keys sorted, slashes unescaped), written
+    /// directly: the encoder's boxed tree was a fifth of a history request's CPU.
+    var json: [UInt8] {
+        var writer = JSONWriter(capacity: 64 + 256 * history.count)
+        writer.object { page in
+            page.key("history")
+            page.array { list in
+                for item in history { item.write(to: &list) }
+            }
+            page.key("next")
+            if let next = next.value { page.string(next) } else { page.null() }
+        }
+        return writer.bytes
+    }
+}
+
+extension HistoryResponse.Item {
+    func write(to writer: inout JSONWriter) {
+        writer.object { item in
+            item.key("data")
+            item.object { fields in
+                fields.member("id", data.id)
+                fields.member("timestamp", data.timestamp)
+                fields.member("type", data.type)
+                fields.key("url")
+                if let url = data.url.value { fields.string(url) } else { fields.null() }
+            }
+            item.key("notification")
+            item.object { content in
+                content.member("body", notification.body)
+                content.member("title", notification.title)
+            }
+            item.key("read")
+            item.bool(read)
+        }
     }
 }
