@@ -58,8 +58,13 @@ public final class WebPushSink: ReleasingSink {
     }
 
     /// - Parameter resolver: how an endpoint's host name is judged before each send.
-    init(name: String, configuration: Configuration, http: HTTPClient?, logger: Logger, clock: @escaping @Sendable () -> Date, resolver: PushServiceResolver) {
+    /// - Parameter admissionLookupLimit: how long a registration waits for the resolver.
+    init(
+        name: String, configuration: Configuration, http: HTTPClient?, logger: Logger, clock: @escaping @Sendable () -> Date, resolver: PushServiceResolver,
+        admissionLookupLimit: Duration = .seconds(1)
+    ) {
         self.resolver = resolver
+        self.admissionLookupLimit = admissionLookupLimit
         self.name = name
         self.configuration = configuration
         // A subscription's endpoint is whatever a browser (or anyone registering one) sent: a
@@ -102,12 +107,12 @@ public final class WebPushSink: ReleasingSink {
     /// DNS), and every send judges it again.
     public func admit(_ registration: DeviceRegistration) async throws {
         guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField),
-            case .refused(let problem) = await verdict(on: subscription.endpoint, waitingAtMost: Self.admissionLookupLimit)
+            case .refused(let problem) = await verdict(on: subscription.endpoint, waitingAtMost: admissionLookupLimit)
         else { return }
         throw HeraldError.invalidField("\(registration.addressField).endpoint", problem)
     }
 
-    static let admissionLookupLimit = Duration.seconds(1)
+    let admissionLookupLimit: Duration
     /// How long a send waits before trying again when the resolver is busy with other names.
     static let busyResolverDelay = Duration.seconds(5)
 
