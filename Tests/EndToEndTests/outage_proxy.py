@@ -5,7 +5,8 @@
 
 Listens on a free loopback port and prints "proxy listening on PORT". SIGUSR1 starts an outage:
 every proxied connection is cut and new ones are refused (the listener closes), as when the
-server stops. SIGUSR2 ends it. SIGTERM exits.
+server stops. SIGHUP stalls instead: connections are accepted and kept, but nothing is passed
+on, as from a server too loaded to answer. SIGUSR2 ends either. SIGTERM exits.
 """
 import asyncio
 import signal
@@ -14,14 +15,17 @@ import sys
 
 async def main() -> None:
     # A parent may have blocked these (a test runner's threads do), and children inherit masks.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP, signal.SIGTERM})
     target_host, target_port = sys.argv[1], int(sys.argv[2])
     writers: set[asyncio.StreamWriter] = set()
     state = {"server": None, "port": 0}
+    flowing = asyncio.Event()
+    flowing.set()
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
+                await flowing.wait()
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
@@ -54,7 +58,11 @@ async def main() -> None:
                 transport.abort()
         writers.clear()
 
+    def stall() -> None:
+        flowing.clear()
+
     def resume() -> None:
+        flowing.set()
         if state["server"] is None:
             asyncio.ensure_future(listen(state["port"]))
 
@@ -64,6 +72,7 @@ async def main() -> None:
     stop = loop.create_future()
     loop.add_signal_handler(signal.SIGUSR1, outage)
     loop.add_signal_handler(signal.SIGUSR2, resume)
+    loop.add_signal_handler(signal.SIGHUP, stall)
     loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
     await stop
 

@@ -44,6 +44,7 @@ import Testing
         }
 
         func cut() { process.signal(SIGUSR1) }
+        func stall() { process.signal(SIGHUP) }
         func restore() { process.signal(SIGUSR2) }
     }
 
@@ -103,18 +104,58 @@ import Testing
         #expect(try await Self.selectOne(pool) == 1)
     }
 
+    /// At startup a server that answers nothing in time (a loaded machine's, here one whose
+    /// proxy holds every byte) is waited for, even once the pool's own check has marked it
+    /// unreachable; one that refuses connections fails the start at once.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func startupWaitsForASlowServerAndNotForADownOne() async throws {
+        let proxy = try await Proxy.start(before: try await PostgresTestDatabase.create())
+        proxy.stall()
+        let slow = try PostgresStore(url: proxy.url, acquireTimeout: .milliseconds(300))
+        TestResources.register { await slow.close() }
+        let migration = Task { try await slow.migrate() }
+        #expect(try await Self.eventually { slow.pool.isUnreachableForSlowness }, "the check found nothing answering")
+        try await Task.sleep(for: .milliseconds(500))
+        proxy.restore()
+        try await migration.value
+        #expect(try await slow.settings(userID: "u") == UserSettings(), "migrated once the server answered")
+
+        proxy.cut()
+        let down = try PostgresStore(url: proxy.url, acquireTimeout: .milliseconds(300))
+        TestResources.register { await down.close() }
+        let started = ContinuousClock.now
+        do {
+            try await down.migrate()
+            Issue.record("a start against a closed port succeeded")
+        } catch let error as HeraldError {
+            #expect(error.code == "storage_unavailable", "\(error.message)")
+        }
+        #expect(ContinuousClock.now - started < PostgresStore.startupPatience / 2, "a refused connection is not waited for")
+    }
+
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aBusyPoolIsNotAnOutage() async throws {
-        let pool = try Self.pool(try await PostgresTestDatabase.create(), maxConnections: 1)
+        // Timeouts that a loaded machine's connection handshakes fit in.
+        let pool = try Self.pool(try await PostgresTestDatabase.create(), maxConnections: 1, acquireTimeout: .seconds(3))
+        #expect(try await Self.selectOne(pool) == 1)
         let before = pool.client
         let (holding, held) = AsyncStream<Void>.makeStream()
         let holder = Task {
+            defer { held.finish() }
             try await pool.withConnection { _ in
                 held.yield()
-                try await Task.sleep(for: .seconds(4))
+                try await Task.sleep(for: .seconds(8))
             }
         }
-        for await _ in holding { break }
+        var holds = false
+        for await _ in holding {
+            holds = true
+            break
+        }
+        guard holds else {
+            Issue.record("the holder got no connection: \(String(describing: await holder.result))")
+            return
+        }
         do {
             _ = try await Self.selectOne(pool)
             Issue.record("a request got a connection the holder had")
@@ -127,5 +168,21 @@ import Testing
         #expect(pool.isReachable, "a busy pool was taken for an outage")
         #expect(pool.client === before)
         #expect(try await Self.selectOne(pool) == 1)
+        // The check's own connection closes once it has answered; left open, every busy
+        // moment would cost the server a connection for good.
+        var open = 0
+        let deadline = ContinuousClock.now + .seconds(15)
+        repeat {
+            open = try await pool.withConnection { connection in
+                var count = 0
+                let rows = try await connection.query(
+                    "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'",
+                    logger: Logger(label: "test"))
+                for try await value in rows.decode(Int.self) { count = value }
+                return count
+            }
+            if open > 1 { try await Task.sleep(for: .milliseconds(100)) }
+        } while open > 1 && ContinuousClock.now < deadline
+        #expect(open == 1, "connections to the database besides the pool's one")
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import HeraldCore
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -21,6 +23,9 @@ final class PostgresPool: Sendable {
         var client: PostgresClient
         var runner: Task<Void, Never>
         var unreachableSince: Date?
+        /// The database was marked unreachable because nothing answered in time, not because a
+        /// connection was refused or broke.
+        var unreachableForSlowness = false
         var probe: Task<Void, Never>?
         var checking = false
         var closed = false
@@ -50,6 +55,10 @@ final class PostgresPool: Sendable {
     }
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
+
+    /// Whether the database is marked unreachable only because no connection came in time: at
+    /// startup, on a loaded machine, more likely slow than down (see ``PostgresStore/migrate()``).
+    var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableForSlowness } }
 
     /// The pool requests go to now; a fresh one after an outage.
     var client: PostgresClient { state.withLock { $0.client } }
@@ -171,14 +180,27 @@ final class PostgresPool: Sendable {
         }
         guard start else { return }
         Task {
-            let reachable = await self.connectsFresh() != nil
+            // PostgresNIO's pool keeps a request waiting while its connections are refused, so
+            // without the refusal a closed port would look like a slow server.
+            var failure = await self.refusal()
+            if failure == nil {
+                switch await self.connectsFresh() {
+                case .success(let (_, runner)):
+                    // Only the answer was wanted: the check's pool closes with its connection.
+                    runner.cancel()
+                    await runner.value
+                case .failure(let error):
+                    failure = error
+                }
+            }
             self.state.withLock { $0.checking = false }
-            if !reachable { self.markUnreachable(because: AcquireTimeout()) }
+            if let failure { self.markUnreachable(because: failure) }
         }
     }
 
-    /// A fresh pool that has connected once, with its runner, or nil when none connects in time.
-    private func connectsFresh() async -> (PostgresClient, Task<Void, Never>)? {
+    /// A fresh pool that has connected once, with its runner, or why none did: its connection's
+    /// error, or ``AcquireTimeout`` when nothing answered in time.
+    private func connectsFresh() async -> Result<(PostgresClient, Task<Void, Never>), any Error> {
         let candidate = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await candidate.run() }
         do {
@@ -188,11 +210,29 @@ final class PostgresPool: Sendable {
                     _ = try await connection.query("SELECT 1", logger: self.logger).collect()
                 }
             }
-            return (candidate, runner)
+            return .success((candidate, runner))
         } catch {
             runner.cancel()
             await runner.value
+            return .failure(error)
+        }
+    }
+
+    /// Why the database's address refuses a TCP connection, if it does: nothing listening
+    /// there is an outage, where a handshake that does not finish in time may be a loaded
+    /// machine. Nil when a connection opens or does not within `acquireTimeout`, and for a Unix
+    /// socket.
+    private func refusal() async -> (any Error)? {
+        guard let host = configuration.host, let port = configuration.port else { return nil }
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(TimeAmount(acquireTimeout))
+                .connect(host: host, port: port).get()
+            try? await channel.close()
             return nil
+        } catch ChannelError.connectTimeout {
+            return nil
+        } catch {
+            return error
         }
     }
 
@@ -200,6 +240,7 @@ final class PostgresPool: Sendable {
         let startProbe = state.withLock { state -> Bool in
             guard !state.closed, state.unreachableSince == nil else { return false }
             state.unreachableSince = Date()
+            state.unreachableForSlowness = error is AcquireTimeout
             return true
         }
         guard startProbe else { return }
@@ -212,7 +253,7 @@ final class PostgresPool: Sendable {
     /// pool's back-off) every `probeInterval` until one connects, then swaps it in.
     private func probeUntilReachable() async {
         while !Task.isCancelled {
-            if let (fresh, runner) = await connectsFresh() {
+            if case .success(let (fresh, runner)) = await connectsFresh() {
                 replacePool(with: fresh, runner: runner)
                 return
             }

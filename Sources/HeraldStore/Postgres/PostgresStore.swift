@@ -67,16 +67,23 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     public func migrate() async throws {
         let commits: String?
         // The first connection includes the TCP connect and authentication (SCRAM hashes on
-        // both ends), which on a loaded machine can outlast one acquire timeout: a server that
-        // is reachable but slow gets more time at startup; one that is down fails at once.
+        // both ends), which on a loaded machine can outlast one acquire timeout, and so can the
+        // pool's direct check that follows (then the database is marked unreachable for
+        // slowness, and probed): a server that is reachable but slow gets more time at startup;
+        // one that refuses or breaks connections fails at once.
         let patience = ContinuousClock.now + Self.startupPatience
         do {
             while true {
                 do {
                     try await transaction { session in try await PostgresSchema.migrate(session) }
                     break
-                } catch let error as HeraldError where error == PostgresPool.busy && pool.isReachable && ContinuousClock.now < patience {
+                } catch let error as HeraldError
+                    where error.code == "storage_unavailable" && ContinuousClock.now < patience
+                    && (error == PostgresPool.busy && pool.isReachable || pool.isUnreachableForSlowness)
+                {
                     logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
+                    // While it is marked unreachable every call fails at once: wait for the probe.
+                    if !pool.isReachable { try await Task.sleep(for: pool.probeInterval) }
                 }
             }
             commits = try await withConnection { session in
