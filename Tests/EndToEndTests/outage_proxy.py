@@ -6,7 +6,8 @@
 Listens on a free loopback port and prints "proxy listening on PORT". SIGUSR1 starts an outage:
 every proxied connection is cut and new ones are refused (the listener closes), as when the
 server stops. SIGHUP stalls instead: connections are accepted and kept, but nothing is passed
-on, as from a server too loaded to answer. SIGUSR2 ends either. SIGTERM exits.
+on, as from a server too loaded to answer. SIGUSR2 ends either. Each is acknowledged on
+standard output ("outage", "stalled", "resumed") once in effect. SIGTERM exits.
 """
 import asyncio
 import signal
@@ -57,14 +58,22 @@ async def main() -> None:
             if transport is not None:
                 transport.abort()
         writers.clear()
+        print("outage", flush=True)
 
     def stall() -> None:
         flowing.clear()
+        print("stalled", flush=True)
+
+    async def reopen() -> None:
+        await listen(state["port"])
+        print("resumed", flush=True)
 
     def resume() -> None:
         flowing.set()
         if state["server"] is None:
-            asyncio.ensure_future(listen(state["port"]))
+            asyncio.ensure_future(reopen())
+        else:
+            print("resumed", flush=True)
 
     await listen(0)
     print(f"proxy listening on {state['port']}", flush=True)

@@ -17,6 +17,7 @@ import Testing
     struct Proxy {
         let process: SpawnedProcess
         let url: String
+        let output: String
 
         static func start(before server: String) async throws -> Proxy {
             var database = try #require(URLComponents(string: server))
@@ -40,15 +41,33 @@ import Testing
                 if port == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             database.port = try #require(port, "the proxy did not start")
-            return Proxy(process: process, url: try #require(database.string))
+            return Proxy(process: process, url: try #require(database.string), output: output)
         }
 
-        func cut() { process.signal(SIGUSR1) }
-        func stall() { process.signal(SIGHUP) }
-        func restore() { process.signal(SIGUSR2) }
+        func cut() async throws { try await send(SIGUSR1, until: "outage") }
+        func stall() async throws { try await send(SIGHUP, until: "stalled") }
+        func restore() async throws { try await send(SIGUSR2, until: "resumed") }
+
+        /// Signals the proxy and waits for its word that the change is in effect.
+        private func send(_ signal: Int32, until word: String) async throws {
+            func said() -> Int { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0 == word }.count }
+            let before = said()
+            process.signal(signal)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while said() == before {
+                guard ContinuousClock.now < deadline else { throw ProxyError(description: "the proxy did not say '\(word)'") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
     }
 
-    static func pool(_ url: String, maxConnections: Int = 4, acquireTimeout: Duration = .seconds(1)) throws -> PostgresPool {
+    struct ProxyError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// A pool with timeouts a loaded machine's first connections fit in (a full suite on two
+    /// cores took more than a second for one, through the proxy).
+    static func pool(_ url: String, maxConnections: Int = 4, acquireTimeout: Duration = .seconds(5)) throws -> PostgresPool {
         var configuration = try PostgresStore.configuration(url: url)
         configuration.options.maximumConnections = maxConnections
         let pool = PostgresPool(configuration: configuration, logger: Logger(label: "test"), acquireTimeout: acquireTimeout, probeInterval: .milliseconds(100))
@@ -82,7 +101,7 @@ import Testing
         #expect(try await Self.selectOne(pool) == 1)
         let before = pool.client
 
-        proxy.cut()
+        try await proxy.cut()
         // The first request after the cut finds its connection gone (or gets none) and is a 503.
         await #expect(throws: HeraldError.self) { _ = try await Self.selectOne(pool) }
         #expect(try await Self.eventually { !pool.isReachable }, "the outage was noticed")
@@ -98,7 +117,7 @@ import Testing
         try await Task.sleep(for: .seconds(2))
         #expect(pool.client === before, "the pool is not replaced while nothing answers")
 
-        proxy.restore()
+        try await proxy.restore()
         #expect(try await Self.eventually { pool.isReachable }, "the probe found the database again")
         #expect(pool.client !== before, "a fresh pool, not the backed-off one, serves requests")
         #expect(try await Self.selectOne(pool) == 1)
@@ -110,17 +129,17 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func startupWaitsForASlowServerAndNotForADownOne() async throws {
         let proxy = try await Proxy.start(before: try await PostgresTestDatabase.create())
-        proxy.stall()
-        let slow = try PostgresStore(url: proxy.url, acquireTimeout: .milliseconds(300))
+        try await proxy.stall()
+        let slow = try PostgresStore(url: proxy.url)
         TestResources.register { await slow.close() }
         let migration = Task { try await slow.migrate() }
         #expect(try await Self.eventually { slow.pool.isUnreachableForSlowness }, "the check found nothing answering")
         try await Task.sleep(for: .milliseconds(500))
-        proxy.restore()
+        try await proxy.restore()
         try await migration.value
         #expect(try await slow.settings(userID: "u") == UserSettings(), "migrated once the server answered")
 
-        proxy.cut()
+        try await proxy.cut()
         let down = try PostgresStore(url: proxy.url, acquireTimeout: .milliseconds(300))
         TestResources.register { await down.close() }
         let started = ContinuousClock.now
@@ -135,8 +154,7 @@ import Testing
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aBusyPoolIsNotAnOutage() async throws {
-        // Timeouts that a loaded machine's connection handshakes fit in.
-        let pool = try Self.pool(try await PostgresTestDatabase.create(), maxConnections: 1, acquireTimeout: .seconds(3))
+        let pool = try Self.pool(try await PostgresTestDatabase.create(), maxConnections: 1)
         #expect(try await Self.selectOne(pool) == 1)
         let before = pool.client
         let (holding, held) = AsyncStream<Void>.makeStream()
@@ -144,7 +162,7 @@ import Testing
             defer { held.finish() }
             try await pool.withConnection { _ in
                 held.yield()
-                try await Task.sleep(for: .seconds(8))
+                try await Task.sleep(for: .seconds(12))
             }
         }
         var holds = false

@@ -69,6 +69,10 @@ final class PostgresPool: Sendable {
     /// not its wording.
     static let busy = HeraldError(.unavailable, code: "storage_unavailable", "no database connection could be had in time; retry shortly")
 
+    /// The error for an operation whose connection closed because a fresh pool replaced its
+    /// own after an outage: the database is back, the operation may be tried again.
+    static let replaced = HeraldError(.unavailable, code: "storage_unavailable", "the database connection was replaced after an outage; retry shortly")
+
     /// Runs `operation` on the current pool, within the rules above. The operation calls
     /// `acquired` with its connection as soon as it holds one (see ``SupervisedOperation``).
     func run<Result: Sendable>(
@@ -86,11 +90,13 @@ final class PostgresPool: Sendable {
                 try await operation(client, acquired)
             }
         } catch is AcquireTimeout {
-            checkReachability()
+            if state.withLock({ $0.client === client }) { checkReachability() }
             throw Self.busy
         } catch {
             guard Self.isConnectionFailure(error) else { throw error }
-            markUnreachable(because: error)
+            // A pool replaced meanwhile closes its connections under whatever still ran on it
+            // (a request that waited through the outage): that says nothing of the database.
+            guard markUnreachable(because: error, using: client) else { throw Self.replaced }
             throw HeraldError(.unavailable, code: "storage_unavailable", "the database is unreachable; retry shortly")
         }
     }
@@ -236,17 +242,22 @@ final class PostgresPool: Sendable {
         }
     }
 
-    private func markUnreachable(because error: any Error) {
-        let startProbe = state.withLock { state -> Bool in
-            guard !state.closed, state.unreachableSince == nil else { return false }
+    /// Marks the database unreachable and starts the probe, unless `client` (the pool an
+    /// operation failed on) has been replaced since: false then.
+    @discardableResult
+    private func markUnreachable(because error: any Error, using client: PostgresClient? = nil) -> Bool {
+        let (current, startProbe) = state.withLock { state -> (Bool, Bool) in
+            if let client, state.client !== client { return (false, false) }
+            guard !state.closed, state.unreachableSince == nil else { return (true, false) }
             state.unreachableSince = Date()
             state.unreachableForSlowness = error is AcquireTimeout
-            return true
+            return (true, true)
         }
-        guard startProbe else { return }
+        guard startProbe else { return current }
         logger.error("the database is unreachable; answering 503 until it is back: \(String(describing: error))")
         let probe = Task { await self.probeUntilReachable() }
         state.withLock { $0.probe = probe }
+        return true
     }
 
     /// Tries a fresh pool (whose first connection is attempted at once, with none of the old

@@ -79,7 +79,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                     break
                 } catch let error as HeraldError
                     where error.code == "storage_unavailable" && ContinuousClock.now < patience
-                    && (error == PostgresPool.busy && pool.isReachable || pool.isUnreachableForSlowness)
+                    && (error == PostgresPool.busy && pool.isReachable || error == PostgresPool.replaced || pool.isUnreachableForSlowness)
                 {
                     logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
                     // While it is marked unreachable every call fails at once: wait for the probe.
