@@ -16,6 +16,31 @@ import Testing
         "endpoint": .string("https://push.example/send/abc"), "keys": .object(["p256dh": .string("BPk"), "auth": .string("au")]),
     ])
 
+    /// Registrations arriving together (SQLite commits them in one transaction) land as they
+    /// would one by one: one device per address, the same device for every registration of it,
+    /// owned by one of its registrants.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentRegistrationsLandAsIfOneByOne(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let ids = self.ids
+        let t0 = self.t0
+        let devices = try await withThrowingTaskGroup(of: Device.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try await store.registerDevice(
+                        userID: "user-\(index % 8)", registration: .token("tok-\(index % 32)", provider: "fcm"), newID: ids.next(), at: t0)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(devices.count == 64)
+        let deviceByToken = Dictionary(grouping: devices, by: { $0.token ?? "" }).mapValues { Set($0.map(\.id)) }
+        #expect(deviceByToken.count == 32 && deviceByToken.values.allSatisfy { $0.count == 1 }, "one device per address")
+        var held: [String] = []
+        for user in 0..<8 { held += try await store.devices(userID: "user-\(user)").compactMap(\.token) }
+        #expect(held.sorted() == (0..<32).map { "tok-\($0)" }.sorted(), "each address held once, by one of its registrants")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func devicesOfEveryProviderRoundTrip(_ kind: StoreKind) async throws {
         let store = try await kind.make()

@@ -43,53 +43,58 @@ extension SQLiteStore {
     }
 
     public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        // Checked before it joins a group commit, so a bad address fails only its own request.
+        _ = try StoredRecords.storedAddress(registration)
+        return try await registrations.submit(StoredRegistration(userID: userID, registration: registration, newID: newID, at: date))
+    }
+
+    /// One registration inside a group commit: the device is inserted, or updated (and taken
+    /// from its previous owner) when its address is known.
+    static func register(_ request: StoredRegistration, _ db: Database) throws -> Device {
+        let (userID, registration, newID) = (request.userID, request.registration, request.newID)
         let stored = try StoredRecords.storedAddress(registration)
         let address = registration.address
-        return try await writer.write { db in
-            let now = Self.micros(date)
-            try Self.subscribeRecommendedOnce(db, userID, at: now)
-            let find = try db.cachedStatement(sql: "SELECT * FROM devices WHERE provider = ? AND address_key = ?")
-            if let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) {
-                let previousOwner: String = try row.decode(forColumn: "user_id")
-                let deviceID: String = try row.decode(forColumn: "id")
-                if previousOwner != userID {
-                    // The device now belongs to someone else: what was queued for the old owner
-                    // must never reach the new one.
-                    try db.execute(
-                        sql:
-                            "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
-                        arguments: ["device was registered by another user", now, deviceID]
-                    )
-                }
+        let now = Self.micros(request.at)
+        try Self.subscribeRecommendedOnce(db, userID, at: now)
+        let find = try db.cachedStatement(sql: "SELECT * FROM devices WHERE provider = ? AND address_key = ?")
+        if let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) {
+            let previousOwner: String = try row.decode(forColumn: "user_id")
+            let deviceID: String = try row.decode(forColumn: "id")
+            if previousOwner != userID {
+                // The device now belongs to someone else: what was queued for the old owner
+                // must never reach the new one.
                 try db.execute(
-                    sql: """
-                        UPDATE devices SET user_id = ?, address_json = ?, app = ?, options = ?, platform = COALESCE(?, platform),
-                            app_version = COALESCE(?, app_version), region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
-                        WHERE id = ?
-                        """,
-                    arguments: [
-                        userID, stored.json, registration.app, stored.options, registration.platform, registration.appVersion, registration.region,
-                        registration.locale, now, deviceID,
-                    ]
-                )
-            } else {
-                try db.execute(
-                    sql: """
-                        INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
-                            created_at, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        newID.hex, userID, address.provider, address.key, stored.json, registration.app, stored.options, registration.platform,
-                        registration.appVersion, registration.region, registration.locale, now, now,
-                    ]
+                    sql:
+                        "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE device_id = ? AND state = 'pending'",
+                    arguments: ["device was registered by another user", now, deviceID]
                 )
             }
-            guard let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) else {
-                throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
-            }
-            return try StoredRecords.device(row)
+            try db.cachedStatement(
+                sql: """
+                    UPDATE devices SET user_id = ?, address_json = ?, app = ?, options = ?, platform = COALESCE(?, platform),
+                        app_version = COALESCE(?, app_version), region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
+                    WHERE id = ?
+                    """
+            ).execute(arguments: [
+                userID, stored.json, registration.app, stored.options, registration.platform, registration.appVersion, registration.region,
+                registration.locale, now, deviceID,
+            ])
+        } else {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
+                        created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                newID.hex, userID, address.provider, address.key, stored.json, registration.app, stored.options, registration.platform,
+                registration.appVersion, registration.region, registration.locale, now, now,
+            ])
         }
+        guard let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) else {
+            throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
+        }
+        return try StoredRecords.device(row)
     }
 
     public func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool {
@@ -202,4 +207,12 @@ extension Array where Element: Hashable {
         var seen = Set<Element>()
         return filter { seen.insert($0).inserted }
     }
+}
+
+/// One device registration, waiting for a group commit.
+struct StoredRegistration: Sendable {
+    var userID: String
+    var registration: DeviceRegistration
+    var newID: ObjectID
+    var at: Date
 }

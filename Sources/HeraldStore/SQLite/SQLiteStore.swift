@@ -14,6 +14,9 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// Engagement events are group-committed too.
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
+    /// And device registrations, which apps send on every start: one fsync each held SQLite's
+    /// single writer for about a millisecond.
+    let registrations: GroupCommit<StoredRegistration, Device>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
     let cardStates = CardStateCache()
@@ -57,6 +60,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)
             return try await writer.write { db in try Self.storeEvents(batches, db) }
+        }
+        registrations = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
+            try Self.checkFile(file)
+            return try await writer.write { db in try requests.map { try Self.register($0, db) } }
         }
     }
 
