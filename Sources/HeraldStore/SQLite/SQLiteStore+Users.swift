@@ -43,16 +43,16 @@ extension SQLiteStore {
     }
 
     public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
-        // Checked before it joins a group commit, so a bad address fails only its own request.
-        _ = try StoredRecords.storedAddress(registration)
-        return try await registrations.submit(StoredRegistration(userID: userID, registration: registration, newID: newID, at: date))
+        // Encoded before it joins a group commit, so a bad address fails only its own request.
+        let stored = try StoredRecords.storedAddress(registration)
+        return try await registrations.submit(StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date))
     }
 
     /// One registration inside a group commit: the device is inserted, or updated (and taken
     /// from its previous owner) when its address is known.
     static func register(_ request: StoredRegistration, _ db: Database) throws -> Device {
         let (userID, registration, newID) = (request.userID, request.registration, request.newID)
-        let stored = try StoredRecords.storedAddress(registration)
+        let stored = request.stored
         let address = registration.address
         let now = Self.micros(request.at)
         try Self.subscribeRecommendedOnce(db, userID, at: now)
@@ -213,6 +213,8 @@ extension Array where Element: Hashable {
 struct StoredRegistration: Sendable {
     var userID: String
     var registration: DeviceRegistration
+    /// ``StoredRecords/storedAddress(_:)`` of the registration.
+    var stored: (json: String?, options: String?)
     var newID: ObjectID
     var at: Date
 }
