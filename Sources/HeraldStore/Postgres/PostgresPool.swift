@@ -90,7 +90,7 @@ final class PostgresPool: Sendable {
                 try await operation(client, acquired)
             }
         } catch is AcquireTimeout {
-            if state.withLock({ $0.client === client }) { checkReachability() }
+            checkReachability(of: client)
             throw Self.busy
         } catch {
             guard Self.isConnectionFailure(error) else { throw error }
@@ -178,9 +178,10 @@ final class PostgresPool: Sendable {
 
     /// Tells a busy pool from an unreachable database: a fresh connection either comes at once
     /// (then only this pool is busy) or not (then the database is marked unreachable).
-    private func checkReachability() {
+    private func checkReachability(of client: PostgresClient) {
         let start = state.withLock { state -> Bool in
-            guard !state.closed, !state.checking, state.unreachableSince == nil else { return false }
+            // A pool replaced meanwhile: the fresh one's database answered the probe.
+            guard !state.closed, !state.checking, state.unreachableSince == nil, state.client === client else { return false }
             state.checking = true
             return true
         }
