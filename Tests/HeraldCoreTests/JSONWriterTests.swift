@@ -61,4 +61,30 @@ import Testing
         map.stringMap(["b": "2", "a": "1"])
         #expect(map.text == #"{"a":"1","b":"2"}"#, "sorted keys: equal maps give equal text")
     }
+
+    /// A card pull writes its pool in the order asked for and copies stored metadata as it is:
+    /// members keep their order, raw values land between the right commas, and keys that need
+    /// escaping are escaped.
+    @Test func membersKeepTheirOrderAndRawValuesAreCopied() throws {
+        var writer = JSONWriter()
+        writer.object { body in
+            body.key("z")
+            body.raw("1.5")
+            body.key("a")
+            body.raw(Array(#"{"title":"Card"}"#.utf8))
+            body.key(#"quote " and back \ slash"#)
+            body.array { list in
+                list.raw("2")
+                list.raw("[]")
+                list.string("x")
+            }
+            body.key("é\n")
+            body.object { _ in }
+        }
+        #expect(writer.text.hasPrefix(#"{"z":1.5,"a":{"title":"Card"},"#), "\(writer.text)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(writer.bytes)) as? [String: Any], "\(writer.text)")
+        #expect((parsed["a"] as? [String: Any])?["title"] as? String == "Card")
+        #expect((parsed[#"quote " and back \ slash"#] as? [Any])?.count == 3)
+        #expect((parsed["é\n"] as? [String: Any])?.isEmpty == true)
+    }
 }

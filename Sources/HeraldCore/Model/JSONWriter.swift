@@ -68,6 +68,22 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// A value that is already JSON text (a stored metadata object, another writer's bytes,
+    /// an encoder's output), copied as it is: the caller vouches that it is one JSON value.
+    public mutating func raw(_ json: some Collection<UInt8>) {
+        separate()
+        bytes.append(contentsOf: json)
+        needsComma = true
+    }
+
+    /// `raw(_:)` for text held as a `String`.
+    public mutating func raw(_ json: String) {
+        separate()
+        var text = json
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+        needsComma = true
+    }
+
     /// `"key":"value"`.
     public mutating func member(_ name: String, _ value: String) {
         key(name)

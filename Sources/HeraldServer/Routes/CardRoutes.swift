@@ -288,30 +288,52 @@ struct CardRoutes {
             }
         }
 
-        var json = OrderedJSON()
-        try json.add("cache_key", key)
-        try json.add("full", pull.full)
-        // Card ids need no escaping (letters, digits, _ - . :) and metadata is stored as JSON:
-        // both objects are written directly.
-        var cards = OrderedJSON()
-        for card in pull.cards { cards.add(card.id, jsonText: card.metadataJSON) }
-        json.add("cards", object: cards)
-        try json.add("cards_removed", pull.cardsRemoved)
-        var pool = OrderedJSON()
-        for entry in pull.pool { pool.add(entry.card, jsonText: String(entry.score)) }
-        json.add("pool", object: pool)
-        try json.add("pool_removed", pull.poolRemoved)
-        try json.add("history", pull.history.map(HistoryEntryBody.init))
+        // The pool keeps the order asked for (`hot` or `recent`), which a keyed encoder would
+        // sort away, and card metadata is stored as JSON: the answer is written, not encoded.
         struct User: Encodable {
             var settings: UserSettings
             var unread: Int
         }
-        try json.add("user", User(settings: try state.settings(), unread: state.unread))
-        var items = JSONWriter()
-        items.array { list in
-            for item in notifications { HistoryResponse.Item(item, timestamps: timestamps).write(to: &list) }
+        let user = try JSONBody.encoder().encode(User(settings: try state.settings(), unread: state.unread))
+        var json = JSONWriter(capacity: 64 * (pull.cards.count + pull.pool.count) + 4_096)
+        json.object { body in
+            body.member("cache_key", key)
+            body.key("full")
+            body.bool(pull.full)
+            body.key("cards")
+            body.object { cards in
+                for card in pull.cards {
+                    cards.key(card.id)
+                    cards.raw(card.metadataJSON)
+                }
+            }
+            body.key("cards_removed")
+            body.stringArray(pull.cardsRemoved)
+            body.key("pool")
+            body.object { pool in
+                for entry in pull.pool {
+                    pool.key(entry.card)
+                    pool.raw(String(entry.score))
+                }
+            }
+            body.key("pool_removed")
+            body.stringArray(pull.poolRemoved)
+            body.key("history")
+            body.array { history in
+                for entry in pull.history {
+                    history.object { item in
+                        item.member("card", entry.card)
+                        item.member("index", String(entry.index))
+                    }
+                }
+            }
+            body.key("user")
+            body.raw(user)
+            body.key("notifications")
+            body.array { list in
+                for item in notifications { HistoryResponse.Item(item, timestamps: timestamps).write(to: &list) }
+            }
         }
-        json.add("notifications", json: items.bytes)
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .eTag: "\"\(key)\"", .cacheControl: "private, no-cache"],
