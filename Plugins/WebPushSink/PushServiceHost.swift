@@ -96,6 +96,21 @@ enum PushServiceHost {
     }
 }
 
+/// What ``PushServiceResolver`` makes of a host.
+enum HostJudgement: Equatable, Sendable {
+    /// Spelled as, or resolving only to, public addresses.
+    case publicHost
+    /// Spelled as, or resolving to at least one, loopback, private or link-local address.
+    case privateHost
+    /// Not judged now: ``PushServiceResolver/concurrentLookups`` other names are being looked
+    /// up, or the answer is slower than the caller would wait.
+    case busy
+    /// The name resolved to no address. Not remembered, and nothing is sent to it: the client
+    /// would look it up again when it connects, and a DNS server that failed the judging lookup
+    /// could answer that one with a private address.
+    case unresolved
+}
+
 /// Judges an endpoint's host by the addresses it resolves to, before the HTTP client connects:
 /// a name such as one in `/etc/hosts` or a public DNS name pointing at 127.0.0.1 reaches the
 /// operator's network as surely as the literal address. The client resolves the name again when
@@ -113,7 +128,7 @@ final class PushServiceResolver: Sendable {
     private let resolve: Resolve
     private let verdicts = Mutex<[String: Verdict]>([:])
     /// The lookups running, by name: concurrent sends to a host not yet judged wait for one.
-    private let lookups = Mutex<[String: Task<Bool, Never>]>([:])
+    private let lookups = Mutex<[String: Task<HostJudgement, Never>]>([:])
     /// Push services are a handful of hosts: a verdict is kept for a minute, so a push costs no
     /// lookup; expired verdicts are dropped when subscriptions name more hosts than this, and
     /// every verdict if none has expired.
@@ -128,24 +143,28 @@ final class PushServiceResolver: Sendable {
         self.resolve = resolve
     }
 
-    /// Whether `host` is private, literally or by any address it resolves to; nil when
-    /// ``concurrentLookups`` other names are being looked up. A name that does not resolve is
-    /// not judged: the client cannot connect to it either.
-    func isPrivate(_ host: String) async -> Bool? {
+    /// Whether `host` is private, literally or by any address it resolves to; ``HostJudgement/busy``
+    /// when ``concurrentLookups`` other names are being looked up.
+    func judgement(of host: String) async -> HostJudgement {
         let name = PushServiceHost.normalized(host)
         if let known = known(name) { return known }
-        let lookup = lookups.withLock { lookups -> Task<Bool, Never>? in
+        let lookup = lookups.withLock { lookups -> Task<HostJudgement, Never>? in
             if let running = lookups[name] { return running }
             guard lookups.count < Self.concurrentLookups else { return nil }
-            let started = Task { await self.judge(name) }
+            let started = Task { await self.lookUp(name) }
             lookups[name] = started
             return started
         }
-        return await lookup?.value
+        return await lookup?.value ?? .busy
     }
 
-    private func judge(_ name: String) async -> Bool {
-        let isPrivate = await resolve(name).contains(where: PushServiceHost.isPrivate(address:))
+    private func lookUp(_ name: String) async -> HostJudgement {
+        let addresses = await resolve(name)
+        guard !addresses.isEmpty else {
+            lookups.withLock { $0[name] = nil }
+            return .unresolved
+        }
+        let isPrivate = addresses.contains(where: PushServiceHost.isPrivate(address:))
         let now = ContinuousClock.now
         verdicts.withLock { verdicts in
             if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until > now } }
@@ -154,43 +173,44 @@ final class PushServiceResolver: Sendable {
         }
         // After the verdict is stored, so a caller arriving now finds one or the other.
         lookups.withLock { $0[name] = nil }
-        return isPrivate
+        return isPrivate ? .privateHost : .publicHost
     }
 
-    /// The verdict on a normalized `name` without a lookup: from its spelling, or remembered.
-    private func known(_ name: String) -> Bool? {
-        if let spelled = PushServiceHost.spelledVerdict(name) { return spelled }
+    /// The judgement of a normalized `name` without a lookup: from its spelling, or remembered.
+    private func known(_ name: String) -> HostJudgement? {
         let now = ContinuousClock.now
-        return verdicts.withLock { $0[name] }.flatMap { $0.until > now ? $0.isPrivate : nil }
+        guard let isPrivate = PushServiceHost.spelledVerdict(name) ?? verdicts.withLock({ $0[name] }).flatMap({ $0.until > now ? $0.isPrivate : nil })
+        else { return nil }
+        return isPrivate ? .privateHost : .publicHost
     }
 
-    /// ``isPrivate(_:)``, or nil when a lookup's answer takes longer than `limit` (the lookup
-    /// goes on, and its verdict is remembered for the next call) or cannot start now.
-    func isPrivate(_ host: String, within limit: Duration) async -> Bool? {
+    /// ``judgement(of:)``, or ``HostJudgement/busy`` when a lookup's answer takes longer than
+    /// `limit` (the lookup goes on, and its verdict is remembered for the next call).
+    func judgement(of host: String, within limit: Duration) async -> HostJudgement {
         if let known = known(PushServiceHost.normalized(host)) { return known }
         return await withCheckedContinuation { continuation in
             let answer = FirstAnswer(continuation)
             let timer = Task {
                 try? await Task.sleep(for: limit)
-                answer.resume(returning: nil)
+                answer.resume(returning: .busy)
             }
             Task {
-                let verdict = await self.isPrivate(host)
+                let judgement = await self.judgement(of: host)
                 timer.cancel()
-                answer.resume(returning: verdict)
+                answer.resume(returning: judgement)
             }
         }
     }
 
     /// Resumes a continuation with the first of several answers.
     private final class FirstAnswer: Sendable {
-        private let continuation: Mutex<CheckedContinuation<Bool?, Never>?>
+        private let continuation: Mutex<CheckedContinuation<HostJudgement, Never>?>
 
-        init(_ continuation: CheckedContinuation<Bool?, Never>) {
+        init(_ continuation: CheckedContinuation<HostJudgement, Never>) {
             self.continuation = Mutex(continuation)
         }
 
-        func resume(returning answer: Bool?) {
+        func resume(returning answer: HostJudgement) {
             continuation.withLock { $0.take() }?.resume(returning: answer)
         }
     }

@@ -103,8 +103,8 @@ public final class WebPushSink: ReleasingSink {
     /// Refuses an endpoint inside the operator's network (``verdict(on:waitingAtMost:)``), here
     /// and not in ``prepare(_:)``, so a subscription stored before that check can still be
     /// removed. A host name is judged when the resolver answers within
-    /// ``admissionLookupLimit``; a slower answer admits it (a registration should not wait on
-    /// DNS), and every send judges it again.
+    /// ``admissionLookupLimit``; a slower answer, or none, admits it (a registration should not
+    /// wait on DNS), and every send judges it again.
     public func admit(_ registration: DeviceRegistration) async throws {
         guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField),
             case .refused(let problem) = await verdict(on: subscription.endpoint, waitingAtMost: admissionLookupLimit)
@@ -168,17 +168,20 @@ public final class WebPushSink: ReleasingSink {
         /// The resolver could not judge the name now (too many lookups running, or slower than
         /// the caller would wait).
         case undecided
+        /// The name resolved to no address.
+        case unresolved
     }
 
     /// Refuses an address inside the operator's network, spelled out or resolved, unless the
     /// sink allows those. With a `limit`, a lookup slower than it is undecided.
     func verdict(on endpoint: URL, waitingAtMost limit: Duration? = nil) async -> EndpointVerdict {
         guard !configuration.allowsPrivateEndpoints, let host = endpoint.host else { return .allowed }
-        let isPrivate = if let limit { await resolver.isPrivate(host, within: limit) } else { await resolver.isPrivate(host) }
-        switch isPrivate {
-        case nil: return .undecided
-        case false: return .allowed
-        case true:
+        let judgement = if let limit { await resolver.judgement(of: host, within: limit) } else { await resolver.judgement(of: host) }
+        switch judgement {
+        case .busy: return .undecided
+        case .unresolved: return .unresolved
+        case .publicHost: return .allowed
+        case .privateHost:
             let what =
                 PushServiceHost.spelledVerdict(host) == nil
                 ? "resolves to a loopback, private or link-local address, not a push service's public one"
@@ -248,6 +251,10 @@ public final class WebPushSink: ReleasingSink {
         case .refused(let problem): return .failed(reason: "the subscription's endpoint \(problem)")
         case .undecided:
             return .retry(after: Self.busyResolverDelay, reason: "too many push service names were being resolved to judge the endpoint's host")
+        case .unresolved:
+            // Transient as often as not (a DNS server's hiccup): tried again like a connection
+            // that failed, and judged again then.
+            return .retry(after: nil, reason: "the endpoint's host did not resolve to any address")
         }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"

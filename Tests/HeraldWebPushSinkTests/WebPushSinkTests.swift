@@ -217,37 +217,66 @@ import Testing
 
     /// A host name is judged by what it resolves to before a send: a name in `/etc/hosts` or a
     /// public DNS name pointing at 127.0.0.1 reaches the operator's network as the literal does.
+    /// A name that resolves to nothing is not sent to and not remembered: the client would look
+    /// it up again, and a DNS server that failed the judging lookup could answer that one with
+    /// a private address.
     @Test func anEndpointNameResolvingInsideTheOperatorsNetworkIsNotSentTo() async throws {
         let f = try await Fixture.start()
         let looked = Mutex<[String]>([])
         let resolver = PushServiceResolver { name in
-            looked.withLock { $0.append(name) }
-            return name == "push.inside.example" ? [[8, 8, 8, 8], [127, 0, 0, 1]] : []
+            let times = looked.withLock { looked in
+                looked.append(name)
+                return looked.filter { $0 == name }.count
+            }
+            switch name {
+            case "push.inside.example": return [[8, 8, 8, 8], [127, 0, 0, 1]]
+            case "push.flaky.example": return times == 1 ? [] : [[127, 0, 0, 1]]
+            default: return []
+            }
         }
         let production = WebPushSink(
             name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
             logger: Logger(label: "test"), clock: { Date() }, resolver: resolver)
         let keys = try #require(f.emulator.subscribe("named")["keys"] as? [String: String])
-        let object: [String: Any] = ["endpoint": "https://Push.Inside.Example:8443/push/named", "keys": keys]
-        var registration = DeviceRegistration(
-            address: DeviceAddress(
-                provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
-            addressField: "web_push")
-        try production.prepare(&registration)
-        let device = Device(id: ObjectIDGenerator().next(), userID: "ned", address: registration.address, createdAt: Date(), updatedAt: Date())
         let notification = HeraldNotification(
             id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, data: [:], timestamp: Date(), distribution: .alert,
             target: .users(["ned"]))
-        let delivery = Delivery(
-            id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "ned", device: device), distribution: .alert, attempt: 1)
+        func delivery(to endpoint: String) throws -> Delivery {
+            let object: [String: Any] = ["endpoint": endpoint, "keys": keys]
+            var registration = DeviceRegistration(
+                address: DeviceAddress(
+                    provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+                addressField: "web_push")
+            try production.prepare(&registration)
+            let device = Device(id: ObjectIDGenerator().next(), userID: "ned", address: registration.address, createdAt: Date(), updatedAt: Date())
+            return Delivery(
+                id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "ned", device: device), distribution: .alert, attempt: 1)
+        }
+        let inside = try delivery(to: "https://Push.Inside.Example:8443/push/named")
         for _ in 0..<2 {
-            guard case .failed(let reason) = (await production.deliver([delivery])).first else {
+            guard case .failed(let reason) = (await production.deliver([inside])).first else {
                 Issue.record("an endpoint resolving to 127.0.0.1 was not failed")
                 break
             }
             #expect(reason.contains("resolves to a loopback") && reason.contains("allow_private_endpoints"), "\(reason)")
         }
         #expect(looked.withLock { $0 } == ["push.inside.example"], "resolved once, then remembered")
+
+        let flaky = try delivery(to: "https://push.flaky.example/push/named")
+        let first = (await production.deliver([flaky])).first
+        guard case .retry(let after, let reason) = first else {
+            Issue.record("a name that did not resolve was not retried: \(String(describing: first))")
+            await f.stop()
+            return
+        }
+        #expect(after == nil && reason.contains("did not resolve"), "\(reason)")
+        guard case .failed(let reason) = (await production.deliver([flaky])).first else {
+            Issue.record("a name that resolved to 127.0.0.1 on its second lookup was not failed")
+            await f.stop()
+            return
+        }
+        #expect(reason.contains("resolves to a loopback"), "\(reason)")
+        #expect(looked.withLock { $0.filter { $0 == "push.flaky.example" }.count } == 2, "a failed lookup is not remembered")
         #expect(f.emulator.received.isEmpty, "nothing was sent")
         await f.stop()
     }
@@ -312,12 +341,12 @@ import Testing
             default: []
             }
         }
-        #expect(await resolver.isPrivate("public.example") == false)
-        #expect(await resolver.isPrivate("v6-loopback.example") == true)
-        #expect(await resolver.isPrivate("mapped.example") == true)
-        #expect(await resolver.isPrivate("unresolvable.example") == false, "a name that does not resolve cannot be connected to either")
-        #expect(await resolver.isPrivate("10.0.0.1") == true, "literals are judged as they are")
-        #expect(await resolver.isPrivate("8.8.8.8") == false)
+        #expect(await resolver.judgement(of: "public.example") == .publicHost)
+        #expect(await resolver.judgement(of: "v6-loopback.example") == .privateHost)
+        #expect(await resolver.judgement(of: "mapped.example") == .privateHost)
+        #expect(await resolver.judgement(of: "unresolvable.example") == .unresolved)
+        #expect(await resolver.judgement(of: "10.0.0.1") == .privateHost, "literals are judged as they are")
+        #expect(await resolver.judgement(of: "8.8.8.8") == .publicHost)
         // The system's resolver reads /etc/hosts, where localhost always is.
         let local = await PushServiceResolver.systemResolve("localhost")
         #expect(!local.isEmpty && local.allSatisfy(PushServiceHost.isPrivate(address:)), "\(local)")
@@ -333,32 +362,32 @@ import Testing
             try? await Task.sleep(for: .milliseconds(name.hasPrefix("slow") ? 1_500 : 200))
             return name.hasPrefix("inside") ? [[10, 0, 0, 9]] : [[93, 184, 216, 34]]
         }
-        let answers = await withTaskGroup(of: Bool?.self) { group in
-            for _ in 0..<40 { group.addTask { await resolver.isPrivate("Inside.Example") } }
+        let answers = await withTaskGroup(of: HostJudgement.self) { group in
+            for _ in 0..<40 { group.addTask { await resolver.judgement(of: "Inside.Example") } }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(answers.count == 40 && answers.allSatisfy { $0 == true }, "\(answers)")
+        #expect(answers.count == 40 && answers.allSatisfy { $0 == .privateHost }, "\(answers)")
         #expect(started.withLock { $0 } == ["inside.example"], "one lookup for 40 sends")
 
         let limit = PushServiceResolver.concurrentLookups
         let slow = Task {
-            await withTaskGroup(of: Bool?.self) { group in
-                for index in 0..<limit { group.addTask { await resolver.isPrivate("slow-\(index).example") } }
+            await withTaskGroup(of: HostJudgement.self) { group in
+                for index in 0..<limit { group.addTask { await resolver.judgement(of: "slow-\(index).example") } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while started.withLock({ $0.count }) < limit + 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(await resolver.isPrivate("inside-too.example") == nil, "a name past the bound is undecided")
-        #expect(await resolver.isPrivate("inside-too.example", within: .seconds(1)) == nil)
-        #expect(await resolver.isPrivate("inside.example") == true, "remembered verdicts are answered meanwhile")
+        #expect(await resolver.judgement(of: "inside-too.example") == .busy, "a name past the bound is undecided")
+        #expect(await resolver.judgement(of: "inside-too.example", within: .seconds(1)) == .busy)
+        #expect(await resolver.judgement(of: "inside.example") == .privateHost, "remembered verdicts are answered meanwhile")
         let production = WebPushSink(
             name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
             logger: Logger(label: "test"), clock: { Date() }, resolver: resolver)
         let endpoint = try #require(URL(string: "https://inside-too.example/push/x"))
         #expect(await production.verdict(on: endpoint) == .undecided)
-        #expect(await slow.value.allSatisfy { $0 == false })
-        #expect(await resolver.isPrivate("inside-too.example") == true, "looked up once the others are done")
+        #expect(await slow.value.allSatisfy { $0 == .publicHost })
+        #expect(await resolver.judgement(of: "inside-too.example") == .privateHost, "looked up once the others are done")
         guard case .refused = await production.verdict(on: endpoint) else {
             Issue.record("a name resolving to 10.0.0.9 was not refused")
             return
