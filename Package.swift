@@ -303,6 +303,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldFCMSink",
+                "HeraldTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -315,7 +316,8 @@ let package = Package(
             path: "Benchmarks/Harness",
             swiftSettings: swiftSettings
         ),
-        // Test fixtures shared by several test targets (the throwaway PostgreSQL server).
+        // Test fixtures shared by several test targets and the benchmark harness (the throwaway
+        // PostgreSQL server, child processes and their output, loopback ports).
         .target(
             name: "HeraldTestSupport",
             dependencies: [

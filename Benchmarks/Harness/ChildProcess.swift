@@ -1,18 +1,23 @@
 import Foundation
+import HeraldTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A child process (Herald, the emulator, the echo server) on a free port, found by the
 /// "<banner> http://127.0.0.1:PORT" line it prints.
 final class ChildProcess: Sendable {
-    let process: Process
+    let process: SpawnedProcess
     let port: Int
-    private let output: OutputBuffer
+    private let output: OutputCollector
 
     init(_ executable: String, _ arguments: [String], banner: String, environment: [String: String] = [:]) async throws {
         let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new }
-        let (process, output) = try OutputBuffer.start(executable, arguments, environment: environment)
+        let (process, output) = try Self.start(executable, arguments, environment: environment)
         var port: Int?
         for _ in 0..<600 {
-            let text = output.text
+            let text = output.stdout + "\n" + output.stderr
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(banner) }), let match = line.firstMatch(of: /127\.0\.0\.1:(\d+)/) {
                 port = Int(match.1)
                 break
@@ -22,7 +27,7 @@ final class ChildProcess: Sendable {
         }
         guard let port else {
             process.terminate()
-            throw BenchError("\(executable) \(arguments.joined(separator: " ")) did not start:\n\(output.text)")
+            throw BenchError("\(executable) \(arguments.joined(separator: " ")) did not start:\n\(output.stdout)\(output.stderr)")
         }
         self.process = process
         self.port = port
@@ -53,36 +58,14 @@ final class ChildProcess: Sendable {
     func stop() async {
         process.terminate()
         for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.signal(SIGKILL) }
     }
-}
 
-/// What a child process printed: a file the child writes itself, read whenever asked. No pipe
-/// and no dispatch read source in the harness (Foundation's `readabilityHandler`): on Linux one
-/// crashed the harness in libdispatch's event loop when the pipe it watched was closed under it.
-final class OutputBuffer: Sendable {
-    private let file: URL
-
-    private init(file: URL) { self.file = file }
-
-    deinit { try? FileManager.default.removeItem(at: file) }
-
-    var text: String { (try? Data(contentsOf: file)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
-
-    /// Starts `executable` with stdout and stderr going to a new buffer's file.
-    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Process, OutputBuffer) {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-output-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: file.path, contents: nil) else { throw BenchError("could not create \(file.path)") }
-        let output = OutputBuffer(file: file)
-        let handle = try FileHandle(forWritingTo: file)
-        // The child has its own descriptor once it runs.
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.standardOutput = handle
-        process.standardError = handle
+    /// Starts `executable` with stdout and stderr going to a new collector's files.
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (SpawnedProcess, OutputCollector) {
+        let output = try OutputCollector()
+        let process = SpawnedProcess(
+            executable: executable, arguments: arguments, environment: environment ?? ProcessInfo.processInfo.environment, collecting: output)
         try process.run()
         return (process, output)
     }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldStore
+import HeraldTestSupport
 import NIOHTTP1
 
 /// Accepts and pushes together, against a stand-in for FCM that answers at once: nginx with a
@@ -195,12 +196,12 @@ struct EndToEndTarget {
 
 /// nginx on a free loopback port answering FCM's token and send endpoints with canned 200s.
 final class NginxStandIn: Sendable {
-    let process: Process
+    let process: SpawnedProcess
     let port: Int
 
     init(nginx: String, directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let port = try Self.freePort()
+        let port = try Loopback.freePort()
         let root = directory.path
         let configuration = """
             worker_processes 1;
@@ -226,11 +227,11 @@ final class NginxStandIn: Sendable {
             """
         let file = directory.appendingPathComponent("nginx.conf")
         try configuration.write(to: file, atomically: true, encoding: .utf8)
-        let (process, output) = try OutputBuffer.start(nginx, ["-c", file.path, "-p", root, "-e", "\(root)/error.log"])
+        let (process, output) = try ChildProcess.start(nginx, ["-c", file.path, "-p", root, "-e", "\(root)/error.log"])
         // Ready once it accepts a connection.
         var ready = false
         for _ in 0..<100 where process.isRunning {
-            if Self.accepts(port) {
+            if Loopback.accepts(port: port) {
                 ready = true
                 break
             }
@@ -238,7 +239,8 @@ final class NginxStandIn: Sendable {
         }
         guard ready else {
             process.terminate()
-            throw BenchError("nginx did not start:\n\(output.text)\n\((try? String(contentsOfFile: "\(root)/error.log", encoding: .utf8)) ?? "")")
+            throw BenchError(
+                "nginx did not start:\n\(output.stdout)\(output.stderr)\n\((try? String(contentsOfFile: "\(root)/error.log", encoding: .utf8)) ?? "")")
         }
         self.process = process
         self.port = port
@@ -246,38 +248,9 @@ final class NginxStandIn: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)" }
 
+    /// Stops nginx and reaps it (no zombie left for the rest of the run).
     func stop() {
-        if process.isRunning { process.terminate() }
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("no socket") }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw BenchError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        process.terminate()
+        for _ in 0..<100 where process.isRunning { Thread.sleep(forTimeInterval: 0.02) }
     }
 }

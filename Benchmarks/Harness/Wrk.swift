@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 
 /// Load from `wrk`, a C load generator that needs far less CPU per request than any Swift
 /// client, so a ceiling it measures is the server's and not the driver's. A Lua script builds
@@ -92,8 +93,8 @@ struct Wrk {
 
     /// Runs a command to its end and returns what it printed.
     static func capture(_ executable: String, _ arguments: [String]) async throws -> String {
-        let (process, output) = try OutputBuffer.start(executable, arguments)
-        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        return output.text
+        let (process, output) = try ChildProcess.start(executable, arguments)
+        _ = await process.waitForExit()
+        return output.stdout + output.stderr
     }
 }

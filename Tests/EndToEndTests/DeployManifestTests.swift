@@ -70,7 +70,7 @@ import Yams
         // The image's WORKDIR and volume are a fresh folder here; its environment is the image's,
         // except that the port is a free one and the listener stays on loopback.
         let directory = try TestResources.temporaryDirectory("herald-image")
-        let port = try freeLoopbackPort()
+        let port = try Loopback.freePort()
         var env = environment.mapValues { $0.replacingOccurrences(of: workdir, with: directory.path) }
         env["HERALD_HOST"] = "127.0.0.1"
         env["HERALD_PORT"] = String(port)
@@ -133,7 +133,7 @@ import Yams
         let image = try Dockerfile(text: try Self.text("Dockerfile")).stages.last?.environment ?? [:]
         let published = try #require((heraldService["ports"] as? [String])?.first?.split(separator: ":").last.map(String.init))
         #expect(published == image["HERALD_PORT"], "compose publishes the port the image listens on")
-        let port = try freeLoopbackPort()
+        let port = try Loopback.freePort()
         env = image.merging(env) { _, compose in compose }
         env["HERALD_HOST"] = "127.0.0.1"
         env["HERALD_PORT"] = String(port)
@@ -241,7 +241,7 @@ import Yams
         env["HERALD_USER_TOKEN_SECRET"] = String(repeating: "cd", count: 32)
         let configText = try #require(configData["herald.yaml"])
         let configured = try #require(try Yams.load(yaml: configText) as? [String: Any])
-        let port = try freeLoopbackPort()
+        let port = try Loopback.freePort()
         let containerPort = try #require((container["ports"] as? [[String: Any]])?.first { $0["name"] as? String == "http" }?["containerPort"] as? Int)
         #expect(containerPort == configured["port"] as? Int, "the container port is the one herald.yaml listens on")
         env["HERALD_PORT"] = String(port)

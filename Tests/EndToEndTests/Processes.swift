@@ -36,7 +36,7 @@ func makeProcess(
     SpawnedProcess(
         executable: executable, arguments: arguments,
         environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }.merging(environment) { _, new in new },
-        directory: directory.path, stdoutPath: collector.outURL.path, stderrPath: collector.errURL.path)
+        directory: directory.path, collecting: collector)
 }
 
 /// Runs a command to completion without blocking a concurrency thread. With a `timeout`, a
@@ -67,56 +67,6 @@ final class Flag: Sendable {
     private let state = Mutex(false)
     func set() { state.withLock { $0 = true } }
     var isSet: Bool { state.withLock { $0 } }
-}
-
-/// A loopback port nothing listens on right now, for a process whose port must be known before
-/// it starts (a health check configured the same way). Another process could take it first; the
-/// start then fails loudly rather than talking to the wrong server.
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw POSIXError(.EIO) }
-    defer { close(fd) }
-    var address = loopbackAddress(port: 0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// 127.0.0.1:`port` as a socket address.
-func loopbackAddress(port: Int) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return address
-}
-
-/// Where a child process's stdout and stderr go: two files the child writes itself, read
-/// whenever a test looks. No pipe, and no dispatch read source in the test process
-/// (Foundation's `readabilityHandler`). The files go with the collector.
-final class OutputCollector: Sendable {
-    let directory: URL
-    var outURL: URL { directory.appendingPathComponent("stdout") }
-    var errURL: URL { directory.appendingPathComponent("stderr") }
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-output-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("stdout").path, contents: nil)
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr").path, contents: nil)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
-
-    var stdout: String { Self.read(outURL) }
-    var stderr: String { Self.read(errURL) }
-
-    private static func read(_ file: URL) -> String {
-        (try? Data(contentsOf: file)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
 }
 
 /// A `herald serve` process on a free loopback port, stopped by `stop()`.
