@@ -60,7 +60,8 @@ public final class APNsSink: ReleasingSink {
     public init(
         name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        // One client: APNs allows 1 000 streams on a connection, more than max_concurrency's cap.
+        // One client, one connection per host: APNs allows 1 000 streams on one, so at most the
+        // last 24 of a max_concurrency of 1 024 wait for a stream.
         self.http = SinkHTTPClients.makeClient(maxConcurrency: configuration.maxConcurrency, trusting: configuration.caFile)
         do {
             self.tokens = try await APNsTokenProvider(key: configuration.key, keyID: configuration.keyID, teamID: configuration.teamID, clock: clock)
