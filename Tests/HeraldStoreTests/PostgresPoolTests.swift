@@ -203,4 +203,55 @@ import Testing
         } while open > 1 && ContinuousClock.now < deadline
         #expect(open == 1, "connections to the database besides the pool's one")
     }
+
+    /// A request that held a connection of the old pool through the outage fails once the fresh
+    /// pool has replaced it, and says so: that failure says nothing of the database, so the
+    /// fresh pool stays in use and reachable.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aRequestLeftOnTheReplacedPoolDoesNotMarkTheFreshOne() async throws {
+        let proxy = try await Proxy.start(before: try await PostgresTestDatabase.create())
+        let pool = try Self.pool(proxy.url)
+        #expect(try await Self.selectOne(pool) == 1)
+        let before = pool.client
+        let (holding, held) = AsyncStream<Void>.makeStream()
+        let (going, go) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            defer { held.finish() }
+            return try await pool.withConnection { connection in
+                held.yield()
+                for await _ in going { break }
+                var answer = 0
+                for try await value in try await connection.query("SELECT 1", logger: Logger(label: "test")).decode(Int.self) { answer = value }
+                return answer
+            }
+        }
+        var holds = false
+        for await _ in holding {
+            holds = true
+            break
+        }
+        guard holds else {
+            Issue.record("the holder got no connection: \(String(describing: await holder.result))")
+            return
+        }
+
+        try await proxy.cut()
+        await #expect(throws: HeraldError.self) { _ = try await Self.selectOne(pool) }
+        #expect(try await Self.eventually { !pool.isReachable }, "the outage was noticed")
+        try await proxy.restore()
+        #expect(try await Self.eventually { pool.isReachable && pool.client !== before }, "a fresh pool replaced the old one")
+        let fresh = pool.client
+
+        go.yield()
+        go.finish()
+        do {
+            let answer = try await holder.value
+            Issue.record("a connection cut by the outage answered \(answer)")
+        } catch let error as HeraldError {
+            #expect(error == PostgresPool.replaced, "\(error.message)")
+        }
+        #expect(pool.isReachable, "the old pool's failure marked the fresh one unreachable")
+        #expect(pool.client === fresh)
+        #expect(try await Self.selectOne(pool) == 1)
+    }
 }
