@@ -301,6 +301,7 @@ enum PostgresSchema {
         ),
         ("v8-topic-members", [TopicMembershipSQL.table]),
         ("v9-fanout-jobs", [FanOutJobSQL.table, FanOutJobSQL.pendingIndex]),
+        ("v10-card-history-index", [CardRecords.historyIndex]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -306,6 +306,9 @@ enum SQLiteSchema {
             try db.execute(sql: FanOutJobSQL.table)
             try db.execute(sql: FanOutJobSQL.pendingIndex)
         }
+        migrator.registerMigration("v14-card-history-index") { db in
+            try db.execute(sql: CardRecords.historyIndex)
+        }
         return migrator
     }
 }
