@@ -140,15 +140,24 @@ import Testing
             _ = try await store.registerDevice(
                 userID: "u", registration: .token("t\(index)", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(Double(index)))
         }
-        // Registering t0 again makes it the most recent.
-        _ = try await store.registerDevice(userID: "u", registration: .token("t0", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(10))
-        let removed = try await store.trimDevices(userID: "u", keep: 3, at: t0.addingTimeInterval(11))
-        #expect(Set(removed.compactMap(\.token)) == ["t1", "t2"])
+        // Registering t0 again makes it the most recent; the limit then takes the two least
+        // recently registered, in the same call.
+        let again = try await store.registerDevice(
+            userID: "u", registration: .token("t0", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(10), keepingAtMost: 3)
+        #expect(again.device.token == "t0")
+        #expect(Set(again.evicted.compactMap(\.token)) == ["t1", "t2"])
         #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t3", "t4"])
-        #expect(try await store.trimDevices(userID: "u", keep: 3, at: t0).isEmpty)
-        // Stale: not registered again since t0+3.5 → t3 goes.
-        #expect(try await store.pruneDevices(registeredBefore: t0.addingTimeInterval(3.5), limit: 10, at: t0.addingTimeInterval(20)) == 1)
-        #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t4"])
+        let within = try await store.registerDevice(
+            userID: "u", registration: .token("t3", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(3), keepingAtMost: 3)
+        #expect(within.evicted.isEmpty && within.device.token == "t3")
+        // A new device past the limit evicts the least recently registered, never itself.
+        let fresh = try await store.registerDevice(
+            userID: "u", registration: .token("t5", provider: "fcm"), newID: ids.next(), at: t0.addingTimeInterval(12), keepingAtMost: 3)
+        #expect(fresh.evicted.compactMap(\.token) == ["t3"])
+        #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t4", "t5"])
+        // Stale: not registered again since t0+4.5 → t4 goes.
+        #expect(try await store.pruneDevices(registeredBefore: t0.addingTimeInterval(4.5), limit: 10, at: t0.addingTimeInterval(20)) == 1)
+        #expect(Set(try await store.devices(userID: "u").compactMap(\.token)) == ["t0", "t5"])
         await store.close()
     }
 

@@ -24,18 +24,38 @@ public protocol UserStore: Sendable {
     func attributes(userID: String) async throws -> UserAttributes?
     /// Registers a device for `userID`, keyed by its provider and address key, moving it from
     /// any other user (whose pending pushes to it fail: they must never reach the new owner).
-    /// Registering again updates the address, app and facts given. Idempotent.
-    func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device
+    /// Registering again updates the address, app and facts given. Idempotent. With `keep`, the
+    /// same transaction then keeps the user's `keep` most recently registered devices and
+    /// removes the rest (their pending pushes fail).
+    func registerDevice(
+        userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date, keepingAtMost keep: Int?
+    ) async throws
+        -> RegisteredDevice
     /// - Returns: false when the user had no device with this provider and address key.
     func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool
     func devices(userID: String) async throws -> [Device]
-    /// Keeps the user's `keep` most recently registered devices and removes the rest (their
-    /// pending pushes fail). - Returns: the removed devices.
-    func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device]
     /// Removes up to `limit` devices not registered again since `before`. - Returns: how many.
     func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int
     /// Settings and devices for each id, in the order given; unknown users get defaults.
     func recipients(userIDs: [String]) async throws -> [RecipientContext]
+}
+
+extension UserStore {
+    /// Registers a device with no limit on the user's devices.
+    public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+        try await registerDevice(userID: userID, registration: registration, newID: newID, at: date, keepingAtMost: nil).device
+    }
+}
+
+/// A registered device, and the user's devices removed to keep the limit.
+public struct RegisteredDevice: Sendable, Equatable {
+    public var device: Device
+    public var evicted: [Device]
+
+    public init(device: Device, evicted: [Device]) {
+        self.device = device
+        self.evicted = evicted
+    }
 }
 
 /// Notifications and their deliveries.

@@ -38,9 +38,10 @@ struct UserRoutes {
             try registration.validateCommonFields()
         }
         let now = Date()
-        let device = try await store.registerDevice(userID: userID, registration: registration, newID: ids.next(at: now), at: now)
         // One more than the limit: the least recently registered device goes.
-        let evicted = try await store.trimDevices(userID: userID, keep: maxDevicesPerUser, at: now)
+        let registered = try await store.registerDevice(
+            userID: userID, registration: registration, newID: ids.next(at: now), at: now, keepingAtMost: maxDevicesPerUser)
+        let (device, evicted) = (registered.device, registered.evicted)
         if !evicted.isEmpty {
             context.logger.notice(
                 "removed the least recently registered devices of a user over devices.max_per_user",

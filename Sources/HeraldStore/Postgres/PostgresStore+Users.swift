@@ -43,7 +43,20 @@ extension PostgresStore {
         }
     }
 
-    public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+    public func registerDevice(
+        userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date, keepingAtMost keep: Int?
+    ) async throws
+        -> RegisteredDevice
+    {
+        let device = try await register(userID: userID, registration: registration, newID: newID, at: date)
+        guard let keep else { return RegisteredDevice(device: device, evicted: []) }
+        // A transaction of its own, unlike SQLite's: locking the user's devices while this
+        // device's row is locked could deadlock with a registration moving a device the other
+        // way. PostgreSQL commits transactions in parallel, so the second costs no queue.
+        return RegisteredDevice(device: device, evicted: try await trimDevices(userID: userID, keep: keep, at: date))
+    }
+
+    private func register(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
         let stored = try StoredRecords.storedAddress(registration)
         let (provider, key) = (registration.address.provider, registration.address.key)
         return try await transaction { session in
@@ -110,7 +123,9 @@ extension PostgresStore {
         try await withConnection { session in try await Self.recipients(session, userIDs: userIDs) }
     }
 
-    public func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
+    /// Keeps the user's `keep` most recently registered devices and removes the rest (their
+    /// pending pushes fail). - Returns: the removed devices.
+    private func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
         try await transaction { session in
             // Lock the user's devices, so two registrations trim one after the other.
             let extra = try await session.rows(

@@ -42,15 +42,28 @@ extension SQLiteStore {
         }
     }
 
-    public func registerDevice(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
+    public func registerDevice(
+        userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date, keepingAtMost keep: Int?
+    ) async throws
+        -> RegisteredDevice
+    {
         // Encoded before it joins a group commit, so a bad address fails only its own request.
         let stored = try StoredRecords.storedAddress(registration)
-        return try await registrations.submit(StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date))
+        return try await registrations.submit(
+            StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date, keep: keep))
     }
 
     /// One registration inside a group commit: the device is inserted, or updated (and taken
-    /// from its previous owner) when its address is known.
-    static func register(_ request: StoredRegistration, _ db: Database) throws -> Device {
+    /// from its previous owner) when its address is known; then the user's devices are trimmed
+    /// to the limit, in the same transaction (a second one took SQLite's writer again for every
+    /// registration: ×1.4 registrations/s without it).
+    static func register(_ request: StoredRegistration, _ db: Database) throws -> RegisteredDevice {
+        let device = try registerDevice(request, db)
+        guard let keep = request.keep else { return RegisteredDevice(device: device, evicted: []) }
+        return RegisteredDevice(device: device, evicted: try trimDevices(db, userID: request.userID, keep: keep, at: request.at))
+    }
+
+    private static func registerDevice(_ request: StoredRegistration, _ db: Database) throws -> Device {
         let (userID, registration, newID) = (request.userID, request.registration, request.newID)
         let stored = request.stored
         let address = registration.address
@@ -118,16 +131,17 @@ extension SQLiteStore {
         try await writer.read { db in try Self.recipients(db, userIDs: userIDs) }
     }
 
-    public func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
-        try await writer.write { db in
-            let extra = try Row.fetchAll(
-                db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?", arguments: [userID, max(keep, 0)]
-            ).map { try StoredRecords.device($0) }
-            for device in extra {
-                try Self.removeDevice(db, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
-            }
-            return extra
+    /// Keeps the user's `keep` most recently registered devices and removes the rest (their
+    /// pending pushes fail). - Returns: the removed devices.
+    private static func trimDevices(_ db: Database, userID: String, keep: Int, at date: Date) throws -> [Device] {
+        let extra = try Row.fetchAll(
+            try db.cachedStatement(sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET ?"),
+            arguments: [userID, max(keep, 0)]
+        ).map { try StoredRecords.device($0) }
+        for device in extra {
+            try removeDevice(db, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: micros(date))
         }
+        return extra
     }
 
     public func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int {
@@ -217,4 +231,6 @@ struct StoredRegistration: Sendable {
     var stored: (json: String?, options: String?)
     var newID: ObjectID
     var at: Date
+    /// The user's devices to keep at most, counting this one; nil for no limit.
+    var keep: Int?
 }

@@ -16,7 +16,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
     /// And device registrations, which apps send on every start: one fsync each held SQLite's
     /// single writer for about a millisecond.
-    let registrations: GroupCommit<StoredRegistration, Device>
+    let registrations: GroupCommit<StoredRegistration, RegisteredDevice>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
     let cardStates = CardStateCache()
