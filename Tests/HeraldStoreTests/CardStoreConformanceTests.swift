@@ -67,6 +67,45 @@ import Testing
         #expect(try await store.promote(userID: "other", at: Self.epoch) == nil)
     }
 
+    /// Apps report each card shown, many at once (SQLite commits them in groups): every report
+    /// lands as if made alone. Each user's history holds each card once, indexed 0, 1, … without
+    /// gaps; both reports of one card answer its one index; a report naming an unknown card
+    /// fails alone.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentSeenReportsLandAsIfOneByOne(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let cards = (0..<16).map { "card-\($0)" }
+        _ = try await store.putCards(cards.map { Self.card($0) })
+        let users = (0..<4).map { "user-\($0)" }
+        let answers = await withTaskGroup(of: (String, String, [CardHistoryEntry]?).self) { group in
+            for user in users {
+                for card in cards + cards + ["never"] {
+                    group.addTask {
+                        (user, card, try? await store.markSeen(userID: user, [SeenReport(card: card, at: Self.epoch)]))
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for user in users {
+            let mine = answers.filter { $0.0 == user }
+            #expect(mine.filter { $0.1 == "never" }.allSatisfy { $0.2 == nil }, "an unknown card was accepted")
+            var indexByCard: [String: Set<Int64>] = [:]
+            for (_, card, entries) in mine where card != "never" {
+                guard let entries, entries.count == 1, let entry = entries.first, entry.card == card else {
+                    Issue.record("\(user) \(card): \(String(describing: entries))")
+                    continue
+                }
+                indexByCard[card, default: []].insert(entry.index)
+            }
+            #expect(indexByCard.count == cards.count && indexByCard.values.allSatisfy { $0.count == 1 }, "\(user): \(indexByCard)")
+            #expect(Set(indexByCard.values.compactMap(\.first)) == Set(0..<Int64(cards.count)), "\(user): \(indexByCard)")
+            let history = try await store.pull(userID: user, since: nil, order: .hot, limit: 100).history
+            #expect(history.map(\.index) == Array(0..<Int64(cards.count)))
+            #expect(Set(history.map(\.card)) == Set(cards))
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aFullPullCarriesThePoolsAndTheHistorysCardsInIdOrder(_ kind: StoreKind) async throws {
         let store = try await kind.make()

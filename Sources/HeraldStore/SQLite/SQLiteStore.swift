@@ -17,6 +17,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// And device registrations, which apps send on every start: one fsync each held SQLite's
     /// single writer for about a millisecond.
     let registrations: GroupCommit<StoredRegistration, RegisteredDevice>
+    /// And the cards apps report seen, one report per card shown.
+    let seenReports: GroupCommit<StoredSeenReports, [CardHistoryEntry]>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
     let cardStates = CardStateCache()
@@ -64,6 +66,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         registrations = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
             return try await writer.write { db in try requests.map { try Self.register($0, db) } }
+        }
+        seenReports = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
+            try Self.checkFile(file)
+            return try await writer.write { db in try requests.map { try Self.markSeen(db, userID: $0.userID, $0.reports, unknown: .refuse) } }
         }
     }
 
