@@ -106,6 +106,23 @@ import Testing
         }
     }
 
+    /// Promotions at once take the pool's cards one each, best first, as if one by one: each
+    /// card once, indexes without gaps, and nothing once the pool is empty.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentPromotionsTakeEachCardOnce(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let cards = (0..<12).map { "card-\($0)" }
+        _ = try await store.putCards(cards.map { Self.card($0) })
+        _ = try await store.applyScores(cards.enumerated().map { Self.update("u", $1, Double($0), at: 1) })
+        let promoted = try await withThrowingTaskGroup(of: CardHistoryEntry?.self) { group in
+            for _ in 0..<(cards.count * 2) { group.addTask { try await store.promote(userID: "u", at: Self.epoch)?.entry } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let entries = promoted.compactMap { $0 }.sorted { $0.index < $1.index }
+        #expect(entries.map(\.index) == Array(0..<Int64(cards.count)), "\(entries)")
+        #expect(entries.map(\.card) == cards.reversed(), "best score first")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aFullPullCarriesThePoolsAndTheHistorysCardsInIdOrder(_ kind: StoreKind) async throws {
         let store = try await kind.make()

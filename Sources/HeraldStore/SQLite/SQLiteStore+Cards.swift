@@ -91,14 +91,13 @@ extension SQLiteStore {
     }
 
     public func markSeen(userID: String, _ reports: [SeenReport]) async throws -> [CardHistoryEntry] {
-        // Group-committed: a report that names an unknown card fails its batch, which
-        // GroupCommit then retries one request per transaction, so it fails only its own.
-        try await seenReports.submit(StoredSeenReports(userID: userID, reports: reports))
+        // A report that names an unknown card fails its batch, which is then retried one
+        // request per transaction, so it fails only its own.
+        try await groupCommitted { db in try Self.markSeen(db, userID: userID, reports, unknown: .refuse) }
     }
 
     public func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)? {
-        try Self.checkFile(file)
-        return try await writer.write { db in
+        try await groupCommitted { db in
             guard
                 let top = try String.fetchOne(
                     db,
@@ -337,12 +336,6 @@ extension SQLiteStore {
 }
 
 /// One request's events, waiting for a group commit.
-/// One request's seen reports, waiting for a group commit.
-struct StoredSeenReports: Sendable {
-    var userID: String
-    var reports: [SeenReport]
-}
-
 struct StoredEvents: Sendable {
     var events: [EngagementEvent]
     var at: Date

@@ -61,7 +61,7 @@ extension SQLiteStore {
     }
 
     public func markRead(userID: String, ids: [ObjectID]) async throws -> Int {
-        try await writer.write { db in
+        try await groupCommitted { db in
             for chunk in ids.map(\.hex).chunked(500) {
                 try db.execute(
                     sql: "UPDATE history SET read = 1 WHERE user_id = ? AND read = 0 AND notification_id IN (\(Self.placeholders(chunk.count)))",

@@ -17,8 +17,9 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// And device registrations, which apps send on every start: one fsync each held SQLite's
     /// single writer for about a millisecond.
     let registrations: GroupCommit<StoredRegistration, RegisteredDevice>
-    /// And the cards apps report seen, one report per card shown.
-    let seenReports: GroupCommit<StoredSeenReports, [CardHistoryEntry]>
+    /// And the short writes apps make once per request (seen cards, promotions, read marks),
+    /// together in one group commit whatever their kind (``groupCommitted(_:)``).
+    let appWrites: GroupCommit<AppWrite, any Sendable>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
     let cardStates = CardStateCache()
@@ -67,9 +68,9 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
             try Self.checkFile(file)
             return try await writer.write { db in try requests.map { try Self.register($0, db) } }
         }
-        seenReports = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
+        appWrites = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
-            return try await writer.write { db in try requests.map { try Self.markSeen(db, userID: $0.userID, $0.reports, unknown: .refuse) } }
+            return try await writer.write { db in try requests.map { try $0.run(db) } }
         }
     }
 
