@@ -49,8 +49,8 @@ extension SQLiteStore {
     {
         // Encoded before it joins a group commit, so a bad address fails only its own request.
         let stored = try StoredRecords.storedAddress(registration)
-        return try await registrations.submit(
-            StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date, keep: keep))
+        let request = StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date, keep: keep)
+        return try await groupCommitted { db in try Self.register(request, db) }
     }
 
     /// One registration inside a group commit: the device is inserted, or updated (and taken
@@ -223,7 +223,7 @@ extension Array where Element: Hashable {
     }
 }
 
-/// One device registration, waiting for a group commit.
+/// One device registration, for a group commit.
 struct StoredRegistration: Sendable {
     var userID: String
     var registration: DeviceRegistration

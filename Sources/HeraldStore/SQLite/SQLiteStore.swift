@@ -14,11 +14,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// Engagement events are group-committed too.
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
-    /// And device registrations, which apps send on every start: one fsync each held SQLite's
-    /// single writer for about a millisecond.
-    let registrations: GroupCommit<StoredRegistration, RegisteredDevice>
-    /// And the short writes apps make once per request (seen cards, promotions, read marks),
-    /// together in one group commit whatever their kind (``groupCommitted(_:)``).
+    /// And the short writes apps make once per request (device registrations on every start,
+    /// seen cards, promotions, read marks), together in one group commit whatever their kind
+    /// (``groupCommitted(_:)``): one fsync each held SQLite's single writer for about a
+    /// millisecond.
     let appWrites: GroupCommit<AppWrite, any Sendable>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
@@ -63,10 +62,6 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)
             return try await writer.write { db in try Self.storeEvents(batches, db) }
-        }
-        registrations = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
-            try Self.checkFile(file)
-            return try await writer.write { db in try requests.map { try Self.register($0, db) } }
         }
         appWrites = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
