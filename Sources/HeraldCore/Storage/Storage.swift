@@ -18,7 +18,8 @@ public protocol UserStore: Sendable {
     func settings(userID: String) async throws -> UserSettings
     /// Reads, changes and saves a user's settings in one transaction. `change` is escaping: a
     /// store may run it on a task of its own (PostgreSQL's supervised operations), which can
-    /// release it after the call returns.
+    /// release it after the call returns, and may run it twice (SQLite's group commit retries a
+    /// failed batch's requests one by one), so it must only change the settings it is given.
     func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
     func setAttributes(_ attributes: UserAttributes, userID: String) async throws
     func attributes(userID: String) async throws -> UserAttributes?

@@ -125,7 +125,7 @@ extension SQLiteStore {
     }
 
     public func subscribe(userID: String, topicKey: String, at date: Date) async throws {
-        try await writer.write { db in
+        try await groupCommitted { db in
             try Self.ensureUser(db, userID, at: Self.micros(date))
             try db.execute(
                 sql: "INSERT OR IGNORE INTO subscriptions (user_id, topic_key, created_at) VALUES (?, ?, ?)", arguments: [userID, topicKey, Self.micros(date)]
@@ -134,7 +134,7 @@ extension SQLiteStore {
     }
 
     public func unsubscribe(userID: String, topicKey: String) async throws {
-        try await writer.write { db in
+        try await groupCommitted { db in
             try db.execute(sql: "DELETE FROM subscriptions WHERE user_id = ? AND topic_key = ?", arguments: [userID, topicKey])
         }
     }

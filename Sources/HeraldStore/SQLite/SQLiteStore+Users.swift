@@ -8,7 +8,7 @@ extension SQLiteStore {
     }
 
     public func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
-        try await writer.write { db in
+        try await groupCommitted { db in
             var settings = try Self.settings(db, userID: userID)
             try change(&settings)
             try db.execute(
@@ -23,7 +23,7 @@ extension SQLiteStore {
     }
 
     public func setAttributes(_ attributes: UserAttributes, userID: String) async throws {
-        try await writer.write { db in
+        try await groupCommitted { db in
             try db.execute(
                 sql: """
                     INSERT INTO users (id, attributes, updated_at) VALUES (?, ?, ?)
@@ -111,7 +111,7 @@ extension SQLiteStore {
     }
 
     public func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool {
-        try await writer.write { db in
+        try await groupCommitted { db in
             let find = try db.cachedStatement(sql: "SELECT id FROM devices WHERE provider = ? AND address_key = ? AND user_id = ?")
             guard let deviceID = try String.fetchOne(find, arguments: [provider, addressKey, userID]) else { return false }
             try Self.removeDevice(db, id: deviceID, reason: "device was unregistered", at: Self.micros(date))

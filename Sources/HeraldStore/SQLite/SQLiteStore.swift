@@ -15,7 +15,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// Engagement events are group-committed too.
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
     /// And the short writes apps make once per request (device registrations on every start,
-    /// seen cards, promotions, read marks), together in one group commit whatever their kind
+    /// seen cards, promotions, read marks, settings, topic subscriptions), together in one
+    /// group commit whatever their kind
     /// (``groupCommitted(_:)``): one fsync each held SQLite's single writer for about a
     /// millisecond.
     let appWrites: GroupCommit<AppWrite, any Sendable>
