@@ -50,6 +50,13 @@ extension PostgresStore {
     {
         let device = try await register(userID: userID, registration: registration, newID: newID, at: date)
         guard let keep else { return RegisteredDevice(device: device, evicted: []) }
+        // Almost always within the limit: one statement says so, without a transaction's round
+        // trips. Read after this registration committed, so of two registrations at once the
+        // later one's read counts both.
+        let over = try await withConnection { session in
+            try await session.count("SELECT 1 FROM devices WHERE user_id = \(userID) OFFSET \(max(keep, 0)) LIMIT 1")
+        }
+        guard over > 0 else { return RegisteredDevice(device: device, evicted: []) }
         // A transaction of its own, unlike SQLite's: locking the user's devices while this
         // device's row is locked could deadlock with a registration moving a device the other
         // way. PostgreSQL commits transactions in parallel, so the second costs no queue.
