@@ -149,6 +149,9 @@ import Testing
         let n = notification(["alice"])
         _ = try await store.accept(
             n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: first.id, distribution: .alert)], idempotencySince: t0)
+        // Alice registering it again (every app start) leaves her pushes queued.
+        _ = try await store.registerDevice(userID: "alice", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
+        #expect(try await store.status(of: n.id)?.deliveries.map(\.state) == [.pending])
         let moved = try await store.registerDevice(userID: "bob", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         #expect(moved.userID == "bob")
         #expect(try await store.devices(userID: "alice").isEmpty)
