@@ -16,9 +16,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
     /// And the short writes apps make once per request (device registrations on every start,
     /// seen cards, promotions, read marks, settings, topic subscriptions), together in one
-    /// group commit whatever their kind
-    /// (``groupCommitted(_:)``): one fsync each held SQLite's single writer for about a
-    /// millisecond.
+    /// group commit whatever their kind (``groupCommitted(_:)``): one fsync each held SQLite's
+    /// single writer for about a millisecond.
     let appWrites: GroupCommit<AppWrite, any Sendable>
     /// This process's commits, and the card states read between them (``CommitCounter``).
     let commits = CommitCounter()
