@@ -83,6 +83,12 @@ import Testing
         }
     }
 
+    /// Whether `stream` yielded before it finished (a holder signalling it has its connection).
+    static func signalled(_ stream: AsyncStream<Void>) async -> Bool {
+        for await _ in stream { return true }
+        return false
+    }
+
     /// Polls `condition` for up to `seconds`; a loaded machine may take a while, and the
     /// assertions that follow say what happened, not how soon.
     static func eventually(_ seconds: Int = 30, _ condition: () -> Bool) async throws -> Bool {
@@ -165,12 +171,7 @@ import Testing
                 try await Task.sleep(for: .seconds(12))
             }
         }
-        var holds = false
-        for await _ in holding {
-            holds = true
-            break
-        }
-        guard holds else {
+        guard await Self.signalled(holding) else {
             Issue.record("the holder got no connection: \(String(describing: await holder.result))")
             return
         }
@@ -225,12 +226,7 @@ import Testing
                 return answer
             }
         }
-        var holds = false
-        for await _ in holding {
-            holds = true
-            break
-        }
-        guard holds else {
+        guard await Self.signalled(holding) else {
             Issue.record("the holder got no connection: \(String(describing: await holder.result))")
             return
         }
