@@ -18,7 +18,8 @@ import Testing
 
     /// Registrations arriving together (SQLite commits them in one transaction) land as they
     /// would one by one: one device per address, the same device for every registration of it,
-    /// owned by one of its registrants.
+    /// owned by one of its registrants (two users register each address, so one takes it from
+    /// the other, within one transaction or across two).
     @Test(arguments: StoreKind.allCases)
     func concurrentRegistrationsLandAsIfOneByOne(_ kind: StoreKind) async throws {
         let store = try await kind.make()
@@ -28,7 +29,7 @@ import Testing
             for index in 0..<64 {
                 group.addTask {
                     try await store.registerDevice(
-                        userID: "user-\(index % 8)", registration: .token("tok-\(index % 32)", provider: "fcm"), newID: ids.next(), at: t0)
+                        userID: "user-\(index % 7)", registration: .token("tok-\(index % 32)", provider: "fcm"), newID: ids.next(), at: t0)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -37,8 +38,39 @@ import Testing
         let deviceByToken = Dictionary(grouping: devices, by: { $0.token ?? "" }).mapValues { Set($0.map(\.id)) }
         #expect(deviceByToken.count == 32 && deviceByToken.values.allSatisfy { $0.count == 1 }, "one device per address")
         var held: [String] = []
-        for user in 0..<8 { held += try await store.devices(userID: "user-\(user)").compactMap(\.token) }
+        for user in 0..<7 { held += try await store.devices(userID: "user-\(user)").compactMap(\.token) }
         #expect(held.sorted() == (0..<32).map { "tok-\($0)" }.sorted(), "each address held once, by one of its registrants")
+    }
+
+    /// Registrations past the device limit arriving together (committed in one transaction on
+    /// both engines, the limit checked after it on PostgreSQL) leave no user over the limit, and
+    /// each removed device is answered as evicted exactly once.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentRegistrationsPastTheLimitEvictEachDeviceOnce(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let ids = self.ids
+        let t0 = self.t0
+        let results = try await withThrowingTaskGroup(of: RegisteredDevice.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    try await store.registerDevice(
+                        userID: "user-\(index % 6)", registration: .token("tok-\(index)", provider: "fcm"), newID: ids.next(),
+                        at: t0.addingTimeInterval(Double(index)), keepingAtMost: 3)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let evicted = results.flatMap(\.evicted).compactMap(\.token)
+        #expect(evicted.count == Set(evicted).count, "no device evicted twice")
+        var held: [String] = []
+        for user in 0..<6 {
+            let tokens = try await store.devices(userID: "user-\(user)").compactMap(\.token)
+            #expect(tokens.count == 3, "user-\(user) holds \(tokens)")
+            held += tokens
+        }
+        #expect(Set(held).isDisjoint(with: evicted))
+        #expect((held + evicted).sorted() == (0..<60).map { "tok-\($0)" }.sorted(), "every device either held or answered as evicted")
+        await store.close()
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -26,8 +26,8 @@ public protocol UserStore: Sendable {
     /// Registers a device for `userID`, keyed by its provider and address key, moving it from
     /// any other user (whose pending pushes to it fail: they must never reach the new owner).
     /// Registering again updates the address, app and facts given. Idempotent. With `keep`, the
-    /// same transaction then keeps the user's `keep` most recently registered devices and
-    /// removes the rest (their pending pushes fail).
+    /// call then keeps the user's `keep` most recently registered devices and removes the rest
+    /// (their pending pushes fail), in the registration's transaction or one of its own.
     func registerDevice(
         userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date, keepingAtMost keep: Int?
     ) async throws

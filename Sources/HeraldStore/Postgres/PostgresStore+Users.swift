@@ -43,62 +43,6 @@ extension PostgresStore {
         }
     }
 
-    public func registerDevice(
-        userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date, keepingAtMost keep: Int?
-    ) async throws
-        -> RegisteredDevice
-    {
-        let device = try await register(userID: userID, registration: registration, newID: newID, at: date)
-        guard let keep else { return RegisteredDevice(device: device, evicted: []) }
-        // Almost always within the limit: one statement says so, without a transaction's round
-        // trips. Read after this registration committed, so of two registrations at once the
-        // later one's read counts both.
-        let over = try await withConnection { session in
-            try await session.count("SELECT 1 FROM devices WHERE user_id = \(userID) OFFSET \(max(keep, 0)) LIMIT 1")
-        }
-        guard over > 0 else { return RegisteredDevice(device: device, evicted: []) }
-        // A transaction of its own, unlike SQLite's: locking the user's devices while this
-        // device's row is locked could deadlock with a registration moving a device the other
-        // way. PostgreSQL commits transactions in parallel, so the second costs no queue.
-        return RegisteredDevice(device: device, evicted: try await trimDevices(userID: userID, keep: keep, at: date))
-    }
-
-    /// Four round trips (begin, the user, the device, commit) where there were nine: on two
-    /// cores a registration's statements cost PostgreSQL and Herald about as much CPU each.
-    private func register(userID: String, registration: DeviceRegistration, newID: ObjectID, at date: Date) async throws -> Device {
-        let stored = try StoredRecords.storedAddress(registration)
-        let (provider, key) = (registration.address.provider, registration.address.key)
-        return try await transaction { session in
-            let now = Self.micros(date)
-            try await Self.subscribeRecommendedOnce(session, userID, at: now)
-            // Inserted, or updated in place (ON CONFLICT waits for and locks a row another
-            // registration of this address holds, so two serialise). Whatever was queued for
-            // the device's other users fails: it must never reach the new owner.
-            let upsert: PostgresQuery = """
-                WITH device AS (
-                    INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
-                        created_at, updated_at)
-                    VALUES (\(newID.hex), \(userID), \(provider), \(key), \(stored.json), \(registration.app), \(stored.options),
-                        \(registration.platform), \(registration.appVersion), \(registration.region), \(registration.locale), \(now), \(now))
-                    ON CONFLICT (provider, address_key) DO UPDATE SET user_id = excluded.user_id, address_json = excluded.address_json,
-                        app = excluded.app, options = excluded.options, platform = COALESCE(excluded.platform, devices.platform),
-                        app_version = COALESCE(excluded.app_version, devices.app_version), region = COALESCE(excluded.region, devices.region),
-                        locale = COALESCE(excluded.locale, devices.locale), updated_at = excluded.updated_at
-                    RETURNING *
-                ), moved AS (
-                    UPDATE deliveries SET state = 'failed', last_error = 'device was registered by another user', next_attempt_at = NULL,
-                        updated_at = \(now)
-                    WHERE device_id = (SELECT id FROM device) AND state = 'pending' AND user_id <> \(userID)
-                )
-                SELECT * FROM device
-                """
-            guard let device = try await session.row(upsert) else {
-                throw HeraldError(.internal, code: "storage_error", "device vanished while registering")
-            }
-            return try StoredRecords.device(device)
-        }
-    }
-
     public func unregisterDevice(userID: String, provider: String, addressKey: String, at date: Date) async throws -> Bool {
         try await transaction { session in
             let find: PostgresQuery = "SELECT id FROM devices WHERE provider = \(provider) AND address_key = \(addressKey) AND user_id = \(userID) FOR UPDATE"
@@ -116,22 +60,6 @@ extension PostgresStore {
 
     public func recipients(userIDs: [String]) async throws -> [RecipientContext] {
         try await withConnection { session in try await Self.recipients(session, userIDs: userIDs) }
-    }
-
-    /// Keeps the user's `keep` most recently registered devices and removes the rest (their
-    /// pending pushes fail). - Returns: the removed devices.
-    private func trimDevices(userID: String, keep: Int, at date: Date) async throws -> [Device] {
-        try await transaction { session in
-            // Lock the user's devices, so two registrations trim one after the other.
-            let extra = try await session.rows(
-                "SELECT * FROM devices WHERE user_id = \(userID) ORDER BY updated_at DESC, id DESC OFFSET \(max(keep, 0)) FOR UPDATE"
-            ).map { try StoredRecords.device($0) }
-            for device in extra {
-                try await Self.removeDevice(
-                    session, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
-            }
-            return extra
-        }
     }
 
     public func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int {
@@ -197,25 +125,5 @@ extension PostgresStore {
     /// Makes sure the user has a row: Forced subjects reach every user Herald knows.
     static func ensureUser(_ session: PostgresSession, _ userID: String, at now: Int64) async throws {
         try await session.execute("INSERT INTO users (id, updated_at) VALUES (\(userID), \(now)) ON CONFLICT (id) DO NOTHING")
-    }
-
-    /// At a user's first device registration, subscribes them to every Recommended subject.
-    /// One statement makes sure of the user's row and marks the first registration.
-    static func subscribeRecommendedOnce(_ session: PostgresSession, _ userID: String, at now: Int64) async throws {
-        let first = try await session.count(
-            """
-            INSERT INTO users (id, updated_at, recommended_at) VALUES (\(userID), \(now), \(now))
-            ON CONFLICT (id) DO UPDATE SET recommended_at = excluded.recommended_at WHERE users.recommended_at IS NULL
-            RETURNING id
-            """
-        )
-        guard first > 0 else { return }
-        try await session.execute(
-            """
-            INSERT INTO subscriptions (user_id, topic_key, created_at)
-            SELECT \(userID), topic_key, \(now) FROM subjects WHERE level = \(SubscriptionLevel.recommended.rawValue)
-            ON CONFLICT DO NOTHING
-            """
-        )
     }
 }

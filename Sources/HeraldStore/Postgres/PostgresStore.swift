@@ -30,6 +30,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// Engagement events are group-committed too.
     let events: GroupCommit<StoredEvents, [EngagementEvent]>
+    /// And device registrations.
+    let registrations: GroupCommit<StoredRegistration, RegistrationOutcome>
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
@@ -56,6 +58,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try await Self.transaction(pool, preparation: preparation, logger: logger) { session in try await Self.storeEvents(batches, session) }
+        }
+        registrations = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
+            try await Self.register(batch: requests, pool, preparation: preparation, logger: logger)
         }
     }
 

@@ -47,9 +47,7 @@ extension SQLiteStore {
     ) async throws
         -> RegisteredDevice
     {
-        // Encoded before it joins a group commit, so a bad address fails only its own request.
-        let stored = try StoredRecords.storedAddress(registration)
-        let request = StoredRegistration(userID: userID, registration: registration, stored: stored, newID: newID, at: date, keep: keep)
+        let request = try StoredRegistration(userID: userID, registration: registration, newID: newID, at: date, keep: keep)
         return try await groupCommitted { db in try Self.register(request, db) }
     }
 
@@ -221,16 +219,4 @@ extension Array where Element: Hashable {
         var seen = Set<Element>()
         return filter { seen.insert($0).inserted }
     }
-}
-
-/// One device registration, for a group commit.
-struct StoredRegistration: Sendable {
-    var userID: String
-    var registration: DeviceRegistration
-    /// ``StoredRecords/storedAddress(_:)`` of the registration.
-    var stored: (json: String?, options: String?)
-    var newID: ObjectID
-    var at: Date
-    /// The user's devices to keep at most, counting this one; nil for no limit.
-    var keep: Int?
 }
