@@ -103,4 +103,33 @@ import Testing
         }
         #expect(try await store.claimDue(now: t0.addingTimeInterval(2), limit: 10, lease: .seconds(1)).map(\.notification.id) == [n.id])
     }
+
+    /// A prepared statement refused for its values (here a duplicate key, as a deadlock or a
+    /// serialization failure would be refused for its rows) keeps preparing on: the statement
+    /// was prepared, and runs prepared again on the same connection.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aStatementRefusedForItsValuesKeepsPreparing() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let ids = self.ids
+        let t0 = self.t0
+        func notification() -> HeraldNotification {
+            HeraldNotification(
+                id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, data: [:], timestamp: t0, priority: 3, expiresAt: nil,
+                collapseKey: nil, idempotencyKey: nil, target: .users(["a"]))
+        }
+        let first = notification()
+        let second = notification()
+        try await store.withConnection { session in
+            _ = try await session.rows(try PostgresStore.WriteStatement(.init(notifications: [(first, 1)])))
+            await #expect(throws: PSQLError.self, "the same id twice") {
+                try await session.rows(try PostgresStore.WriteStatement(.init(notifications: [(first, 1)])))
+            }
+            #expect(store.preparation.isEnabled)
+            _ = try await session.rows(try PostgresStore.WriteStatement(.init(notifications: [(second, 1)])))
+        }
+        #expect(try await store.status(of: second.id) != nil)
+        #expect(store.preparation.isEnabled)
+    }
 }

@@ -28,12 +28,23 @@ extension PreparedQuery {
 /// A prepared statement that fails can keep failing on its connection: postgres-nio answers
 /// every later use of a name whose preparation failed (a lock or statement timeout, say) with
 /// that error for as long as the connection lives, and PostgreSQL refuses a prepared statement
-/// whose result columns a migration changed. So the first failure that is not a lost connection
-/// turns preparing off for the store's life: slower, never stuck.
+/// whose result columns a migration changed. So the first failure that is not a lost connection,
+/// nor a refusal of the statement's values or rows (``isExecutionFailure(_:)``), turns preparing
+/// off for the store's life: slower, never stuck.
 final class StatementPreparation: Sendable {
     private let enabled = Atomic(true)
 
     var isEnabled: Bool { enabled.load(ordering: .relaxed) }
+
+    /// Whether `error` can only come from running a statement, never from preparing it: data
+    /// (22), integrity (23) and transaction rollback (40: deadlocks, serialization failures)
+    /// errors arise from a statement's values and rows, after PostgreSQL has parsed and
+    /// described it. A deadlock or a refused value says nothing of the prepared statement, and
+    /// turning preparing off for the process on one would cost every later batch its speed.
+    static func isExecutionFailure(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return ["22", "23", "40"].contains(String(state.prefix(2)))
+    }
 
     func disable(after error: any Error, in statement: String, logger: Logger) {
         guard enabled.exchange(false, ordering: .relaxed) else { return }
@@ -57,7 +68,9 @@ extension PostgresSession {
             for try await row in try await connection.execute(statement, logger: logger) { rows.append(row.makeRandomAccess()) }
             return rows
         } catch {
-            if !PostgresPool.isConnectionFailure(error) { preparation.disable(after: error, in: Statement.name, logger: logger) }
+            if !PostgresPool.isConnectionFailure(error) && !StatementPreparation.isExecutionFailure(error) {
+                preparation.disable(after: error, in: Statement.name, logger: logger)
+            }
             throw error
         }
     }
