@@ -102,7 +102,9 @@ enum CardRecords {
         }
     }
 
+    static let unknownCardCode = "unknown_card"
+
     static func unknownCard(_ id: String) -> HeraldError {
-        HeraldError(.unprocessable, code: "unknown_card", "card '\(id)' is not a known card")
+        HeraldError(.unprocessable, code: unknownCardCode, "card '\(id)' is not a known card")
     }
 }
