@@ -24,19 +24,25 @@ import Testing
         store.writer.add(transactionObserver: commits, extent: .observerLifetime)
         // The writer is held while the reports queue, so all but the first join one batch.
         let held = DispatchSemaphore(value: 0)
+        defer { held.signal() } // never left holding the writer, whatever throws below
         let holding = Task { try await store.writer.write { _ in held.wait() } }
         try await Task.sleep(for: .milliseconds(50))
+        let started = StartedCount()
         let answers = Task {
             await withTaskGroup(of: (String, Bool).self) { group in
                 for card in cards + ["never"] {
                     group.addTask {
-                        (card, (try? await store.markSeen(userID: "user-\(card)", [SeenReport(card: card, at: at)])) != nil)
+                        started.value.add(1, ordering: .relaxed)
+                        return (card, (try? await store.markSeen(userID: "user-\(card)", [SeenReport(card: card, at: at)])) != nil)
                     }
                 }
                 return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
+        // Every report under way (joining the queue is a lock and an append after that).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while started.value.load(ordering: .relaxed) < cards.count + 1 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))
         held.signal()
         try await holding.value
         let seen = await answers.value
@@ -60,4 +66,9 @@ private final class CommitCounter: TransactionObserver, Sendable {
     func databaseDidChange(with event: DatabaseEvent) {}
     func databaseDidCommit(_ db: Database) { commits.withLock { $0 += 1 } }
     func databaseDidRollback(_ db: Database) {}
+}
+
+/// How many of a test's tasks have started.
+private final class StartedCount: Sendable {
+    let value = Atomic(0)
 }
