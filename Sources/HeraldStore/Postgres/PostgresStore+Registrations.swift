@@ -133,7 +133,7 @@ extension PostgresStore {
                     platform: registration.platform, app_version: registration.appVersion, region: registration.region,
                     locale: registration.locale, at: PostgresStore.micros(request.at))
             }
-            let json = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+            let json = try StoredJSON.encode(rows)
             query = """
                 WITH given AS (
                     SELECT * FROM json_to_recordset(\(json)::json) AS r(id text, user_id text, provider text, address_key text,
