@@ -322,6 +322,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "HeraldStore", "HeraldCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
