@@ -31,6 +31,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
     static var committerPriority: TaskPriority { .high }
 
     private let state = Mutex(State())
+    private let splits = Atomic(0)
     private let maxBatch: Int
     private let maxWaiting: Int
     private let commit: Commit
@@ -42,6 +43,9 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
         self.maxWaiting = max(1, maxWaiting)
         self.commit = commit
     }
+
+    /// Batches that failed and ran again one request per transaction.
+    var splitBatches: Int { splits.load(ordering: .relaxed) }
 
     /// The error for a request that finds the queue full.
     static var full: HeraldError {
@@ -88,6 +92,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
             }
             for (waiting, response) in zip(batch, responses) { waiting.continuation.resume(returning: response) }
         } catch  where batch.count > 1 {
+            splits.add(1, ordering: .relaxed)
             for waiting in batch { await run([waiting]) }
         } catch {
             batch[0].continuation.resume(throwing: error)
