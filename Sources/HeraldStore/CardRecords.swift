@@ -102,9 +102,7 @@ enum CardRecords {
         }
     }
 
-    static let unknownCardCode = "unknown_card"
-
     static func unknownCard(_ id: String) -> HeraldError {
-        HeraldError(.unprocessable, code: unknownCardCode, "card '\(id)' is not a known card")
+        HeraldError(.unprocessable, code: "unknown_card", "card '\(id)' is not a known card")
     }
 }

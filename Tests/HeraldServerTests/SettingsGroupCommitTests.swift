@@ -8,9 +8,9 @@ import Testing
 
 @testable import HeraldStore
 
-/// A refused settings patch is refused before its change joins SQLite's group commit of app
-/// writes: refused inside, it would fail its batch, which then runs again one write per
-/// transaction.
+/// A settings patch refused inside SQLite's group commit of app writes fails alone (its
+/// savepoint is rolled back): thrown out of the batch, it would fail the batch, which then runs
+/// again one write per transaction.
 @Suite(.cleansUp) struct SettingsGroupCommitTests {
     @Test func aRefusedPatchDoesNotBreakUpItsBatch() async throws {
         let herald = try await TestHerald.make()

@@ -89,13 +89,7 @@ struct UserRoutes {
         let userID = try context.actingUser(request)
         let patch = try await JSONBody.decode(SettingsPatch.self, from: request, context: context, knownFields: SettingsPatch.fieldNames)
         let types = self.types
-        // Every value is checked before the change joins a group commit (the checks do not
-        // depend on the stored settings): a refused patch inside a batch fails the batch, which
-        // then runs again one write per transaction, so a client sending bad patches would cost
-        // every other writer the group commit. Applied again inside, where a bad value still
-        // rolls back.
-        var scratch = UserSettings()
-        try patch.apply(to: &scratch, types: types)
+        // A bad value throws inside the transaction, which rolls back: nothing changes.
         let settings = try await store.updateSettings(userID: userID) { settings in
             try patch.apply(to: &settings, types: types)
         }

@@ -91,18 +91,8 @@ extension SQLiteStore {
     }
 
     public func markSeen(userID: String, _ reports: [SeenReport]) async throws -> [CardHistoryEntry] {
-        // A report naming an unknown card is answered as a refusal rather than thrown: a throw
-        // fails the whole batch, which then runs again one write per transaction, so a client
-        // naming unknown cards would cost every other writer the group commit. markSeen checks
-        // every card before it writes anything, so the refused request left nothing behind.
-        let outcome = try await groupCommitted { db -> Result<[CardHistoryEntry], HeraldError> in
-            do {
-                return .success(try Self.markSeen(db, userID: userID, reports, unknown: .refuse))
-            } catch let refusal as HeraldError where refusal.code == CardRecords.unknownCardCode {
-                return .failure(refusal)
-            }
-        }
-        return try outcome.get()
+        // A report naming an unknown card fails only its own request (groupCommitted's savepoint).
+        try await groupCommitted { db in try Self.markSeen(db, userID: userID, reports, unknown: .refuse) }
     }
 
     public func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)? {
