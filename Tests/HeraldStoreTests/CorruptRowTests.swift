@@ -52,6 +52,42 @@ import Testing
         #expect(try await store.settings(userID: "a") == UserSettings(), "the store still answers")
     }
 
+    /// A user's next card index at the top of Int64's range: the next seen report would number
+    /// its cards past it, which in Swift arithmetic traps.
+    @Test func aSQLiteCardIndexAtTheEndOfItsRangeFailsTheReportNotTheProcess() async throws {
+        let path = try TestResources.temporaryDirectory("herald-corrupt").appendingPathComponent("test.sqlite").path
+        let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        try await reportsPastTheLastCardIndexFail(store) { max in
+            try await store.writer.write { db in try db.execute(sql: "UPDATE card_users SET next_index = ?", arguments: [max]) }
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aPostgresCardIndexAtTheEndOfItsRangeFailsTheReportNotTheProcess() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        try await reportsPastTheLastCardIndexFail(store) { max in
+            try await store.withConnection { session in try await session.execute("UPDATE card_users SET next_index = \(max)") }
+        }
+    }
+
+    func reportsPastTheLastCardIndexFail(_ store: some HeraldStorage, setNextIndex: (Int64) async throws -> Void) async throws {
+        let cards = ["a", "b", "c"].map { Card(id: $0, metadata: [:], postedAt: t0, hot: nil) }
+        _ = try await store.putCards(cards)
+        #expect(try await store.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")])
+        try await setNextIndex(Int64.max - 1)
+        await #expect(throws: (any Error).self) {
+            try await store.markSeen(userID: "u", [SeenReport(card: "b", at: t0), SeenReport(card: "c", at: t0)])
+        }
+        #expect(try await store.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")], "the store still answers")
+        #expect(
+            try await store.pull(userID: "u", since: nil, order: .hot, limit: 10).history == [CardHistoryEntry(index: 0, card: "a")], "nothing was half written"
+        )
+    }
+
     /// postgres-nio stops the process when a row lacks a column its subscript is asked for.
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aMissingPostgresColumnIsAStorageError() async throws {

@@ -245,6 +245,10 @@ extension SQLiteStore {
         }
         if !pending.isEmpty {
             let (seq, first) = try tickUser(db, userID)
+            // The row is outside input: an index past Int64's range would trap the process.
+            guard first >= 0, first <= Int64.max - Int64(pending.count) else {
+                throw HeraldError(.internal, code: "storage_corrupt", "card_users.next_index holds \(first), out of range for \(pending.count) more cards")
+            }
             for (offset, report) in pending.enumerated() {
                 let index = first + Int64(offset)
                 try db.cachedStatement(
