@@ -88,6 +88,28 @@ import Testing
         )
     }
 
+    /// A fan-out job's count of written recipients at the top of Int's range: the page's progress
+    /// adds to it, which in Swift arithmetic traps (SQLite's own addition turns to a float).
+    @Test func aSQLiteFanOutCountAtTheEndOfItsRangeDoesNotStopTheProcess() async throws {
+        let path = try TestResources.temporaryDirectory("herald-corrupt").appendingPathComponent("test.sqlite").path
+        let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let tree = try await TopicTree.make(in: store, ids: ids)
+        for user in ["u1", "u2", "u3"] {
+            _ = try await store.updateSettings(userID: user) { _ in }
+            try await store.subscribe(userID: user, topicKey: tree.optIn.topicKey, at: t0)
+        }
+        let n = HeraldNotification(id: ids.next(), type: "generic", title: "t", body: "b", url: nil, timestamp: t0, target: .topic(tree.optIn.topicKey))
+        _ = try await store.acceptFanOut(
+            n, topic: tree.optIn.topicKey, level: tree.optIn.opt.level, plan: .historyOnly, extra: [], archive: nil, pageSize: 2, inlineLimit: 1,
+            idempotency: nil, idempotencySince: t0)
+        try await store.writer.write { db in try db.execute(sql: "UPDATE fanout_jobs SET written = ?", arguments: [Int64.max]) }
+        let progress = try await store.writeFanOutPage(of: n.id, pageSize: 2, route: { _ in [] })
+        #expect(progress?.written == .max, "clamped")
+        #expect(try await store.settings(userID: "u1") == UserSettings(), "the store still answers")
+    }
+
     /// postgres-nio stops the process when a row lacks a column its subscript is asked for.
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aMissingPostgresColumnIsAStorageError() async throws {

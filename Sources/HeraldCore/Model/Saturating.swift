@@ -16,9 +16,11 @@ extension Int64 {
             self = Int64(value.rounded())
         }
     }
+}
 
-    /// `self + other`, clamped to Int64's range.
-    public func saturatingAdd(_ other: Int64) -> Int64 {
+extension FixedWidthInteger {
+    /// `self + other`, clamped to the type's range.
+    @inlinable public func saturatingAdd(_ other: Self) -> Self {
         let (sum, overflow) = addingReportingOverflow(other)
         guard overflow else { return sum }
         return other > 0 ? .max : .min

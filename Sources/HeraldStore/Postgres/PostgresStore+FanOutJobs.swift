@@ -128,7 +128,7 @@ extension PostgresStore {
                     done_at = \(done ? now : nil) WHERE notification_id = \(id.hex)
                 """
             )
-            return FanOutProgress(recipients: total, written: written + page.count, done: done)
+            return FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done)
         }
     }
 

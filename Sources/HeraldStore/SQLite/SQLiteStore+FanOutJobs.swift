@@ -68,7 +68,7 @@ extension SQLiteStore {
                 sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
                 arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
             )
-            return (FanOutProgress(recipients: total, written: written + page.count, done: done), historyUsers)
+            return (FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done), historyUsers)
         }
         if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
         return progress
