@@ -159,7 +159,7 @@ extension FCMEmulator {
         guard targets.count == 1 else { return (badRequest("message", "exactly one of token, topic or condition is required"), validateOnly) }
         if let values = message["data"] {
             guard let data = values as? [String: Any] else { return (badRequest("message.data", "data must be an object"), validateOnly) }
-            for (key, value) in data {
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {
                 guard value is String else { return (badRequest("message.data.\(key)", "data values must be strings"), validateOnly) }
                 let lower = key.lowercased()
                 if lower == "from" || lower == "gcm" || lower.hasPrefix("google") || lower == "message_type" {

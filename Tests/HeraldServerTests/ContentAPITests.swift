@@ -118,6 +118,17 @@ import Testing
                 #expect(response.status == .unprocessableContent, "\(body): \(response.status)")
                 #expect(response.errorMessage.contains(fragment), "\(body): \(response.errorMessage)")
             }
+            // Two bad keys, or two bad visibility fields: always the first in key order is named
+            // (each decoded object iterates in its own order, so several tries would catch a race).
+            for _ in 0..<8 {
+                let keys = try await client.call(
+                    .put, "/api/content/pending", headers(herald.admin), json: js(["pendingContent": ["zero": ["type": "t"], "one": ["type": "t"]]]))
+                #expect(keys.errorMessage.contains("pendingContent.one"), "\(keys.errorMessage)")
+                let fields = try await client.call(
+                    .put, "/api/content/pending", headers(herald.admin),
+                    json: js(["items": [["type": "t", "visibility": ["tier_ids": "gold", "all": "yes", "group_ids": 1]]]]))
+                #expect(fields.errorMessage.contains("items[0].visibility.all"), "\(fields.errorMessage)")
+            }
             for key in [herald.backend, herald.communicator] {
                 #expect(try await client.call(.post, "/api/content/publish", headers(key)).status == .forbidden)
             }

@@ -67,7 +67,8 @@ public struct ContentItem: Sendable, Equatable, Codable {
 
     static func visibility(_ raw: [String: JSONValue], path: String) throws -> ContentVisibility {
         var visibility = ContentVisibility(all: false, tierIDs: [], groupIDs: [], attendeeIDs: [])
-        for (key, value) in raw {
+        // In key order, so a request with two bad fields is always told about the same one.
+        for (key, value) in raw.sorted(by: { $0.key < $1.key }) {
             switch key {
             case "all":
                 guard case .bool(let flag) = value else { throw HeraldError.invalidField("\(path).all", "must be true or false") }

@@ -79,7 +79,8 @@ struct ContentRoutes {
         case .array(let values):
             return values.enumerated().map { (String($0.offset), $0.element) }
         case .object(let members):
-            return try members.map { key, value in
+            // In key order, so a document with two bad keys is always told about the same one.
+            return try members.sorted(by: { $0.key < $1.key }).map { key, value in
                 guard let index = Int(key), index >= 0, String(index) == key else {
                     throw HeraldError.invalidField("\(field).\(key)", "is not an index: keys are \"0\", \"1\", ...")
                 }
