@@ -29,6 +29,9 @@ import Testing
     static func variants(of valid: String) -> [(String, String?, [UInt8], HTTPResponse.Status, String?)] {
         let object = String(valid.dropFirst().dropLast())
         let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        // Within the decoder's 512 levels but past what Herald takes (and JSONEncoder writes).
+        let nearTheDecodersLimit = String(repeating: "[", count: 509) + String(repeating: "]", count: 509)
+        let pastHeraldsLimit = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         return [
             ("text/plain", "text/plain", Array(valid.utf8), .unsupportedMediaType, "unsupported_media_type"),
             ("form", "application/x-www-form-urlencoded", Array("a=1&b=2".utf8), .unsupportedMediaType, "unsupported_media_type"),
@@ -37,6 +40,8 @@ import Testing
             ("truncated UTF-8", "application/json", Array("{\"title\":\"".utf8) + [0xE2, 0x82] + Array("\"}".utf8), .badRequest, "invalid_json"),
             ("not an object", "application/json", Array("[1,2,3]".utf8), .badRequest, "invalid_json"),
             ("600-deep nesting", "application/json", Array("{\(object),\"x\":\(deep)}".utf8), .badRequest, "invalid_json"),
+            ("510-deep nesting", "application/json", Array("{\(object),\"x\":\(nearTheDecodersLimit)}".utf8), .unprocessableContent, "invalid_field"),
+            ("65-deep nesting", "application/json", Array("{\(object),\"x\":\(pastHeraldsLimit)}".utf8), .unprocessableContent, "invalid_field"),
             ("duplicate key", "application/json", Array("{\(object),\(object)}".utf8), .badRequest, "duplicate_key"),
             ("escaped duplicate key", "application/json", Array(#"{"a":1,"\u0061":2}"#.utf8), .badRequest, "duplicate_key"),
             ("nested duplicate key", "application/json", Array("{\(object),\"x\":{\"k\":1,\"k\":2}}".utf8), .badRequest, "duplicate_key"),

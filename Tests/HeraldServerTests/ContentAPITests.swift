@@ -137,6 +137,32 @@ import Testing
 
     /// The CMS's own document, as it uploads it: camelCase, items keyed by index, a survey
     /// without a title, an item for nobody (a warning, not a refusal), its own lastPublishedAt.
+    /// Values nested as deep as Herald takes are stored and read back; one level more is a 422
+    /// that stores nothing. (Just under the decoder's own limit such a document was stored, then
+    /// answered 500 by the write and by every read: JSONEncoder refuses that depth.)
+    @Test func nestingUpToTheLimitIsStoredAndPastItRefused() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            // The body's object, `items`, the item and `extra`'s arrays: 64 levels in all.
+            func document(extraDepth: Int) -> String {
+                #"{"items":[{"type":"t","extra":"# + String(repeating: "[", count: extraDepth) + String(repeating: "]", count: extraDepth) + "}]}"
+            }
+            let stored = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: document(extraDepth: 61))
+            #expect(stored.status == .ok, "\(String(buffer: stored.body))")
+            let read = try await client.call(.get, "/api/content/pending", headers(herald.admin))
+            #expect(read.status == .ok)
+            #expect(String(buffer: read.body).contains(String(repeating: "[", count: 61) + String(repeating: "]", count: 61)))
+            for depth in [62, 506] {
+                let refused = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: document(extraDepth: depth))
+                #expect(refused.status == .unprocessableContent, "\(depth): \(String(buffer: refused.body))")
+                #expect(refused.errorCode == "invalid_field")
+                #expect(refused.errorMessage.contains("items[0].extra"), "\(refused.errorMessage)")
+            }
+            #expect(
+                String(buffer: try await client.call(.get, "/api/content/pending", headers(herald.admin)).body) == String(buffer: read.body), "nothing stored")
+        }
+    }
+
     @Test func theCMSDocumentIsAcceptedAsItIs() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

@@ -6,14 +6,22 @@ import HeraldCore
 /// - strings Herald could not store exactly as sent: U+0000 (SQLite would cut the text there,
 ///   PostgreSQL refuses it) and unpaired UTF-16 surrogate escapes (the decoder would replace them);
 /// - an object with a member name twice (I-JSON, RFC 7493 §2.3): the decoder would keep one
-///   silently, so what is stored would not be what was sent.
+///   silently, so what is stored would not be what was sent;
+/// - arrays and objects nested deeper than ``maxDepth``: the decoder takes up to 512 levels,
+///   but `JSONEncoder` refuses to write them back, so a value stored a few levels below that
+///   limit could be stored and then never answered (a 500 after the write, and on every read).
 enum JSONTextCheck {
+    /// The deepest nesting of arrays and objects a body may have, the body's own object included.
+    static let maxDepth = 64
+
     enum Problem: Equatable {
         case invalidUTF8
         /// The path of the string or key (`title`, `data.k`, `ids[2]`).
         case unstorableString(String)
         /// The path of the object and the repeated name.
         case duplicateKey(object: String, key: String)
+        /// The path of the array or object one level too deep.
+        case tooDeep(String)
     }
 
     /// The first problem in `bytes`, JSON the decoder has already accepted, or nil.
@@ -24,8 +32,8 @@ enum JSONTextCheck {
         return scanner.run()
     }
 
-    /// The 4xx for a problem: 422 naming the field for a string, 400 for broken UTF-8 or a
-    /// repeated name.
+    /// The 4xx for a problem: 422 naming the field for a string or a nesting too deep, 400 for
+    /// broken UTF-8 or a repeated name.
     static func error(for problem: Problem, prefix: String = "") -> HeraldError {
         switch problem {
         case .invalidUTF8:
@@ -34,6 +42,8 @@ enum JSONTextCheck {
             HeraldError.invalidField(prefix + field, "must not contain U+0000 or an unpaired surrogate")
         case .duplicateKey(let object, let key):
             HeraldError(.badRequest, code: "duplicate_key", "\(prefix)\(object) has the member '\(key)' more than once (RFC 7493)")
+        case .tooDeep(let field):
+            HeraldError.invalidField(prefix + field, "nests arrays and objects more than \(maxDepth) levels deep")
         }
     }
 
@@ -87,11 +97,9 @@ enum JSONTextCheck {
                     } else if !storable {
                         return .unstorableString(path)
                     }
-                case UInt8(ascii: "{"):
-                    stack.append(.object(key: "", seen: []))
-                    index += 1
-                case UInt8(ascii: "["):
-                    stack.append(.array(index: 0))
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    guard stack.count < JSONTextCheck.maxDepth else { return .tooDeep(path) }
+                    stack.append(byte == UInt8(ascii: "{") ? .object(key: "", seen: []) : .array(index: 0))
                     index += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
                     if !stack.isEmpty { stack.removeLast() }
