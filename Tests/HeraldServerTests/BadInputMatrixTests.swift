@@ -42,6 +42,10 @@ import Testing
             ("600-deep nesting", "application/json", Array("{\(object),\"x\":\(deep)}".utf8), .badRequest, "invalid_json"),
             ("510-deep nesting", "application/json", Array("{\(object),\"x\":\(nearTheDecodersLimit)}".utf8), .unprocessableContent, "invalid_field"),
             ("65-deep nesting", "application/json", Array("{\(object),\"x\":\(pastHeraldsLimit)}".utf8), .unprocessableContent, "invalid_field"),
+            (
+                "an integer a double rounds", "application/json", Array("{\(object),\"x\":[1,-12345678901234567890]}".utf8), .unprocessableContent,
+                "invalid_field"
+            ),
             ("duplicate key", "application/json", Array("{\(object),\(object)}".utf8), .badRequest, "duplicate_key"),
             ("escaped duplicate key", "application/json", Array(#"{"a":1,"\u0061":2}"#.utf8), .badRequest, "duplicate_key"),
             ("nested duplicate key", "application/json", Array("{\(object),\"x\":{\"k\":1,\"k\":2}}".utf8), .badRequest, "duplicate_key"),

@@ -163,6 +163,29 @@ import Testing
         }
     }
 
+    /// Numbers come back as the values sent: integers within Int64 as they are, others as the
+    /// same double; an integer a double would round is refused naming it.
+    @Test func numbersAreStoredAsTheirValuesOrRefused() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let sent = #"{"items":[{"type":"t","extra":[9223372036854775807,-9223372036854775808,18446744073709551616,0.1,1e300]}]}"#
+            let stored = try await client.call(.put, "/api/content/pending", headers(herald.admin), json: sent)
+            #expect(stored.status == .ok, "\(String(buffer: stored.body))")
+            let extra = try #require(((stored.object["items"] as? [[String: Any]])?.first?["extra"]) as? [Any])
+            #expect((extra[0] as? NSNumber)?.int64Value == Int64.max)
+            #expect((extra[1] as? NSNumber)?.int64Value == Int64.min)
+            #expect((extra[2] as? NSNumber)?.doubleValue == 18_446_744_073_709_551_616.0)
+            #expect((extra[3] as? NSNumber)?.doubleValue == 0.1)
+            #expect((extra[4] as? NSNumber)?.doubleValue == 1e300)
+            let before = String(buffer: try await client.call(.get, "/api/content/pending", headers(herald.admin)).body)
+            let refused = try await client.call(
+                .put, "/api/content/pending", headers(herald.admin), json: #"{"items":[{"type":"t","extra":{"n":12345678901234567890}}]}"#)
+            #expect(refused.status == .unprocessableContent)
+            #expect(refused.errorMessage.contains("items[0].extra.n"), "\(refused.errorMessage)")
+            #expect(String(buffer: try await client.call(.get, "/api/content/pending", headers(herald.admin)).body) == before, "nothing stored")
+        }
+    }
+
     @Test func theCMSDocumentIsAcceptedAsItIs() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

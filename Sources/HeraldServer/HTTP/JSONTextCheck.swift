@@ -7,6 +7,8 @@ import HeraldCore
 ///   PostgreSQL refuses it) and unpaired UTF-16 surrogate escapes (the decoder would replace them);
 /// - an object with a member name twice (I-JSON, RFC 7493 §2.3): the decoder would keep one
 ///   silently, so what is stored would not be what was sent;
+/// - an integer outside Int64's range that a double cannot hold exactly (the decoder would round
+///   it: `12345678901234567890` read back as `12345678901234567168`);
 /// - arrays and objects nested deeper than ``maxDepth``: the decoder takes up to 512 levels,
 ///   but `JSONEncoder` refuses to write them back, so a value stored a few levels below that
 ///   limit could be stored and then never answered (a 500 after the write, and on every read).
@@ -22,6 +24,8 @@ enum JSONTextCheck {
         case duplicateKey(object: String, key: String)
         /// The path of the array or object one level too deep.
         case tooDeep(String)
+        /// The path of an integer that would be stored rounded.
+        case inexactInteger(String)
     }
 
     /// The first problem in `bytes`, JSON the decoder has already accepted, or nil.
@@ -44,6 +48,8 @@ enum JSONTextCheck {
             HeraldError(.badRequest, code: "duplicate_key", "\(prefix)\(object) has the member '\(key)' more than once (RFC 7493)")
         case .tooDeep(let field):
             HeraldError.invalidField(prefix + field, "nests arrays and objects more than \(maxDepth) levels deep")
+        case .inexactInteger(let field):
+            HeraldError.invalidField(prefix + field, "is an integer past Int64's range that a double cannot hold exactly; send it as a string")
         }
     }
 
@@ -107,11 +113,37 @@ enum JSONTextCheck {
                 case UInt8(ascii: ","):
                     if case .array(let position) = stack.last { stack[stack.count - 1] = .array(index: position + 1) }
                     index += 1
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    let start = index
+                    var integral = true
+                    while index < bytes.count, Self.numberBytes.contains(bytes[index]) {
+                        if !Self.digitBytes.contains(bytes[index]) && bytes[index] != UInt8(ascii: "-") { integral = false }
+                        index += 1
+                    }
+                    if integral, !Self.isExactInteger(bytes[start..<index]) { return .inexactInteger(path) }
                 default:
                     index += 1
                 }
             }
             return nil
+        }
+
+        static let digitBytes = UInt8(ascii: "0")...UInt8(ascii: "9")
+        static let numberBytes: Set<UInt8> = Set(digitBytes).union([
+            UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"),
+        ])
+
+        /// Whether an integer literal keeps its value when decoded: within Int64 (kept as an
+        /// integer), or a value a double holds exactly (written back with an exponent, the same
+        /// number). Anything else the decoder rounds.
+        static func isExactInteger(_ literal: ArraySlice<UInt8>) -> Bool {
+            // Eighteen digits always fit in Int64: most literals need no parsing.
+            if literal.count <= 18 { return true }
+            let text = String(decoding: literal, as: UTF8.self)
+            if Int64(text) != nil { return true }
+            guard let value = Double(text), value.isFinite else { return false }
+            let magnitude = text.hasPrefix("-") ? String(text.dropFirst()) : text
+            return String(format: "%.0f", value.magnitude) == magnitude
         }
 
         /// A key with escapes, as the decoder reads it (`"\u0061"` is `a`).
