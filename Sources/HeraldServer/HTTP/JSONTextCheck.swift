@@ -116,8 +116,12 @@ enum JSONTextCheck {
                 case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                     let start = index
                     var integral = true
-                    while index < bytes.count, Self.numberBytes.contains(bytes[index]) {
-                        if !Self.digitBytes.contains(bytes[index]) && bytes[index] != UInt8(ascii: "-") { integral = false }
+                    scanning: while index < bytes.count {
+                        switch bytes[index] {
+                        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): break
+                        case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"): integral = false
+                        default: break scanning
+                        }
                         index += 1
                     }
                     if integral, !Self.isExactInteger(bytes[start..<index]) { return .inexactInteger(path) }
@@ -127,11 +131,6 @@ enum JSONTextCheck {
             }
             return nil
         }
-
-        static let digitBytes = UInt8(ascii: "0")...UInt8(ascii: "9")
-        static let numberBytes: Set<UInt8> = Set(digitBytes).union([
-            UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"),
-        ])
 
         /// Whether an integer literal keeps its value when decoded: within Int64 (kept as an
         /// integer), or a value a double holds exactly (written back with an exponent, the same
