@@ -94,6 +94,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
@@ -360,11 +361,14 @@ let package = Package(
         .testTarget(
             name: "HeraldWebhookSinkTests",
             dependencies: [
-                "HeraldWebhookSink", "HeraldCore", "HeraldTestSupport", "HeraldStore",
+                "HeraldWebhookSink", "HeraldSinkHTTP", "HeraldCore", "HeraldTestSupport", "HeraldStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -185,15 +185,14 @@ public final class APNsSink: ReleasingSink {
         let base = environment == .production ? configuration.productionEndpoint : configuration.sandboxEndpoint
         do {
             let provider = try await tokens.token()
-            var request = HTTPClientRequest(url: "\(base)/3/device/\(token)")
-            request.method = .POST
-            request.headers.add(name: "authorization", value: "bearer \(provider.value)")
-            request.headers.add(name: "content-type", value: "application/json")
-            for (name, value) in headers(for: delivery) { request.headers.add(name: name, value: value) }
-            request.body = .bytes(ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution)))
-            let response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
-            let body = try await response.body.prefix(upTo: 64 * 1024)
-            let status = Int(response.status.code)
+            var headers = HTTPHeaders([("authorization", "bearer \(provider.value)"), ("content-type", "application/json")])
+            headers.add(contentsOf: self.headers(for: delivery))
+            let response = try await http.post(
+                "\(base)/3/device/\(token)", headers: headers,
+                body: ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution)), keep: 64 * 1024,
+                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            let body = response.body
+            let status = response.status
             if status == 200 {
                 credentialFault.withLock { $0 = nil }
                 return .delivered

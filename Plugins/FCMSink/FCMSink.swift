@@ -281,20 +281,17 @@ public final class FCMSink: ReleasingSink {
                 credentialFault.withLock { $0 = "cannot get an access token for sink '\(name)': \(error.description)" }
                 throw error
             }
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            for (name, value) in extra { request.headers.add(name: name, value: value) }
-            request.body = .bytes(ByteBuffer(data: body))
-            let response = try await connections.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
-            let answer = Data(buffer: try await response.body.prefix(upTo: limit))
-            if response.status.code == 401 && !refreshed {
+            var headers = HTTPHeaders([("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")])
+            headers.add(contentsOf: extra)
+            let answer = try await connections.next().post(
+                url, headers: headers, body: ByteBuffer(data: body), keep: limit,
+                timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
+            if answer.status == 401 && !refreshed {
                 tokens.invalidate(accessToken)
                 refreshed = true
                 continue
             }
-            return (Int(response.status.code), response.headers, answer)
+            return (answer.status, answer.headers, Data(buffer: answer.body))
         }
     }
 }

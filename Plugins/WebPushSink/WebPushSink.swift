@@ -263,19 +263,19 @@ public final class WebPushSink: ReleasingSink {
                 Self.payload(for: delivery.notification, distribution: delivery.distribution), receiverPublicKey: subscription.p256dh,
                 authSecret: subscription.auth
             )
-            var request = HTTPClientRequest(url: subscription.endpoint.absoluteString)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/octet-stream")
-            request.headers.add(name: "Content-Encoding", value: "aes128gcm")
-            request.headers.add(
-                name: "Authorization",
-                value: try await vapidHeaders.authorization(for: subscription.endpoint, key: configuration.vapid, subject: configuration.subject, now: now))
-            for (name, value) in Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl) { request.headers.add(name: name, value: value) }
-            request.body = .bytes(ByteBuffer(data: body))
-            let response = try await clients.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            var headers = HTTPHeaders([
+                ("Content-Type", "application/octet-stream"), ("Content-Encoding", "aes128gcm"),
+                (
+                    "Authorization",
+                    try await vapidHeaders.authorization(for: subscription.endpoint, key: configuration.vapid, subject: configuration.subject, now: now)
+                ),
+            ])
+            headers.add(contentsOf: Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl))
             // The status is the answer; the body is read (and dropped) for the connection's sake.
-            _ = try? await response.body.prefix(upTo: 0)
-            let status = Int(response.status.code)
+            let response = try await clients.next().post(
+                subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0,
+                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            let status = response.status
             // The endpoint's path identifies the subscription: only its origin is ever shown.
             let reason = "push service \(origin) answered \(status)"
             switch status {

@@ -148,20 +148,17 @@ public final class WebhookSink: ReleasingSink {
     private func post(_ body: Data, id: String) async -> DeliveryOutcome {
         do {
             let timestamp = Int(clock().timeIntervalSince1970)
-            var request = HTTPClientRequest(url: configuration.url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "User-Agent", value: "Herald-Webhook/1")
-            request.headers.add(name: "webhook-id", value: id)
-            request.headers.add(name: "webhook-timestamp", value: String(timestamp))
-            request.headers.add(name: "webhook-signature", value: signature.sign(id: id, timestamp: timestamp, body: body))
-            request.body = .bytes(ByteBuffer(data: body))
-            let response = try await clients.next().execute(request, timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
-            let status = Int(response.status.code)
+            let headers = HTTPHeaders([
+                ("Content-Type", "application/json"), ("User-Agent", "Herald-Webhook/1"), ("webhook-id", id),
+                ("webhook-timestamp", String(timestamp)), ("webhook-signature", signature.sign(id: id, timestamp: timestamp, body: body)),
+            ])
             // The reply is read (so the connection can be reused) but never repeated: a receiver
             // may echo what it was sent, and `last_error` is readable by every backend key. The
-            // status is the answer: a long or broken body does not make a 2xx a retry.
-            _ = try? await response.body.prefix(upTo: 0)
+            // status is the answer: a long body does not make a 2xx a retry.
+            let response = try await clients.next().post(
+                configuration.url, headers: headers, body: ByteBuffer(data: body), keep: 0,
+                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+            let status = response.status
             let reason = "\(shownURL) answered \(status)"
             switch status {
             case 200..<300:

@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import HeraldSinkHTTP
+import HeraldTestSupport
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+/// `HTTPClient.post`, which every HTTP sink sends through: the head is the answer, whatever
+/// the body does after it.
+@Suite(.cleansUp) struct SinkHTTPPostTests {
+    @Test func keepsTheFirstBytesOfALongBodyAndTheStatus() async throws {
+        // Past the drain limit: the answer is what came before it, and the connection is dropped.
+        let page = String(repeating: "0123456789", count: 300_000)
+        let server = try await RawAnswerServer.start("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nContent-Length: \(page.utf8.count)\r\n\r\n\(page)")
+        try await withClient { client in
+            for attempt in ["first", "second"] {
+                let answer = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "hello"), keep: 12, timeout: .seconds(10))
+                #expect(answer.status == 503, "\(attempt)")
+                #expect(answer.headers.first(name: "Retry-After") == "7", "\(attempt)")
+                #expect(String(buffer: answer.body) == "012345678901", "\(attempt)")
+            }
+        }
+        try await server.stop()
+    }
+
+    @Test func aConnectionThatBreaksAfterTheHeadStillAnswers() async throws {
+        let server = try await RawAnswerServer.start("HTTP/1.1 202 Accepted\r\nContent-Length: 1000\r\n\r\nabc")
+        try await withClient { client in
+            let answer = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(10))
+            #expect(answer.status == 202)
+            #expect(String(buffer: answer.body) == "abc")
+        }
+        try await server.stop()
+    }
+
+    @Test func noHeadIsNoAnswer() async throws {
+        let server = try await RawAnswerServer.start("")
+        try await withClient { client in
+            await #expect(throws: (any Error).self, "a connection closed before any head") {
+                _ = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(10))
+            }
+            await #expect(throws: (any Error).self, "nothing listening") {
+                _ = try await client.post("http://127.0.0.1:1/", headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(1))
+            }
+            await #expect(throws: (any Error).self, "not a URL") {
+                _ = try await client.post("no scheme", headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(1))
+            }
+        }
+        try await server.stop()
+    }
+
+    /// A sink's client, shut down however `body` ends (a client dropped unclosed traps).
+    private func withClient(_ body: (HTTPClient) async throws -> Void) async throws {
+        let client = SinkHTTPClients.makeClient(maxConcurrency: 4)
+        do {
+            try await body(client)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+}
+
+/// A loopback server that answers any request with fixed bytes and closes the connection:
+/// answers no HTTP server library would send, from no server task that could stop mid-write.
+private struct RawAnswerServer {
+    let channel: any Channel
+
+    var url: String { "http://127.0.0.1:\(channel.localAddress?.port ?? 0)/" }
+
+    static func start(_ answer: String) async throws -> RawAnswerServer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Answerer(answer: answer)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return RawAnswerServer(channel: channel)
+    }
+
+    func stop() async throws {
+        try await channel.close()
+    }
+
+    private final class Answerer: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let answer: String
+        var answered = false
+
+        init(answer: String) { self.answer = answer }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard !answered else { return }
+            answered = true
+            // Closed once every byte is out, so a long answer is there to be read in full.
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in bound.value.close(promise: nil) }
+        }
+    }
+}
