@@ -55,6 +55,9 @@ import Testing
             Row(
                 name: "bad X-User-ID", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "has space"), status: 422,
                 code: "invalid_field"),
+            Row(
+                name: "X-User-ID not in NFC", method: .get, uri: "/api/notifications/settings", headers: headers(herald.backend, user: "Jose\u{301}"),
+                status: 422, code: "invalid_field"),
             Row(name: "send without key", method: .post, uri: "/api/notifications", headers: headers(), body: send, status: 401),
             Row(name: "send as communicator", method: .post, uri: "/api/notifications", headers: headers(herald.communicator), body: send, status: 403),
             Row(name: "send with user token", method: .post, uri: "/api/notifications", headers: headers(own), body: send, status: 403),

@@ -31,6 +31,7 @@ import Testing
         ("body is an object", with(["body": ["x": 1]]), 422, "'body'"),
         ("user_ids is a string", with(["user_ids": "u"]), 422, "'user_ids'"),
         ("user_ids has a number", with(["user_ids": ["u", 7]]), 422, "'user_ids[1]'"),
+        ("user_ids has an id not in NFC", with(["user_ids": ["Jos\u{e9}", "Jose\u{301}"]]), 422, "'user_ids[1]'"),
         ("user_ids empty", with(["user_ids": [String]()]), 422, "'user_ids'"),
         ("data value is a number", with(["data": ["count": 3]]), 422, "'data.count'"),
         ("data is a list", with(["data": ["a"]]), 422, "'data'"),

@@ -58,7 +58,7 @@ extension HeraldRequestContext {
         case .none:
             throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <user token or api key>'")
         case .user(let userID):
-            if let header, header != userID {
+            if let header, !UserID.same(header, userID) {
                 throw HeraldError(.forbidden, code: "forbidden", "a user token can only act for its own user")
             }
             return userID

@@ -71,7 +71,7 @@ extension SQLiteStore {
         if let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) {
             let previousOwner: String = try row.decode(forColumn: "user_id")
             let deviceID: String = try row.decode(forColumn: "id")
-            if previousOwner != userID {
+            if !UserID.same(previousOwner, userID) {
                 // The device now belongs to someone else: what was queued for the old owner
                 // must never reach the new one.
                 try db.execute(

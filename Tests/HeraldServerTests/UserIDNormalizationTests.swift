@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import HummingbirdTesting
+import Testing
+
+/// Swift compares strings by canonical equivalence and the stores by bytes, so "José" written
+/// with U+00E9 and with "e" + U+0301 were one user to the router and two to the database: sent
+/// together they were stored as one recipient, and sent at once to each, a third of the pushes
+/// went to the other user's device. A user id must be in NFC, where equivalent means equal.
+@Suite(.cleansUp) struct UserIDNormalizationTests {
+    static let composed = "Jos\u{e9}"
+    static let decomposed = "Jose\u{301}"
+
+    @Test func anIdNotInNFCIsRefusedWhereverAUserIdComesIn() async throws {
+        let herald = try await TestHerald.make()
+        let token = try await herald.userToken(Self.decomposed)
+        try await herald.test { client in
+            let registration = try await client.call(
+                .post, "/api/notifications/register", headers(herald.backend, user: Self.decomposed), json: ["fcm_token": "t"])
+            #expect(registration.status == .unprocessableContent && registration.errorMessage.contains("X-User-ID"), "\(registration.errorMessage)")
+            #expect(registration.errorMessage.contains("NFC"), "the message says what to send instead")
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "message", "title": "t", "body": "b", "user_ids": [Self.composed, Self.decomposed]])
+            #expect(send.status == .unprocessableContent && send.errorMessage.contains("user_ids[1]"), "\(send.errorMessage)")
+            let audience = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "message", "title": "t", "body": "b", "audience": ["user_ids": [Self.decomposed]]])
+            #expect(audience.status.code / 100 == 4 && audience.errorMessage.contains("audience"), "\(audience.errorMessage)")
+            let byToken = try await client.call(.get, "/api/notifications/settings", headers(token))
+            #expect(byToken.status.code / 100 == 4, "a user token naming such a user is refused: \(byToken.status)")
+            let encoded = Self.decomposed.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? ""
+            let attributes = try await client.call(.put, "/api/users/\(encoded)", headers(herald.backend), json: ["region": "eu"])
+            #expect(attributes.status == .unprocessableContent && attributes.errorMessage.contains("'id'"), "\(attributes.errorMessage)")
+        }
+        #expect(herald.push.received.isEmpty, "nothing was sent")
+    }
+
+    @Test func accentedUsersInNFCGetTheirOwnPushes() async throws {
+        let herald = try await TestHerald.make()
+        let users = [Self.composed, "Zo\u{eb}", "\u{ac00}", "x\u{301}"] // the last has no composed form: NFC as it is
+        try await herald.test { client in
+            for (index, user) in users.enumerated() {
+                let registration = try await client.call(
+                    .post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": "token-\(index)"])
+                #expect(registration.status == .ok || registration.status == .created, "\(user.unicodeScalars.map(\.value)): \(registration.status)")
+            }
+            for user in users {
+                let send = try await client.call(
+                    .post, "/api/notifications", headers(herald.backend), json: ["type": "message", "title": "for \(user)", "body": "b", "user_ids": [user]])
+                #expect(send.status == .accepted)
+            }
+        }
+        try await herald.deliver()
+        let received = herald.push.received
+        #expect(received.count == users.count)
+        for (index, user) in users.enumerated() {
+            let mine = received.filter { $0.recipient.userID.unicodeScalars.elementsEqual(user.unicodeScalars) }
+            #expect(mine.map(\.recipient.device?.token) == ["token-\(index)"], "\(user.unicodeScalars.map(\.value))")
+            #expect(mine.map(\.notification.title) == ["for \(user)"])
+        }
+    }
+}
