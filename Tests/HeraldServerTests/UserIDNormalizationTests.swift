@@ -35,6 +35,11 @@ import Testing
             let encoded = Self.decomposed.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? ""
             let attributes = try await client.call(.put, "/api/users/\(encoded)", headers(herald.backend), json: ["region": "eu"])
             #expect(attributes.status == .unprocessableContent && attributes.errorMessage.contains("'id'"), "\(attributes.errorMessage)")
+            // Audiences name groups and tiers in NFC and match them by bytes.
+            let group = try await client.call(.put, "/api/users/ada", headers(herald.backend), json: ["group_ids": ["caf\u{e9}", "cafe\u{301}"]])
+            #expect(group.status == .unprocessableContent && group.errorMessage.contains("group_ids[1]"), "\(group.errorMessage)")
+            let tier = try await client.call(.put, "/api/users/ada", headers(herald.backend), json: ["tier_id": "cafe\u{301}"])
+            #expect(tier.status == .unprocessableContent && tier.errorMessage.contains("tier_id"), "\(tier.errorMessage)")
         }
         #expect(herald.push.received.isEmpty, "nothing was sent")
     }

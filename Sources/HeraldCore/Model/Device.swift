@@ -200,5 +200,9 @@ public struct UserAttributes: Sendable, Equatable, Codable {
         for (index, group) in groupIDs.enumerated() where group.isEmpty || group.unicodeScalars.count > 128 {
             throw HeraldError.invalidField("group_ids[\(index)]", "must be 1-128 characters")
         }
+        // Audiences name tiers and groups in NFC (``UserID``) and match them by bytes: an id
+        // written otherwise could never be matched.
+        if let tierID { try UserID.checkNFC(tierID, field: "tier_id") }
+        for (index, group) in groupIDs.enumerated() { try UserID.checkNFC(group, field: "group_ids[\(index)]") }
     }
 }

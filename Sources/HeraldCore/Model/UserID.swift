@@ -15,7 +15,13 @@ public enum UserID {
         guard id.unicodeScalars.allSatisfy({ !$0.properties.isWhitespace && $0.value >= 0x20 && $0.value != 0x7f }) else {
             throw HeraldError.invalidField(field, "must not contain spaces or control characters")
         }
-        guard isNFC(id) else {
+        try checkNFC(id, field: field)
+    }
+
+    /// - Throws: a 422 naming `field` when `text`, an id matched against others by bytes, is not
+    ///   in Unicode normalization form C (see ``isNFC(_:)``).
+    public static func checkNFC(_ text: String, field: String) throws {
+        guard isNFC(text) else {
             throw HeraldError.invalidField(
                 field, "must be in Unicode normalization form C (NFC): compose accents with their letters ('é' as U+00E9, not 'e' and U+0301)")
         }
