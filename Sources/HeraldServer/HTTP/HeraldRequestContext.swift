@@ -29,6 +29,9 @@ public struct HeraldRequestContext: RequestContext {
     /// The client's IP address (no port), for per-address limits.
     public var clientAddress: String? { channel.remoteAddress?.ipAddress }
 
+    /// The client's socket address.
+    var remoteAddress: SocketAddress? { channel.remoteAddress }
+
     /// Bodies over 64 KiB are refused with 413 (SPEC §3).
     public var maxUploadSize: Int { JSONBody.maxBytes }
 }

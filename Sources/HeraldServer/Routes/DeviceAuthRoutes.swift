@@ -60,7 +60,7 @@ struct DeviceAuthRoutes {
             guard signUp else {
                 throw HeraldError(.forbidden, code: "sign_up_disabled", "anonymous devices are not enabled (auth.device_sign_up); send 'proof'")
             }
-            if let wait = limiter.take(context.clientAddress ?? "unknown") {
+            if let wait = limiter.take(SignUpLimiter.client(context.remoteAddress)) {
                 var response = ErrorMiddleware<HeraldRequestContext>.response(
                     status: .tooManyRequests, code: "rate_limited", message: "too many sign-ups from this address; retry in \(wait) s"
                 )
