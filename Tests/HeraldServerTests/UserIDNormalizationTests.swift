@@ -68,4 +68,18 @@ import Testing
             #expect(mine.map(\.notification.title) == ["for \(user)"])
         }
     }
+
+    @Test func aUserNamedTwiceIsOneRecipientAndListedOnce() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "message", "title": "t", "body": "b", "user_ids": ["ada", Self.composed, "ada"]])
+            #expect(send.status == .accepted && send.object["recipients"] as? Int == 2)
+            let id = try #require(send.object["id"] as? String)
+            let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend))
+            let target = (status.object["notification"] as? [String: Any])?["target"] as? [String: Any]
+            #expect(target?["user_ids"] as? [String] == ["ada", Self.composed])
+        }
+    }
 }
