@@ -154,7 +154,7 @@ public final class WebhookSink: ReleasingSink {
             ])
             // The reply is read (so the connection can be reused) but never repeated: a receiver
             // may echo what it was sent, and `last_error` is readable by every backend key. The
-            // status is the answer: a long body does not make a 2xx a retry.
+            // status is the answer: a long body, or one cut off, does not make a 2xx a retry.
             let response = try await clients.next().post(
                 configuration.url, headers: headers, body: ByteBuffer(data: body), keep: 0,
                 timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))

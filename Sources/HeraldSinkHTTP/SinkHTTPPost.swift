@@ -18,8 +18,8 @@ extension HTTPClient {
     /// Through the delegate API the answer is read on the connection's event loop and the
     /// caller resumes once. `execute(_:timeout:)` resumes it for the head and again for the
     /// body's async sequence, each a hop between NIO's loop and Swift's pool. Accepts with a
-    /// push each to an nginx stand-in, eight interleaved `wrk` pairs (2026-11-27): Herald's CPU
-    /// per accept and push lower in seven, by about 4 %.
+    /// push each to an nginx stand-in, 25 interleaved `wrk` pairs (2026-11-27): Herald's CPU per
+    /// accept and push lower in 17, by about 2 % (docs/performance.md).
     ///
     /// The head is the answer. A sink judges by the status and at most a short error body, so
     /// a long body, or a connection that breaks or times out after the head, never turns an
