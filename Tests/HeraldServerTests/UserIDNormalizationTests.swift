@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Swift compares strings by canonical equivalence and the stores by bytes, so "José" written
@@ -81,5 +82,25 @@ import Testing
             let target = (status.object["notification"] as? [String: Any])?["target"] as? [String: Any]
             #expect(target?["user_ids"] as? [String] == ["ada", Self.composed])
         }
+    }
+
+    /// A header's bytes that are not UTF-8 would be read with U+FFFD in their place: `Jos\xE9`
+    /// and `Jos\xE8` (Latin-1) would both be the user `Jos\u{FFFD}`.
+    @Test func headersThatAreNotUTF8AreRefusedNotReplaced() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            var user = headers(herald.backend)
+            user.append(HTTPField(name: HTTPField.Name("X-User-ID")!, value: [0x4A, 0x6F, 0x73, 0xE9]))
+            let registration = try await client.execute(
+                uri: "/api/notifications/register", method: .post, headers: user, body: ByteBuffer(string: #"{"fcm_token":"latin-1"}"#))
+            #expect(registration.status == .unprocessableContent && registration.errorMessage.contains("X-User-ID"), "\(registration.errorMessage)")
+            var keyed = headers(herald.backend)
+            keyed.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: [0x6B, 0xFF]))
+            let send = try await client.execute(
+                uri: "/api/notifications", method: .post, headers: keyed,
+                body: ByteBuffer(string: #"{"type":"message","title":"t","body":"b","user_ids":["ada"]}"#))
+            #expect(send.status == .unprocessableContent && send.errorMessage.contains("Idempotency-Key"), "\(send.errorMessage)")
+        }
+        #expect(herald.push.received.isEmpty)
     }
 }

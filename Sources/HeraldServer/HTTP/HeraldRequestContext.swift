@@ -56,7 +56,7 @@ extension HeraldRequestContext {
     /// The user the request acts for: a user token's subject, or `X-User-ID` with a backend
     /// or admin key. A user token reaches only its own user.
     func actingUser(_ request: Request) throws -> String {
-        let header = request.headers[.xUserID]
+        let header = try request.headers.text(.xUserID)
         switch caller {
         case .none:
             throw HeraldError(.unauthorized, code: "missing_credentials", "send 'Authorization: Bearer <user token or api key>'")

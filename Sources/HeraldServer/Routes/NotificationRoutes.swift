@@ -20,7 +20,7 @@ struct NotificationRoutes {
             NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames
         )
         // The key may come as the `Idempotency-Key` header (IETF draft) or the body field.
-        if let header = request.headers[Self.idempotencyHeader] {
+        if let header = try request.headers.text(Self.idempotencyHeader) {
             // By bytes: the key is stored, and looked up, as the header has it.
             if let field = submission.idempotencyKey, !field.utf8.elementsEqual(header.utf8) {
                 throw HeraldError.invalidField("idempotency_key", "differs from the Idempotency-Key header; give one, or the same in both")
