@@ -109,6 +109,27 @@ import Testing
         }
     }
 
+    /// A form field whose bytes are not UTF-8 (a Latin-1 `%E9`, or a raw byte) is refused: it
+    /// was read as empty, and stored so.
+    @Test func formFieldsThatAreNotUTF8AreRefusedNotEmptied() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            let (session, _) = try await signIn(client, key: herald.admin)
+            let sessionCookie = try #require(session)
+            let token = try #require(csrf(in: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie])))
+            let (headers, _) = form([:], cookie: sessionCookie)
+            let escaped = try await client.call(.post, "/portal/channels/create-channel", headers, json: "csrf=\(token)&name=Latin&desc=Caf%E9")
+            #expect(escaped.status == .unprocessableContent, "\(escaped.status)")
+            #expect(String(buffer: escaped.body).contains("desc"))
+            let raw = try await client.execute(
+                uri: "/portal/channels/create-channel", method: .post, headers: headers,
+                body: ByteBuffer(bytes: Array("csrf=\(token)&name=Raw&desc=Caf".utf8) + [0xE9]))
+            #expect(raw.status == .badRequest, "\(raw.status)")
+            let html = String(buffer: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).body)
+            #expect(!html.contains("Latin") && !html.contains(">Raw<"), "nothing was created")
+        }
+    }
+
     /// Sessions live in storage: a second server on the same database knows them, and revoking
     /// the key ends them.
     @Test func sessionsAreSharedThroughStorageAndEndWithTheirKey() async throws {

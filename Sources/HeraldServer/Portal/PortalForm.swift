@@ -11,18 +11,24 @@ struct PortalForm {
     init(_ request: Request) async throws {
         var request = request
         let buffer = try await request.collectBody(upTo: Self.maxBytes)
-        self.init(text: String(buffer: buffer))
-        // Refused rather than stored altered (SQLite would cut the text at U+0000).
-        if let name = values.first(where: { $0.key.contains("\0") || $0.value.contains("\0") })?.key {
-            throw HeraldError.invalidField(name, "must not contain U+0000")
+        // Refused rather than read with U+FFFD in place of bytes that are not UTF-8.
+        guard let text = String(validating: buffer.readableBytesView, as: UTF8.self) else {
+            throw HeraldError(.badRequest, code: "invalid_form", "the form is not UTF-8")
         }
+        try self.init(text: text)
     }
 
-    init(text: String) {
+    /// - Throws: a 422 naming a field whose percent-encoded bytes are not UTF-8 (it would have
+    ///   been read as empty), or whose text has U+0000 (SQLite would cut the text there).
+    init(text: String) throws {
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = Self.decode(parts[0]) else { continue }
-            values[name] = parts.count > 1 ? Self.decode(parts[1]) ?? "" : ""
+            guard let value = parts.count > 1 ? Self.decode(parts[1]) : "" else {
+                throw HeraldError.invalidField(name, "must be percent-encoded UTF-8")
+            }
+            guard !name.contains("\0") && !value.contains("\0") else { throw HeraldError.invalidField(name, "must not contain U+0000") }
+            values[name] = value
         }
     }
 

@@ -71,7 +71,7 @@ struct PortalRoutes {
                 session: session, status: .forbidden)
         }
         do {
-            return try await body(session, form ?? PortalForm(text: ""))
+            return try await body(session, form ?? (try PortalForm(text: "")))
         } catch let error as HeraldError {
             return pages.page(
                 "error", ["title": "Something went wrong", "message": error.message], session: session,
