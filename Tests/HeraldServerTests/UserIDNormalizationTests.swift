@@ -36,6 +36,12 @@ import Testing
             let encoded = Self.decomposed.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? ""
             let attributes = try await client.call(.put, "/api/users/\(encoded)", headers(herald.backend), json: ["region": "eu"])
             #expect(attributes.status == .unprocessableContent && attributes.errorMessage.contains("'id'"), "\(attributes.errorMessage)")
+            for path in ["Jos%E9", "50%off"] {
+                let latin = try await client.call(.put, "/api/users/\(path)", headers(herald.backend), json: ["region": "eu"])
+                #expect(latin.status == .unprocessableContent && latin.errorMessage.contains("percent-encoded UTF-8"), "\(path): \(latin.errorMessage)")
+            }
+            let escaped = try await client.call(.put, "/api/users/Jos%C3%A9%2550", headers(herald.backend), json: ["region": "eu"])
+            #expect(escaped.object["id"] as? String == "Jos\u{e9}%50", "\(escaped.status)")
             // Audiences name groups and tiers in NFC and match them by bytes.
             let group = try await client.call(.put, "/api/users/ada", headers(herald.backend), json: ["group_ids": ["caf\u{e9}", "cafe\u{301}"]])
             #expect(group.status == .unprocessableContent && group.errorMessage.contains("group_ids[1]"), "\(group.errorMessage)")

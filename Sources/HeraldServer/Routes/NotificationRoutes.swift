@@ -114,7 +114,11 @@ struct NotificationRoutes {
         _ = try context.requireKey([.backend, .admin])
         // Path segments arrive percent-encoded; user ids are stored as the backend knows them.
         let raw = try context.parameters.require("id")
-        let userID = raw.removingPercentEncoding ?? raw
+        // Escapes that are not UTF-8 (a Latin-1 `%E9`) were kept as the literal text `%E9`: a
+        // user other than the one meant.
+        guard let userID = raw.removingPercentEncoding else {
+            throw HeraldError.invalidField("id", "must be percent-encoded UTF-8 (a '%' itself as %25)")
+        }
         try UserID.validate(userID, field: "id")
         let attributes = try await JSONBody.decode(UserAttributes.self, from: request, context: context, knownFields: UserAttributes.fieldNames)
         try attributes.validate()
