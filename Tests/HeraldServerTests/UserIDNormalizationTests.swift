@@ -106,6 +106,13 @@ import Testing
                 uri: "/api/notifications", method: .post, headers: keyed,
                 body: ByteBuffer(string: #"{"type":"message","title":"t","body":"b","user_ids":["ada"]}"#))
             #expect(send.status == .unprocessableContent && send.errorMessage.contains("Idempotency-Key"), "\(send.errorMessage)")
+            var twice = headers(herald.backend)
+            twice.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: "k1"))
+            twice.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: "k2"))
+            let joined = try await client.execute(
+                uri: "/api/notifications", method: .post, headers: twice,
+                body: ByteBuffer(string: #"{"type":"message","title":"t","body":"b","user_ids":["ada"]}"#))
+            #expect(joined.status == .unprocessableContent && joined.errorMessage.contains("once"), "\(joined.errorMessage)")
         }
         #expect(herald.push.received.isEmpty)
     }
