@@ -190,7 +190,7 @@ public final class APNsSink: ReleasingSink {
             let response = try await http.post(
                 "\(base)/3/device/\(token)", headers: headers,
                 body: ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution)), keep: 64 * 1024,
-                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+                timeout: configuration.timeout)
             let body = response.body
             let status = response.status
             if status == 200 {

@@ -285,7 +285,7 @@ public final class FCMSink: ReleasingSink {
             headers.add(contentsOf: extra)
             let answer = try await connections.next().post(
                 url, headers: headers, body: ByteBuffer(data: body), keep: limit,
-                timeout: .milliseconds(Int64(saturating: configuration.requestTimeout.seconds * 1000)))
+                timeout: configuration.requestTimeout)
             if answer.status == 401 && !refreshed {
                 tokens.invalidate(accessToken)
                 refreshed = true

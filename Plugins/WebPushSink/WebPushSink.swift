@@ -274,7 +274,7 @@ public final class WebPushSink: ReleasingSink {
             // The status is the answer; the body is read (and dropped) for the connection's sake.
             let response = try await clients.next().post(
                 subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0,
-                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+                timeout: configuration.timeout)
             let status = response.status
             // The endpoint's path identifies the subscription: only its origin is ever shown.
             let reason = "push service \(origin) answered \(status)"

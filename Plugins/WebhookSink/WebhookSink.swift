@@ -157,7 +157,7 @@ public final class WebhookSink: ReleasingSink {
             // status is the answer: a long body, or one cut off, does not make a 2xx a retry.
             let response = try await clients.next().post(
                 configuration.url, headers: headers, body: ByteBuffer(data: body), keep: 0,
-                timeout: .milliseconds(Int64(saturating: configuration.timeout.seconds * 1000)))
+                timeout: configuration.timeout)
             let status = response.status
             let reason = "\(shownURL) answered \(status)"
             switch status {

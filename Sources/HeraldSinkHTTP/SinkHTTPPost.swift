@@ -29,12 +29,12 @@ extension HTTPClient {
     /// - Parameter timeout: for the whole exchange, connecting included.
     /// - Throws: `HTTPClientError` (or the connection's error) when no head came.
     public func post(
-        _ url: String, headers: HTTPHeaders, body: ByteBuffer, keep: Int, timeout: TimeAmount, drainLimit: Int = 1 << 20
+        _ url: String, headers: HTTPHeaders, body: ByteBuffer, keep: Int, timeout: Duration, drainLimit: Int = 1 << 20
     ) async throws -> SinkHTTPAnswer {
         let request = try HTTPClient.Request(url: url, method: .POST, headers: headers, body: .byteBuffer(body))
         let reader = AnswerReader(keep: keep, drainLimit: drainLimit)
         do {
-            return try await execute(request: request, delegate: reader, deadline: .now() + timeout).futureResult.get()
+            return try await execute(request: request, delegate: reader, deadline: .now() + TimeAmount(timeout)).futureResult.get()
         } catch {
             guard let answer = reader.answer else { throw error }
             return answer
