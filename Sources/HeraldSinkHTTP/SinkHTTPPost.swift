@@ -76,14 +76,13 @@ private final class AnswerReader: HTTPClientResponseDelegate {
     func didReceiveBodyPart(task: HTTPClient.Task<SinkHTTPAnswer>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
         let drained = state.withLock { state -> Bool in
             state.seen += min(part.readableBytes, Int.max - state.seen)
-            guard var answer = state.answer else { return false }
-            let room = keep - answer.body.readableBytes
-            guard room > 0, let slice = part.getSlice(at: part.readerIndex, length: min(room, part.readableBytes)) else {
-                return state.seen > drainLimit
+            if var answer = state.answer, keep > answer.body.readableBytes,
+                let slice = part.getSlice(at: part.readerIndex, length: min(keep - answer.body.readableBytes, part.readableBytes))
+            {
+                state.answer = nil // so that the append below does not copy the bytes kept so far
+                answer.body.writeImmutableBuffer(slice)
+                state.answer = answer
             }
-            state.answer = nil // so that the append below does not copy the bytes kept so far
-            answer.body.writeImmutableBuffer(slice)
-            state.answer = answer
             return state.seen > drainLimit
         }
         return drained ? task.eventLoop.makeFailedFuture(DrainLimitReached()) : task.eventLoop.makeSucceededVoidFuture()

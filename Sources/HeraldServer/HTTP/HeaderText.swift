@@ -11,9 +11,10 @@ extension HTTPFields {
     func text(_ name: HTTPField.Name) throws -> String? {
         let fields = self[fields: name]
         guard fields.count <= 1 else { throw HeraldError.invalidField(name.rawName, "must be sent once") }
-        for field in fields where field.withUnsafeBytesOfValue({ String(validating: $0, as: UTF8.self) }) == nil {
+        guard let field = fields.first else { return nil }
+        guard let text = field.withUnsafeBytesOfValue({ String(validating: $0, as: UTF8.self) }) else {
             throw HeraldError.invalidField(name.rawName, "must be UTF-8")
         }
-        return self[name]
+        return text
     }
 }
