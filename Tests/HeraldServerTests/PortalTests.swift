@@ -39,6 +39,14 @@ import Testing
         return (session, response)
     }
 
+    /// Signs in as admin and opens the channels page. - Returns: the session cookie and the
+    /// page's CSRF token, for posting its forms.
+    func adminOnChannels(_ client: any TestClientProtocol, _ herald: TestHerald) async throws -> (cookie: String, csrf: String) {
+        let (session, _) = try await signIn(client, key: herald.admin)
+        let sessionCookie = try #require(session)
+        return (sessionCookie, try #require(csrf(in: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]))))
+    }
+
     @Test func signInGivesAStrictHttpOnlySessionAndWrongKeysAnErrorPage() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { (client: any TestClientProtocol) async throws in
@@ -87,9 +95,7 @@ import Testing
     @Test func namesAreEscapedAndCommunicatorsStayOutOfAdminPages() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { (client: any TestClientProtocol) async throws in
-            let (session, _) = try await signIn(client, key: herald.admin)
-            let sessionCookie = try #require(session)
-            let token = try #require(csrf(in: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie])))
+            let (sessionCookie, token) = try await adminOnChannels(client, herald)
             let (headers, body) = form(["csrf": token, "name": "<script>alert(1)</script>", "desc": "\"quoted\""], cookie: sessionCookie)
             #expect(try await client.call(.post, "/portal/channels/create-channel", headers, json: body).status == .seeOther)
             let html = String(buffer: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).body)
@@ -114,9 +120,7 @@ import Testing
     @Test func formFieldsThatAreNotUTF8AreRefusedNotEmptied() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { (client: any TestClientProtocol) async throws in
-            let (session, _) = try await signIn(client, key: herald.admin)
-            let sessionCookie = try #require(session)
-            let token = try #require(csrf(in: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie])))
+            let (sessionCookie, token) = try await adminOnChannels(client, herald)
             let (headers, _) = form([:], cookie: sessionCookie)
             let escaped = try await client.call(.post, "/portal/channels/create-channel", headers, json: "csrf=\(token)&name=Latin&desc=Caf%E9")
             #expect(escaped.status == .unprocessableContent, "\(escaped.status)")
