@@ -10,12 +10,12 @@ struct PageQuery {
     var before: String?
 
     init(_ request: Request) throws {
-        if let text = request.uri.queryParameters.get("limit") {
+        if let text = try request.queryText("limit") {
             guard let value = Int(text), (1...Self.maxLimit).contains(value) else {
-                throw HeraldError(.badRequest, code: "invalid_query", "'limit' must be an integer from 1 to \(Self.maxLimit)")
+                throw Request.invalidQuery("limit", "must be an integer from 1 to \(Self.maxLimit)")
             }
             limit = value
         }
-        before = request.uri.queryParameters.get("before").flatMap { $0.isEmpty ? nil : $0 }
+        before = try request.nonEmptyQueryText("before")
     }
 }

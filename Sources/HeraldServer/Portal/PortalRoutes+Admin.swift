@@ -106,8 +106,8 @@ extension PortalRoutes {
     // MARK: Archive and status (admin)
 
     func messagesPage(_ request: Request, _ session: PortalSession) async throws -> Response {
-        let topic = request.uri.queryParameters.get("topic").flatMap { $0.isEmpty ? nil : $0 }
-        let before = request.uri.queryParameters.get("before")
+        let topic = try request.nonEmptyQueryText("topic")
+        let before = try request.queryText("before")
         let entries = Self.subjects(of: try await store.channels())
         let names = Dictionary(entries.map { ($0.subject.topicKey, $0.label) }, uniquingKeysWith: { first, _ in first })
         let topics: [[String: Any]] = entries.map { ["topicKey": $0.subject.topicKey, "label": $0.label, "selected": $0.subject.topicKey == topic] }
@@ -127,7 +127,7 @@ extension PortalRoutes {
     }
 
     func statusPage(_ request: Request, _ session: PortalSession) async throws -> Response {
-        let text = (request.uri.queryParameters.get("id") ?? "").trimmingCharacters(in: .whitespaces)
+        let text = (try request.queryText("id") ?? "").trimmingCharacters(in: .whitespaces)
         var values: [String: Any] = ["id": text]
         var sinks: [[String: Any]] = []
         for report in await SinkHealthReport.collect(service.sinks, circuits: circuits) {

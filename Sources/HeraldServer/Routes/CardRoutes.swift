@@ -252,22 +252,21 @@ struct CardRoutes {
 
     @Sendable func pull(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        let query = request.uri.queryParameters
         let order: PoolOrder
-        switch query.get("mode").flatMap({ $0.isEmpty ? nil : $0 }) {
+        switch try request.nonEmptyQueryText("mode") {
         case nil: order = .hot
         case let text?:
             guard let mode = PoolOrder(rawValue: text) else { throw HeraldError.invalidField("mode", "must be 'hot' or 'recent'") }
             order = mode
         }
         var limit = Self.defaultPullLimit
-        if let text = query.get("limit") {
+        if let text = try request.queryText("limit") {
             guard let value = Int(text), (1...Self.maxPullLimit).contains(value) else {
                 throw HeraldError.invalidField("limit", "must be an integer from 1 to \(Self.maxPullLimit)")
             }
             limit = value
         }
-        let given = query.get("cache_key").flatMap { $0.isEmpty ? nil : CardCacheKey.parse($0, userID: userID) }
+        let given = try request.nonEmptyQueryText("cache_key").flatMap { CardCacheKey.parse($0, userID: userID) }
 
         let state = try await store.cardState(userID: userID)
         let current = CardCacheKey.text(userID: userID, state: state)

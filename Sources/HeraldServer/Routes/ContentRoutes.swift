@@ -110,7 +110,7 @@ struct ContentRoutes {
 
     @Sendable func content(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        let body = try await Self.document(for: userID, format: request.uri.queryParameters.get("format"), store: store)
+        let body = try await Self.document(for: userID, format: try request.queryText("format"), store: store)
         // Tagged by what this user gets: 304 while their visible items stay the same.
         return EntityTag.response(body, request: request, cacheControl: "private, no-cache")
     }

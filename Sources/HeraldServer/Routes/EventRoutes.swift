@@ -84,7 +84,7 @@ struct EventRoutes {
 
     @Sendable func stats(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
-        guard let card = request.uri.queryParameters.get("card"), !card.isEmpty else { throw HeraldError.missingField("card") }
+        guard let card = try request.nonEmptyQueryText("card") else { throw HeraldError.missingField("card") }
         try Card.validateID(card, field: "card")
         let stats = try await store.eventStats(card: card)
         struct Reactions: Encodable {

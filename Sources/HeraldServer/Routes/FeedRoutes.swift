@@ -51,10 +51,10 @@ struct FeedRoutes {
 
     static func query(_ request: Request) throws -> FeedQuery {
         var query = FeedQuery()
-        if let region = request.uri.queryParameters.get("region"), !region.isEmpty { query.region = region }
-        if let text = request.uri.queryParameters.get("version"), !text.isEmpty {
+        if let region = try request.nonEmptyQueryText("region") { query.region = region }
+        if let text = try request.nonEmptyQueryText("version") {
             guard let version = SemanticVersion(coercing: text) else {
-                throw HeraldError(.badRequest, code: "invalid_query", "'version' must be a version such as 2.1.0")
+                throw Request.invalidQuery("version", "must be a version such as 2.1.0")
             }
             query.version = version
         }
@@ -67,7 +67,7 @@ struct FeedRoutes {
     }
 
     @Sendable func next(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let read = Set((request.uri.queryParameters.get("read") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        let read = Set((try request.queryText("read") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         guard let message = snapshot.next(at: Date(), for: try Self.query(request), read: read) else {
             return Response(status: .noContent, headers: [.cacheControl: "no-store"])
         }

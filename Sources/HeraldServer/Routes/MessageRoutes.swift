@@ -52,7 +52,7 @@ struct MessageRoutes {
     @Sendable func archive(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.communicator, .admin])
         let query = try PageQuery(request)
-        let topicKey = request.uri.queryParameters.get("topic_key").flatMap { $0.isEmpty ? nil : $0 }
+        let topicKey = try request.nonEmptyQueryText("topic_key")
         let page = try await store.messages(topicKey: topicKey, limit: query.limit, before: query.before)
         struct Body: Encodable {
             var messages: [Item]
