@@ -289,6 +289,7 @@ let package = Package(
         .executableTarget(
             name: "notifsim",
             dependencies: [
+                "HeraldCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

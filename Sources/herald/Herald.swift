@@ -15,6 +15,13 @@ struct Herald: AsyncParsableCommand {
         ],
         defaultSubcommand: Serve.self
     )
+
+    /// The arguments' bytes are checked before ArgumentParser reads them as text (see
+    /// ``CommandLineText``): a byte that is not UTF-8 would become U+FFFD, another value.
+    static func main() async {
+        if let problem = CommandLineText.problem() { Self.exit(withError: ValidationError(problem)) }
+        await Self.main(nil)
+    }
 }
 
 /// Options every subcommand that touches storage shares.

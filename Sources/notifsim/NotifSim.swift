@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import NIOCore
 import NIOFoundationCompat
 
@@ -18,6 +19,13 @@ struct NotifSim: AsyncParsableCommand {
             Load: notifsim -u alice -t hot -n Title --count 10000 --concurrency 32
             """
     )
+
+    /// The arguments' bytes are checked before ArgumentParser reads them as text (see
+    /// ``CommandLineText``): a byte that is not UTF-8 would become U+FFFD, another value.
+    static func main() async {
+        if let problem = CommandLineText.problem() { Self.exit(withError: ValidationError(problem)) }
+        await Self.main(nil)
+    }
 
     @Option(name: .short, help: "User id to send to (repeat for several; default $HERALD_NOTIFSIM_USER).")
     var user: [String] = []

@@ -28,6 +28,33 @@ import Testing
         try await LoadHarness.request(.GET, url, key: key, user: user).1
     }
 
+    /// An argument or a `HERALD_*` variable whose bytes are not UTF-8 is refused before it is
+    /// read as text: Swift would read `Jos\xE9` (Latin-1) as the user `Jos\u{FFFD}`, and a
+    /// key's name the same way. A shell writes the bytes, as Swift's strings cannot hold them.
+    @Test func commandLineBytesThatAreNotUTF8AreRefusedNotReplaced() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let notifsim = Binaries.path("notifsim")
+        let runs = [
+            ("argument", #"exec "$0" -u "$(printf 'Jos\351')" --url "$1" --key "$2""#),
+            ("environment", #"HERALD_NOTIFSIM_USER="$(printf 'Jos\351')" exec "$0" --url "$1" --key "$2""#),
+        ]
+        for (what, script) in runs {
+            let run = try await runCommand("/bin/sh", ["-c", script, notifsim, herald.url, key], in: directory)
+            #expect(run.status == 64 && run.stderr.contains("not UTF-8"), "\(what): \(run.status) \(run.stdout) \(run.stderr)")
+        }
+        let history = try await get("\(herald.url)/api/notifications/history", key: key, user: "Jos\u{FFFD}")
+        #expect((history["history"] as? [[String: Any]])?.isEmpty == true, "nothing sent to another user: \(history)")
+        await herald.expectCleanStop()
+
+        let named = try await runCommand(
+            "/bin/sh", ["-c", #"exec "$0" keys create --role backend --name "$(printf 'caf\351')" --database "$1""#, Binaries.path("herald"), database],
+            in: directory)
+        #expect(named.status == 64 && named.stderr.contains("argument"), "\(named.stderr)")
+        let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
+        #expect(list.status == 0 && !list.stdout.contains("caf"), "no key named caf\u{FFFD}: \(list.stdout)")
+    }
+
     @Test func notifsimSendsAndTheItemAppearsInHistory() async throws {
         let key = try await createKey("backend")
         let herald = try await RunningHerald(arguments: ["--database", database, "--public-base-url", "https://pong.example"], in: directory)
