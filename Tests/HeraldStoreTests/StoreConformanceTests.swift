@@ -416,6 +416,38 @@ import Testing
         #expect(try await store.claimDue(now: retryAt, limit: 10, lease: .seconds(30)).map(\.id) == [claimed[2].id])
     }
 
+    /// A provider's reason is outside text: one with U+0000 (which PostgreSQL refuses) once
+    /// failed the whole batch of records, so every push in it was sent again after its lease.
+    @Test(arguments: StoreKind.allCases)
+    func aProvidersReasonWithNULOrAMegabyteIsRecordedWithItsBatch(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let device = try await store.registerDevice(userID: "a", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
+        let n = notification(["a"])
+        _ = try await store.accept(
+            n, recipients: 1,
+            deliveries: historyDeliveries(["a"]) + [
+                PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),
+                PlannedDelivery(sink: "webhook", userID: "a", distribution: .alert),
+            ], idempotencySince: t0)
+        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        #expect(claimed.count == 3)
+        let long = String(repeating: "é", count: 600_000)
+        try await store.record(
+            [
+                DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
+                DeliveryUpdate(id: claimed[1].id, state: .failed, attempts: 1, lastError: "FCM 404: gone\u{0}x", removeDevice: device.id),
+                DeliveryUpdate(id: claimed[2].id, state: .dead, attempts: 1, lastError: long),
+            ], at: t0)
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.map(\.state) == [.delivered, .failed, .dead])
+        #expect(status.deliveries[1].lastError == "FCM 404: gone\u{FFFD}x")
+        let cut = try #require(status.deliveries[2].lastError)
+        #expect(cut.utf8.count <= FailureReason.maxBytes && cut.hasPrefix("éé") && cut.hasSuffix("é…"), "\(cut.utf8.count) bytes")
+        #expect(try await store.devices(userID: "a").isEmpty)
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(60), limit: 10, lease: .seconds(30)).isEmpty, "nothing to send again")
+        await store.close()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func sinkCountersCountByState(_ kind: StoreKind) async throws {
         let store = try await kind.make()

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldTestSupport
+import Logging
 import Testing
 
 /// The difference between what provider-side topics hold and what Herald's subscriptions say,
@@ -76,5 +77,31 @@ import Testing
         #expect(try await store.pendingMembershipChanges(fcm, limit: 10) == [TopicMembershipChange(.add, token: "good-token", topic: t.forced.topicKey)])
         let counts = try await store.membershipCounts(sink: "fcm")
         #expect(counts[t.forced.topicKey]?.members == 0 && counts[t.forced.topicKey]?.refused == 1)
+    }
+
+    /// A provider's refusal is outside text: one with U+0000 (which PostgreSQL refuses) once
+    /// failed the whole batch's record, so its changes were sent again at every pass.
+    @Test(arguments: StoreKind.allCases)
+    func aRefusalWithNULIsRecorded(_ kind: StoreKind) async throws {
+        struct RefusingSink: NotificationSink {
+            let name = "fcm"
+            let capabilities: SinkCapabilities = [.push, .topicMembership]
+            let providers = DeviceProviders.only(["fcm"])
+            func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] { batch.map { _ in .delivered } }
+            func updateTopicMembership(_ changes: [TopicMembershipChange]) async -> [TopicMembershipOutcome] {
+                changes.map { _ in .refused(reason: "NOT_FOUND\u{0}" + String(repeating: "x", count: 100_000)) }
+            }
+        }
+        let store = try await kind.make()
+        defer { Task { await store.close() } }
+        let t = try await TopicTree.make(in: store, ids: ids)
+        _ = try await store.registerDevice(userID: "ann", registration: .token("bad-token", provider: "fcm"), newID: ids.next(), at: Date())
+        let sinks = try SinkRegistry([RefusingSink()])
+        let worker = TopicMembershipWorker(
+            store: store, sinks: sinks, router: try NotificationRouter(registry: sinks), retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(50)),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await worker.drain()
+        #expect(try await store.pendingMembershipChanges(fcm, limit: 10).isEmpty)
+        #expect(try await store.membershipCounts(sink: "fcm")[t.forced.topicKey]?.refused == 1)
     }
 }

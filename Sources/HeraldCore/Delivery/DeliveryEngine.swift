@@ -342,7 +342,7 @@ public final class DeliveryEngine: Service {
         case .retry(let after, let reason):
             guard delivery.attempt < configuration.retry.maxAttempts else {
                 return DeliveryUpdate(
-                    id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "\(reason) (gave up after \(delivery.attempt) attempts)")
+                    id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "gave up after \(delivery.attempt) attempts: \(reason)")
             }
             let delay = after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: delivery.attempt)
             return DeliveryUpdate(

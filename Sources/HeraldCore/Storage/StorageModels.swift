@@ -115,7 +115,8 @@ public struct DeliveryUpdate: Sendable, Equatable {
     public var id: Int64
     public var state: DeliveryState
     public var attempts: Int
-    public var lastError: String?
+    /// Kept as ``FailureReason/storable(_:)`` makes it.
+    public private(set) var lastError: String?
     /// For a delivery that stays pending: when to try again.
     public var nextAttemptAt: Date?
     /// A device to remove at once because the provider reported its token gone.
@@ -125,7 +126,7 @@ public struct DeliveryUpdate: Sendable, Equatable {
         self.id = id
         self.state = state
         self.attempts = attempts
-        self.lastError = lastError
+        self.lastError = lastError.map(FailureReason.storable)
         self.nextAttemptAt = nextAttemptAt
         self.removeDevice = removeDevice
     }

@@ -91,7 +91,12 @@ public final class TopicMembershipWorker: Service {
         var settled: [(change: TopicMembershipChange, outcome: TopicMembershipOutcome)] = []
         var retryLater: RetryLater?
         for (index, change) in changes.enumerated() {
-            let outcome = index < outcomes.count ? outcomes[index] : .retry(after: nil, reason: "the sink gave no outcome")
+            var outcome = index < outcomes.count ? outcomes[index] : .retry(after: nil, reason: "the sink gave no outcome")
+            switch outcome {
+            case .applied: break
+            case .refused(let reason): outcome = .refused(reason: FailureReason.storable(reason))
+            case .retry(let after, let reason): outcome = .retry(after: after, reason: FailureReason.storable(reason))
+            }
             if case .retry(let after, let reason) = outcome {
                 retryLater = RetryLater(after: max(after ?? .zero, retryLater?.after ?? .zero), reason: reason)
             } else {
