@@ -385,9 +385,8 @@ import Testing
         #expect(retaken.allSatisfy { $0.attempt == 2 })
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func recordingOutcomes(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+    /// A notification to "a" with a history, an FCM (to "a"'s device) and a webhook delivery, all three claimed.
+    func claimThreeDeliveries(_ store: any HeraldStorage) async throws -> (Device, HeraldNotification, [Delivery]) {
         let device = try await store.registerDevice(userID: "a", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
         let n = notification(["a"])
         _ = try await store.accept(
@@ -398,6 +397,13 @@ import Testing
             ], idempotencySince: t0)
         let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
         #expect(claimed.count == 3)
+        return (device, n, claimed)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func recordingOutcomes(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let (device, n, claimed) = try await claimThreeDeliveries(store)
         #expect(claimed.first { $0.sink == "fcm" }?.recipient.device == device)
         let retryAt = t0.addingTimeInterval(5)
         try await store.record(
@@ -421,16 +427,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func aProvidersReasonWithNULOrAMegabyteIsRecordedWithItsBatch(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let device = try await store.registerDevice(userID: "a", registration: .token("tok", provider: "fcm"), newID: ids.next(), at: t0)
-        let n = notification(["a"])
-        _ = try await store.accept(
-            n, recipients: 1,
-            deliveries: historyDeliveries(["a"]) + [
-                PlannedDelivery(sink: "fcm", userID: "a", deviceID: device.id, distribution: .alert),
-                PlannedDelivery(sink: "webhook", userID: "a", distribution: .alert),
-            ], idempotencySince: t0)
-        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
-        #expect(claimed.count == 3)
+        let (device, n, claimed) = try await claimThreeDeliveries(store)
         let long = String(repeating: "é", count: 600_000)
         try await store.record(
             [
