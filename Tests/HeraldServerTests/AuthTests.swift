@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
+import JWTKit
 import NIOCore
 import Testing
 
@@ -77,6 +78,40 @@ import Testing
                 if let code = row.code {
                     #expect(response.errorCode == code, "\(row.name): \(String(buffer: response.body))")
                 }
+            }
+        }
+    }
+
+    /// RFC 7519 §4.1.5: not accepted before `nbf`; RFC 7515 §4.1.11: a token naming
+    /// extensions it must be understood with (`crit`) is refused, as Herald knows none.
+    @Test func userTokensNotYetValidOrWithCriticalExtensionsAreRefused() async throws {
+        struct Claims: JWTPayload {
+            var sub: SubjectClaim
+            var exp: ExpirationClaim
+            var nbf: NotBeforeClaim?
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: TestHerald.userTokenSecret), digestAlgorithm: .sha256)
+        let now = Date()
+        func token(nbf: Date?, header: JWTHeader = JWTHeader()) async throws -> String {
+            let claims = Claims(sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: now.addingTimeInterval(600)), nbf: nbf.map(NotBeforeClaim.init))
+            return try await keys.sign(claims, header: header)
+        }
+        var critical = JWTHeader()
+        critical.crit = ["x-herald-unknown"]
+        let cases: [(String, String, Int)] = [
+            ("valid from a minute ago", try await token(nbf: now.addingTimeInterval(-60)), 200),
+            ("no nbf", try await token(nbf: nil), 200),
+            ("valid in ten minutes", try await token(nbf: now.addingTimeInterval(600)), 401),
+            ("crit", try await token(nbf: nil, header: critical), 401),
+        ]
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            for (name, token, status) in cases {
+                let response = try await client.call(.get, "/api/notifications/settings", headers(token))
+                #expect(response.status.code == status, "\(name): \(response.status) \(response.errorMessage)")
+                if status == 401 { #expect(response.errorCode == "invalid_token", "\(name)") }
             }
         }
     }

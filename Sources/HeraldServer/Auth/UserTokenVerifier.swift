@@ -2,10 +2,12 @@ import Foundation
 import HeraldCore
 public import JWTKit
 
-/// The claims of a user token: `sub` is the user id, `exp` must be in the future.
+/// The claims of a user token: `sub` is the user id, `exp` must be in the future and `nbf`,
+/// when given, in the past (RFC 7519 §4.1.5: a token is not accepted before it).
 public struct UserTokenClaims: JWTPayload {
     public var sub: SubjectClaim
     public var exp: ExpirationClaim
+    public var nbf: NotBeforeClaim?
 
     public init(sub: String, exp: Date) {
         self.sub = SubjectClaim(value: sub)
@@ -14,6 +16,7 @@ public struct UserTokenClaims: JWTPayload {
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
+        try nbf?.verifyNotBefore()
     }
 }
 
@@ -36,9 +39,15 @@ public struct UserTokenVerifier: Sendable {
         do {
             claims = try await keys.verify(token, as: UserTokenClaims.self)
         } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            if error.failedClaim is NotBeforeClaim { throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid yet (nbf)") }
             throw HeraldError(.unauthorized, code: "token_expired", "the user token has expired")
         } catch {
             throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid")
+        }
+        // RFC 7515 §4.1.11: a token naming extensions its reader must understand (`crit`) is
+        // refused, as Herald understands none.
+        guard (try? DefaultJWTParser().parse(Array(token.utf8), as: UserTokenClaims.self).header.crit) == .some(nil) else {
+            throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid (crit)")
         }
         try UserID.validate(claims.sub.value, field: "sub")
         return claims.sub.value
