@@ -154,7 +154,9 @@ enum StoredRecords {
 
     /// The stored forms of a registration's address and options: tokens need no JSON.
     static func storedAddress(_ registration: DeviceRegistration) throws -> (json: String?, options: String?) {
-        let json: String? = registration.address.token == nil ? registration.address.value.canonicalText : nil
+        // A token keyed as sent is read back from its key; one keyed otherwise (an APNs token in
+        // upper case) is kept as sent beside it.
+        let json: String? = registration.address.token == registration.address.key ? nil : registration.address.value.canonicalText
         return (json, registration.options.isEmpty ? nil : try StoredJSON.encode(registration.options))
     }
 

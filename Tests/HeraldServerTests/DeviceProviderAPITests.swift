@@ -59,6 +59,38 @@ import Testing
         }
     }
 
+    /// An APNs token is the hex of the device's bytes, which APNs reads in either case: an app
+    /// whose SDK began upper-casing it registers the same device again, and it stays one device
+    /// (one push each), answered and sent as last written. FCM tokens are case-sensitive.
+    @Test func anAPNsTokenInAnotherLetterCaseIsTheSameDevice() async throws {
+        let (herald, apns, _) = try await Self.make()
+        try await herald.test { client in
+            let user = headers(herald.backend, user: "u")
+            let lower = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "ab12cd34ef"])
+            let upper = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "AB12CD34EF"])
+            #expect(upper.status == .ok && upper.object["apns_token"] as? String == "AB12CD34EF", "answered as sent")
+            #expect(upper.object["device_id"] as? String == lower.object["device_id"] as? String)
+            let scripted = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "Not-Hex"])
+            let otherScripted = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": "not-hex"])
+            #expect(scripted.object["device_id"] as? String != otherScripted.object["device_id"] as? String, "only hex is read in either case")
+            _ = try await client.call(.post, "/api/notifications/register", user, json: ["fcm_token": "AB12CD34EF"])
+            _ = try await client.call(.post, "/api/notifications/register", user, json: ["fcm_token": "ab12cd34ef"])
+            let devices = try await herald.server.store.devices(userID: "u")
+            #expect(devices.filter { $0.provider == "apns" }.map(\.token) == ["AB12CD34EF", "Not-Hex", "not-hex"])
+            #expect(devices.filter { $0.provider == "fcm" }.count == 2)
+
+            let send = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "user_ids": ["u"]])
+            #expect(send.status == .accepted)
+            try await herald.deliver()
+            #expect(apns.received.compactMap { $0.recipient.device?.token }.sorted() == ["AB12CD34EF", "Not-Hex", "not-hex"], "one push per device")
+
+            let gone = try await client.call(.delete, "/api/notifications/register", user, json: ["apns_token": "ab12CD34ef"])
+            #expect(gone.status == .noContent)
+            #expect(try await herald.server.store.devices(userID: "u").filter { $0.provider == "apns" }.map(\.token) == ["Not-Hex", "not-hex"])
+        }
+    }
+
     @Test(arguments: [
         (js(["fcm_token": "f", "apns_token": "a"]), "ambiguous_address", "fcm_token and apns_token"),
         (js(["fcm_token": "f", "provider": "x", "address": "y"]), "ambiguous_address", "fcm_token and address"),

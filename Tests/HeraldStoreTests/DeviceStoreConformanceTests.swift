@@ -131,18 +131,28 @@ import Testing
         #expect(try await store.unregisterDevice(userID: "u", provider: "fcm", addressKey: "old-token", at: t0))
     }
 
+    /// Leaves `store`'s database as a Herald from before the migration `name` did, then runs
+    /// `rows` (what that Herald stored) in the same transaction.
+    static func migratePostgres(
+        _ store: PostgresStore, before name: String, then rows: @escaping @Sendable (PostgresSession) async throws -> Void
+    ) async throws {
+        try await store.transaction { session in
+            try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
+            try await session.execute("CREATE TABLE herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            for migration in PostgresSchema.migrations.prefix(while: { $0.name != name }) {
+                for statement in migration.sql { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+                try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
+            }
+            try await rows(session)
+        }
+    }
+
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func postgresMigrationKeepsExistingDevicesAsFCM() async throws {
         let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
         TestResources.register { await store.close() }
         let id = ids.next(at: t0)
-        try await store.transaction { session in
-            try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
-            try await session.execute("CREATE TABLE herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-            for migration in PostgresSchema.migrations.prefix(while: { $0.name != "v3-device-providers" }) {
-                for statement in migration.sql { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
-                try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
-            }
+        try await Self.migratePostgres(store, before: "v3-device-providers") { session in
             try await session.execute(
                 "INSERT INTO devices (id, user_id, fcm_token, platform, created_at, updated_at) VALUES (\(id.hex), 'u', 'old-token', 'android', 1, 1)"
             )
@@ -153,6 +163,98 @@ import Testing
         // The new uniqueness is per provider.
         _ = try await store.registerDevice(userID: "u", registration: .token("old-token", provider: "apns"), newID: ids.next(), at: t0)
         #expect(try await store.devices(userID: "u").count == 2)
+        await store.close()
+    }
+
+    /// Rows an older Herald kept for the APNs re-keying migration: one device registered in
+    /// upper and in lower case (by two users, the lower-case one last), one upper-case token
+    /// alone, a scripted emulator token, and an FCM token (FCM's are case-sensitive), plus a
+    /// pending push for each of the duplicate pair.
+    static let apnsRows: [(id: String, user: String, provider: String, key: String, updated: Int64)] = [
+        ("000000000000000000000a01", "ann", "apns", "ABCDEF01", 1), ("000000000000000000000a02", "bob", "apns", "abcdef01", 2),
+        ("000000000000000000000a03", "cat", "apns", "DEADBEEF", 1), ("000000000000000000000a04", "cat", "apns", "Scripted-TOKEN", 1),
+        ("000000000000000000000a05", "dan", "fcm", "ABCDEF01", 1),
+    ]
+
+    /// What the migration must leave, read through the store.
+    func expectAPNsKeysMerged(_ store: any ServerStorage) async throws {
+        #expect(try await store.devices(userID: "ann").isEmpty, "the older of two rows for one device goes")
+        let bob = try await store.devices(userID: "bob")
+        #expect(bob.map(\.token) == ["abcdef01"])
+        let cat = try await store.devices(userID: "cat").sorted { $0.id.hex < $1.id.hex }
+        #expect(cat.map(\.token) == ["DEADBEEF", "Scripted-TOKEN"], "tokens stay as sent")
+        #expect(try await store.devices(userID: "dan").map(\.token) == ["ABCDEF01"])
+        #expect(try await store.unregisterDevice(userID: "cat", provider: "apns", addressKey: "deadbeef", at: t0), "keyed in lower case")
+        #expect(try await store.unregisterDevice(userID: "cat", provider: "apns", addressKey: "Scripted-TOKEN", at: t0))
+    }
+
+    /// The two queued pushes after the migration: the merged row's failed, the device's own still pending.
+    func expectMergedRowsPushFailed(_ rows: [(user: String, state: String, error: String?)]) {
+        #expect(rows.map(\.user) == ["ann", "bob"] && rows.map(\.state) == ["failed", "pending"], "\(rows)")
+        #expect(rows.first?.error == DeviceKeys.mergedReason)
+    }
+
+    @Test func sqliteMigrationKeysAPNsTokensInLowerCaseOneRowPerDevice() async throws {
+        let directory = try TestResources.temporaryDirectory("herald-migrate")
+        let path = directory.appendingPathComponent("old.sqlite").path
+        do {
+            let old = try DatabaseQueue(path: path)
+            try SQLiteSchema.migrator.migrate(old, upTo: "v14-card-history-index")
+            try await old.write { db in
+                for row in Self.apnsRows {
+                    try db.execute(
+                        sql: "INSERT INTO devices (id, user_id, provider, address_key, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?)",
+                        arguments: [row.id, row.user, row.provider, row.key, row.updated])
+                }
+                for row in Self.apnsRows.prefix(2) {
+                    try db.execute(
+                        sql:
+                            "INSERT INTO deliveries (notification_id, sink, user_id, device_id, distribution, state, next_attempt_at, updated_at) VALUES ('n', 'apns', ?, ?, 'alert', 'pending', 1, 1)",
+                        arguments: [row.user, row.id])
+                }
+            }
+            try old.close()
+        }
+        let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        try await expectAPNsKeysMerged(store)
+        await store.close()
+        let rows = try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "SELECT user_id, state, last_error FROM deliveries ORDER BY id").map { row in
+                (user: row["user_id"] as String, state: row["state"] as String, error: row["last_error"] as String?)
+            }
+        }
+        expectMergedRowsPushFailed(rows)
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func postgresMigrationKeysAPNsTokensInLowerCaseOneRowPerDevice() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await Self.migratePostgres(store, before: "v11-apns-keys-in-lower-case") { session in
+            for row in Self.apnsRows {
+                try await session.execute(
+                    "INSERT INTO devices (id, user_id, provider, address_key, created_at, updated_at) VALUES (\(row.id), \(row.user), \(row.provider), \(row.key), 1, \(row.updated))"
+                )
+            }
+            for row in Self.apnsRows.prefix(2) {
+                try await session.execute(
+                    """
+                    INSERT INTO deliveries (notification_id, sink, user_id, device_id, distribution, state, next_attempt_at, updated_at)
+                    VALUES ('n', 'apns', \(row.user), \(row.id), 'alert', 'pending', 1, 1)
+                    """
+                )
+            }
+        }
+        try await store.migrate()
+        try await expectAPNsKeysMerged(store)
+        let rows = try await store.transaction { session in
+            try await session.rows("SELECT user_id, state, last_error FROM deliveries ORDER BY id").map { row in
+                (user: try row.text("user_id"), state: try row.text("state"), error: try row.optionalText("last_error"))
+            }
+        }
+        expectMergedRowsPushFailed(rows)
         await store.close()
     }
 }

@@ -113,7 +113,8 @@ public struct DeviceRegistration: Sendable, Equatable {
     }
 
     /// Checks what every provider shares: the optional facts' sizes, and a token or object
-    /// address that is bounded. An object's key, unless a sink set one, is its canonical JSON.
+    /// address that is bounded. A token's key, unless one was set, is the token; an object's, its
+    /// canonical JSON.
     public mutating func validateCommonFields() throws {
         for (name, value) in [("platform", platform), ("app_version", appVersion), ("region", region), ("locale", locale), ("app", app)] {
             if let value, value.unicodeScalars.count > Self.maxFieldLength {
@@ -123,7 +124,7 @@ public struct DeviceRegistration: Sendable, Equatable {
         switch address.value {
         case .string(let token):
             try Self.validateToken(token, field: addressField)
-            address.key = token
+            if address.key.isEmpty { address.key = token }
         case .object:
             let canonical = address.value.canonicalText
             guard canonical.utf8.count <= Self.maxTokenBytes else {

@@ -102,7 +102,7 @@ struct DeviceRegistrationBody: Decodable {
         if apnsEnvironment != nil && form != .apns { throw HeraldError.invalidField("apns_environment", "goes with apns_token only") }
         if let app, !SinkRegistry.isValidName(app) { throw HeraldError.invalidField("app", "must be the name of a configured sink") }
         return DeviceRegistration(
-            address: DeviceAddress(provider: provider, value: value, key: value.stringValue ?? ""), addressField: form.field, app: app,
+            address: DeviceAddress(provider: provider, value: value, key: Self.key(provider: provider, value)), addressField: form.field, app: app,
             options: options, platform: platform, appVersion: appVersion, region: region, locale: locale
         )
     }
@@ -120,6 +120,17 @@ struct DeviceRegistrationBody: Decodable {
         for name in ["p256dh", "auth"] where keys[name]?.stringValue == nil {
             throw HeraldError.invalidField("web_push.keys.\(name)", "must be a string")
         }
+    }
+
+    /// What identifies a token address: the token as sent, except that an APNs token in hex is
+    /// keyed in lower case. It is the hex of the device's bytes, which APNs reads in either
+    /// case, and apps change how they write it (an SDK that began upper-casing it): keyed as
+    /// sent, one device registered both ways was two devices and got every push twice. The
+    /// address itself stays as sent.
+    static func key(provider: String, _ value: JSONValue) -> String {
+        guard let token = value.stringValue else { return "" }
+        guard provider == "apns", token.utf8.allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }) else { return token }
+        return token.lowercased()
     }
 
     private static func token(_ value: JSONValue?, field: String) throws -> JSONValue {

@@ -302,6 +302,29 @@ enum PostgresSchema {
         ("v8-topic-members", [TopicMembershipSQL.table]),
         ("v9-fanout-jobs", [FanOutJobSQL.table, FanOutJobSQL.pendingIndex]),
         ("v10-card-history-index", [CardRecords.historyIndex]),
+        // As SQLite's v15: APNs tokens in hex keyed in lower case, one row per device.
+        (
+            "v11-apns-keys-in-lower-case",
+            [
+                """
+                WITH duplicates AS (
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER (PARTITION BY lower(address_key) ORDER BY updated_at DESC, id DESC) AS n
+                        FROM devices WHERE provider = 'apns' AND address_key ~ '^[0-9A-Fa-f]+$'
+                    ) ranked WHERE n > 1
+                ), failed AS (
+                    UPDATE deliveries SET state = 'failed', last_error = '\(DeviceKeys.mergedReason)', next_attempt_at = NULL,
+                        updated_at = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+                    WHERE state = 'pending' AND device_id IN (SELECT id FROM duplicates)
+                )
+                DELETE FROM devices WHERE id IN (SELECT id FROM duplicates)
+                """,
+                """
+                UPDATE devices SET address_json = COALESCE(address_json, to_json(address_key)::text), address_key = lower(address_key)
+                WHERE provider = 'apns' AND address_key ~ '^[0-9A-Fa-f]+$' AND address_key <> lower(address_key)
+                """,
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import HeraldCore
 
 /// Versioned schema migrations for the SQLite store. Append new migrations; never edit one
 /// that has shipped.
@@ -308,6 +310,30 @@ enum SQLiteSchema {
         }
         migrator.registerMigration("v14-card-history-index") { db in
             try db.execute(sql: CardRecords.historyIndex)
+        }
+        // APNs tokens in hex are keyed in lower case (DeviceRegistrationBody.key): of the rows
+        // one device has in several cases the most recently registered stays (its queued pushes
+        // are the device's; the others' fail), keyed in lower case with its token kept as sent.
+        migrator.registerMigration("v15-apns-keys-in-lower-case") { db in
+            let hex = "provider = 'apns' AND address_key NOT GLOB '*[^0-9A-Fa-f]*'"
+            try db.execute(
+                sql: """
+                    CREATE TEMP TABLE apns_duplicates AS SELECT id FROM (
+                        SELECT id, row_number() OVER (PARTITION BY lower(address_key) ORDER BY updated_at DESC, id DESC) AS n FROM devices WHERE \(hex)
+                    ) WHERE n > 1;
+                    """)
+            try db.execute(
+                sql: """
+                    UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ?
+                    WHERE state = 'pending' AND device_id IN (SELECT id FROM apns_duplicates)
+                    """,
+                arguments: [DeviceKeys.mergedReason, Timestamp.microseconds(Date())])
+            try db.execute(sql: "DELETE FROM devices WHERE id IN (SELECT id FROM apns_duplicates); DROP TABLE apns_duplicates")
+            try db.execute(
+                sql: """
+                    UPDATE devices SET address_json = COALESCE(address_json, json_quote(address_key)), address_key = lower(address_key)
+                    WHERE \(hex) AND address_key <> lower(address_key)
+                    """)
         }
         return migrator
     }
