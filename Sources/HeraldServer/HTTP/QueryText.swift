@@ -5,7 +5,7 @@ import Hummingbird
 extension Request {
     /// The percent-decoded value of the query parameter `name`, or nil when the query does not
     /// give it. Hummingbird's `queryParameters` reads escapes that are not UTF-8 as U+FFFD (so
-    /// `region=%CE%le` and `region=%CF%le` would be one region, neither the one sent), keeps a
+    /// `region=%CEle` and `region=%CFle` would be one region, neither the one sent), keeps a
     /// malformed escape as written, and answers the first of two values; each of those is
     /// refused here instead, so a filter never silently means something the client did not
     /// write. As there, `+` is kept as written and names are compared as sent.

@@ -126,7 +126,8 @@ struct DeviceRegistrationBody: Decodable {
     /// keyed in lower case. It is the hex of the device's bytes, which APNs reads in either
     /// case, and apps change how they write it (an SDK that began upper-casing it): keyed as
     /// sent, one device registered both ways was two devices and got every push twice. The
-    /// address itself stays as sent.
+    /// address itself stays as sent. Decided here rather than in the APNs sink's `prepare`:
+    /// a device registered while no APNs sink is configured is kept too, and must be keyed alike.
     static func key(provider: String, _ value: JSONValue) -> String {
         guard let token = value.stringValue else { return "" }
         guard provider == "apns", token.utf8.allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }) else { return token }
