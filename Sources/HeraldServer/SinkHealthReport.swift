@@ -26,7 +26,9 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
         await withTaskGroup(of: (Int, SinkHealthReport).self) { group in
             for (index, sink) in sinks.sinks.enumerated() {
                 group.addTask {
+                    // A sink's reason may carry a provider's words: bounded as a delivery's are.
                     var health = await sink.health()
+                    if let reason = health.reason { health = .degraded(reason: FailureReason.storable(reason)) }
                     let circuit = circuits?.state(of: sink.name) ?? CircuitBreakers.State()
                     if circuit.isOpen {
                         let probe = circuit.nextProbeAt.map { " at \(Timestamp.format($0))" } ?? " now"

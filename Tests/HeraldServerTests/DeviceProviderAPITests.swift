@@ -189,6 +189,12 @@ import Testing
             let text = String(buffer: metrics.body)
             #expect(text.contains(#"herald_sink_healthy{sink="apns"} 0"#), "\(text)")
             #expect(text.contains(#"herald_sink_healthy{sink="fcm"} 1"#))
+
+            // A reason carrying a provider's long answer is shown bounded, as a delivery's is.
+            apns.report(.degraded(reason: "token endpoint answered 400 (" + String(repeating: "x", count: 100_000) + "\u{0})"))
+            let long = try await client.call(.get, "/health/sinks", headers(herald.admin, contentType: nil))
+            let reason = try #require((long.object["sinks"] as? [[String: Any]])?.first { $0["name"] as? String == "apns" }?["reason"] as? String)
+            #expect(reason.utf8.count <= FailureReason.maxBytes && reason.hasPrefix("token endpoint answered 400 (xx"))
         }
     }
 }
