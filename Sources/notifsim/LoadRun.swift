@@ -21,14 +21,17 @@ struct LoadRun {
         let progress = Progress()
         let start = ContinuousClock.now
         let interval = rate.map { Duration.seconds(1 / $0) }
+        // On a terminal one line rewritten in place; into a file or a pipe, a line each time.
+        let (lead, trail) = isatty(STDERR_FILENO) == 1 ? ("\r", "") : ("", "\n")
+        let count = self.count
+        @Sendable func report() {
+            let state = progress.state.withLock { $0 }
+            let elapsed = (ContinuousClock.now - start).seconds
+            let line = String(format: "sent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors)
+            FileHandle.standardError.write(Data((lead + line + trail).utf8))
+        }
         let reporter = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                let state = progress.state.withLock { $0 }
-                let elapsed = (ContinuousClock.now - start).seconds
-                FileHandle.standardError.write(
-                    Data(String(format: "\rsent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors).utf8))
-            }
+            while (try? await Task.sleep(for: .milliseconds(500))) != nil { report() }
         }
         await withTaskGroup(of: Void.self) { group in
             var next = 0
@@ -60,10 +63,13 @@ struct LoadRun {
                 }
             }
         }
+        // Stopped before the last line, so no tick lands after it.
         reporter.cancel()
+        await reporter.value
+        report()
+        if trail.isEmpty { FileHandle.standardError.write(Data("\n".utf8)) }
         let state = progress.state.withLock { $0 }
         let elapsed = (ContinuousClock.now - start).seconds
-        FileHandle.standardError.write(Data("\n".utf8))
         print(String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors))
         if let firstError = state.firstError {
             FileHandle.standardError.write(Data("notifsim: error: \(firstError)\n".utf8))

@@ -244,6 +244,9 @@ import Testing
         #expect(load.status == 0, "\(load.stderr)")
         #expect(load.stdout.contains("sent 150 in"), "\(load.stdout)")
         #expect(load.stdout.contains("errors 0"))
+        // Into a pipe, progress comes a line at a time, the final count last (no tick after it).
+        let progress = load.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(!load.stderr.contains("\r") && progress.last == "" && progress.dropLast().last?.hasPrefix("sent 150/150 ") == true, "\(load.stderr)")
         var count = 0
         for _ in 0..<50 {
             let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: "loaded")
