@@ -54,6 +54,23 @@ import Testing
         #expect(throws: HeraldError.self) { try VersionRange(text) }
     }
 
+    /// A range's upper bound is the next number, so a component of Int.max trapped the process
+    /// (`9223372036854775807.x` from a feed message or a broadcast). Components stop at npm's
+    /// 2^53 - 1; at that number every form still works.
+    @Test(arguments: ["9223372036854775807.x", "^9223372036854775807", "~1.9223372036854775807", "1.2.9223372036854775807 - 2", "9007199254740992"])
+    func refusesComponentsPastTheLargestNumber(_ text: String) {
+        #expect(throws: HeraldError.self) { try VersionRange(text) }
+    }
+
+    @Test func theLargestNumberWorksInEveryForm() throws {
+        let top = SemanticVersion.maxComponent
+        let version = try #require(SemanticVersion("\(top).\(top).\(top)"))
+        for range in ["\(top).x", "^\(top)", "~\(top).\(top)", "\(top).\(top).x", ">=\(top).0.0", "^0.\(top)", "^0.0.\(top)"] {
+            let satisfied = try VersionRange(range).isSatisfied(by: version)
+            #expect(satisfied == !range.hasPrefix("^0."), "\(range)")
+        }
+    }
+
     @Test func precedenceFollowsSemver2() throws {
         let ordered = [
             "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0",

@@ -145,6 +145,7 @@ import Testing
             let cases: [([String: Any], String)] = [
                 (["title": "t", "expires_at": future, "target_regions": ["CA"], "target_version": ">=banana"], "target_version"),
                 (["title": "t", "expires_at": future, "target_regions": ["CA"], "target_version": "1.2.3 - "], "target_version"),
+                (["title": "t", "expires_at": future, "target_regions": ["CA"], "target_version": "9223372036854775807.x"], "target_version"),
                 (["title": "t", "expires_at": "2001-01-01T00:00:00Z", "target_regions": ["CA"]], "expires_at"),
                 (["title": "t", "target_regions": ["CA"]], "expires_at"),
                 (["title": "t", "expires_at": future], "target_regions"),

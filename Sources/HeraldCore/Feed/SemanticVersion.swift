@@ -37,6 +37,10 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
     public var patch: Int
     public var prerelease: [Identifier]
 
+    /// The largest major, minor or patch number read (npm's too: 2^53 - 1). A range's upper
+    /// bound is the next number (`1.x` is `>=1.0.0 <2.0.0-0`), which for Int.max would trap.
+    public static let maxComponent = 9_007_199_254_740_991
+
     public init(_ major: Int, _ minor: Int, _ patch: Int, prerelease: [Identifier] = []) {
         self.major = major
         self.minor = minor
@@ -101,7 +105,9 @@ struct PartialVersion {
                 numbers.append(nil)
             } else {
                 // A number after a wildcard (1.x.3) is not a version.
-                guard !wildcard, !part.isEmpty, part.allSatisfy(\.isNumber), part == "0" || !part.hasPrefix("0"), let value = Int(part) else { return nil }
+                guard !wildcard, !part.isEmpty, part.allSatisfy(\.isNumber), part == "0" || !part.hasPrefix("0"), let value = Int(part),
+                    value <= SemanticVersion.maxComponent
+                else { return nil }
                 numbers.append(value)
             }
         }
