@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
 /// Sends `count` requests with at most `concurrency` in flight (and at most `rate` a second),
@@ -20,7 +21,7 @@ struct LoadRun {
     func run(_ send: @escaping @Sendable (Int) async throws -> some Sendable) async throws {
         let progress = Progress()
         let start = ContinuousClock.now
-        let interval = rate.map { Duration.seconds(1 / $0) }
+
         // On a terminal one line rewritten in place; into a file or a pipe, a line each time.
         let (lead, trail) = isatty(STDERR_FILENO) == 1 ? ("\r", "") : ("", "\n")
         let count = self.count
@@ -54,8 +55,8 @@ struct LoadRun {
             }
             while await group.next() != nil {
                 if next < count {
-                    if let interval {
-                        let due = start + interval * next
+                    if let rate {
+                        let due = start + .saturating(seconds: Double(next) / rate)
                         if due > ContinuousClock.now { try? await Task.sleep(until: due) }
                     }
                     schedule(next)

@@ -102,7 +102,10 @@ struct NotifSim: AsyncParsableCommand {
         if dryRun { guard count == 1, topic == nil else { throw ValidationError("--dry-run sends one notification to users (-u), not --count or --topic") } }
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard (1...1024).contains(concurrency) else { throw ValidationError("--concurrency must be 1-1024") }
-        if let rate { guard rate > 0 else { throw ValidationError("--rate must be positive") } }
+        // Below one a day the first wait would outlast any run; the interval is computed from it.
+        if let rate {
+            guard rate.isFinite, rate >= 1.0 / 86_400 else { throw ValidationError("--rate must be a number of requests a second, at least 1/86400") }
+        }
         for entry in data where !entry.contains("=") { throw ValidationError("--data takes key=value, got '\(entry)'") }
         guard URL(string: url)?.host != nil else { throw ValidationError("--url must be an absolute URL such as http://127.0.0.1:8080") }
     }

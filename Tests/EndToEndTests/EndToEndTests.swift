@@ -232,6 +232,13 @@ import Testing
         let unreachable = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", key], in: directory)
         #expect(unreachable.status != 0)
         #expect(unreachable.stderr.contains("cannot reach Herald"), "\(unreachable.stderr)")
+
+        // A rate whose interval a Duration cannot hold (1e-300 a second) once trapped notifsim.
+        for rate in ["1e-300", "0", "nan", "inf"] {
+            let run = try await runCommand(
+                Binaries.path("notifsim"), ["-u", "u1", "--count", "2", "--rate", rate, "--url", herald.url, "--key", key], in: directory)
+            #expect(run.status == 64 && run.stderr.contains("--rate"), "\(rate): \(run.status) \(run.stderr)")
+        }
     }
 
     @Test func loadModeReportsThroughputAndEveryNotificationLands() async throws {
