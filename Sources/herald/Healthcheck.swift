@@ -21,6 +21,10 @@ struct Healthcheck: AsyncParsableCommand {
     @Option(help: "Seconds to wait for an answer.")
     var timeout: Int64 = 3
 
+    func validate() throws {
+        guard (1...3_600).contains(timeout) else { throw ValidationError("--timeout must be 1-3600 seconds") }
+    }
+
     func run() async throws {
         let base: String
         if let url {

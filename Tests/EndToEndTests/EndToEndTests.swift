@@ -313,5 +313,11 @@ import Testing
         let down = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url, "--timeout", "2"], in: directory)
         #expect(down.status == 1)
         #expect(down.stderr.contains("is not reachable"), "\(down.stderr)")
+        // A wait longer than an hour is a typo, not a probe (a huge one kept retrying the connection).
+        for given in [["--timeout", "0"], ["--timeout=-5"], ["--timeout", "9223372036854775807"]] {
+            let odd = try await runCommand(
+                Binaries.path("herald"), ["healthcheck", "--url", herald.url] + given, in: directory, timeout: .seconds(20))
+            #expect(odd.status == 64 && odd.stderr.contains("--timeout must be 1-3600"), "\(given): \(odd.status) \(odd.stderr)")
+        }
     }
 }
