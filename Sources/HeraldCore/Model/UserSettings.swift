@@ -95,7 +95,8 @@ public struct QuietHours: Sendable, Equatable, Codable {
 
     static func minuteOfDay(_ text: String) -> Int? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+        // Digits only: Int() also reads "+1" and "-0", which are not times.
+        guard parts.count == 2, parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy { (48...57).contains($0) } }),
             let hour = Int(parts[0]), let minute = Int(parts[1]),
             (0..<24).contains(hour), (0..<60).contains(minute)
         else { return nil }
