@@ -30,12 +30,17 @@ extension PostgresStore {
             for user in userIDs where seen.insert(user).inserted { named.append(user) }
         }
         let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
+        let earlier = try await claimInKeyOrder(requests, session)
         var outcomes: [AcceptOutcome] = []
         var stored: [(notification: HeraldNotification, recipients: Int)] = []
         var deliveries: [StoredDelivery] = []
         // Per accept: its hand-off plan and the indexes of its leased rows in `deliveries`.
         var handOffs: [(outcome: Int, plan: HandOffPlan, rows: [Int])] = []
-        for request in requests {
+        for (index, request) in requests.enumerated() {
+            if let earlier = earlier[index] {
+                outcomes.append(AcceptOutcome(result: earlier))
+                continue
+            }
             let notification = request.notification
             let (count, planned, writesHistory): (Int, [PlannedDelivery], Bool)
             switch request.plan {
@@ -43,10 +48,6 @@ extension PostgresStore {
                 (count, planned, writesHistory) = (recipients, given, false)
             case .users(let userIDs, let route):
                 (count, planned, writesHistory) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
-            }
-            if let earlier = try await claim(request.idempotency, for: notification, recipients: count, session, since: request.idempotencySince) {
-                outcomes.append(AcceptOutcome(result: earlier))
-                continue
             }
             stored.append((notification, count))
             let at = micros(notification.timestamp)
@@ -205,6 +206,26 @@ extension PostgresStore {
         if let earlier = try await claim(idempotency, for: notification, recipients: recipients, session, since: since) { return earlier }
         try await write(StoredWrites(notifications: [(notification, recipients)]), session)
         return nil
+    }
+
+    /// Claims the batch's idempotency keys in (scope, key) order, a key twice in the batch in
+    /// request order: a claim takes the key's row lock until the commit, so two processes whose
+    /// batches held the same keys in opposite orders would each wait for the other (a deadlock
+    /// PostgreSQL breaks by failing one whole batch). - Returns: by request index, what a key
+    /// already stands for.
+    static func claimInKeyOrder(_ requests: [AcceptRequest], _ session: PostgresSession) async throws -> [Int: AcceptResult] {
+        let keyed = requests.enumerated().compactMap { index, request in request.idempotency.map { (index: index, claim: $0) } }
+        var earlier: [Int: AcceptResult] = [:]
+        for (index, claim) in keyed.sorted(by: { ($0.claim.scope, $0.claim.key, $0.index) < ($1.claim.scope, $1.claim.key, $1.index) }) {
+            let request = requests[index]
+            let recipients: Int
+            switch request.plan {
+            case .planned(let count, _): recipients = count
+            case .users(let userIDs, _): recipients = userIDs.count
+            }
+            earlier[index] = try await Self.claim(claim, for: request.notification, recipients: recipients, session, since: request.idempotencySince)
+        }
+        return earlier
     }
 
     /// Claims `idempotency` (if any) for `notification`; returns what the key stands for instead
