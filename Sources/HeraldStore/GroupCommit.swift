@@ -115,6 +115,14 @@ struct AcceptRequest: Sendable {
         /// Users whose settings and devices are read in the accepting transaction, each planned
         /// with `route`: the accept is then one database hop.
         case users([String], route: @Sendable (RecipientContext) -> [PlannedDelivery])
+
+        /// The count the receipt gives: the caller's, or the users named.
+        var recipients: Int {
+            switch self {
+            case .planned(let recipients, _): recipients
+            case .users(let userIDs, _): userIDs.count
+            }
+        }
     }
 
     var notification: HeraldNotification

@@ -21,7 +21,6 @@ struct LoadRun {
     func run(_ send: @escaping @Sendable (Int) async throws -> some Sendable) async throws {
         let progress = Progress()
         let start = ContinuousClock.now
-
         // On a terminal one line rewritten in place; into a file or a pipe, a line each time.
         let (lead, trail) = isatty(STDERR_FILENO) == 1 ? ("\r", "") : ("", "\n")
         let count = self.count

@@ -13,8 +13,8 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
-    /// The connection, for ``clientAddress``: read when asked, as few routes need it (reading
-    /// the address takes the channel's lock and formats it).
+    /// The connection, for ``remoteAddress``: read when asked, as few routes need it (reading
+    /// the address takes the channel's lock).
     private let channel: any NIOCore.Channel
     /// What a handler wants on the request's log line (the notification id, say); shared with
     /// ``RequestLogMiddleware``, which writes the line after the response.
@@ -26,10 +26,7 @@ public struct HeraldRequestContext: RequestContext {
         self.channel = source.channel
     }
 
-    /// The client's IP address (no port), for per-address limits.
-    public var clientAddress: String? { channel.remoteAddress?.ipAddress }
-
-    /// The client's socket address.
+    /// The client's socket address, for per-address limits (``SignUpLimiter/client(_:)``).
     var remoteAddress: SocketAddress? { channel.remoteAddress }
 
     /// Bodies over 64 KiB are refused with 413 (SPEC §3).

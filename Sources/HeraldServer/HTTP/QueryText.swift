@@ -18,7 +18,7 @@ extension Request {
             guard parts[0] == name else { continue }
             guard found == nil else { throw Self.invalidQuery(name, "must be given once") }
             let raw = parts.count > 1 ? parts[1] : ""
-            guard let value = raw.isEmpty ? "" : raw.removingPercentEncoding else {
+            guard let value = raw.removingPercentEncoding else {
                 throw Self.invalidQuery(name, "must be percent-encoded UTF-8")
             }
             found = value

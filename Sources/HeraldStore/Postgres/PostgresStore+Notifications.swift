@@ -42,12 +42,13 @@ extension PostgresStore {
                 continue
             }
             let notification = request.notification
-            let (count, planned, writesHistory): (Int, [PlannedDelivery], Bool)
+            let count = request.plan.recipients
+            let (planned, writesHistory): ([PlannedDelivery], Bool)
             switch request.plan {
-            case .planned(let recipients, let given):
-                (count, planned, writesHistory) = (recipients, given, false)
+            case .planned(_, let given):
+                (planned, writesHistory) = (given, false)
             case .users(let userIDs, let route):
-                (count, planned, writesHistory) = (userIDs.count, userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
+                (planned, writesHistory) = (userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
             }
             stored.append((notification, count))
             let at = micros(notification.timestamp)
@@ -218,12 +219,8 @@ extension PostgresStore {
         var earlier: [Int: AcceptResult] = [:]
         for (index, claim) in keyed.sorted(by: { ($0.claim.scope, $0.claim.key, $0.index) < ($1.claim.scope, $1.claim.key, $1.index) }) {
             let request = requests[index]
-            let recipients: Int
-            switch request.plan {
-            case .planned(let count, _): recipients = count
-            case .users(let userIDs, _): recipients = userIDs.count
-            }
-            earlier[index] = try await Self.claim(claim, for: request.notification, recipients: recipients, session, since: request.idempotencySince)
+            earlier[index] = try await Self.claim(
+                claim, for: request.notification, recipients: request.plan.recipients, session, since: request.idempotencySince)
         }
         return earlier
     }
