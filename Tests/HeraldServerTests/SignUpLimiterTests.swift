@@ -32,4 +32,20 @@ import Testing
         #expect(limiter.take(hosts[2], now: now) != nil, "a third address of the same /64 waits")
         #expect(limiter.take(SignUpLimiter.client(try SocketAddress(ipAddress: "2001:db8:0:1::1", port: 1)), now: now) == nil)
     }
+
+    /// The table of clients is bounded; filling it from many addresses used to empty it, which
+    /// gave a client that was being refused its whole allowance back.
+    @Test func floodingTheTableFromManyAddressesDoesNotRefillAClientThatKeepsAsking() {
+        let limiter = SignUpLimiter(perMinute: 1, maxAddresses: 1_000)
+        let start = Date()
+        #expect(limiter.take("198.51.100.7", now: start) == nil)
+        for index in 0..<5_000 {
+            let now = start.addingTimeInterval(Double(index) / 10_000)
+            #expect(limiter.take("2001:db8:\(index)::/64", now: now) == nil, "a new client has its allowance")
+            if index % 100 == 0 {
+                #expect(limiter.take("198.51.100.7", now: now) != nil, "refused while the table fills, at client \(index)")
+            }
+        }
+        #expect(limiter.tracked <= 1_000)
+    }
 }

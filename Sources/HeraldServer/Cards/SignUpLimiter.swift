@@ -12,19 +12,26 @@ final class SignUpLimiter: Sendable {
 
     private let perMinute: Double
     private let buckets = Mutex<[String: Bucket]>([:])
-    /// Addresses tracked at once; full buckets are dropped first when it is reached.
-    private let maxAddresses = 100_000
+    /// Clients tracked at once. When it is reached, full buckets are dropped, then the least
+    /// recently seen ones, down to nine tenths: a client whose bucket is dropped starts again
+    /// with a full one, so the clients dropped must be those a full one changes least. A client
+    /// that keeps asking is seen at every request (a refusal too) and is never among them, so
+    /// flooding the table from many addresses does not refill it (it once emptied the table).
+    private let maxAddresses: Int
 
-    init(perMinute: Int) {
+    init(perMinute: Int, maxAddresses: Int = 100_000) {
         self.perMinute = Double(max(1, perMinute))
+        self.maxAddresses = max(10, maxAddresses)
     }
+
+    /// Clients tracked now.
+    var tracked: Int { buckets.withLock { $0.count } }
 
     /// Takes one sign-up for `address`. - Returns: nil when allowed, or the seconds until one is.
     func take(_ address: String, now: Date = Date()) -> Int? {
         buckets.withLock { buckets in
-            if buckets.count >= maxAddresses {
-                buckets = buckets.filter { refill($0.value, now: now).tokens < perMinute }
-                if buckets.count >= maxAddresses { buckets.removeAll() }
+            if buckets[address] == nil && buckets.count >= maxAddresses {
+                evict(&buckets, now: now)
             }
             var bucket = refill(buckets[address] ?? Bucket(tokens: perMinute, updated: now), now: now)
             guard bucket.tokens >= 1 else {
@@ -52,6 +59,16 @@ final class SignUpLimiter: Sendable {
             return bytes[12..<16].map(String.init).joined(separator: ".")
         }
         return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":") + "::/64"
+    }
+
+    /// Drops full buckets, then the least recently seen, to nine tenths of `maxAddresses`, so the
+    /// sort is paid once per tenth of the table rather than at every new client.
+    private func evict(_ buckets: inout [String: Bucket], now: Date) {
+        buckets = buckets.filter { refill($0.value, now: now).tokens < perMinute }
+        let keep = maxAddresses * 9 / 10
+        guard buckets.count > keep else { return }
+        let oldest = buckets.map { ($0.key, $0.value.updated) }.sorted { $0.1 < $1.1 }.prefix(buckets.count - keep)
+        for (address, _) in oldest { buckets[address] = nil }
     }
 
     private func refill(_ bucket: Bucket, now: Date) -> Bucket {
