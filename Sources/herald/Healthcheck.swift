@@ -35,19 +35,35 @@ struct Healthcheck: AsyncParsableCommand {
             let configuration = try await reportingErrors { try await common.load() }
             base = "http://\(Self.probeHost(for: configuration.host)):\(configuration.port)"
         }
+        let status: HTTPResponseStatus
         do {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/health/ready"), timeout: .seconds(timeout))
-            guard response.status == .ok else {
-                FileHandle.standardError.write(Data("herald healthcheck: \(base) answered \(response.status.code)\n".utf8))
-                throw ExitCode(1)
-            }
-            print("ready")
-        } catch let error as ExitCode {
-            throw error
+            status = try await Self.probe(base + "/health/ready", timeout: .seconds(timeout))
         } catch {
             FileHandle.standardError.write(Data("herald healthcheck: \(base) is not reachable: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        guard status == .ok else {
+            FileHandle.standardError.write(Data("herald healthcheck: \(base) answered \(status.code)\n".utf8))
+            throw ExitCode(1)
+        }
+        print("ready")
+    }
+
+    /// One GET with a client of its own that does not retry a refused connection: the shared
+    /// client keeps trying to connect until the deadline, so a stopped server took the whole
+    /// `--timeout` to report.
+    static func probe(_ url: String, timeout: TimeAmount) async throws -> HTTPResponseStatus {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let result: Result<HTTPResponseStatus, any Error>
+        do {
+            result = .success(try await client.execute(HTTPClientRequest(url: url), timeout: timeout).status)
+        } catch {
+            result = .failure(error)
+        }
+        try? await client.shutdown()
+        return try result.get()
     }
 
     /// Where to reach a server listening on `host`: a wildcard address is reached on loopback.

@@ -310,9 +310,12 @@ import Testing
         let ready = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url], in: directory)
         #expect(ready.status == 0 && ready.stdout.contains("ready"), "\(ready.stderr)")
         _ = await herald.stop()
-        let down = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url, "--timeout", "2"], in: directory)
+        // A refused connection is the answer: it does not wait out the timeout.
+        let started = ContinuousClock.now
+        let down = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", herald.url, "--timeout", "30"], in: directory)
         #expect(down.status == 1)
         #expect(down.stderr.contains("is not reachable"), "\(down.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(20), "a refused connection ended the probe")
         // A wait longer than an hour is a typo, not a probe (a huge one kept retrying the connection).
         for given in [["--timeout", "0"], ["--timeout=-5"], ["--timeout", "9223372036854775807"]] {
             let odd = try await runCommand(
