@@ -73,12 +73,15 @@ struct LoadRun {
         print(String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors))
         if let firstError = state.firstError {
             FileHandle.standardError.write(Data("notifsim: error: \(firstError)\n".utf8))
-            throw ExitCodeError()
+            throw LoadRun.Failed()
         }
     }
 }
 
-struct ExitCodeError: Error {}
+extension LoadRun {
+    /// Some requests failed; the first one's error has been written to standard error.
+    struct Failed: Error {}
+}
 
 extension Duration {
     var seconds: Double {

@@ -121,8 +121,12 @@ struct NotifSim: AsyncParsableCommand {
         } else if count == 1 {
             try await sendOne(client)
         } else {
-            try await LoadRun(count: count, concurrency: concurrency, rate: rate).run { index in
-                try await client.send(payload(index: index))
+            do {
+                try await LoadRun(count: count, concurrency: concurrency, rate: rate).run { index in
+                    try await client.send(payload(index: index))
+                }
+            } catch is LoadRun.Failed {
+                throw ExitCode.failure
             }
         }
     }

@@ -232,6 +232,15 @@ import Testing
         let unreachable = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", key], in: directory)
         #expect(unreachable.status != 0)
         #expect(unreachable.stderr.contains("cannot reach Herald"), "\(unreachable.stderr)")
+        // In load mode too: one line naming the first error, the exit status, and no waiting out a
+        // connect timeout per request (50 requests took 35 s).
+        let started = ContinuousClock.now
+        let unreachableLoad = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "u1", "--count", "50", "--url", herald.url, "--key", key], in: directory)
+        #expect(unreachableLoad.status == 1 && unreachableLoad.stdout.contains("errors 50"), "\(unreachableLoad.stdout)")
+        #expect(unreachableLoad.stderr.contains("notifsim: error: cannot reach Herald"), "\(unreachableLoad.stderr)")
+        #expect(!unreachableLoad.stderr.contains("Error:"), "only notifsim's own line: \(unreachableLoad.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(20))
 
         // A rate whose interval a Duration cannot hold (1e-300 a second) once trapped notifsim.
         for rate in ["1e-300", "0", "nan", "inf"] {
