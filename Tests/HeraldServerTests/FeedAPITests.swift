@@ -46,6 +46,29 @@ import Testing
         }
     }
 
+    /// Region codes are letters whose case means nothing (ISO 3166, BCP 47): a device asking for
+    /// `qc` is in Quebec, a message for `on` is Ontario's, and `"ca"` is every region. The codes
+    /// are answered as the communicator wrote them.
+    @Test func regionCodesMatchInEitherLetterCase() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            _ = try await post(client, herald.admin, ["title": "quebec", "priority": 3, "target_regions": ["QC"]])
+            _ = try await post(client, herald.admin, ["title": "ontario", "priority": 2, "target_regions": ["on"]])
+            _ = try await post(client, herald.admin, ["title": "everyone", "priority": 1, "target_regions": ["ca"]])
+            let lower = try await client.call(.get, "/feed/index.json?region=qc", headers())
+            #expect(titles(lower) == ["quebec", "everyone"])
+            let upper = try await client.call(.get, "/feed/index.json?region=QC", headers())
+            #expect(titles(upper) == ["quebec", "everyone"])
+            #expect(lower.headers[.eTag] == upper.headers[.eTag], "one query, one document")
+            #expect(titles(try await client.call(.get, "/feed/index.json?region=On", headers())) == ["ontario", "everyone"])
+            #expect(titles(try await client.call(.get, "/feed/index.json?region=BC", headers())) == ["everyone"])
+            let ontario = (try await client.call(.get, "/feed/index.json?region=ON", headers()).object["messages"] as? [[String: Any]])?.first
+            #expect(ontario?["target_regions"] as? [String] == ["on"], "stored and answered as sent")
+            let next = try await client.call(.get, "/feed/next?region=qC", headers())
+            #expect(next.object["title"] as? String == "quebec")
+        }
+    }
+
     @Test func etagGives304UntilTheFeedChanges() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in

@@ -54,11 +54,15 @@ extension FeedStore {
 
 /// Who is asking the feed: both filters are optional.
 public struct FeedQuery: Sendable, Hashable {
-    public var region: String?
+    /// Kept as ``RegionCode/folded(_:)`` gives it, so `qc` and `QC` are one query (and one
+    /// cached document).
+    public var region: String? {
+        didSet { region = region.map(RegionCode.folded) }
+    }
     public var version: SemanticVersion?
 
     public init(region: String? = nil, version: SemanticVersion? = nil) {
-        self.region = region
+        self.region = region.map(RegionCode.folded)
         self.version = version
     }
 }

@@ -2,12 +2,21 @@ public import Foundation
 import Synchronization
 
 /// The feed as served: an in-memory copy rebuilt when messages change, so no request touches
-/// the database. Eligibility (SPEC §6): not expired, region matches (`"CA"` is every region),
-/// and the version satisfies the message's range.
+/// the database. Eligibility (SPEC §6): not expired, region matches (`"CA"` is every region; codes
+/// in either letter case), and the version satisfies the message's range.
 public final class FeedSnapshot: Sendable {
     struct Entry: Sendable {
         var message: FeedMessage
         var range: VersionRange?
+        /// The message's regions as ``RegionCode/folded(_:)`` gives them; nil for every region.
+        var regions: Set<String>?
+
+        init(_ message: FeedMessage) {
+            self.message = message
+            range = message.targetVersion.flatMap { try? VersionRange($0) }
+            let regions = Set(message.targetRegions.map(RegionCode.folded))
+            self.regions = regions.contains(FeedMessage.everyRegion) ? nil : regions
+        }
     }
 
     private let state = Mutex<(entries: [Entry], generation: UInt64)>(([], 0))
@@ -19,7 +28,7 @@ public final class FeedSnapshot: Sendable {
     /// Replaces the snapshot with the store's current messages.
     public func reload(from store: any FeedStore) async throws {
         let messages = try await store.feedMessages()
-        let fresh = messages.map { Entry(message: $0, range: $0.targetVersion.flatMap { try? VersionRange($0) }) }
+        let fresh = messages.map(Entry.init)
         state.withLock { $0 = (fresh, $0.generation &+ 1) }
         reloads.send(())
     }
@@ -34,7 +43,7 @@ public final class FeedSnapshot: Sendable {
             .filter { entry in
                 let m = entry.message
                 guard now < m.expiresAt else { return false }
-                if let region = query.region, !m.targetRegions.contains(FeedMessage.everyRegion), !m.targetRegions.contains(region) { return false }
+                if let region = query.region, let regions = entry.regions, !regions.contains(region) { return false }
                 if let version = query.version, let range = entry.range, !range.isSatisfied(by: version) { return false }
                 return true
             }
