@@ -273,6 +273,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
+                "HeraldCore",
                 "HeraldServer",
                 "HeraldFCMEmulator",
                 "HeraldWebPushEmulator",

@@ -40,7 +40,7 @@ struct EchoServer: AsyncParsableCommand {
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
-                FileHandle.standardOutput.write(Data("echo listening on http://127.0.0.1:\(channel.localAddress?.port ?? 0)\n".utf8))
+                StandardStream.output.write("echo listening on http://127.0.0.1:\(channel.localAddress?.port ?? 0)\n")
             },
             logger: logger
         )

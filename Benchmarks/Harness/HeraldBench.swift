@@ -444,6 +444,6 @@ struct Run: AsyncParsableCommand {
     }
 
     func progress(_ line: String) {
-        FileHandle.standardError.write(Data("herald-bench: \(line)\n".utf8))
+        StandardStream.error.write("herald-bench: \(line)\n")
     }
 }

@@ -11,7 +11,7 @@ public struct ConsoleSink: NotificationSink {
     public let providers: DeviceProviders = .all
     private let write: @Sendable (String) -> Void
 
-    public init(name: String = "console", write: @escaping @Sendable (String) -> Void = { print($0) }) {
+    public init(name: String = "console", write: @escaping @Sendable (String) -> Void = StandardStream.output.line) {
         self.name = name
         self.write = write
     }

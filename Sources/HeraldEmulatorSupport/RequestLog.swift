@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Where an emulator prints a line per request it answers, or nothing. When quiet the line is
 /// not even built: in a load test the emulator shares the cores with what it measures.
@@ -14,7 +15,7 @@ public struct RequestLog: Sendable {
 
     /// Each line to standard output, unless `quiet`.
     public static func standardOutput(quiet: Bool) -> RequestLog {
-        quiet ? .quiet : RequestLog { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        quiet ? .quiet : RequestLog { line in StandardStream.output.line(line) }
     }
 
     public func callAsFunction(_ line: @autoclosure () -> String) {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldAPNsEmulator
+import HeraldCore
 import HeraldEmulatorSupport
 
 struct APNsEmulatorCommand: AsyncParsableCommand {
@@ -56,9 +57,9 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
                 if let caFile { try emulator.certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
                 if let keyFile { try emulator.providerKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8) }
             } catch {
-                FileHandle.standardError.write(Data("herald: error: cannot write the emulator's files: \(error)\n".utf8))
+                StandardStream.error.write("herald: error: cannot write the emulator's files: \(error)\n")
             }
-            FileHandle.standardOutput.write(Data("APNs emulator listening on https://\(host):\(port)\n".utf8))
+            StandardStream.output.write("APNs emulator listening on https://\(host):\(port)\n")
         }
     }
 }

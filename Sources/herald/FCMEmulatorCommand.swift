@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import HeraldEmulatorSupport
 import HeraldFCMEmulator
 
@@ -60,9 +61,9 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
                     try certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
                 }
             } catch {
-                FileHandle.standardError.write(Data("herald: error: cannot write the emulator's files: \(error)\n".utf8))
+                StandardStream.error.write("herald: error: cannot write the emulator's files: \(error)\n")
             }
-            FileHandle.standardOutput.write(Data("FCM emulator listening on \(emulator.baseURL)\n".utf8))
+            StandardStream.output.write("FCM emulator listening on \(emulator.baseURL)\n")
         }
     }
 }

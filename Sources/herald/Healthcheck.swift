@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import HeraldServer
 import NIOCore
 import NIOHTTP1
@@ -39,11 +40,11 @@ struct Healthcheck: AsyncParsableCommand {
         do {
             status = try await Self.probe(base + "/health/ready", timeout: .seconds(timeout))
         } catch {
-            FileHandle.standardError.write(Data("herald healthcheck: \(base) is not reachable: \(error)\n".utf8))
+            StandardStream.error.write("herald healthcheck: \(base) is not reachable: \(error)\n")
             throw ExitCode(1)
         }
         guard status == .ok else {
-            FileHandle.standardError.write(Data("herald healthcheck: \(base) answered \(status.code)\n".utf8))
+            StandardStream.error.write("herald healthcheck: \(base) answered \(status.code)\n")
             throw ExitCode(1)
         }
         print("ready")

@@ -21,6 +21,10 @@ struct Herald: AsyncParsableCommand {
     static func main() async {
         if let problem = CommandLineText.problem() { Self.exit(withError: ValidationError(problem)) }
         await Self.main(nil)
+        if let problem = StandardStream.flushPrinted() {
+            StandardStream.error.line("herald: error: \(problem)")
+            Self.exit(withError: ExitCode(74))
+        }
     }
 }
 
@@ -65,7 +69,7 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as HeraldError {
-        FileHandle.standardError.write(Data("herald: error: \(error.message)\n".utf8))
+        StandardStream.error.write("herald: error: \(error.message)\n")
         throw ExitCode.failure
     }
 }
@@ -95,7 +99,7 @@ struct Serve: AsyncParsableCommand {
         try await server.run { port in
             // Scripts and tests read this line to learn the port (with --port 0); written
             // unbuffered so a pipe sees it at once.
-            FileHandle.standardOutput.write(Data("Herald listening on http://\(host):\(port)\n".utf8))
+            StandardStream.output.write("Herald listening on http://\(host):\(port)\n")
         }
     }
 }

@@ -68,7 +68,7 @@ struct Keys: AsyncParsableCommand {
             let store = try await common.openStore()
             let revoked = try await reportingErrors { try await store.revokeKey(id: keyID, at: Date()) }
             guard revoked else {
-                FileHandle.standardError.write(Data("herald: error: no active key with id \(id)\n".utf8))
+                StandardStream.error.write("herald: error: no active key with id \(id)\n")
                 throw ExitCode.failure
             }
             print("revoked \(id)")

@@ -26,7 +26,7 @@ struct UserTokenCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
         guard let secret = configuration.userTokenSecret, secret.utf8.count >= UserTokenVerifier.minimumSecretBytes else {
-            FileHandle.standardError.write(Data("herald: error: user_token_secret (HERALD_USER_TOKEN_SECRET) of at least 32 bytes is required\n".utf8))
+            StandardStream.error.write("herald: error: user_token_secret (HERALD_USER_TOKEN_SECRET) of at least 32 bytes is required\n")
             throw ExitCode.failure
         }
         print(try await UserTokenVerifier(secret: secret).sign(userID: userID, expires: Date().addingTimeInterval(TimeInterval(ttl))))

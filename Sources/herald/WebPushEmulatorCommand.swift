@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import HeraldEmulatorSupport
 import HeraldWebPushEmulator
 
@@ -44,10 +45,10 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
                         withJSONObject: emulator.subscribe("browser-1"), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                     try data.write(to: URL(fileURLWithPath: file))
                 } catch {
-                    FileHandle.standardError.write(Data("herald: error: cannot write \(file): \(error)\n".utf8))
+                    StandardStream.error.write("herald: error: cannot write \(file): \(error)\n")
                 }
             }
-            FileHandle.standardOutput.write(Data("Web Push emulator listening on http://\(host):\(port)\n".utf8))
+            StandardStream.output.write("Web Push emulator listening on http://\(host):\(port)\n")
         }
     }
 }

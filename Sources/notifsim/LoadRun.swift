@@ -28,7 +28,7 @@ struct LoadRun {
             let state = progress.state.withLock { $0 }
             let elapsed = (ContinuousClock.now - start).seconds
             let line = String(format: "sent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors)
-            FileHandle.standardError.write(Data((lead + line + trail).utf8))
+            StandardStream.error.write(lead + line + trail)
         }
         let reporter = Task {
             while (try? await Task.sleep(for: .milliseconds(500))) != nil { report() }
@@ -67,12 +67,12 @@ struct LoadRun {
         reporter.cancel()
         await reporter.value
         report()
-        if trail.isEmpty { FileHandle.standardError.write(Data("\n".utf8)) }
+        if trail.isEmpty { StandardStream.error.write("\n") }
         let state = progress.state.withLock { $0 }
         let elapsed = (ContinuousClock.now - start).seconds
         print(String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors))
         if let firstError = state.firstError {
-            FileHandle.standardError.write(Data("notifsim: error: \(firstError)\n".utf8))
+            StandardStream.error.write("notifsim: error: \(firstError)\n")
             throw LoadRun.Failed()
         }
     }

@@ -25,6 +25,10 @@ struct NotifSim: AsyncParsableCommand {
     static func main() async {
         if let problem = CommandLineText.problem() { Self.exit(withError: ValidationError(problem)) }
         await Self.main(nil)
+        if let problem = StandardStream.flushPrinted() {
+            StandardStream.error.line("notifsim: error: \(problem)")
+            Self.exit(withError: ExitCode(74))
+        }
     }
 
     @Option(name: .short, help: "User id to send to (repeat for several; default $HERALD_NOTIFSIM_USER).")
@@ -136,7 +140,7 @@ struct NotifSim: AsyncParsableCommand {
         do {
             receipt = try await client.send(payload(index: nil))
         } catch let error as HeraldClient.Failure {
-            FileHandle.standardError.write(Data("notifsim: error: \(error.description)\n".utf8))
+            StandardStream.error.write("notifsim: error: \(error.description)\n")
             throw ExitCode.failure
         }
         print(receipt.id)
@@ -160,7 +164,7 @@ struct NotifSim: AsyncParsableCommand {
         do {
             answer = try await client.dryRun(payload(index: nil))
         } catch let error as HeraldClient.Failure {
-            FileHandle.standardError.write(Data("notifsim: error: \(error.description)\n".utf8))
+            StandardStream.error.write("notifsim: error: \(error.description)\n")
             throw ExitCode.failure
         }
         print("dry run: nothing was stored or sent")

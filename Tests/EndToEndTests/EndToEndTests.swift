@@ -55,6 +55,28 @@ import Testing
         #expect(list.status == 0 && !list.stdout.contains("caf"), "no key named caf\u{FFFD}: \(list.stdout)")
     }
 
+    /// The console sink's line for a push reaches a file (or a pipe, a container's log) while
+    /// Herald runs: through `print` it waited in a block buffer until kilobytes more came or the
+    /// process exited.
+    @Test func consoleSinkLinesReachAFileAsPushesHappen() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], environment: ["HERALD_SINKS_CONSOLE_ENABLED": "true"], in: directory)
+        let (registered, _) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications/register", key: key, user: "watched", body: #"{"fcm_token":"console-token"}"#)
+        #expect(registered == 200)
+        let (sent, _) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: key, body: #"{"type":"generic","title":"Seen at once","user_ids":["watched"]}"#)
+        #expect(sent == 202)
+        var line: Substring?
+        for _ in 0..<100 {
+            line = herald.output.stdout.split(separator: "\n").first { $0.hasPrefix("[console]") }
+            if line != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(line?.contains("user watched") == true && line?.contains("\"Seen at once\"") == true, "stdout: \(herald.output.stdout)")
+        await herald.expectCleanStop()
+    }
+
     @Test func notifsimSendsAndTheItemAppearsInHistory() async throws {
         let key = try await createKey("backend")
         let herald = try await RunningHerald(arguments: ["--database", database, "--public-base-url", "https://pong.example"], in: directory)
@@ -313,6 +335,19 @@ import Testing
         #expect(badRole.stderr.contains("admin, communicator, backend"))
     }
 
+    /// A command whose output cannot be written (a full disk) says so and exits 74 (EX_IOERR):
+    /// `keys create` exited 0 with the secret it shows only once lost, and a line to standard
+    /// error through Foundation's FileHandle trapped the process.
+    @Test func aCommandWhoseOutputIsLostDoesNotExitZero() async throws {
+        let created = try await runCommand(
+            "/bin/sh", ["-c", #"exec "$0" keys create --role backend --name lost --database "$1" >/dev/full"#, Binaries.path("herald"), database],
+            in: directory)
+        #expect(created.status == 74 && created.stderr.contains("cannot write standard output"), "\(created.status) \(created.stderr)")
+        let noKey = try await runCommand(
+            "/bin/sh", ["-c", #"exec "$0" -u u1 --url http://127.0.0.1:1 --key k 2>/dev/full"#, Binaries.path("notifsim")], in: directory)
+        #expect(noKey.status == 1, "notifsim's error line to a full disk is dropped, not a trap: \(noKey.status)")
+    }
+
     /// `herald healthcheck` answers 0 only for a ready server, with one line otherwise.
     @Test func healthcheckTellsReadyFromUnreachable() async throws {
         let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
@@ -325,6 +360,11 @@ import Testing
         #expect(down.status == 1)
         #expect(down.stderr.contains("is not reachable"), "\(down.stderr)")
         #expect(ContinuousClock.now - started < .seconds(20), "a refused connection ended the probe")
+        // Its line to a full disk is dropped; the exit status still tells (Foundation's
+        // FileHandle.write trapped on ENOSPC: exit 132).
+        let full = try await runCommand(
+            "/bin/sh", ["-c", #"exec "$0" healthcheck --url "$1" 2>/dev/full"#, Binaries.path("herald"), herald.url], in: directory)
+        #expect(full.status == 1, "\(full.status) \(full.stderr)")
         // A wait longer than an hour is a typo, not a probe (a huge one kept retrying the connection).
         for given in [["--timeout", "0"], ["--timeout=-5"], ["--timeout", "9223372036854775807"]] {
             let odd = try await runCommand(

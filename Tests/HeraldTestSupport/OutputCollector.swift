@@ -12,8 +12,8 @@ public final class OutputCollector: Sendable {
     public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-output-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("stdout").path, contents: nil)
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("stdout").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr").path, contents: nil)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
