@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldServer
+import Synchronization
 
 @main
 struct Herald: AsyncParsableCommand {
@@ -96,10 +97,20 @@ struct Serve: AsyncParsableCommand {
         let configuration = try await reportingErrors { try await common.load(extra: extra) }
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let host = configuration.host
-        try await server.run { port in
-            // Scripts and tests read this line to learn the port (with --port 0); written
-            // unbuffered so a pipe sees it at once.
-            StandardStream.output.write("Herald listening on http://\(host):\(port)\n")
+        let listening = Atomic(false)
+        do {
+            try await server.run { port in
+                listening.store(true, ordering: .relaxed)
+                // Scripts and tests read this line to learn the port (with --port 0); written
+                // unbuffered so a pipe sees it at once.
+                StandardStream.output.write("Herald listening on http://\(host):\(port)\n")
+            }
+        } catch  where !listening.load(ordering: .relaxed) {
+            // A port in use or a host that is not this machine's: say which setting, not NIO's
+            // `bind(descriptor:ptr:bytes:)`.
+            StandardStream.error.line(
+                "herald: error: cannot listen on \(host) port \(configuration.port) (host, port; HERALD_HOST, HERALD_PORT; --host, --port): \(error)")
+            throw ExitCode.failure
         }
     }
 }

@@ -333,6 +333,16 @@ import Testing
         let badRole = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "root", "--database", database], in: directory)
         #expect(badRole.status != 0)
         #expect(badRole.stderr.contains("admin, communicator, backend"))
+        // A log level swift-log does not name was ignored (the server ran at info).
+        let badLevel = try await runCommand(Binaries.path("herald"), ["migrate", "--database", database, "--log-level", "loud"], in: directory)
+        #expect(badLevel.status == 1 && badLevel.stderr.contains("herald: error: log_level must be one of trace,"), "\(badLevel.stderr)")
+        // A port another process holds: which settings to change, not NIO's bind(2) wrapper.
+        let holder = try await RunningHerald(arguments: ["--database", database], in: directory)
+        let taken = try await runCommand(
+            Binaries.path("herald"), ["serve", "--port", String(holder.port), "--database", database], in: directory, timeout: .seconds(20))
+        #expect(taken.status == 1 && taken.stderr.contains("herald: error: cannot listen on 127.0.0.1 port \(holder.port) (host, port;"), "\(taken.stderr)")
+        #expect(!taken.stderr.contains("\nError:"), "\(taken.stderr)")
+        await holder.expectCleanStop()
     }
 
     /// A command whose output cannot be written (a full disk) says so and exits 74 (EX_IOERR):

@@ -30,6 +30,7 @@ public struct HeraldConfiguration: Sendable {
     /// always there and are not listed.
     public var sinks: [SinkInstance] = []
     public var logLevel: String = "info"
+    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
     /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
     /// it; after it, what is left is cancelled and stays leased until another worker retries it.
     public var shutdownTimeout: Duration = .seconds(30)
@@ -120,7 +121,10 @@ public struct HeraldConfiguration: Sendable {
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)
         guard (1...10_000).contains(delivery.batchSize) else { throw Self.invalid("delivery.batch_size", "must be 1-10000") }
-        logLevel = try reader.requiredString(forKey: "log_level", default: logLevel)
+        logLevel = try reader.requiredString(forKey: "log_level", default: logLevel).lowercased()
+        // swift-log's names, in either case (`DEBUG` is common in environments); anything else
+        // was ignored, leaving `info` without a word.
+        guard Self.logLevels.contains(logLevel) else { throw Self.invalid("log_level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
         let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
         guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
         shutdownTimeout = .saturating(seconds: shutdown)
