@@ -269,6 +269,32 @@ import Testing
         #expect(try await HeraldConfiguration.load(configFile: nil, environment: [:]).sinks.contains { $0.name == "fcm" } == false)
     }
 
+    /// A key in the file that Herald never reads is refused, naming it: a misspelt key, or a
+    /// section given a value, was ignored and the default stayed in force. Sinks' sections are
+    /// their types' own (a plugin's included) and are not checked here.
+    @Test(arguments: [
+        ("delivery:\n  wrokers: 8\n", "delivery.wrokers"),
+        ("delivery: 5\n", "delivery"),
+        ("port: 8080\nlogLevel: debug\n", "logLevel"),
+        ("server:\n  idle_timeout: 30\n  max_conections: 10\n", "server.max_conections"),
+    ])
+    func keysHeraldDoesNotReadAreRefusedNamingTheKey(_ yaml: String, _ key: String) async throws {
+        let directory = try TestResources.temporaryDirectory("herald-unknown-key")
+        let file = directory.appendingPathComponent("herald.yaml")
+        try Data(yaml.utf8).write(to: file)
+        do {
+            _ = try await HeraldConfiguration.load(configFile: file.path, environment: [:])
+            Issue.record("\(yaml) was accepted")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_config")
+            #expect(error.message.hasPrefix("\(key) in \(file.path) is not a setting Herald has"), "\(error.message)")
+        }
+        let known = "delivery:\n  workers: 3\nrouting: []\ntypes:\n  extra: [digest]\nsinks:\n  console:\n    enabled: true\n    own_key: 1\n"
+        try Data(known.utf8).write(to: file)
+        let configuration = try await HeraldConfiguration.load(configFile: file.path, environment: [:])
+        #expect(configuration.delivery.workers == 3 && configuration.extraTypes == ["digest"])
+    }
+
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }

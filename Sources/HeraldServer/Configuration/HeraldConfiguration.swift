@@ -163,8 +163,15 @@ public struct HeraldConfiguration: Sendable {
     /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),
     /// including the sink instances declared in the file.
     public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
-        let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment)
-        return try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
+        let read = ReadConfigurationKeys()
+        let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment, accessReporter: read)
+        let configuration = try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
+        if let configFile,
+            let unknown = ConfigurationFileKeys.keys(inFile: configFile).first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) })
+        {
+            throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
+        }
+        return configuration
     }
 
     /// The names under `sinks:` in a YAML file, in file order.
@@ -190,7 +197,10 @@ extension HeraldConfiguration {
     /// Builds the layered reader: `overrides` (command-line options), then `HERALD_*`
     /// environment variables, then the YAML file at `configFile` (if it exists), then
     /// `GOOGLE_APPLICATION_CREDENTIALS` as `fcm.credentials`, then defaults.
-    public static func reader(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> ConfigReader {
+    /// - Parameter accessReporter: told of every key read.
+    public static func reader(
+        configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil, accessReporter: (any AccessReporter)? = nil
+    ) async throws -> ConfigReader {
         var providers: [any ConfigProvider] = []
         if !overrides.isEmpty {
             // Command-line values are text, like environment values: serving them through the
@@ -218,7 +228,7 @@ extension HeraldConfiguration {
         if !google.isEmpty {
             providers.append(EnvironmentVariablesProvider(environmentVariables: ["FCM_CREDENTIALS": google]))
         }
-        return ConfigReader(providers: providers)
+        return ConfigReader(providers: providers, accessReporter: accessReporter)
     }
 }
 
