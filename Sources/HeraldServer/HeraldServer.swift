@@ -138,6 +138,9 @@ public struct HeraldServer: Sendable {
                 )
                 built.append(try await factory.makeSink(context))
             }
+            if let check = configuration.unreadSinkKeys, let unread = check.first(among: configuration.sinks.map(\.name)) {
+                throw HeraldConfiguration.invalid(unread, "in \(check.file) is not a setting of its sink's type (misspelt?)")
+            }
         } catch {
             await shutDown(built)
             throw error

@@ -70,13 +70,11 @@ import Yams
         // The image's WORKDIR and volume are a fresh folder here; its environment is the image's,
         // except that the port is a free one and the listener stays on loopback.
         let directory = try TestResources.temporaryDirectory("herald-image")
-        let port = try Loopback.freePort()
         var env = environment.mapValues { $0.replacingOccurrences(of: workdir, with: directory.path) }
         env["HERALD_HOST"] = "127.0.0.1"
-        env["HERALD_PORT"] = String(port)
-        let herald = try await RunningHerald(
-            executable: Binaries.path(entrypoint[0]), arguments: Array(entrypoint.dropFirst()) + command, environment: env, in: directory)
-        #expect(herald.port == port)
+        let herald = try await Self.startOnFreePort(
+            Binaries.path(entrypoint[0]), arguments: Array(entrypoint.dropFirst()) + command, environment: &env, in: directory)
+        #expect(env["HERALD_PORT"] == String(herald.port))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "HERALD_DATABASE put SQLite in the volume")
         #expect(try await Self.status("\(herald.url)/openapi.yaml") == 200, "the resource bundle beside the binary is found")
 
@@ -133,11 +131,9 @@ import Yams
         let image = try Dockerfile(text: try Self.text("Dockerfile")).stages.last?.environment ?? [:]
         let published = try #require((heraldService["ports"] as? [String])?.first?.split(separator: ":").last.map(String.init))
         #expect(published == image["HERALD_PORT"], "compose publishes the port the image listens on")
-        let port = try Loopback.freePort()
         env = image.merging(env) { _, compose in compose }
         env["HERALD_HOST"] = "127.0.0.1"
-        env["HERALD_PORT"] = String(port)
-        let herald = try await RunningHerald(executable: Binaries.path("herald"), arguments: ["serve"], environment: env, in: directory)
+        let herald = try await Self.startOnFreePort(Binaries.path("herald"), arguments: ["serve"], environment: &env, in: directory)
         #expect(try await Self.status("\(herald.url)/health/ready") == 200, "migrated its PostgreSQL database and is ready")
         #expect(
             try await Self.status("\(herald.url)/api/content/pending", key: secrets["HERALD_BOOTSTRAP_ADMIN_KEY"]) == 200, "the bootstrap key is an admin key")
@@ -147,6 +143,23 @@ import Yams
         let drain = try #require(env["HERALD_SHUTDOWN_TIMEOUT"].flatMap(Double.init))
         #expect(grace > drain, "stop_grace_period \(grace) s outlasts the \(drain) s drain")
         await herald.expectCleanStop(timeout: .seconds(grace), "SIGTERM drains within stop_grace_period")
+    }
+
+    /// Starts `executable` with `HERALD_PORT` set in `environment` to a free port. A port free a
+    /// moment ago may be taken by a parallel test before Herald binds it (it once was): then
+    /// another one, up to three.
+    static func startOnFreePort(
+        _ executable: String, arguments: [String], environment: inout [String: String], in directory: URL
+    ) async throws -> RunningHerald {
+        var attempts = 1
+        while true {
+            environment["HERALD_PORT"] = String(try Loopback.freePort())
+            do {
+                return try await RunningHerald(executable: executable, arguments: arguments, environment: environment, in: directory)
+            } catch let error as RunningHerald.StartError where attempts < 3 && error.output.contains("cannot listen on") {
+                attempts += 1
+            }
+        }
     }
 
     /// `45s`, `1m30s`, `90` as seconds.
@@ -241,13 +254,11 @@ import Yams
         env["HERALD_USER_TOKEN_SECRET"] = String(repeating: "cd", count: 32)
         let configText = try #require(configData["herald.yaml"])
         let configured = try #require(try Yams.load(yaml: configText) as? [String: Any])
-        let port = try Loopback.freePort()
         let containerPort = try #require((container["ports"] as? [[String: Any]])?.first { $0["name"] as? String == "http" }?["containerPort"] as? Int)
         #expect(containerPort == configured["port"] as? Int, "the container port is the one herald.yaml listens on")
-        env["HERALD_PORT"] = String(port)
         env["HERALD_HOST"] = "127.0.0.1"
         env["HERALD_FCM_ENDPOINT"] = emulator.url
-        let herald = try await RunningHerald(executable: Binaries.path("herald"), arguments: arguments, environment: env, in: root)
+        let herald = try await Self.startOnFreePort(Binaries.path("herald"), arguments: arguments, environment: &env, in: root)
         for probe in ["livenessProbe", "readinessProbe"] {
             let get = try #require((container[probe] as? [String: Any])?["httpGet"] as? [String: Any])
             #expect(get["port"] as? String == "http")

@@ -295,6 +295,30 @@ import Testing
         #expect(configuration.delivery.workers == 3 && configuration.extraTypes == ["digest"])
     }
 
+    /// A key in a built sink's section that its factory does not read is refused when the
+    /// server starts, naming it; a disabled instance's section is not checked.
+    @Test(arguments: [
+        ("sinks:\n  console:\n    enabled: true\n    colour: true\n", "sinks.console.colour"),
+        (
+            "sinks:\n  hook:\n    type: webhook\n    url: http://127.0.0.1:9/x\n    secret: long-enough-secret\n    match:\n      typs: [violation]\n",
+            "sinks.hook.match.typs"
+        ),
+        ("sinks:\n  console:\n    enabled: false\n    colour: true\n", nil),
+    ])
+    func sinkKeysNoFactoryReadsAreRefusedNamingTheKey(_ yaml: String, _ key: String?) async throws {
+        let directory = try TestResources.temporaryDirectory("herald-sink-key")
+        let file = directory.appendingPathComponent("herald.yaml")
+        try Data(yaml.utf8).write(to: file)
+        let configuration = try await HeraldConfiguration.load(configFile: file.path, environment: [:])
+        do {
+            let server = try await HeraldServer.start(Self.inMemory(configuration))
+            await server.close()
+            #expect(key == nil, "\(yaml) was accepted")
+        } catch let error as HeraldError {
+            #expect(key.map { error.message.hasPrefix("\($0) in \(file.path) is not a setting of its sink's type") } == true, "\(error.message)")
+        }
+    }
+
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }

@@ -45,3 +45,29 @@ final class ReadConfigurationKeys: AccessReporter {
 
     func contains(_ key: String) -> Bool { keys.withLock { $0.contains(key) } }
 }
+
+/// The keys a configuration file sets in sinks' sections, checked once the sinks are built:
+/// each factory reads its own keys then, so a key none of them read (`sinks.fcm.max_concurency`)
+/// is a misspelling. Sections of instances not built (`enabled: false`) are not checked.
+final class UnreadSinkKeys: Sendable {
+    let file: String
+    private let keys: [String]
+    private let read: ReadConfigurationKeys
+
+    init(file: String, keys: [String], read: ReadConfigurationKeys) {
+        self.file = file
+        self.keys = keys.filter(ConfigurationFileKeys.isSinkKey)
+        self.read = read
+    }
+
+    /// The first key in the sections of `instances` that no one read. The `fcm:` section is an
+    /// alias of `sinks.fcm`, read under either spelling.
+    func first(among instances: [String]) -> String? {
+        keys.first { key in
+            let canonical = key.hasPrefix("fcm.") ? "sinks." + key : key
+            guard let name = instances.first(where: { canonical.hasPrefix("sinks.\($0).") }) else { return false }
+            let alias = name == "fcm" ? "fcm." + canonical.dropFirst("sinks.fcm.".count) : canonical
+            return !read.contains(canonical) && !read.contains(alias)
+        }
+    }
+}

@@ -30,6 +30,8 @@ public struct HeraldConfiguration: Sendable {
     /// always there and are not listed.
     public var sinks: [SinkInstance] = []
     public var logLevel: String = "info"
+    /// The file's keys in sinks' sections, to check once the sinks are built.
+    var unreadSinkKeys: UnreadSinkKeys?
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
     /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
     /// it; after it, what is left is cancelled and stays leased until another worker retries it.
@@ -165,11 +167,13 @@ public struct HeraldConfiguration: Sendable {
     public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
         let read = ReadConfigurationKeys()
         let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment, accessReporter: read)
-        let configuration = try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
-        if let configFile,
-            let unknown = ConfigurationFileKeys.keys(inFile: configFile).first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) })
-        {
-            throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
+        var configuration = try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
+        if let configFile {
+            let keys = ConfigurationFileKeys.keys(inFile: configFile)
+            if let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
+                throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
+            }
+            configuration.unreadSinkKeys = UnreadSinkKeys(file: configFile, keys: keys, read: read)
         }
         return configuration
     }
