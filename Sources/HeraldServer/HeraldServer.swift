@@ -138,8 +138,13 @@ public struct HeraldServer: Sendable {
                 )
                 built.append(try await factory.makeSink(context))
             }
-            if let check = configuration.unreadSinkKeys, let unread = check.first(among: configuration.sinks.map(\.name)) {
-                throw HeraldConfiguration.invalid(unread, "in \(check.file) is not a setting of its sink's type (misspelt?)")
+            let instances = configuration.sinks.map(\.name)
+            if let check = configuration.unread, let file = check.file, let unread = check.firstSinkKey(among: instances) {
+                throw HeraldConfiguration.invalid(unread, "in \(file) is not a setting of its sink's type (misspelt?)")
+            }
+            // A warning, not a refusal: the environment is shared with other programs.
+            for name in configuration.unread?.environmentVariables(among: instances) ?? [] {
+                logger.warning("\(name) is set, but no setting reads it (misspelt?): ignored")
             }
         } catch {
             await shutDown(built)

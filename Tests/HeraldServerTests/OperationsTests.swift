@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
 import JWTKit
 import NIOCore
 import Testing
+
+@testable import HeraldServer
 
 @Suite(.cleansUp) struct OperationsTests {
     @Test func healthProbes() async throws {
@@ -317,6 +318,22 @@ import Testing
         } catch let error as HeraldError {
             #expect(key.map { error.message.hasPrefix("\($0) in \(file.path) is not a setting of its sink's type") } == true, "\(error.message)")
         }
+    }
+
+    /// A `HERALD_*` variable that no setting reads is named in a warning at start (the environment
+    /// is shared, so not refused); the tools' own variables, and a sink's that is not built, are not.
+    @Test func environmentVariablesNoSettingReadsAreNamed() async throws {
+        let environment = [
+            "HERALD_DELIVERY_WROKERS": "3", "HERALD_DELIVERY_WORKERS": "3", "HERALD_API_KEY": "hk_x", "HERALD_CONFIG": "x.yaml",
+            "HERALD_SINKS_CONSOLE_ENABLED": "true", "HERALD_SINKS_CONSOLE_COLOUR": "red", "HERALD_SINKS_PAGER_URL": "http://x",
+            "HERALD_FCM_ENDPOINT": "http://x",
+        ]
+        let configuration = try await HeraldConfiguration.load(configFile: nil, environment: environment)
+        #expect(configuration.delivery.workers == 3)
+        let server = try await HeraldServer.start(Self.inMemory(configuration))
+        await server.close()
+        let named = configuration.unread?.environmentVariables(among: configuration.sinks.map(\.name))
+        #expect(named == ["HERALD_DELIVERY_WROKERS", "HERALD_SINKS_CONSOLE_COLOUR"])
     }
 
     @Test func missingConfigFileIsAClearError() async throws {

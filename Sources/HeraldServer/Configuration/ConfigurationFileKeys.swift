@@ -44,30 +44,55 @@ final class ReadConfigurationKeys: AccessReporter {
     }
 
     func contains(_ key: String) -> Bool { keys.withLock { $0.contains(key) } }
+
+    var all: Set<String> { keys.withLock { $0 } }
 }
 
-/// The keys a configuration file sets in sinks' sections, checked once the sinks are built:
-/// each factory reads its own keys then, so a key none of them read (`sinks.fcm.max_concurency`)
-/// is a misspelling. Sections of instances not built (`enabled: false`) are not checked.
-final class UnreadSinkKeys: Sendable {
-    let file: String
-    private let keys: [String]
+/// What was set but not read, checked once the sinks are built (each factory reads its own keys
+/// then): a key in a built sink's section of the file that no factory read
+/// (`sinks.fcm.max_concurency`) is a misspelling, and so is a `HERALD_*` variable no key reads.
+/// Sections of instances not built (`enabled: false`) are not checked.
+final class UnreadSettings: Sendable {
+    let file: String?
+    private let sinkKeys: [String]
+    private let environmentNames: [String]
     private let read: ReadConfigurationKeys
+    /// `HERALD_*` variables that are not settings: read by the command-line tools, tests and
+    /// scripts, which share the environment.
+    static let otherVariables: Set<String> = ["HERALD_CONFIG", "HERALD_API_KEY", "HERALD_NOTIFSIM_USER", "HERALD_URL"]
+    static let otherPrefixes = ["HERALD_TEST_", "HERALD_PG_", "HERALD_BENCH_"]
 
-    init(file: String, keys: [String], read: ReadConfigurationKeys) {
+    init(file: String?, fileKeys: [String], environmentNames: [String], read: ReadConfigurationKeys) {
         self.file = file
-        self.keys = keys.filter(ConfigurationFileKeys.isSinkKey)
+        self.sinkKeys = fileKeys.filter(ConfigurationFileKeys.isSinkKey)
+        self.environmentNames = environmentNames.filter { name in
+            name.hasPrefix("HERALD_") && !Self.otherVariables.contains(name) && !Self.otherPrefixes.contains { name.hasPrefix($0) }
+        }
         self.read = read
     }
 
-    /// The first key in the sections of `instances` that no one read. The `fcm:` section is an
-    /// alias of `sinks.fcm`, read under either spelling.
-    func first(among instances: [String]) -> String? {
-        keys.first { key in
+    /// The first key in the file's sections of `instances` that no one read. The `fcm:` section
+    /// is an alias of `sinks.fcm`, read under either spelling.
+    func firstSinkKey(among instances: [String]) -> String? {
+        sinkKeys.first { key in
             let canonical = key.hasPrefix("fcm.") ? "sinks." + key : key
             guard let name = instances.first(where: { canonical.hasPrefix("sinks.\($0).") }) else { return false }
             let alias = name == "fcm" ? "fcm." + canonical.dropFirst("sinks.fcm.".count) : canonical
             return !read.contains(canonical) && !read.contains(alias)
         }
+    }
+
+    /// `HERALD_*` variables that no key read, sorted: a key reads `HERALD_` and its path in upper
+    /// case with `_` for `.`. A variable of a sink instance that is not built counts as read.
+    func environmentVariables(among instances: [String]) -> [String] {
+        let names = Set(read.all.map { "HERALD_" + $0.uppercased().replacingOccurrences(of: ".", with: "_") })
+        let built = instances.map { "HERALD_SINKS_\($0.uppercased().replacingOccurrences(of: "-", with: "_"))_" }
+        return environmentNames.filter { name in
+            guard !names.contains(name) else { return false }
+            // A sink's own variables, when the sink is not built, were never going to be read.
+            if name.hasPrefix("HERALD_SINKS_") { return built.contains { name.hasPrefix($0) } }
+            if name.hasPrefix("HERALD_FCM_") { return instances.contains("fcm") }
+            return true
+        }.sorted()
     }
 }

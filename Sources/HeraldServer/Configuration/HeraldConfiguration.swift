@@ -30,8 +30,8 @@ public struct HeraldConfiguration: Sendable {
     /// always there and are not listed.
     public var sinks: [SinkInstance] = []
     public var logLevel: String = "info"
-    /// The file's keys in sinks' sections, to check once the sinks are built.
-    var unreadSinkKeys: UnreadSinkKeys?
+    /// What was set and is checked once the sinks are built (see ``UnreadSettings``).
+    var unread: UnreadSettings?
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
     /// How long SIGTERM/SIGINT may take: in-flight deliveries finish and are recorded within
     /// it; after it, what is left is cancelled and stays leased until another worker retries it.
@@ -168,13 +168,12 @@ public struct HeraldConfiguration: Sendable {
         let read = ReadConfigurationKeys()
         let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment, accessReporter: read)
         var configuration = try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
-        if let configFile {
-            let keys = ConfigurationFileKeys.keys(inFile: configFile)
-            if let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
-                throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
-            }
-            configuration.unreadSinkKeys = UnreadSinkKeys(file: configFile, keys: keys, read: read)
+        let keys = configFile.map(ConfigurationFileKeys.keys(inFile:)) ?? []
+        if let configFile, let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
+            throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
         }
+        let variables = (environment ?? ProcessInfo.processInfo.environment).keys
+        configuration.unread = UnreadSettings(file: configFile, fileKeys: keys, environmentNames: Array(variables), read: read)
         return configuration
     }
 
