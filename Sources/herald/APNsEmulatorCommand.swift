@@ -43,6 +43,10 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
     @Flag(help: "Do not print each message.")
     var quiet = false
 
+    func validate() throws {
+        try EmulatorPort.validate(port)
+    }
+
     func run() async throws {
         var configuration = APNsEmulator.Configuration()
         configuration.host = host

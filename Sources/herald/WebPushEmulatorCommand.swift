@@ -31,6 +31,10 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
     @Flag(help: "Do not print each message (for load tests).")
     var quiet = false
 
+    func validate() throws {
+        try EmulatorPort.validate(port)
+    }
+
     func run() async throws {
         var configuration = WebPushEmulator.Configuration()
         configuration.host = host

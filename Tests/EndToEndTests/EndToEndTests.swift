@@ -358,6 +358,14 @@ import Testing
         #expect(noKey.status == 1, "notifsim's error line to a full disk is dropped, not a trap: \(noKey.status)")
     }
 
+    /// An emulator's port past 16 bits is refused: 70000 listened on 4464 (70000 - 65536).
+    @Test func emulatorPortsPastSixteenBitsAreRefused() async throws {
+        for command in ["fcm-emulator", "apns-emulator", "webpush-emulator"] {
+            let run = try await runCommand(Binaries.path("herald"), [command, "--port", "70000"], in: directory, timeout: .seconds(20))
+            #expect(run.status == 64 && run.stderr.contains("--port must be 0-65535"), "\(command): \(run.status) \(run.stdout) \(run.stderr)")
+        }
+    }
+
     /// `herald healthcheck` answers 0 only for a ready server, with one line otherwise.
     @Test func healthcheckTellsReadyFromUnreachable() async throws {
         let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
