@@ -28,7 +28,7 @@ extension SinkFactory {
         }
         for (key, keyPath) in [("production_endpoint", \APNsSink.Configuration.productionEndpoint), ("sandbox_endpoint", \.sandboxEndpoint)] {
             if let endpoint = try settings.string(key) {
-                guard endpoint.hasPrefix("https://") else { throw settings.invalid(key, "must be an https URL (APNs speaks HTTP/2 over TLS only)") }
+                if let problem = HTTPURL.problem(endpoint, schemes: ["https"]) { throw settings.invalid(key, "\(problem) (APNs speaks HTTP/2 over TLS only)") }
                 var trimmed = endpoint
                 while trimmed.hasSuffix("/") { trimmed.removeLast() }
                 configuration[keyPath: keyPath] = trimmed

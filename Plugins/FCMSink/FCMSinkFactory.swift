@@ -15,13 +15,13 @@ extension SinkFactory {
         let settings = context.settings
         let credentials = try settings.requiredString("credentials")
         let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
-        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else { throw settings.invalid("endpoint", "must be an http(s) URL") }
+        if let problem = HTTPURL.problem(endpoint) { throw settings.invalid("endpoint", problem) }
         let maxConcurrency = try settings.int("max_concurrency", default: 64, in: 1...1024)
         let connections = try settings.int("connections")
         if let connections, !(1...64).contains(connections) { throw settings.invalid("connections", "must be 1-64") }
         // An emulator or a proxy in place of FCM serves the Instance ID API too; Google splits them.
         let iidEndpoint = try settings.string("iid_endpoint") ?? (endpoint == "https://fcm.googleapis.com" ? "https://iid.googleapis.com" : endpoint)
-        guard iidEndpoint.hasPrefix("http://") || iidEndpoint.hasPrefix("https://") else { throw settings.invalid("iid_endpoint", "must be an http(s) URL") }
+        if let problem = HTTPURL.problem(iidEndpoint) { throw settings.invalid("iid_endpoint", problem) }
         let caFile = try settings.readableFile("ca_file")
         if let caFile {
             guard (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty == false else { throw settings.invalid("ca_file", "holds no PEM certificate") }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// A Google service-account key file, used as it is: `project_id`, `client_email`,
 /// `private_key` (PEM) and `token_uri`.
@@ -46,8 +47,8 @@ public struct ServiceAccount: Codable, Sendable, Equatable {
         } catch {
             throw FCMError.configuration("fcm.credentials '\(path)' is not a service-account JSON file")
         }
-        guard URL(string: account.tokenURI)?.scheme?.hasPrefix("http") == true else {
-            throw FCMError.configuration("fcm.credentials '\(path)': token_uri '\(account.tokenURI)' is not an http(s) URL")
+        if let problem = HTTPURL.problem(account.tokenURI) {
+            throw FCMError.configuration("fcm.credentials '\(path)': token_uri '\(account.tokenURI)' \(problem)")
         }
         guard !account.projectID.isEmpty, !account.clientEmail.isEmpty else {
             throw FCMError.configuration("fcm.credentials '\(path)': project_id and client_email must not be empty")

@@ -8,7 +8,7 @@ extension SinkFactory {
     public static let webhook = SinkFactory(type: "webhook") { context in
         let settings = context.settings
         guard let url = try settings.string("url") else { throw settings.invalid("url", "is required for a webhook sink") }
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw settings.invalid("url", "must be an http(s) URL") }
+        if let problem = HTTPURL.problem(url) { throw settings.invalid("url", problem) }
         guard let secret = try settings.string("secret", isSecret: true), secret.utf8.count >= 16 else {
             throw settings.invalid("secret", "is required and must be at least 16 bytes")
         }

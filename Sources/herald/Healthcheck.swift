@@ -24,6 +24,7 @@ struct Healthcheck: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...3_600).contains(timeout) else { throw ValidationError("--timeout must be 1-3600 seconds") }
+        if let url, let problem = HTTPURL.problem(url) { throw ValidationError("--url \(problem)") }
     }
 
     func run() async throws {

@@ -111,7 +111,7 @@ struct NotifSim: AsyncParsableCommand {
             guard rate.isFinite, rate >= 1.0 / 86_400 else { throw ValidationError("--rate must be a number of requests a second, at least 1/86400") }
         }
         for entry in data where !entry.contains("=") { throw ValidationError("--data takes key=value, got '\(entry)'") }
-        guard URL(string: url)?.host != nil else { throw ValidationError("--url must be an absolute URL such as http://127.0.0.1:8080") }
+        if let problem = HTTPURL.problem(url) { throw ValidationError("--url \(problem), such as http://127.0.0.1:8080") }
     }
 
     func run() async throws {

@@ -358,6 +358,14 @@ import Testing
         #expect(noKey.status == 1, "notifsim's error line to a full disk is dropped, not a trap: \(noKey.status)")
     }
 
+    /// A URL whose port is past 16 bits is refused before any request: the request trapped.
+    @Test func commandLineURLsWithAPortPastSixteenBitsAreRefused() async throws {
+        let probe = try await runCommand(Binaries.path("herald"), ["healthcheck", "--url", "http://127.0.0.1:99999"], in: directory)
+        #expect(probe.status == 64 && probe.stderr.contains("--url has port 99999"), "\(probe.status) \(probe.stderr)")
+        let send = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--key", "hk_x", "--url", "http://127.0.0.1:99999"], in: directory)
+        #expect(send.status == 64 && send.stderr.contains("--url has port 99999"), "\(send.status) \(send.stderr)")
+    }
+
     /// An emulator's port past 16 bits is refused: 70000 listened on 4464 (70000 - 65536).
     @Test func emulatorPortsPastSixteenBitsAreRefused() async throws {
         for command in ["fcm-emulator", "apns-emulator", "webpush-emulator"] {

@@ -216,6 +216,12 @@ import Testing
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_IID_ENDPOINT": "ftp://iid.example"], "sinks.fcm.iid_endpoint"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/nonexistent/ca.pem"], "sinks.fcm.ca_file"),
         (["HERALD_FANOUT_INLINE_LIMIT": "-1"], "fanout.inline_limit"),
+        // A port past 16 bits trapped the process at the first request (AsyncHTTPClient hands it
+        // to NIO as a UInt16).
+        (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http://127.0.0.1:70000/x", "HERALD_SINKS_X_SECRET": "long-enough-secret"], "sinks.x.url"),
+        (["HERALD_SINKS_WEBHOOKS": "x", "HERALD_SINKS_X_URL": "http:///x", "HERALD_SINKS_X_SECRET": "long-enough-secret"], "sinks.x.url"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_ENDPOINT": "http://127.0.0.1:99999"], "sinks.fcm.endpoint"),
+        (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_IID_ENDPOINT": "https://127.0.0.1:0"], "sinks.fcm.iid_endpoint"),
         (["HERALD_FCM_CREDENTIALS": "/x.json", "HERALD_FCM_CA_FILE": "/etc/passwd"], "sinks.fcm.ca_file"),
     ])
     func badSinkSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
@@ -348,6 +354,7 @@ import Testing
         ("postgres://127.0.0.1/herald", "no user name"),
         ("postgres://herald:s3cret@127.0.0.1:5432", "no database name"),
         ("postgres://herald:s3cret@127.0.0.1/herald?sslmode=sometimes", "sslmode 'sometimes'"),
+        ("postgres://herald:s3cret@127.0.0.1:99999/herald", "port 99999 is not 1-65535"),
     ])
     func unusableDatabaseURLsAreRefused(_ url: String, _ problem: String) throws {
         do {

@@ -403,6 +403,9 @@ import Testing
             ["endpoint": good["endpoint"] ?? "", "keys": ["p256dh": "AAAA", "auth": keys["auth"] ?? ""]],
             ["endpoint": good["endpoint"] ?? "", "keys": ["p256dh": keys["p256dh"] ?? "", "auth": "AAAA"]],
             ["endpoint": good["endpoint"] ?? ""],
+            // A port past 16 bits trapped the process when the push was made (below).
+            ["endpoint": "https://93.184.216.34:99999/push/x", "keys": keys],
+            ["endpoint": "https://93.184.216.34:0/push/x", "keys": keys],
         ]
         for object in bad {
             var registration = DeviceRegistration(
@@ -411,6 +414,22 @@ import Testing
                 addressField: "web_push"
             )
             #expect(throws: HeraldError.self, "\(object)") { try f.sink.prepare(&registration) }
+        }
+        // Stored before registration checked the port: failed at the send, not a trap.
+        let object: [String: Any] = ["endpoint": "https://93.184.216.34:99999/push/x", "keys": keys]
+        let address = DeviceAddress(
+            provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)),
+            key: "https://93.184.216.34:99999/push/x")
+        let device = Device(id: ObjectIDGenerator().next(), userID: "pat", address: address, createdAt: Date(), updatedAt: Date())
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, data: [:], timestamp: Date(), distribution: .alert,
+            target: .users(["pat"]))
+        let delivery = Delivery(
+            id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "pat", device: device), distribution: .alert, attempt: 1)
+        guard case .failed = (await f.sink.deliver([delivery])).first else {
+            Issue.record("a stored endpoint with port 99999 was not failed")
+            await f.stop()
+            return
         }
         var tooLarge = NotificationSubmission(
             type: "generic", title: String(repeating: "t", count: 1_000), body: String(repeating: "b", count: 3_500), userIDs: ["u"])

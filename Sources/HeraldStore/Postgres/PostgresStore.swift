@@ -152,6 +152,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         guard let user = components.user, !user.isEmpty else { throw invalid("no user name") }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         guard !database.isEmpty else { throw invalid("no database name") }
+        // NIO takes the port as 16 bits: 99999 connected to 34463.
+        if let port = components.port, !(1...65_535).contains(port) { throw invalid("port \(port) is not 1-65535") }
         let tls: PostgresClient.Configuration.TLS
         switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
         case "disable": tls = .disable

@@ -47,7 +47,7 @@ extension SinkFactory {
     public static let chat = SinkFactory(type: "chat") { context in
         let settings = context.settings
         let url = try settings.requiredString("url")
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw settings.invalid("url", "must be an http(s) URL") }
+        if let problem = HTTPURL.problem(url) { throw settings.invalid("url", problem) }
         let types = try settings.stringList("types") ?? []
         let rule = RoutingRule(types: types.isEmpty ? nil : Set(types), add: [context.name])
         return ChatSink(name: context.name, routingRules: [rule], url: url)

@@ -1,0 +1,20 @@
+public import Foundation
+
+/// An address Herald will send HTTP requests to, checked where it enters (a configuration
+/// value, a Web Push subscription, a command-line option): AsyncHTTPClient hands a URL's port to
+/// NIO as 16 bits, and a port past 65535 trapped the process when the request was made
+/// (`https://93.184.216.34:99999/x` as a subscription endpoint crashed the server at its first
+/// push, and again after each restart while the push was due).
+public enum HTTPURL {
+    /// What is wrong with `text` as an absolute URL of one of `schemes` with a host and a port
+    /// in 1-65535 (or none), or nil.
+    public static func problem(_ text: String, schemes: Set<String> = ["http", "https"]) -> String? {
+        let names = schemes.sorted().joined(separator: " or ")
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), schemes.contains(scheme) else {
+            return "must be an absolute \(names) URL"
+        }
+        guard let host = url.host, !host.isEmpty else { return "must name a host" }
+        if let port = url.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1-65535" }
+        return nil
+    }
+}
