@@ -34,6 +34,14 @@ struct Keys: AsyncParsableCommand {
             try await reportingErrors { try await store.createKey(record, secretHash: APIKeySecret.hash(secret)) }
             print("created \(role.rawValue) key '\(record.name)' with id \(record.id); it is shown only now:")
             print(secret)
+            // A secret nobody received must not stay usable (part of it may have been written).
+            if let problem = StandardStream.flushPrinted() {
+                let revoked = (try? await store.revokeKey(id: record.id, at: Date())) == true
+                StandardStream.error.line(
+                    "herald: error: \(problem); key \(record.id) "
+                        + (revoked ? "was revoked, as its secret could not be shown" : "could not be revoked: run herald keys revoke \(record.id)"))
+                throw ExitCode(74)
+            }
         }
     }
 

@@ -353,6 +353,10 @@ import Testing
             "/bin/sh", ["-c", #"exec "$0" keys create --role backend --name lost --database "$1" >/dev/full"#, Binaries.path("herald"), database],
             in: directory)
         #expect(created.status == 74 && created.stderr.contains("cannot write standard output"), "\(created.status) \(created.stderr)")
+        #expect(created.stderr.contains("was revoked, as its secret could not be shown"), "\(created.stderr)")
+        let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
+        let lost = list.stdout.split(separator: "\n").first { $0.contains("\tlost\t") }
+        #expect(lost?.split(separator: "\t").last?.hasPrefix("revoked") == true, "nobody holds its secret, so it does not work: \(list.stdout)")
         let noKey = try await runCommand(
             "/bin/sh", ["-c", #"exec "$0" -u u1 --url http://127.0.0.1:1 --key k 2>/dev/full"#, Binaries.path("notifsim")], in: directory)
         #expect(noKey.status == 1, "notifsim's error line to a full disk is dropped, not a trap: \(noKey.status)")
