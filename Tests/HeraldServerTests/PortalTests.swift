@@ -116,7 +116,7 @@ import Testing
     }
 
     /// A form field whose bytes are not UTF-8 (a Latin-1 `%E9`, or a raw byte) is refused: it
-    /// was read as empty, and stored so.
+    /// was read as empty, and stored so. So is a field given twice (the last one was stored).
     @Test func formFieldsThatAreNotUTF8AreRefusedNotEmptied() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { (client: any TestClientProtocol) async throws in
@@ -129,8 +129,11 @@ import Testing
                 uri: "/portal/channels/create-channel", method: .post, headers: headers,
                 body: ByteBuffer(bytes: Array("csrf=\(token)&name=Raw&desc=Caf".utf8) + [0xE9]))
             #expect(raw.status == .badRequest, "\(raw.status)")
+            // A field given twice was read as its last value.
+            let twice = try await client.call(.post, "/portal/channels/create-channel", headers, json: "csrf=\(token)&name=Twice&desc=a&desc=b")
+            #expect(twice.status == .unprocessableContent && String(buffer: twice.body).contains("desc"), "\(twice.status)")
             let html = String(buffer: try await client.call(.get, "/portal/channels", [.cookie: sessionCookie]).body)
-            #expect(!html.contains("Latin") && !html.contains(">Raw<"), "nothing was created")
+            #expect(!html.contains("Latin") && !html.contains(">Raw<") && !html.contains("Twice"), "nothing was created")
         }
     }
 

@@ -19,7 +19,8 @@ struct PortalForm {
     }
 
     /// - Throws: a 422 naming a field whose percent-encoded bytes are not UTF-8 (it would have
-    ///   been read as empty), or whose text has U+0000 (SQLite would cut the text there).
+    ///   been read as empty), whose text has U+0000 (SQLite would cut the text there), or that is
+    ///   given twice.
     init(text: String) throws {
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -28,6 +29,8 @@ struct PortalForm {
                 throw HeraldError.invalidField(name, "must be percent-encoded UTF-8")
             }
             guard !name.contains("\0") && !value.contains("\0") else { throw HeraldError.invalidField(name, "must not contain U+0000") }
+            // No portal form has a field twice; the last one silently won, as a query's first did.
+            guard values[name] == nil else { throw HeraldError.invalidField(name, "is given more than once") }
             values[name] = value
         }
     }
