@@ -79,6 +79,12 @@ import Testing
             )
             #expect(broken.status == .unprocessableContent)
             #expect(broken.errorMessage.contains("line 2") && broken.errorMessage.contains("score"), "\(broken.errorMessage)")
+            // A member a line should not have is refused, as in a JSON body (it was ignored).
+            let extra = try await client.call(
+                .post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson"),
+                json: #"{"user_id":"a","card":"c1","score":1,"timestamp":1}"# + "\n" + #"{"user_id":"a","card":"c1","score":1,"timestamp":1,"scores":2}"#
+            )
+            #expect(extra.status == .unprocessableContent && extra.errorMessage.contains("line 2: unknown field 'scores'"), "\(extra.errorMessage)")
             let endless = try await client.call(
                 .post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson"), json: String(repeating: " ", count: 10_000)
             )

@@ -164,6 +164,7 @@ struct CardRoutes {
             var card: String
             var score: Double
             var timestamp: Double
+            static let fields: Set<String> = ["user_id", "card", "score", "timestamp"]
         }
         var updates: [ScoreUpdate] = []
         var rejected: [ScoreReport.Rejection] = []
@@ -182,7 +183,14 @@ struct CardRoutes {
             if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem, prefix: "line \(lineNumber): ") }
             let parsed: Line
             do {
-                parsed = try decoder.decode(Line.self, from: data)
+                // The keys too, from the same parse: a member a line should not have was ignored,
+                // where a JSON body's is refused.
+                let keyed = try decoder.decode(KeyedBody<Line>.self, from: data)
+                if let unknown = keyed.keys.sorted().first(where: { !Line.fields.contains($0) }) {
+                    throw HeraldError(
+                        .unprocessable, code: "unknown_field", "unknown field '\(unknown)'; known fields: \(Line.fields.sorted().joined(separator: ", "))")
+                }
+                parsed = try keyed.value.get()
             } catch {
                 let problem = JSONBody.decodingFailure(error)
                 throw HeraldError(.unprocessable, code: problem.code, "line \(lineNumber): \(problem.message)")
