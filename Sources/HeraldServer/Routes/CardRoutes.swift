@@ -164,7 +164,23 @@ struct CardRoutes {
             var card: String
             var score: Double
             var timestamp: Double
-            static let fields: Set<String> = ["user_id", "card", "score", "timestamp"]
+            static let fields = ["card", "score", "timestamp", "user_id"]
+
+            /// One container for the values and the keys: a member a line should not have was
+            /// ignored, where a JSON body's is refused.
+            init(from decoder: any Decoder) throws {
+                typealias Key = KeyedBody<Line>.Key
+                let c = try decoder.container(keyedBy: Key.self)
+                user_id = try c.decode(String.self, forKey: Key(stringValue: "user_id"))
+                card = try c.decode(String.self, forKey: Key(stringValue: "card"))
+                score = try c.decode(Double.self, forKey: Key(stringValue: "score"))
+                timestamp = try c.decode(Double.self, forKey: Key(stringValue: "timestamp"))
+                // Names are unique (JSONTextCheck), so more than four keys means another one.
+                let keys = c.allKeys
+                if keys.count > Self.fields.count, let unknown = keys.map({ $0.stringValue }).sorted().first(where: { !Self.fields.contains($0) }) {
+                    throw HeraldError(.unprocessable, code: "unknown_field", "unknown field '\(unknown)'; known fields: \(Self.fields.joined(separator: ", "))")
+                }
+            }
         }
         var updates: [ScoreUpdate] = []
         var rejected: [ScoreReport.Rejection] = []
@@ -183,14 +199,7 @@ struct CardRoutes {
             if let problem = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: problem, prefix: "line \(lineNumber): ") }
             let parsed: Line
             do {
-                // The keys too, from the same parse: a member a line should not have was ignored,
-                // where a JSON body's is refused.
-                let keyed = try decoder.decode(KeyedBody<Line>.self, from: data)
-                if let unknown = keyed.keys.sorted().first(where: { !Line.fields.contains($0) }) {
-                    throw HeraldError(
-                        .unprocessable, code: "unknown_field", "unknown field '\(unknown)'; known fields: \(Line.fields.sorted().joined(separator: ", "))")
-                }
-                parsed = try keyed.value.get()
+                parsed = try decoder.decode(Line.self, from: data)
             } catch {
                 let problem = JSONBody.decodingFailure(error)
                 throw HeraldError(.unprocessable, code: problem.code, "line \(lineNumber): \(problem.message)")
