@@ -127,7 +127,7 @@ public final class WebPushSink: ReleasingSink {
             else {
                 throw HeraldError.invalidField("\(field).endpoint", "must be the https URL of a push service")
             }
-            if let problem = HTTPURL.problem(text) { throw HeraldError.invalidField("\(field).endpoint", problem) }
+            if let problem = HTTPURL.problem(url) { throw HeraldError.invalidField("\(field).endpoint", problem) }
             guard let keys = object["keys"]?.objectValue else { throw HeraldError.missingField("\(field).keys") }
             guard let p256dh = keys["p256dh"]?.stringValue.flatMap(Base64URL.decode), p256dh.count == 65,
                 (try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)) != nil

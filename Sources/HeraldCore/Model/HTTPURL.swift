@@ -9,9 +9,15 @@ public enum HTTPURL {
     /// What is wrong with `text` as an absolute URL of one of `schemes` with a host and a port
     /// in 1-65535 (or none), or nil.
     public static func problem(_ text: String, schemes: Set<String> = ["http", "https"]) -> String? {
-        let names = schemes.sorted().joined(separator: " or ")
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), schemes.contains(scheme) else {
-            return "must be an absolute \(names) URL"
+        guard let url = URL(string: text) else { return "must be an absolute \(schemes.sorted().joined(separator: " or ")) URL" }
+        return problem(url, schemes: schemes)
+    }
+
+    /// ``problem(_:schemes:)`` for a URL already parsed (a Web Push subscription's, checked at
+    /// every send).
+    public static func problem(_ url: URL, schemes: Set<String> = ["http", "https"]) -> String? {
+        guard let scheme = url.scheme?.lowercased(), schemes.contains(scheme) else {
+            return "must be an absolute \(schemes.sorted().joined(separator: " or ")) URL"
         }
         guard let host = url.host, !host.isEmpty else { return "must name a host" }
         if let port = url.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1-65535" }

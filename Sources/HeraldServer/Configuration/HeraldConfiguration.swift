@@ -2,7 +2,6 @@ public import Configuration
 import Foundation
 public import HeraldCore
 import SystemPackage
-import Yams
 
 /// Everything a Herald server is configured with, read once at start-up.
 ///
@@ -167,22 +166,15 @@ public struct HeraldConfiguration: Sendable {
     public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
         let read = ReadConfigurationKeys()
         let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment, accessReporter: read)
-        var configuration = try HeraldConfiguration(reader: reader, sinkNames: try configFile.map(sinkNames(inFile:)) ?? [])
-        let keys = configFile.map(ConfigurationFileKeys.keys(inFile:)) ?? []
+        let file = configFile.flatMap(ConfigurationFileKeys.root(ofFile:))
+        var configuration = try HeraldConfiguration(reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file))
+        let keys = ConfigurationFileKeys.keys(in: file)
         if let configFile, let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
             throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
         }
         let variables = (environment ?? ProcessInfo.processInfo.environment).keys
         configuration.unread = UnreadSettings(file: configFile, fileKeys: keys, environmentNames: Array(variables), read: read)
         return configuration
-    }
-
-    /// The names under `sinks:` in a YAML file, in file order.
-    static func sinkNames(inFile path: String) throws -> [String] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let root = try? Yams.compose(yaml: text), let sinks = root["sinks"]?.mapping
-        else { return [] }
-        return sinks.compactMap { key, value in value.mapping == nil ? nil : key.string }
     }
 
     /// Adds a sink instance configured in code, its settings relative to its section

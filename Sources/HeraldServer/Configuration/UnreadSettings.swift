@@ -3,15 +3,28 @@ import Foundation
 import Synchronization
 import Yams
 
-/// The keys a YAML configuration file sets, for finding those Herald never reads: a misspelt key
-/// (`delivery.wrokers`) or a section written as a value (`delivery: 5`) was ignored without a
-/// word, leaving the default in force.
+/// What a YAML configuration file declares, read from one parse of it: its sink instances, and
+/// the keys it sets, for finding those Herald never reads (a misspelt key, `delivery.wrokers`, or
+/// a section written as a value, `delivery: 5`, was ignored without a word, leaving the default
+/// in force).
 enum ConfigurationFileKeys {
-    /// Every key `path` gives a value, dotted (`delivery.max_attempts`), in file order. A list is
-    /// one value (`routing`, `types.extra`); a key set to null sets nothing and is left out.
-    static func keys(inFile path: String) -> [String] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8), let root = try? Yams.compose(yaml: text), let mapping = root.mapping
-        else { return [] }
+    /// The file's top node, or nil when it cannot be read as YAML (the configuration reader
+    /// reports that file itself).
+    static func root(ofFile path: String) -> Node? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return try? Yams.compose(yaml: text)
+    }
+
+    /// The names under `sinks:` whose values are sections, in file order.
+    static func sinkNames(in root: Node?) -> [String] {
+        guard let sinks = root?["sinks"]?.mapping else { return [] }
+        return sinks.compactMap { key, value in value.mapping == nil ? nil : key.string }
+    }
+
+    /// Every key the file gives a value, dotted (`delivery.max_attempts`), in file order. A list
+    /// is one value (`routing`, `types.extra`); a key set to null sets nothing and is left out.
+    static func keys(in root: Node?) -> [String] {
+        guard let mapping = root?.mapping else { return [] }
         var keys: [String] = []
         func walk(_ mapping: Node.Mapping, prefix: String) {
             for (key, value) in mapping {
