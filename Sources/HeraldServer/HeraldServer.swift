@@ -35,6 +35,8 @@ public struct HeraldServer: Sendable {
     let ids: ObjectIDGenerator
     /// Anonymous device sign-ups per client address; one per server, kept across requests.
     let signUpLimiter: SignUpLimiter
+    /// Engagement events per user token (`events.max_per_user_per_hour`), kept across requests.
+    let eventLimiter: TokenBuckets
     /// Open HTTP connections, ended when a graceful shutdown's drain runs out.
     let connections = OpenConnections()
     /// Live streams (`GET /api/stream`) open in this process.
@@ -102,6 +104,7 @@ public struct HeraldServer: Sendable {
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
+                    eventLimiter: TokenBuckets(capacity: configuration.eventsPerUserPerHour, period: 3_600),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser),
                     membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
                     fanOut: fanOut
@@ -224,7 +227,8 @@ public struct HeraldServer: Sendable {
         FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         ContentRoutes(store: store).register(on: router, table: routes)
         CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
-        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics).register(on: router, table: routes)
+        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
+            .register(on: router, table: routes)
         DeviceAuthRoutes(
             store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime
         ).register(on: router, table: routes)

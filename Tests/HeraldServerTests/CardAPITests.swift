@@ -229,6 +229,51 @@ import Testing
         }
     }
 
+    /// Engagement events are the one store an app's user (or anyone, with anonymous sign-up)
+    /// could otherwise grow without bound: a user token may post `events.max_per_user_per_hour`.
+    @Test func eventsFromAUserTokenAreLimitedPerHourAndDuplicatesAreNotCounted() async throws {
+        let herald = try await TestHerald.make { $0.eventsPerUserPerHour = 500 }
+        try await herald.test { client in
+            func batch(_ range: Range<Int>) -> [String: Any] {
+                ["events": range.map { ["event_id": "e\($0)", "type": "focus", "at": "2026-11-02T00:00:00Z"] }]
+            }
+            let user = headers(try await herald.userToken("u"))
+            let first = try await client.call(.post, "/api/events", user, json: batch(0..<200))
+            #expect(first.status == .accepted && first.object["accepted"] as? Int == 200)
+            let resent = try await client.call(.post, "/api/events", user, json: batch(0..<200))
+            #expect(resent.status == .accepted && resent.object["duplicates"] as? Int == 200)
+            let rest = try await client.call(.post, "/api/events", user, json: batch(200..<500))
+            #expect(rest.status == .accepted && rest.object["accepted"] as? Int == 300, "the resent batch's duplicates were given back")
+
+            let over = try await client.call(.post, "/api/events", user, json: batch(500..<510))
+            #expect(over.status == .tooManyRequests && over.errorCode == "rate_limited", "\(String(buffer: over.body))")
+            #expect(over.errorMessage.contains("500") && over.errorMessage.contains("none of these 10"), "\(over.errorMessage)")
+            let wait = try #require(Int(over.headers[.retryAfter] ?? ""))
+            #expect((60...80).contains(wait), "10 more at 500 an hour: 72 s, got \(wait)")
+
+            let other = try await client.call(.post, "/api/events", headers(try await herald.userToken("v")), json: batch(0..<500))
+            #expect(other.status == .accepted && other.object["accepted"] as? Int == 500, "each user has an allowance of their own")
+            // A key acting for the user is the operator's own backend: not counted. The refused
+            // batch was not stored, so all 300 are new.
+            let relayed = try await client.call(.post, "/api/events", headers(herald.backend, user: "u"), json: batch(500..<800))
+            #expect(relayed.status == .accepted && relayed.object["accepted"] as? Int == 300)
+        }
+    }
+
+    @Test func theEventLimitIsReadAndBoundedByOneFullBatch() async throws {
+        #expect(try await HeraldConfiguration.load(configFile: nil, environment: [:]).eventsPerUserPerHour == 20_000)
+        let set = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_EVENTS_MAX_PER_USER_PER_HOUR": "600"])
+        #expect(set.eventsPerUserPerHour == 600)
+        for value in ["499", "0", "-1", "1000000001", "lots", "1e30"] {
+            do {
+                _ = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_EVENTS_MAX_PER_USER_PER_HOUR": value])
+                Issue.record("\(value) was accepted")
+            } catch let error as HeraldError {
+                #expect(error.message.contains("events.max_per_user_per_hour"), "\(value): \(error.message)")
+            }
+        }
+    }
+
     @Test func devicesSignInWithProofOrAnonymouslyWhenEnabledAndRateLimited() async throws {
         let closed = try await TestHerald.make()
         try await closed.test { client in

@@ -69,6 +69,9 @@ public struct HeraldConfiguration: Sendable {
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
     public var eventRetention: Duration = .seconds(90 * 86_400)
+    /// Engagement events one user token may post per hour (a bucket that holds an hour's worth,
+    /// so an app back online sends its backlog at once). Keys acting for a user are not counted.
+    public var eventsPerUserPerHour = 20_000
     /// Whether `POST /api/auth/device` gives a device without a backend's proof an anonymous user.
     public var deviceSignUp = false
     /// Anonymous sign-ups allowed per client address per minute.
@@ -151,6 +154,11 @@ public struct HeraldConfiguration: Sendable {
         guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
         timestamps = parsedStyle
         eventRetention = try reader.duration(forKey: "retention.events", in: 86_400...(36_500 * 86_400)) ?? eventRetention
+        eventsPerUserPerHour = try reader.requiredInt(forKey: "events.max_per_user_per_hour", default: eventsPerUserPerHour)
+        // Below one full batch, a batch the API takes could never be stored.
+        guard (EventRoutes.maxEventsPerRequest...1_000_000_000).contains(eventsPerUserPerHour) else {
+            throw Self.invalid("events.max_per_user_per_hour", "must be \(EventRoutes.maxEventsPerRequest)-1000000000")
+        }
         deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
         guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }

@@ -7,6 +7,12 @@ import NIOCore
 public enum Caller: Sendable, Equatable {
     case apiKey(APIKeyRecord)
     case user(String)
+
+    /// A user token (from the user's backend or `POST /api/auth/device`), not an API key.
+    public var isUserToken: Bool {
+        if case .user = self { return true }
+        return false
+    }
 }
 
 /// Request-scoped state: the authenticated caller, set by ``AuthMiddleware``.

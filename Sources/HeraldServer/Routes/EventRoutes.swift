@@ -10,6 +10,10 @@ struct EventRoutes {
     let store: any CardStore
     let forwarder: EventForwarder
     let metrics: HeraldMetrics
+    /// Events per user token: the one store an app's user (or, with `auth.device_sign_up`, anyone)
+    /// could otherwise grow without bound. Keys acting for a user are the operator's own
+    /// backends and are not counted.
+    let limiter: TokenBuckets
 
     static let maxEventsPerRequest = 500
 
@@ -72,7 +76,25 @@ struct EventRoutes {
             throw HeraldError.invalidField("events", "must have at most \(Self.maxEventsPerRequest) entries")
         }
         let events = try fields.enumerated().map { index, event in try event.event(userID: userID, path: "events[\(index)]") }
-        let stored = try await store.storeEvents(events, at: Date())
+        let counted = context.caller?.isUserToken == true
+        if counted, let wait = limiter.take(events.count, for: userID) {
+            var response = ErrorMiddleware<HeraldRequestContext>.response(
+                status: .tooManyRequests, code: "rate_limited",
+                message: "this user may post \(limiter.capacity) engagement events an hour; none of these \(events.count) was stored; retry in \(wait) s"
+            )
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        let stored: [EngagementEvent]
+        do {
+            stored = try await store.storeEvents(events, at: Date())
+        } catch {
+            if counted { limiter.giveBack(events.count, for: userID) }
+            throw error
+        }
+        // Duplicates of events already stored (an app resending a batch whose answer it lost)
+        // do not count.
+        if counted { limiter.giveBack(events.count - stored.count, for: userID) }
         for (type, group) in Dictionary(grouping: stored, by: \.type) { metrics.eventsStored(type: type, count: group.count) }
         forwarder.forward(stored)
         struct Answer: Encodable {
