@@ -265,7 +265,7 @@ public struct HeraldServer: Sendable {
             router: router(),
             server: .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout, connections: connections)],
+                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout, connections: connections), MalformedRequestAnswer()],
                     idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
                 )
             ),

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldStore
 public import Hummingbird
 import Logging
+import NIOHTTP1
 
 /// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).
 /// Anything unexpected is logged and answered with a 500 that reveals no internals.
@@ -22,6 +23,14 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             var response = Self.response(status: Self.status(error.kind), code: error.code, message: error.message)
             // Unavailable is temporary (storage away, the commit queue full): say when to retry.
             if error.kind == .unavailable { response.headers[.retryAfter] = "1" }
+            return response
+        } catch let error as HTTPParserError {
+            // The body did not parse as HTTP (a bad chunk size, the connection ending early):
+            // the client's fault, and the connection cannot be read further.
+            context.logger.info("request refused by the HTTP parser: \(error)")
+            let (status, code, message) = MalformedRequestAnswer.answer(to: error)
+            var response = Self.response(status: status, code: code, message: message)
+            response.headers[.connection] = "close"
             return response
         } catch let error as any HTTPResponseError {
             let (code, message) = Self.describe(error.status)
@@ -76,8 +85,9 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     static func response(status: HTTPResponse.Status, code: String, message: String) -> Response {
-        let data = (try? JSONBody.encoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
-        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: ErrorBody.json(code: code, message: message))))
     }
 }
 
@@ -88,4 +98,9 @@ struct ErrorBody: Codable {
         var message: String
     }
     var error: Detail
+
+    /// `{"error":{"code":…,"message":…}}` as bytes.
+    static func json(code: String, message: String) -> Data {
+        (try? JSONBody.encoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
+    }
 }

@@ -1,0 +1,77 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// Gives the answer to a request the HTTP/1.1 parser refuses (a request line and headers over
+/// the decoder's limits, a malformed request line or header, a bad length or chunk size)
+/// Herald's JSON error body and the status that names the fault. Hummingbird answers those
+/// with a bare 400 and no body (`Connection: close`, `Content-Length: 0`), which is not the
+/// error shape every other refusal has (SPEC §3) and says nothing of what was wrong.
+///
+/// The parser's error still goes on to Hummingbird, which answers and closes the connection as
+/// before, between requests or after the response in progress: this handler only rewrites
+/// that bare 400 once it has seen the error. A route reading the body gets the error itself,
+/// and ``ErrorMiddleware`` answers it.
+final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// The parser's error, once it has stopped: no request can follow it on this connection.
+    private var refusal: HTTPParserError?
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? HTTPParserError, refusal == nil { refusal = error }
+        context.fireErrorCaught(error)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard let refusal, case .head(let head) = unwrapOutboundIn(data), Self.isBareRefusal(head) else {
+            context.write(data, promise: promise)
+            return
+        }
+        let (status, code, message) = Self.answer(to: refusal)
+        let body = ByteBuffer(bytes: ErrorBody.json(code: code, message: message))
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.contentLength] = String(body.readableBytes)
+        fields[.connection] = "close"
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: promise)
+    }
+
+    /// Hummingbird's answer to a parser error: 400, no body, the connection closing.
+    static func isBareRefusal(_ head: HTTPResponse) -> Bool {
+        head.status == .badRequest && head.headerFields[.contentLength] == "0" && head.headerFields[.connection] == "close"
+            && head.headerFields[.contentType] == nil
+    }
+
+    static func answer(to error: HTTPParserError) -> (HTTPResponse.Status, String, String) {
+        switch error {
+        case .headerOverflow:
+            return (
+                .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), "request_head_too_large",
+                "the request line and headers must be at most 80 KiB, in at most 1000 fields"
+            )
+        case .invalidURL, .invalidHost, .invalidPort, .invalidPath, .invalidQueryString, .invalidFragment:
+            return (.badRequest, "invalid_url", "the request line's target is not a valid URL")
+        case .invalidMethod:
+            return (.badRequest, "malformed_request", "the request line's method is not a valid HTTP method")
+        case .invalidVersion:
+            return (.badRequest, "malformed_request", "the request line must end with HTTP/1.0 or HTTP/1.1")
+        case .invalidHeaderToken, .invalidCharactersUsed:
+            return (.badRequest, "malformed_request", "a header's name or value holds characters HTTP does not allow")
+        case .invalidContentLength, .unexpectedContentLength:
+            return (.badRequest, "malformed_request", "the Content-Length header is not a single valid length")
+        case .invalidChunkSize:
+            return (.badRequest, "malformed_request", "the chunked body has an invalid chunk size")
+        case .invalidEOFState:
+            return (.badRequest, "malformed_request", "the connection ended before the request did")
+        default:
+            return (.badRequest, "malformed_request", "the request is not valid HTTP/1.1")
+        }
+    }
+}

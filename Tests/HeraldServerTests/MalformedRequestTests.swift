@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTypes
+import HeraldServer
+import HeraldTestSupport
+import HummingbirdTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Requests the HTTP/1.1 parser refuses get Herald's JSON error body and a status naming the
+/// fault, as every other refusal does (SPEC §3). They were a bare 400 with no body, and a bad
+/// chunk, or a connection ending inside a body, was a 500 logged as an unexpected error.
+@Suite(.cleansUp) struct MalformedRequestTests {
+    struct Case: Sendable, CustomStringConvertible {
+        var description: String
+        var bytes: [UInt8]
+        /// Each response's status and, for refusals, its error code.
+        var answers: [(Int, String?)]
+        var halfClose = false
+    }
+
+    static func cases(token: String) -> [Case] {
+        let longURL = "/feed/index.json?region=" + String(repeating: "a", count: 90_000)
+        let manyFields = (0...1_000).map { "X-Field-\($0): v\r\n" }.joined()
+        let events = "POST /api/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+        return [
+            Case(
+                description: "a request line over 80 KiB", bytes: Array("GET \(longURL) HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                answers: [(431, "request_head_too_large")]),
+            Case(
+                description: "1 001 header fields", bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\n\(manyFields)\r\n".utf8),
+                answers: [(431, "request_head_too_large")]),
+            Case(description: "an invalid method", bytes: Array("G@T /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8), answers: [(400, "malformed_request")]),
+            Case(
+                description: "a space in a header name", bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n".utf8),
+                answers: [(400, "malformed_request")]),
+            Case(
+                description: "two Content-Length headers",
+                bytes: Array("POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}".utf8),
+                answers: [(400, "malformed_request")]),
+            Case(
+                description: "TLS to the plain port",
+                bytes: [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03] + Array(repeating: 0x78, count: 40),
+                answers: [(400, "malformed_request")]),
+            Case(
+                description: "a malformed request after a good one",
+                bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n".utf8),
+                answers: [(200, nil), (400, "malformed_request")]),
+            Case(
+                description: "a bad chunk size in a body being read", bytes: Array("\(events)Transfer-Encoding: chunked\r\n\r\n5\r\n{\"eve\r\nZZ\r\n".utf8),
+                answers: [(400, "malformed_request")]),
+            Case(
+                description: "a connection ending inside a body", bytes: Array("\(events)Content-Length: 100\r\n\r\n{\"events\":".utf8),
+                answers: [(400, "malformed_request")],
+                halfClose: true),
+        ]
+    }
+
+    @Test func theParsersRefusalsAreJSONErrorsWithTheirStatus() async throws {
+        let herald = try await TestHerald.make { $0.port = 0 }
+        let token = try await herald.userToken("u")
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+            for testCase in Self.cases(token: token) {
+                let text = try await Task.detached { try Self.exchange(port: port, testCase.bytes, halfClose: testCase.halfClose) }.value
+                let responses = Self.responses(in: text)
+                #expect(responses.count == testCase.answers.count, "\(testCase): \(text.prefix(600))")
+                for (response, answer) in zip(responses, testCase.answers) {
+                    #expect(response.status == answer.0, "\(testCase): \(text.prefix(600))")
+                    if let code = answer.1 {
+                        let error = (try? JSONSerialization.jsonObject(with: Data(response.body.utf8))) as? [String: [String: String]]
+                        #expect(error?["error"]?["code"] == code, "\(testCase): \(response.body)")
+                        #expect(error?["error"]?["message"]?.isEmpty == false, "\(testCase)")
+                        #expect(response.head.lowercased().contains("content-type: application/json"), "\(testCase): \(response.head)")
+                    }
+                }
+            }
+            // The server still serves well-formed requests.
+            #expect(try await client.execute(uri: "/health/live", method: .get).status == .ok)
+        }
+    }
+
+    /// Sends `bytes` on a new connection and reads until the server closes it (or 5 s pass).
+    static func exchange(port: Int, _ bytes: [UInt8], halfClose: Bool) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var address = Loopback.address(port: port)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            // The server may refuse and close before it has read everything (a head too large).
+            guard sent > 0 else { break }
+            offset += sent
+        }
+        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    struct Response {
+        var status: Int
+        var head: String
+        var body: String
+    }
+
+    /// The responses in `text`, each framed by its Content-Length.
+    static func responses(in text: String) -> [Response] {
+        var responses: [Response] = []
+        var rest = Substring(text)
+        while let headEnd = rest.range(of: "\r\n\r\n") {
+            let head = String(rest[..<headEnd.lowerBound])
+            let statusLine = head.prefix { $0 != "\r" }.split(separator: " ")
+            guard statusLine.count >= 2, let status = Int(statusLine[1]) else { break }
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            let body = rest[headEnd.upperBound...].prefix(length)
+            responses.append(Response(status: status, head: head, body: String(body)))
+            rest = rest[headEnd.upperBound...].dropFirst(length)
+        }
+        return responses
+    }
+}
