@@ -67,6 +67,29 @@ import Testing
         #expect(try await store.promote(userID: "other", at: Self.epoch) == nil)
     }
 
+    /// Ties go to the smaller card id by its bytes (docs/cards.md), whatever the database's
+    /// collation: PostgreSQL ordered by its default collation, and under a usual one (ICU or
+    /// glibc `en_US`) `a` comes before `B` and punctuation is skipped, so promote and a pull
+    /// broke ties otherwise than SQLite and the pull's own changes (sorted in Swift).
+    @Test(arguments: StoreKind.allCases)
+    func tiesGoToTheSmallerCardIDByItsBytes(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let ids = ["card_3", "a", "card1", "B", "card.0", "card-2", "Card:9"]
+        let bytewise = ids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(bytewise == ["B", "Card:9", "a", "card-2", "card.0", "card1", "card_3"])
+        _ = try await store.putCards(ids.map { Self.card($0) })
+        _ = try await store.applyScores(ids.map { Self.update("u", $0, 0.5, at: 1) } + ids.map { Self.update("v", $0, 0.5, at: 1) })
+        for order in PoolOrder.allCases {
+            let top = try await store.pull(userID: "u", since: nil, order: order, limit: 3)
+            #expect(top.pool.map(\.card) == Array(bytewise.prefix(3)), "\(order): the three smallest ids, in order")
+            let all = try await store.pull(userID: "u", since: nil, order: order, limit: 100)
+            #expect(all.pool.map(\.card) == bytewise, "\(order)")
+        }
+        var promoted: [String] = []
+        while let next = try await store.promote(userID: "v", at: Self.epoch) { promoted.append(next.card.id) }
+        #expect(promoted == bytewise)
+    }
+
     /// Apps report each card shown, many at once (SQLite commits them in groups): every report
     /// lands as if made alone. Each user's history holds each card once, indexed 0, 1, … without
     /// gaps; both reports of one card answer its one index; a report naming an unknown card

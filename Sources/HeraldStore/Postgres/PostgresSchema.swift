@@ -325,6 +325,15 @@ enum PostgresSchema {
                 """,
             ]
         ),
+        // Pool ties go to the card id's bytes (`COLLATE "C"` in promote and pulls), whatever the
+        // database's collation: the index that orders a pool orders it the same way.
+        (
+            "v12-card-pool-bytewise",
+            [
+                "DROP INDEX user_cards_pool",
+                #"CREATE INDEX user_cards_pool ON user_cards(user_id, score DESC, card_id COLLATE "C") WHERE seen_index IS NULL"#,
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

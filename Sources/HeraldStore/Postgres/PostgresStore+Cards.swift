@@ -117,7 +117,7 @@ extension PostgresStore {
                     """
                     SELECT uc.card_id FROM user_cards uc JOIN cards c ON c.id = uc.card_id
                     WHERE uc.user_id = \(userID) AND uc.seen_index IS NULL AND uc.score IS NOT NULL AND c.deleted = 0
-                    ORDER BY uc.score DESC, uc.card_id LIMIT 1
+                    ORDER BY uc.score DESC, uc.card_id COLLATE "C" LIMIT 1
                     """
                 )
             else { return nil }
@@ -323,7 +323,8 @@ extension PostgresStore {
     /// The live (not deleted) cards among `ids`, by id.
     static func cards(_ session: PostgresSession, ids: [String]) async throws -> [CardContent] {
         guard !ids.isEmpty else { return [] }
-        return try await session.rows("SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id = ANY(\(ids)) ORDER BY id").map { row in
+        return try await session.rows("SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id = ANY(\(ids)) ORDER BY id COLLATE \"C\"").map {
+            row in
             CardRecords.card(
                 id: try row.text("id"), metadata: try row.text("metadata"), postedAt: try row.integer("posted_at"),
                 hot: try row.cell("hot").decode(Double?.self)
@@ -332,7 +333,9 @@ extension PostgresStore {
     }
 
     static func fullPull(_ session: PostgresSession, userID: String, mark: CardMark, order: PoolOrder, limit: Int) async throws -> CardPull {
-        let ordering = order == .hot ? "uc.score DESC, uc.card_id" : "c.posted_at DESC, uc.card_id"
+        // Ties by the card id's bytes, as SQLite and CardRecords.sorted order them, whatever the
+        // database's collation (an `en_US` one puts `a` before `B`).
+        let ordering = order == .hot ? "uc.score DESC, uc.card_id COLLATE \"C\"" : "c.posted_at DESC, uc.card_id COLLATE \"C\""
         // The pool's cards come with it (the join reads their rows anyway); only the history's
         // are looked up again. A card is in one or the other: history rows are the seen ones.
         let rows = try await session.rows(
