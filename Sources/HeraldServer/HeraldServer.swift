@@ -260,12 +260,16 @@ public struct HeraldServer: Sendable {
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
             ] + (managesMembership ? [("topic membership", membership)] : [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
-        let headTimeout = TimeAmount.milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000))
+        let deadlines = RequestDeadlineLimits(
+            head: .milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000)),
+            body: .milliseconds(Int64(saturating: configuration.requestBodyTimeout.seconds * 1000)),
+            bodyMinimumRate: configuration.requestBodyMinimumRate
+        )
         return Application(
             router: router(),
             server: .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [RequestHeadDeadline(deadline: headTimeout, connections: connections), MalformedRequestAnswer()],
+                    additionalChannelHandlers: [RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer()],
                     idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
                 )
             ),

@@ -5,10 +5,6 @@ import HeraldTestSupport
 import HummingbirdTesting
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Requests the HTTP/1.1 parser refuses get Herald's JSON error body and a status naming the
 /// fault, as every other refusal does (SPEC §3). They were a bare 400 with no body, and a bad
 /// chunk, or a connection ending inside a body, was a 500 logged as an unexpected error.
@@ -64,8 +60,8 @@ import Testing
         try await herald.server.application(deliveryWorkers: false).test(.live) { client in
             let port = try #require(client.port)
             for testCase in Self.cases(token: token) {
-                let text = try await Task.detached { try Self.exchange(port: port, testCase.bytes, halfClose: testCase.halfClose) }.value
-                let responses = Self.responses(in: text)
+                let text = try await RawHTTP.onThread { try RawHTTP.exchange(port: port, testCase.bytes, halfClose: testCase.halfClose) }
+                let responses = RawHTTP.responses(in: text)
                 #expect(responses.count == testCase.answers.count, "\(testCase): \(text.prefix(600))")
                 for (response, answer) in zip(responses, testCase.answers) {
                     #expect(response.status == answer.0, "\(testCase): \(text.prefix(600))")
@@ -80,59 +76,5 @@ import Testing
             // The server still serves well-formed requests.
             #expect(try await client.execute(uri: "/health/live", method: .get).status == .ok)
         }
-    }
-
-    /// Sends `bytes` on a new connection and reads until the server closes it (or 5 s pass).
-    static func exchange(port: Int, _ bytes: [UInt8], halfClose: Bool) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        var address = Loopback.address(port: port)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            // The server may refuse and close before it has read everything (a head too large).
-            guard sent > 0 else { break }
-            offset += sent
-        }
-        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            guard count > 0 else { break }
-            received += buffer[0..<count]
-        }
-        return String(decoding: received, as: UTF8.self)
-    }
-
-    struct Response {
-        var status: Int
-        var head: String
-        var body: String
-    }
-
-    /// The responses in `text`, each framed by its Content-Length.
-    static func responses(in text: String) -> [Response] {
-        var responses: [Response] = []
-        var rest = Substring(text)
-        while let headEnd = rest.range(of: "\r\n\r\n") {
-            let head = String(rest[..<headEnd.lowerBound])
-            let statusLine = head.prefix { $0 != "\r" }.split(separator: " ")
-            guard statusLine.count >= 2, let status = Int(statusLine[1]) else { break }
-            let length =
-                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
-            let body = rest[headEnd.upperBound...].prefix(length)
-            responses.append(Response(status: status, head: head, body: String(body)))
-            rest = rest[headEnd.upperBound...].dropFirst(length)
-        }
-        return responses
     }
 }

@@ -45,6 +45,11 @@ public struct HeraldConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// How long a client has to send a complete request head (slow-loris defence).
     public var requestHeadTimeout: Duration = .seconds(10)
+    /// How long a client has to send a request body after its head, plus a second for each
+    /// `requestBodyMinimumRate` bytes sent (slow-POST defence: a fair upload always fits).
+    public var requestBodyTimeout: Duration = .seconds(20)
+    /// Bytes a second a request body must average past `requestBodyTimeout`.
+    public var requestBodyMinimumRate = 500
     /// Recipients a topic or audience fan-out may have to be written in the accepting
     /// transaction; larger ones are accepted with a cursor and written page by page afterwards.
     public var fanOutInlineLimit = 10_000
@@ -139,6 +144,11 @@ public struct HeraldConfiguration: Sendable {
         guard (1...1_000_000).contains(maxConnections) else { throw Self.invalid("server.max_connections", "must be 1-1000000") }
         idleTimeout = try reader.duration(forKey: "server.idle_timeout", in: 1...86_400) ?? idleTimeout
         requestHeadTimeout = try reader.duration(forKey: "server.request_head_timeout", in: 1...3_600) ?? requestHeadTimeout
+        requestBodyTimeout = try reader.duration(forKey: "server.request_body_timeout", in: 1...3_600) ?? requestBodyTimeout
+        requestBodyMinimumRate = try reader.requiredInt(forKey: "server.request_body_min_rate", default: requestBodyMinimumRate)
+        guard (1...1_000_000_000).contains(requestBodyMinimumRate) else {
+            throw Self.invalid("server.request_body_min_rate", "must be 1-1000000000 (bytes a second)")
+        }
         fanOutInlineLimit = try reader.requiredInt(forKey: "fanout.inline_limit", default: fanOutInlineLimit)
         guard (0...10_000_000).contains(fanOutInlineLimit) else { throw Self.invalid("fanout.inline_limit", "must be 0-10000000") }
         maxDevicesPerUser = try reader.requiredInt(forKey: "devices.max_per_user", default: maxDevicesPerUser)

@@ -1,0 +1,162 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// How long a client may take to send a request. An idle timeout does not bound it, as every
+/// trickled byte resets one: that is how slow clients hold connections open (slow-loris on the
+/// head, slow POST on the body) until none is left for anyone else.
+struct RequestDeadlineLimits: Sendable {
+    /// The head must be complete this long after the connection opens, and after each response.
+    var head: TimeAmount
+    /// The body must be complete this long after its head, plus a second for each
+    /// `bodyMinimumRate` bytes it has sent: a large upload at a fair rate always fits, a
+    /// trickle never does.
+    var body: TimeAmount
+    /// Bytes a second a body must average, past ``body``, to keep its connection.
+    var bodyMinimumRate: Int
+}
+
+/// Holds each request to ``RequestDeadlineLimits``. A late head closes the connection; a late
+/// body is answered 408 (unless its response has started) and closes it. Registers each
+/// connection with ``OpenConnections`` while it is open, for the end of a graceful shutdown.
+final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let limits: RequestDeadlineLimits
+    /// When the connection started waiting for a head; nil while a request is in progress.
+    private var waitingSince: NIODeadline?
+    /// When the body being read began, and how much of it has come; nil when none is read.
+    private var bodySince: NIODeadline?
+    private var bodyBytes = 0
+    /// Whether the current request's response has started (a 408 would then be a second one).
+    private var answering = false
+    /// At most one per connection, and not re-created per request: when it fires it acts if a
+    /// deadline is over, or schedules itself for the earliest one still running.
+    private var timer: Scheduled<Void>?
+    private var timerDue: NIODeadline?
+    private let connections: OpenConnections?
+
+    init(limits: RequestDeadlineLimits, connections: OpenConnections? = nil) {
+        self.limits = limits
+        self.connections = connections
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        connections?.add(context.channel)
+        if context.channel.isActive { waitForHead(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        connections?.remove(context.channel)
+        timer?.cancel()
+        timer = nil
+        timerDue = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connections?.remove(context.channel)
+        context.fireChannelInactive()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        waitForHead(context)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            waitingSince = nil
+            bodySince = .now()
+            bodyBytes = 0
+            answering = false
+            ensureTimer(context)
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
+        case .end:
+            bodySince = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head) where head.status.kind != .informational:
+            answering = true
+        case .end:
+            // The response is complete: the clock runs for the next request on this connection.
+            waitForHead(context)
+        default:
+            break
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func waitForHead(_ context: ChannelHandlerContext) {
+        waitingSince = .now()
+        ensureTimer(context)
+    }
+
+    /// The earliest deadline running, and whether it is the body's.
+    private var due: (at: NIODeadline, body: Bool)? {
+        let head = waitingSince.map { ($0 + limits.head, false) }
+        let body = bodySince.map { since in
+            let allowance = TimeAmount.seconds(Int64(bodyBytes / max(1, limits.bodyMinimumRate)))
+            return (since + limits.body + allowance, true)
+        }
+        return [head, body].compactMap { $0 }.min { $0.0 < $1.0 }
+    }
+
+    /// Schedules the timer unless it fires before the earliest deadline anyway (it is then
+    /// rescheduled when it fires, so a request costs no timer of its own).
+    private func ensureTimer(_ context: ChannelHandlerContext) {
+        guard let due else { return }
+        if let timerDue, timer != nil, timerDue <= due.at { return }
+        timer?.cancel()
+        schedule(context, at: due.at)
+    }
+
+    private func schedule(_ context: ChannelHandlerContext, at due: NIODeadline) {
+        timerDue = due
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = bound.value
+            handler.expire(context)
+        }
+    }
+
+    private func expire(_ context: ChannelHandlerContext) {
+        timer = nil
+        timerDue = nil
+        guard let due else { return }
+        guard NIODeadline.now() >= due.at else {
+            schedule(context, at: due.at)
+            return
+        }
+        waitingSince = nil
+        bodySince = nil
+        guard due.body, !answering else {
+            context.close(promise: nil)
+            return
+        }
+        answering = true
+        let body = ByteBuffer(
+            bytes: ErrorBody.json(
+                code: "request_timeout",
+                message:
+                    "the request body did not arrive in time (\(limits.body.nanoseconds / 1_000_000_000) s, plus a second per \(limits.bodyMinimumRate) bytes sent)"
+            ))
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.contentLength] = String(body.readableBytes)
+        fields[.connection] = "close"
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: 408, reasonPhrase: "Request Timeout"), headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HeraldTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// HTTP/1.1 over a plain socket, for requests no HTTP client would send: malformed, trickled.
+enum RawHTTP {
+    /// Runs blocking socket work on a thread of its own. On Swift's cooperative pool (two
+    /// threads on two cores) two such calls blocked every thread, so the in-process server they
+    /// talk to could not answer them.
+    static func onThread<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    /// Sends `bytes` on a new connection and reads until the server closes it (or 5 s pass).
+    static func exchange(port: Int, _ bytes: [UInt8], halfClose: Bool) throws -> String {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        send(fd, bytes)
+        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
+        return readToEnd(fd)
+    }
+
+    /// A connection to 127.0.0.1:`port` whose reads give up after 5 s.
+    static func connect(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = Loopback.address(port: port)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Sends `bytes`. - Returns: false when the server closed the connection first (it may
+    /// refuse before it has read everything: a head too large).
+    @discardableResult
+    static func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// Whatever the server sends until it closes the connection (or a read waits 5 s).
+    static func readToEnd(_ fd: Int32) -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    struct Response {
+        var status: Int
+        var head: String
+        var body: String
+    }
+
+    /// The responses in `text`, each framed by its Content-Length.
+    static func responses(in text: String) -> [Response] {
+        var responses: [Response] = []
+        var rest = Substring(text)
+        while let headEnd = rest.range(of: "\r\n\r\n") {
+            let head = String(rest[..<headEnd.lowerBound])
+            let statusLine = head.prefix { $0 != "\r" }.split(separator: " ")
+            guard statusLine.count >= 2, let status = Int(statusLine[1]) else { break }
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            let body = rest[headEnd.upperBound...].prefix(length)
+            responses.append(Response(status: status, head: head, body: String(body)))
+            rest = rest[headEnd.upperBound...].dropFirst(length)
+        }
+        return responses
+    }
+}
