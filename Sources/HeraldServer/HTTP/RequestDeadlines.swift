@@ -108,7 +108,8 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             let allowance = TimeAmount.seconds(Int64(bodyBytes / max(1, limits.bodyMinimumRate)))
             return (since + limits.body + allowance, true)
         }
-        return [head, body].compactMap { $0 }.min { $0.0 < $1.0 }
+        guard let head, let body else { return head ?? body }
+        return body.0 < head.0 ? body : head
     }
 
     /// Schedules the timer unless it fires before the earliest deadline anyway (it is then
