@@ -36,7 +36,7 @@ public final class WebPushSink: ReleasingSink {
     }
 
     public let name: String
-    public let capabilities: SinkCapabilities = .push
+    public let capabilities: SinkCapabilities = [.push, .endpointPerDevice]
     public let providers: DeviceProviders = .only([WebPushSink.provider])
     private let configuration: Configuration
     private let clients: SinkHTTPClients

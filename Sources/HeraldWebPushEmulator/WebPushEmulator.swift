@@ -21,6 +21,7 @@ import Synchronization
 /// | `missing-` | 404 Not Found |
 /// | `big-` | 413 Payload Too Large |
 /// | `flaky-` | 503 twice, then 201 |
+/// | `down-` | 503, always |
 /// | `busy-` | 429 with `Retry-After: 1` once, then 201 |
 /// | `moved-` | 307 to `/redirected/<name>`, which answers 201 to a sender that follows it |
 public final class WebPushEmulator: Sendable {
@@ -146,6 +147,7 @@ public final class WebPushEmulator: Sendable {
         if name.hasPrefix("missing-") { return answer(.notFound, plaintext: text) }
         if name.hasPrefix("big-") { return answer(.contentTooLarge, plaintext: text) }
         if name.hasPrefix("flaky-") && attempt <= 2 { return answer(.serviceUnavailable, plaintext: text) }
+        if name.hasPrefix("down-") { return answer(.serviceUnavailable, plaintext: text) }
         if name.hasPrefix("busy-") && attempt == 1 { return answer(.tooManyRequests, plaintext: text, extra: ["Retry-After": "1"]) }
         if name.hasPrefix("moved-") { return answer(.temporaryRedirect, plaintext: text, extra: ["Location": "/redirected/\(name)"]) }
         return answer(.created, plaintext: text)

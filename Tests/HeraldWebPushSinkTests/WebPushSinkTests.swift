@@ -133,6 +133,23 @@ import Testing
         await f.stop()
     }
 
+    /// Each subscription names its own push service, chosen by the user's browser (or by the
+    /// user): one user's subscriptions failing says nothing of the sink. They opened the sink's
+    /// circuit, so every other user's Web Push waited for its probe (30 s, doubling to 5 min).
+    @Test func oneUsersFailingSubscriptionsDoNotHoldBackOthers() async throws {
+        let f = try await Fixture.start()
+        for index in 1...6 { try await f.register("mallory", "down-\(index)") }
+        try await f.register("ana", "ana-1")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"]))
+        try await f.engine.drain()
+        #expect(f.emulator.received.filter { $0.subscription.hasPrefix("down-") }.count == 6)
+        #expect(!f.engine.circuits.state(of: f.sink.name).isOpen, "six failing subscriptions of one user")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "for ana", body: "b", userIDs: ["ana"]))
+        try await f.engine.drain()
+        #expect(f.emulator.received.filter { $0.subscription == "ana-1" }.map(\.status) == [201], "sent at once, not after a probe")
+        await f.stop()
+    }
+
     /// A subscription's endpoint is outside input: a redirect from it is an answer (failed), never
     /// a reason to POST the message on to wherever it points, an internal address included.
     @Test func aPushServiceRedirectIsNotFollowed() async throws {

@@ -304,7 +304,7 @@ public final class DeliveryEngine: Service {
         for (delivery, outcome) in zip(live, outcomes) {
             updates.append(update(for: delivery, outcome: outcome, now: answered))
         }
-        if circuits.observe(name, outcomes: outcomes, at: answered) {
+        if !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) {
             let state = circuits.state(of: name)
             logger.error(
                 "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"

@@ -18,6 +18,10 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     /// Keeps provider-side topic membership equal to Herald's subscriptions
     /// (``NotificationSink/updateTopicMembership(_:)``), when `topics.manage_fcm_membership` is on.
     public static let topicMembership = SinkCapabilities(rawValue: 1 << 5)
+    /// Each device names the service it is sent to (a Web Push subscription's push service,
+    /// chosen by the user's browser or by the user): one device's failures say nothing of the
+    /// sink, so they never open its circuit, which would hold back every other user's pushes.
+    public static let endpointPerDevice = SinkCapabilities(rawValue: 1 << 6)
 }
 
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
