@@ -4,9 +4,9 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 
-/// Gives the answer to a request the HTTP/1.1 parser refuses (a request line and headers over
-/// the decoder's limits, a malformed request line or header, a bad length or chunk size)
-/// Herald's JSON error body and the status that names the fault. Hummingbird answers those
+/// Puts Herald's JSON error body, and the status that names the fault, in the answer to a
+/// request the HTTP/1.1 parser refuses (a request line and headers over the decoder's limits,
+/// a malformed request line or header, a bad length or chunk size). Hummingbird answers those
 /// with a bare 400 and no body (`Connection: close`, `Content-Length: 0`), which is not the
 /// error shape every other refusal has (SPEC §3) and says nothing of what was wrong.
 ///
