@@ -269,7 +269,9 @@ public struct HeraldServer: Sendable {
             router: router(),
             server: .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer()],
+                    additionalChannelHandlers: [
+                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(), CloseAfterResponse.Installer(),
+                    ],
                     idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
                 )
             ),
