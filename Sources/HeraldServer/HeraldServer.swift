@@ -230,7 +230,8 @@ public struct HeraldServer: Sendable {
         EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
             .register(on: router, table: routes)
         DeviceAuthRoutes(
-            store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter, tokenLifetime: configuration.deviceTokenLifetime
+            store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
+            proxies: (try? TrustedProxies(configuration.trustedProxies)) ?? .none, tokenLifetime: configuration.deviceTokenLifetime
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)

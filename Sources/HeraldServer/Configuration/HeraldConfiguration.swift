@@ -79,6 +79,9 @@ public struct HeraldConfiguration: Sendable {
     public var eventsPerUserPerHour = 20_000
     /// Whether `POST /api/auth/device` gives a device without a backend's proof an anonymous user.
     public var deviceSignUp = false
+    /// Proxies in front of Herald whose `X-Forwarded-For` names the client (addresses and CIDR
+    /// ranges), for per-client limits; empty: the connection's address is the client's.
+    public var trustedProxies: [String] = []
     /// Anonymous sign-ups allowed per client address per minute.
     public var deviceSignUpsPerMinute = 10
     /// How long a token from `POST /api/auth/device` is valid.
@@ -171,6 +174,12 @@ public struct HeraldConfiguration: Sendable {
         }
         deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
+        trustedProxies = try reader.optionalStringList(forKey: "server.trusted_proxies") ?? trustedProxies
+        do {
+            _ = try TrustedProxies(trustedProxies)
+        } catch TrustedProxiesError.invalid(let entry) {
+            throw Self.invalid("server.trusted_proxies", "'\(entry)' is not an IPv4 or IPv6 address with an optional /prefix")
+        }
         guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }
         deviceTokenLifetime = try reader.duration(forKey: "auth.device_token_ttl", in: 60...(3_650 * 86_400)) ?? deviceTokenLifetime
         streamHeartbeat = try reader.duration(forKey: "stream.heartbeat", in: 1...300) ?? streamHeartbeat

@@ -87,6 +87,7 @@ extension HeraldRequestContext {
 
 extension HTTPField.Name {
     static let xUserID = Self("X-User-ID")!
+    static let xForwardedFor = Self("X-Forwarded-For")!
     static let lastEventID = Self("Last-Event-ID")!
     /// Tells nginx not to buffer an answer (a live stream).
     static let xAccelBuffering = Self("X-Accel-Buffering")!

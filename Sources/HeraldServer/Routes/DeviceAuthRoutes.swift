@@ -11,6 +11,8 @@ struct DeviceAuthRoutes {
     let userTokens: UserTokenVerifier?
     let signUp: Bool
     let limiter: SignUpLimiter
+    /// Whose `X-Forwarded-For` names the client the limiter counts.
+    let proxies: TrustedProxies
     let tokenLifetime: Duration
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
@@ -60,7 +62,8 @@ struct DeviceAuthRoutes {
             guard signUp else {
                 throw HeraldError(.forbidden, code: "sign_up_disabled", "anonymous devices are not enabled (auth.device_sign_up); send 'proof'")
             }
-            if let wait = limiter.take(SignUpLimiter.client(context.remoteAddress)) {
+            let client = proxies.client(peer: context.remoteAddress, forwardedFor: request.headers[.xForwardedFor])
+            if let wait = limiter.take(SignUpLimiter.client(client)) {
                 var response = ErrorMiddleware<HeraldRequestContext>.response(
                     status: .tooManyRequests, code: "rate_limited", message: "too many sign-ups from this address; retry in \(wait) s"
                 )
