@@ -37,6 +37,8 @@ public struct HeraldServer: Sendable {
     let signUpLimiter: SignUpLimiter
     /// Engagement events per user token (`events.max_per_user_per_hour`), kept across requests.
     let eventLimiter: TokenBuckets
+    /// Whose `X-Forwarded-For` names the client (`server.trusted_proxies`).
+    let trustedProxies: TrustedProxies
     /// Open HTTP connections, ended when a graceful shutdown's drain runs out.
     let connections = OpenConnections()
     /// Live streams (`GET /api/stream`) open in this process.
@@ -105,6 +107,7 @@ public struct HeraldServer: Sendable {
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
                     eventLimiter: TokenBuckets(capacity: configuration.eventsPerUserPerHour, period: 3_600),
+                    trustedProxies: try TrustedProxies.configured(configuration.trustedProxies),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser),
                     membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
                     fanOut: fanOut
@@ -231,7 +234,7 @@ public struct HeraldServer: Sendable {
             .register(on: router, table: routes)
         DeviceAuthRoutes(
             store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
-            proxies: (try? TrustedProxies(configuration.trustedProxies)) ?? .none, tokenLifetime: configuration.deviceTokenLifetime
+            proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)

@@ -41,7 +41,7 @@ import Testing
             environment: ["HERALD_SHUTDOWN_TIMEOUT": "30", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "60"], in: directory
         )
         // A complete head promising a body that never comes: a request in progress.
-        let fd = try Self.connectLoopback(herald.port)
+        let fd = try Loopback.connect(port: herald.port, receiveTimeout: .milliseconds(100))
         defer { close(fd) }
         let head = Array("POST /api/auth/device HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ty".utf8)
         _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -71,7 +71,7 @@ import Testing
     /// Sends one complete request, reads the answer, then waits. - Returns: seconds until the
     /// server closed the connection, or nil if it stayed open until `limit`.
     static func idle(port: Int, limit: Duration) throws -> Double? {
-        let fd = try connectLoopback(port)
+        let fd = try Loopback.connect(port: port, receiveTimeout: .milliseconds(100))
         defer { close(fd) }
         let request = Array("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -86,26 +86,10 @@ import Testing
         return nil
     }
 
-    static func connectLoopback(_ port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = Loopback.address(port: port)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw POSIXError(.ECONNREFUSED)
-        }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return fd
-    }
-
     /// Sends a request line, then one header byte at a time. - Returns: whether the server closed
     /// the connection before `limit`.
     static func trickle(port: Int, every pause: Duration, for limit: Duration) throws -> Bool {
-        let fd = try connectLoopback(port)
+        let fd = try Loopback.connect(port: port, receiveTimeout: .milliseconds(100))
         defer { close(fd) }
         var timeout = timeval(tv_sec: 0, tv_usec: 1_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -18,28 +18,11 @@ enum RawHTTP {
 
     /// Sends `bytes` on a new connection and reads until the server closes it (or 5 s pass).
     static func exchange(port: Int, _ bytes: [UInt8], halfClose: Bool) throws -> String {
-        let fd = try connect(port: port)
+        let fd = try Loopback.connect(port: port)
         defer { close(fd) }
         send(fd, bytes)
         if halfClose { shutdown(fd, Int32(SHUT_WR)) }
         return readToEnd(fd)
-    }
-
-    /// A connection to 127.0.0.1:`port` whose reads give up after 5 s.
-    static func connect(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = Loopback.address(port: port)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw POSIXError(.ECONNREFUSED)
-        }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return fd
     }
 
     /// Sends `bytes`. - Returns: false when the server closed the connection first (it may

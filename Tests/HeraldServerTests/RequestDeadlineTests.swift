@@ -30,7 +30,7 @@ import Testing
             let port = try #require(client.port)
             // A byte every 100 ms: 10 bytes a second against a floor of 2 000.
             let (trickled, elapsed) = try await RawHTTP.onThread {
-                let fd = try RawHTTP.connect(port: port)
+                let fd = try Loopback.connect(port: port)
                 defer { close(fd) }
                 RawHTTP.send(fd, Self.head(length: 60_000) + admin)
                 let started = ContinuousClock.now
@@ -53,7 +53,7 @@ import Testing
             // 60 000 bytes at about 40 000 a second: 1.5 s, past the 1 s base but within the
             // allowance its bytes earn (a second per 2 000).
             let fair = try await RawHTTP.onThread {
-                let fd = try RawHTTP.connect(port: port)
+                let fd = try Loopback.connect(port: port)
                 defer { close(fd) }
                 let prefix = "{\"type\":\"generic\",\"body\":\""
                 let suffix = "\",\"user_ids\":[\"u\"]}"

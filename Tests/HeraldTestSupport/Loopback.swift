@@ -33,12 +33,27 @@ public enum Loopback {
 
     /// Whether something accepts a TCP connection on `port` now.
     public static func accepts(port: Int) -> Bool {
+        guard let fd = try? connect(port: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// A TCP connection to 127.0.0.1:`port`, its reads giving up after `receiveTimeout`; the
+    /// caller closes it.
+    public static func connect(port: Int, receiveTimeout: Duration = .seconds(5)) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = address(port: port)
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        let (seconds, attoseconds) = receiveTimeout.components
+        var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
     }
 }

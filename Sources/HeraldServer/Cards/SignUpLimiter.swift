@@ -24,14 +24,8 @@ final class SignUpLimiter: Sendable {
     /// as `::ffff:a.b.c.d` and counts as its IPv4 address, not as one /64 shared by every IPv4
     /// client.
     static func client(_ address: SocketAddress?) -> String {
-        guard case .v6(let v6) = address else { return address?.ipAddress ?? "unknown" }
-        // sockaddr_in6: family and port (4 bytes), flow info (4), then the 16 address bytes.
-        let raw = withUnsafeBytes(of: v6.address) { Array($0) }
-        guard raw.count >= 24 else { return address?.ipAddress ?? "unknown" }
-        let bytes = Array(raw[8..<24])
-        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
-            return bytes[12..<16].map(String.init).joined(separator: ".")
-        }
+        guard let bytes = address?.unmappedIPBytes else { return address?.ipAddress ?? "unknown" }
+        guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
         return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":") + "::/64"
     }
 }

@@ -175,11 +175,7 @@ public struct HeraldConfiguration: Sendable {
         deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
         trustedProxies = try reader.optionalStringList(forKey: "server.trusted_proxies") ?? trustedProxies
-        do {
-            _ = try TrustedProxies(trustedProxies)
-        } catch TrustedProxiesError.invalid(let entry) {
-            throw Self.invalid("server.trusted_proxies", "'\(entry)' is not an IPv4 or IPv6 address with an optional /prefix")
-        }
+        _ = try TrustedProxies.configured(trustedProxies)
         guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }
         deviceTokenLifetime = try reader.duration(forKey: "auth.device_token_ttl", in: 60...(3_650 * 86_400)) ?? deviceTokenLifetime
         streamHeartbeat = try reader.duration(forKey: "stream.heartbeat", in: 1...300) ?? streamHeartbeat

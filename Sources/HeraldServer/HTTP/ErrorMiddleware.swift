@@ -103,4 +103,15 @@ struct ErrorBody: Codable {
     static func json(code: String, message: String) -> Data {
         (try? JSONBody.encoder().encode(ErrorBody(error: .init(code: code, message: message)))) ?? Data()
     }
+
+    /// An error answer a channel handler writes itself, outside the router (a request the
+    /// parser refused, a body too slow): its head, which closes the connection, and its body.
+    static func closingAnswer(status: HTTPResponse.Status, code: String, message: String) -> (head: HTTPResponse, body: ByteBuffer) {
+        let body = ByteBuffer(bytes: json(code: code, message: message))
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.contentLength] = String(body.readableBytes)
+        fields[.connection] = "close"
+        return (HTTPResponse(status: status, headerFields: fields), body)
+    }
 }

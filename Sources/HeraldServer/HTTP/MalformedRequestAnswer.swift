@@ -34,13 +34,9 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         let (status, code, message) = Self.answer(to: refusal)
-        let body = ByteBuffer(bytes: ErrorBody.json(code: code, message: message))
-        var fields = HTTPFields()
-        fields[.contentType] = "application/json; charset=utf-8"
-        fields[.contentLength] = String(body.readableBytes)
-        fields[.connection] = "close"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: promise)
+        let answer = ErrorBody.closingAnswer(status: status, code: code, message: message)
+        context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
+        context.write(wrapOutboundOut(.body(answer.body)), promise: promise)
     }
 
     /// Hummingbird's answer to a parser error: 400, no body, the connection closing.

@@ -145,18 +145,13 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         answering = true
-        let body = ByteBuffer(
-            bytes: ErrorBody.json(
-                code: "request_timeout",
-                message:
-                    "the request body did not arrive in time (\(limits.body.nanoseconds / 1_000_000_000) s, plus a second per \(limits.bodyMinimumRate) bytes sent)"
-            ))
-        var fields = HTTPFields()
-        fields[.contentType] = "application/json; charset=utf-8"
-        fields[.contentLength] = String(body.readableBytes)
-        fields[.connection] = "close"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: 408, reasonPhrase: "Request Timeout"), headerFields: fields))), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        let answer = ErrorBody.closingAnswer(
+            status: .init(code: 408, reasonPhrase: "Request Timeout"), code: "request_timeout",
+            message:
+                "the request body did not arrive in time (\(limits.body.nanoseconds / 1_000_000_000) s, plus a second per \(limits.bodyMinimumRate) bytes sent)"
+        )
+        context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
+        context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }

@@ -26,15 +26,11 @@ struct TrustedProxies: Sendable {
 
     private let ranges: [Range]
 
-    static let none = TrustedProxies(ranges: [])
-
-    private init(ranges: [Range]) { self.ranges = ranges }
-
     /// - Throws: the entry that is not an IPv4 or IPv6 address, with an optional `/prefix`.
     init(_ entries: [String]) throws {
         ranges = try entries.map { entry in
             let parts = entry.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let bytes = Self.bytes(String(parts[0])) else { throw TrustedProxiesError.invalid(entry) }
+            guard let bytes = (try? SocketAddress(ipAddress: String(parts[0]), port: 0))?.ipBytes else { throw TrustedProxiesError.invalid(entry) }
             var prefix = bytes.count * 8
             if parts.count == 2 {
                 guard let given = Int(parts[1]), parts[1].allSatisfy(\.isASCII), (0...prefix).contains(given) else {
@@ -46,7 +42,14 @@ struct TrustedProxies: Sendable {
         }
     }
 
-    var isEmpty: Bool { ranges.isEmpty }
+    /// `server.trusted_proxies`, or the configuration error naming the entry that is not one.
+    static func configured(_ entries: [String]) throws -> TrustedProxies {
+        do {
+            return try TrustedProxies(entries)
+        } catch TrustedProxiesError.invalid(let entry) {
+            throw HeraldConfiguration.invalid("server.trusted_proxies", "'\(entry)' is not an IPv4 or IPv6 address with an optional /prefix")
+        }
+    }
 
     /// The client of a request that came from `peer`: the peer itself, unless it is a trusted
     /// proxy, in which case the nearest address in `X-Forwarded-For` (read from the right,
@@ -65,26 +68,9 @@ struct TrustedProxies: Sendable {
     }
 
     private func isTrusted(_ address: SocketAddress) -> Bool {
-        guard let text = address.ipAddress, let bytes = Self.bytes(text) else { return false }
-        // An IPv4 peer on a dual-stack listener comes as ::ffff:a.b.c.d.
-        let mapped = bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF ? Array(bytes[12...]) : nil
-        return ranges.contains { $0.contains(bytes) || (mapped.map($0.contains) ?? false) }
-    }
-
-    /// The address's bytes (4 or 16), or nil when `text` is not an IP address.
-    private static func bytes(_ text: String) -> [UInt8]? {
-        guard let address = try? SocketAddress(ipAddress: text, port: 0) else { return nil }
-        switch address {
-        // sockaddr_in: family and port (4 bytes), then the 4 address bytes; sockaddr_in6:
-        // family and port (4), flow info (4), then the 16 address bytes.
-        case .v4(let v4):
-            let raw = withUnsafeBytes(of: v4.address) { Array($0) }
-            return raw.count >= 8 ? Array(raw[4..<8]) : nil
-        case .v6(let v6):
-            let raw = withUnsafeBytes(of: v6.address) { Array($0) }
-            return raw.count >= 24 ? Array(raw[8..<24]) : nil
-        default: return nil
-        }
+        // An IPv4 peer on a dual-stack listener comes as ::ffff:a.b.c.d: either form may be listed.
+        let forms = [address.ipBytes, address.unmappedIPBytes].compactMap { $0 }
+        return ranges.contains { range in forms.contains(where: range.contains) }
     }
 }
 

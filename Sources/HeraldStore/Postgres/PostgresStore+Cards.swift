@@ -335,7 +335,7 @@ extension PostgresStore {
     static func fullPull(_ session: PostgresSession, userID: String, mark: CardMark, order: PoolOrder, limit: Int) async throws -> CardPull {
         // Ties by the card id's bytes, as SQLite and CardRecords.sorted order them, whatever the
         // database's collation (an `en_US` one puts `a` before `B`).
-        let ordering = order == .hot ? "uc.score DESC, uc.card_id COLLATE \"C\"" : "c.posted_at DESC, uc.card_id COLLATE \"C\""
+        let ordering = (order == .hot ? "uc.score DESC" : "c.posted_at DESC") + ", uc.card_id COLLATE \"C\""
         // The pool's cards come with it (the join reads their rows anyway); only the history's
         // are looked up again. A card is in one or the other: history rows are the seen ones.
         let rows = try await session.rows(
