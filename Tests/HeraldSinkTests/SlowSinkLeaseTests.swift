@@ -74,7 +74,7 @@ import Testing
     }
 
     /// Two stores on one file (``twoStores()``), and an engine (one worker, one delivery per
-    /// batch, a 9 s lease) running on the first, to which accepts hand their deliveries.
+    /// batch, waited for however slow, a 9 s lease) running on the first, to which accepts hand their deliveries.
     struct HandOffFixture {
         let first: SQLiteStore
         let second: SQLiteStore
@@ -92,6 +92,9 @@ import Testing
             configuration.lease = .seconds(9)
             configuration.workers = 1
             configuration.batchSize = 1
+            // The worker waits for its batch however slow: the next delivery waits in the
+            // hand-off queue meanwhile.
+            configuration.batchPatience = .seconds(3600)
             configuration.idlePoll = .seconds(3600)
             let sinks = try SinkRegistry([sink])
             let engine = DeliveryEngine(queue: first, sinks: sinks, configuration: configuration)

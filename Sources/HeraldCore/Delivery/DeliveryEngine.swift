@@ -9,6 +9,15 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
     public var workers: Int = 2
     /// Deliveries claimed at once by one worker.
     public var batchSize: Int = 256
+    /// How long a worker waits for the slowest sink of its batch before it takes the next one.
+    /// The sink goes on with its deliveries (their leases kept, their outcomes recorded when it
+    /// answers), so one slow sink, or one slow endpoint inside a sink, does not hold back the
+    /// others' deliveries.
+    public var batchPatience: Duration = .seconds(1)
+    /// The most deliveries one sink is given at once, however many batches its answers lag
+    /// behind; past it, none of its deliveries is claimed until it answers. By default all
+    /// workers' batches, the most a sink could have when workers waited for every sink.
+    public var sinkInFlightLimit: Int?
     /// How long a claim is held; a worker that dies without recording leaves it to expire.
     public var lease: Duration = .seconds(60)
     /// The longest an idle worker waits before looking for due retries.
@@ -37,6 +46,8 @@ public final class DeliveryEngine: Service {
     public let circuits: CircuitBreakers
     /// Deliveries leased to this engine by the accepts that stored them (no claim needed).
     public let handOff: DeliveryHandOff
+    /// Deliveries each sink has in hand, for batches whose workers moved on without them.
+    let workload: SinkWorkload
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
@@ -50,10 +61,13 @@ public final class DeliveryEngine: Service {
         self.clock = clock
         let circuits = CircuitBreakers(configuration: configuration.circuit)
         self.circuits = circuits
+        let allBatches = max(1, configuration.workers).multipliedReportingOverflow(by: max(1, configuration.batchSize))
+        let workload = SinkWorkload(limit: configuration.sinkInFlightLimit ?? (allBatches.overflow ? Int.max : allBatches.partialValue))
+        self.workload = workload
         // A batch in hand per worker and one more waiting for each.
         self.handOff = DeliveryHandOff(
             capacity: 2 * max(1, configuration.workers) * max(1, configuration.batchSize), lease: configuration.lease,
-            admits: { !circuits.isOpen($0) }
+            admits: { !circuits.isOpen($0) && !workload.isFull($0) }
         )
     }
 
@@ -129,35 +143,63 @@ public final class DeliveryEngine: Service {
         }
     }
 
+    /// Claims and sends batches until shutdown. A sink still sending when the batch's patience
+    /// runs out goes on in this worker's task group (which waits for it before the worker
+    /// ends) while the worker takes the next batch.
     private func workerLoop(_ worker: Int) async {
-        var failures = 0
-        var lastClaim = ContinuousClock.now - configuration.idlePoll
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                // Handed-off deliveries first; the queue is claimed too when they run out, and
-                // at least every tenth of the idle poll, so retries that fall due are not held
-                // back by a steady stream of accepts.
-                let handed = handOff.take(max: configuration.batchSize)
-                let claims = handed.isEmpty || ContinuousClock.now - lastClaim >= configuration.idlePoll / 10
-                if claims { lastClaim = .now }
-                let processed = try await processDue(handedOff: handed, claims: claims)
-                failures = 0
-                if processed == 0 { await idle() }
-            } catch {
-                // Storage is unavailable: leased work stays safe in the queue; back off and retry,
-                // never longer than a second, so delivery resumes soon after storage returns.
-                failures += 1
-                logger.error("delivery worker \(worker) could not reach storage: \(error)")
-                let pause = Duration.milliseconds(min(100 << min(failures, 6), 1_000))
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+        await withDiscardingTaskGroup { group in
+            var failures = 0
+            var lastClaim = ContinuousClock.now - configuration.idlePoll
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do {
+                    // Handed-off deliveries first; the queue is claimed too when they run out, and
+                    // at least every tenth of the idle poll, so retries that fall due are not held
+                    // back by a steady stream of accepts.
+                    let handed = handOff.take(max: configuration.batchSize, skipping: workload.full)
+                    let claims = handed.isEmpty || ContinuousClock.now - lastClaim >= configuration.idlePoll / 10
+                    if claims { lastClaim = .now }
+                    let batch = try await claimBatch(handedOff: handed, claims: claims)
+                    failures = 0
+                    guard !batch.isEmpty else {
+                        await idle()
+                        continue
+                    }
+                    let (progress, bySink) = start(batch)
+                    for (name, deliveries) in bySink {
+                        group.addTask {
+                            do {
+                                try await self.send(deliveries, through: name, of: progress)
+                            } catch {
+                                // Their leases run out and they are sent again; the next claim
+                                // finds out whether storage is back.
+                                self.logger.error("delivery worker \(worker) could not record what sink '\(name)' answered: \(error)")
+                            }
+                        }
+                    }
+                    await progress.wait(patience: configuration.batchPatience)
+                } catch {
+                    // Storage is unavailable: leased work stays safe in the queue; back off and retry,
+                    // never longer than a second, so delivery resumes soon after storage returns.
+                    failures += 1
+                    logger.error("delivery worker \(worker) could not reach storage: \(error)")
+                    let pause = Duration.milliseconds(min(100 << min(failures, 6), 1_000))
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+                }
             }
         }
     }
 
+    /// Sinks none of whose deliveries a worker takes now: those whose circuit is open, and
+    /// those given as many as they may have at once.
+    private func heldSinks() -> Set<String> {
+        circuits.openSinks().union(workload.full)
+    }
+
     private func idle() async {
         var timeout = configuration.idlePoll
-        // Deliveries of open circuits are not due for this worker; their probe is.
-        let due = [try? await queue.nextDueDate(sinks: .excluding(circuits.openSinks())), circuits.nextProbe()].compactMap { $0 }.min()
+        // Deliveries of open circuits and full sinks are not due for this worker (a full sink's
+        // answer wakes it); an open circuit's probe is.
+        let due = [try? await queue.nextDueDate(sinks: .excluding(heldSinks())), circuits.nextProbe()].compactMap { $0 }.min()
         if let due {
             timeout = min(timeout, .saturating(seconds: max(due.timeIntervalSince(clock()), 0.001)))
         }
@@ -170,15 +212,25 @@ public final class DeliveryEngine: Service {
         }
     }
 
-    /// Claims one batch of due deliveries, delivers it and records the outcomes.
+    /// Claims one batch of due deliveries, delivers it and records the outcomes, waiting for
+    /// every sink however slow.
     /// - Returns: how many deliveries were worked.
     @discardableResult
     public func processDue() async throws -> Int {
-        try await processDue(handedOff: handOff.take(max: configuration.batchSize), claims: true)
+        let batch = try await claimBatch(handedOff: handOff.take(max: configuration.batchSize, skipping: workload.full), claims: true)
+        guard !batch.isEmpty else { return 0 }
+        let (progress, bySink) = start(batch)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (name, deliveries) in bySink {
+                group.addTask { try await self.send(deliveries, through: name, of: progress) }
+            }
+            try await group.waitForAll()
+        }
+        return batch.count
     }
 
-    /// Delivers `handedOff` with, when `claims`, the due deliveries claimed from the queue.
-    private func processDue(handedOff: [Delivery], claims: Bool) async throws -> Int {
+    /// `handedOff` with, when `claims`, the due deliveries claimed from the queue.
+    private func claimBatch(handedOff: [Delivery], claims: Bool) async throws -> [Delivery] {
         let now = clock()
         var batch = handedOff
         // A handed-off lease runs from the accept, and this batch's heartbeat first beats a third
@@ -193,7 +245,7 @@ public final class DeliveryEngine: Service {
             do {
                 let limit = configuration.batchSize - batch.count
                 if limit > 0 {
-                    batch += try await queue.claimDue(now: now, limit: limit, lease: configuration.lease, sinks: .excluding(circuits.openSinks()))
+                    batch += try await queue.claimDue(now: now, limit: limit, lease: configuration.lease, sinks: .excluding(heldSinks()))
                 }
                 for sink in circuits.probesDue(at: now) {
                     let probe = try await queue.claimDue(now: now, limit: 1, lease: configuration.lease, sinks: .only(sink))
@@ -206,29 +258,34 @@ public final class DeliveryEngine: Service {
                 logger.error("could not claim due deliveries: \(error)")
             }
         }
-        guard !batch.isEmpty else { return 0 }
+        return batch
+    }
+
+    /// Splits `batch` by sink, counts it in the sinks' workload and starts its heartbeat.
+    private func start(_ batch: [Delivery]) -> (BatchProgress, [String: [Delivery]]) {
         var bySink: [String: [Delivery]] = [:]
         for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
+        for (name, deliveries) in bySink { workload.start(deliveries.count, for: name) }
+        let progress = BatchProgress(batch, sinks: bySink.count)
         // While a sink is still working, its leases are extended, so a batch slower than the
-        // lease is not claimed (and sent) again by another worker.
-        let outstanding = OutstandingLeases(batch)
-        // At the priority of the store's group committer, so a commit-heavy load cannot hold
-        // a heartbeat back past the lease.
-        let heartbeat = Task(priority: .high) { await self.keepLeases(outstanding) }
-        defer { heartbeat.cancel() }
-        // Each sink's outcomes are recorded as soon as that sink answers, so a slow webhook
-        // does not hold back history rows or pushes that were already sent.
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (name, deliveries) in bySink {
-                group.addTask {
-                    let updates = await self.deliver(deliveries, through: name)
-                    outstanding.finish(deliveries)
-                    try await self.record(updates, of: deliveries)
-                }
-            }
-            try await group.waitForAll()
+        // lease is not claimed (and sent) again by another worker. At the priority of the
+        // store's group committer, so a commit-heavy load cannot hold a heartbeat back past
+        // the lease.
+        progress.keep(Task(priority: .high) { await self.keepLeases(progress.leases) })
+        return (progress, bySink)
+    }
+
+    /// Sends one sink's part of a batch and records the outcomes as soon as it answers, so a
+    /// slow webhook does not hold back history rows or pushes that were already sent.
+    private func send(_ deliveries: [Delivery], through name: String, of progress: BatchProgress) async throws {
+        defer {
+            progress.sinkFinished()
+            // A sink that was full takes deliveries again: idle workers look for them.
+            if workload.finish(deliveries.count, for: name) { signal.notify() }
         }
-        return batch.count
+        let updates = await deliver(deliveries, through: name)
+        progress.leases.finish(deliveries)
+        try await record(updates, of: deliveries)
     }
 
     /// Extends the outstanding leases every third of the lease until cancelled or none is left.
@@ -349,23 +406,6 @@ public final class DeliveryEngine: Service {
                 id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
                 nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))
             )
-        }
-    }
-}
-
-/// The leases of a batch whose outcomes are not recorded yet.
-final class OutstandingLeases: Sendable {
-    private let leases: Mutex<Set<DeliveryLease>>
-
-    init(_ batch: [Delivery]) {
-        leases = Mutex(Set(batch.map { DeliveryLease(id: $0.id, attempt: $0.attempt) }))
-    }
-
-    var current: [DeliveryLease] { leases.withLock { Array($0) } }
-
-    func finish(_ deliveries: [Delivery]) {
-        leases.withLock { set in
-            for delivery in deliveries { set.remove(DeliveryLease(id: delivery.id, attempt: delivery.attempt)) }
         }
     }
 }

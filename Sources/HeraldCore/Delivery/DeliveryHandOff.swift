@@ -55,11 +55,22 @@ public final class DeliveryHandOff: Sendable {
         }
     }
 
-    /// Up to `limit` queued deliveries, oldest first (the engine's workers take them).
-    public func take(max limit: Int) -> [Delivery] {
+    /// Up to `limit` queued deliveries, oldest first (the engine's workers take them). Those to
+    /// a sink in `held` (one given as many deliveries as it may have at once) stay queued, their
+    /// leases kept, until a worker takes them later.
+    public func take(max limit: Int, skipping held: Set<String> = []) -> [Delivery] {
         state.withLock { state in
-            let taken = Array(state.queued.prefix(max(0, limit)))
-            state.queued.removeFirst(taken.count)
+            guard !held.isEmpty else {
+                let taken = Array(state.queued.prefix(max(0, limit)))
+                state.queued.removeFirst(taken.count)
+                return taken
+            }
+            var taken: [Delivery] = []
+            var kept: [Delivery] = []
+            for delivery in state.queued {
+                if taken.count < limit && !held.contains(delivery.sink) { taken.append(delivery) } else { kept.append(delivery) }
+            }
+            state.queued = kept
             return taken
         }
     }

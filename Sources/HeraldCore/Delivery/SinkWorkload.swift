@@ -1,0 +1,38 @@
+import Synchronization
+
+/// How many deliveries each sink has in progress (handed to it and not yet answered), so a
+/// worker may leave a slow sink's batch to finish on its own while the sink is given no more
+/// than `limit` deliveries at once.
+final class SinkWorkload: Sendable {
+    private struct State {
+        var counts: [String: Int] = [:]
+        var full: Set<String> = []
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    /// Sinks at their limit: none of their deliveries is claimed or handed off until one answers.
+    var full: Set<String> { state.withLock { $0.full } }
+
+    func isFull(_ sink: String) -> Bool { state.withLock { $0.full.contains(sink) } }
+
+    func start(_ count: Int, for sink: String) {
+        state.withLock { state in
+            let now = state.counts[sink, default: 0] + count
+            state.counts[sink] = now
+            if now >= limit { state.full.insert(sink) }
+        }
+    }
+
+    /// - Returns: whether the sink was full and no longer is.
+    func finish(_ count: Int, for sink: String) -> Bool {
+        state.withLock { state in
+            let left = max(0, state.counts[sink, default: 0] - count)
+            state.counts[sink] = left == 0 ? nil : left
+            return left < limit && state.full.remove(sink) != nil
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import HeraldStore
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@testable import HeraldCore
+
+/// A sink that does not answer (a webhook receiver that hangs, a push service that never
+/// replies) holds its own deliveries, not the other sinks': the worker moves on after
+/// `batchPatience`, and the slow sink is given no more than its in-flight limit meanwhile.
+@Suite(.cleansUp) struct StragglingSinkTests {
+    /// Answers nothing until released (or cancelled); records what it was given.
+    final class GatedSink: NotificationSink {
+        let name: String
+        let capabilities: SinkCapabilities = .perUser
+        private let released = Mutex(false)
+        private let state = Mutex((received: [Int64](), inProgress: 0, mostInProgress: 0))
+
+        init(name: String) { self.name = name }
+
+        var received: [Int64] { state.withLock { $0.received } }
+        var mostInProgress: Int { state.withLock { $0.mostInProgress } }
+        func release() { released.withLock { $0 = true } }
+
+        func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
+            state.withLock { state in
+                state.received += batch.map(\.id)
+                state.inProgress += batch.count
+                state.mostInProgress = max(state.mostInProgress, state.inProgress)
+            }
+            while !released.withLock({ $0 }) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+            state.withLock { $0.inProgress -= batch.count }
+            return batch.map { _ in .delivered }
+        }
+    }
+
+    struct Fixture {
+        let store: SQLiteStore
+        let engine: DeliveryEngine
+        let running: Task<Void, any Error>
+
+        init(_ sinks: [any NotificationSink], configure: (inout DeliveryEngineConfiguration) -> Void) async throws {
+            store = try SQLiteStore(path: ":memory:")
+            try await store.migrate()
+            var configuration = DeliveryEngineConfiguration()
+            configuration.workers = 1
+            // Within the test only a wake (an accept's, or a sink's answer) brings work.
+            configuration.idlePoll = .seconds(3600)
+            configure(&configuration)
+            let engine = DeliveryEngine(queue: store, sinks: try SinkRegistry(sinks), configuration: configuration)
+            self.engine = engine
+            running = Task { try await engine.run() }
+        }
+
+        /// Stores a notification for `user` with a delivery to each of `sinks`, and wakes the engine.
+        func accept(for user: String, to sinks: [String]) async throws {
+            let n = HeraldNotification(
+                id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users([user]))
+            _ = try await store.accept(
+                n, recipients: 1, deliveries: sinks.map { PlannedDelivery(sink: $0, userID: user, distribution: .alert) }, idempotencySince: Date())
+            engine.wake()
+        }
+
+        func stop() async {
+            running.cancel()
+            _ = await running.result
+        }
+    }
+
+    /// Polls `condition` every 10 ms for up to `seconds`.
+    static func eventually(within seconds: Int = 20, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try await condition()
+    }
+
+    @Test func aSinkThatDoesNotAnswerHoldsBackNoOtherSink() async throws {
+        let slow = GatedSink(name: "slow")
+        let fast = RecordingSink(name: "fast", capabilities: .perUser)
+        let f = try await Fixture([slow, fast]) { $0.batchPatience = .milliseconds(200) }
+        try await f.accept(for: "u1", to: ["slow", "fast"])
+        #expect(try await Self.eventually { slow.received.count == 1 && fast.received.count == 1 })
+        // The first batch's slow part still waits for its answer; the next batch goes out.
+        try await f.accept(for: "u2", to: ["slow", "fast"])
+        #expect(try await Self.eventually { fast.received.count == 2 }, "the fast sink's next delivery was not held back by the slow one")
+        #expect(try await Self.eventually { slow.received.count == 2 })
+        #expect(try await f.store.queueStats().pending == 2, "the slow sink's two are leased, not answered")
+        slow.release()
+        #expect(try await Self.eventually { try await f.store.queueStats().pending == 0 }, "its answers are recorded when they come")
+        await f.stop()
+    }
+
+    @Test func aSinkGivenItsLimitGetsNoMoreUntilItAnswers() async throws {
+        let slow = GatedSink(name: "slow")
+        let f = try await Fixture([slow]) {
+            $0.batchSize = 1
+            $0.batchPatience = .milliseconds(20)
+            $0.sinkInFlightLimit = 2
+        }
+        for index in 0..<5 { try await f.accept(for: "u\(index)", to: ["slow"]) }
+        #expect(try await Self.eventually { slow.received.count == 2 })
+        // Its deliveries are due, but not for this worker: it waits for a wake rather than
+        // looking for them again and again.
+        #expect(try await Self.eventually { f.engine.idleWorkers == 1 })
+        for _ in 0..<40 {
+            #expect(f.engine.idleWorkers == 1 && slow.received.count == 2)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        slow.release()
+        #expect(try await Self.eventually { try await f.store.queueStats().pending == 0 }, "each answer lets one more through")
+        #expect(slow.received.count == 5 && Set(slow.received).count == 5)
+        #expect(slow.mostInProgress == 2)
+        await f.stop()
+    }
+
+    /// Handed-off deliveries to a sink that has all it may have wait in the hand-off queue, in
+    /// order, while those to other sinks are taken.
+    @Test func theHandOffKeepsAFullSinksDeliveries() {
+        let handOff = DeliveryHandOff(capacity: 10, lease: .seconds(60))
+        let n = HeraldNotification(id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["u"]))
+        let sinks = ["slow", "fast", "slow", "fast", "fast"]
+        handOff.hand(
+            sinks.enumerated().map {
+                Delivery(id: Int64($0.offset), sink: $0.element, notification: n, recipient: DeliveryRecipient(userID: "u"), distribution: .alert, attempt: 1)
+            })
+        #expect(handOff.take(max: 2, skipping: ["slow"]).map(\.id) == [1, 3])
+        #expect(handOff.queuedLeases.map(\.id) == [0, 2, 4], "the rest waits, leases kept")
+        #expect(handOff.take(max: 10).map(\.id) == [0, 2, 4])
+    }
+
+    /// Stopping the engine waits for the sink still sending, or cancels it, but returns.
+    @Test func anEngineStopsWithASinkStillSending() async throws {
+        let slow = GatedSink(name: "slow")
+        let f = try await Fixture([slow]) { $0.batchPatience = .milliseconds(20) }
+        try await f.accept(for: "u1", to: ["slow"])
+        #expect(try await Self.eventually { slow.received.count == 1 })
+        let ended = Mutex(false)
+        let waiter = Task {
+            await f.stop()
+            ended.withLock { $0 = true }
+        }
+        #expect(try await Self.eventually(within: 10) { ended.withLock { $0 } })
+        await waiter.value
+    }
+}
