@@ -38,13 +38,15 @@ public final class WebPushSink: ReleasingSink {
     public let name: String
     public let capabilities: SinkCapabilities = [.push, .endpointPerDevice]
     public let providers: DeviceProviders = .only([WebPushSink.provider])
-    private let configuration: Configuration
+    let configuration: Configuration
     private let clients: SinkHTTPClients
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
     private let vapidHeaders = VAPIDHeaders()
     private let resolver: PushServiceResolver
+    /// Push services that answer none of their sends: held, so they cannot hold this sink.
+    let silentServices = SilentPushServices()
 
     /// - Parameter http: a client the caller owns; by default the sink makes its own
     ///   (``SinkHTTPClients``: no redirects, one per 100 of `maxConcurrency`, since a push
@@ -259,6 +261,11 @@ public final class WebPushSink: ReleasingSink {
         }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
+        if let until = silentServices.heldUntil(origin, now: now) {
+            return .retry(
+                after: .saturating(seconds: until.timeIntervalSince(now)),
+                reason: "push service \(origin) answered none of its last sends within \(configuration.timeout); not tried before \(Timestamp.format(until))")
+        }
         do {
             let body = try WebPushPayload.encrypt(
                 Self.payload(for: delivery.notification, distribution: delivery.distribution), receiverPublicKey: subscription.p256dh,
@@ -277,6 +284,7 @@ public final class WebPushSink: ReleasingSink {
                 subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0,
                 timeout: configuration.timeout)
             let status = response.status
+            silentServices.answered(origin)
             // The endpoint's path identifies the subscription: only its origin is ever shown.
             let reason = "push service \(origin) answered \(status)"
             switch status {
@@ -302,6 +310,12 @@ public final class WebPushSink: ReleasingSink {
             }
         } catch let error as WebPushPayload.Failure {
             return .failed(reason: "the message could not be encrypted for this subscription: \(error)")
+        } catch let error as HTTPClientError where [.deadlineExceeded, .connectTimeout, .readTimeout].contains(error) {
+            if let until = silentServices.unanswered(origin, now: clock()) {
+                logger.warning(
+                    "push service \(origin) answered none of \(SilentPushServices.strikes) sends in a row; its sends wait until \(Timestamp.format(until))")
+            }
+            return .retry(after: nil, reason: "push service \(origin) did not answer within \(configuration.timeout): \(error)")
         } catch {
             return .retry(after: nil, reason: "push service \(origin) did not answer: \(error)")
         }

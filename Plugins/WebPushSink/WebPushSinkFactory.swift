@@ -5,7 +5,8 @@ extension SinkFactory {
     /// `sinks.<name>.type: webpush`: `vapid_private_key` (base64url, from `herald vapid
     /// generate`; required), `subject` (`mailto:` or `https:` contact; required), `ttl` (seconds
     /// a push service keeps a message without `expires_at`, 0-2419200, default 86400),
-    /// `max_concurrency` (1-1024, default 64), `allow_private_endpoints` (default false:
+    /// `max_concurrency` (1-1024, default 64), `timeout` (seconds a send may take, 0.1-300,
+    /// default 15), `allow_private_endpoints` (default false:
     /// subscriptions at loopback, private or link-local addresses are refused; true for a push
     /// service emulator on this machine).
     public static let webpush = SinkFactory(type: "webpush") { context in
@@ -23,6 +24,9 @@ extension SinkFactory {
         var configuration = WebPushSink.Configuration(vapid: vapid, subject: subject)
         configuration.ttl = try settings.int("ttl", default: configuration.ttl, in: 0...2_419_200)
         configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...1_024)
+        let timeout = try settings.double("timeout") ?? configuration.timeout.seconds
+        guard timeout >= 0.1, timeout <= 300 else { throw settings.invalid("timeout", "must be a number of seconds, 0.1-300") }
+        configuration.timeout = .saturating(seconds: timeout)
         configuration.allowsPrivateEndpoints = try settings.bool("allow_private_endpoints") ?? false
         return WebPushSink(name: context.name, configuration: configuration, logger: context.logger)
     }

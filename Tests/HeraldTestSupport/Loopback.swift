@@ -31,6 +31,23 @@ public enum Loopback {
         return address
     }
 
+    /// A port on 127.0.0.1 whose connections the kernel completes and nobody ever answers (a
+    /// server that hangs); closing the descriptor stops it.
+    public static func silentListener() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = address(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard listening, listen(fd, 128) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// Whether something accepts a TCP connection on `port` now.
     public static func accepts(port: Int) -> Bool {
         guard let fd = try? connect(port: port) else { return false }

@@ -25,13 +25,16 @@ import Testing
 
         /// - Parameter ownClient: the sink makes its own HTTP client, as Herald does (closed
         ///   when the test ends), instead of the tests' shared one.
-        static func start(ownClient: Bool = false, clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture {
+        /// - Parameter timeout: the sink's, for each send.
+        static func start(ownClient: Bool = false, timeout: Duration = .seconds(15), clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture
+        {
             let emulator = WebPushEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
             var sinkConfiguration = WebPushSink.Configuration(vapid: .generate(), subject: "mailto:ops@example.com")
             sinkConfiguration.allowsPrivateEndpoints = true // the emulator is on loopback
+            sinkConfiguration.timeout = timeout
             let sink = WebPushSink(configuration: sinkConfiguration, http: ownClient ? nil : Self.http, clock: clock)
             if ownClient { TestResources.register { await sink.shutdown() } }
             let store = try SQLiteStore(path: ":memory:")
@@ -50,8 +53,11 @@ import Testing
         /// One client for every fixture, alive for the whole test process.
         static let http = HTTPClient(eventLoopGroupProvider: .singleton)
 
-        func register(_ user: String, _ name: String) async throws {
-            let subscription = try JSONDecoder().decode(JSONValue.self, from: try JSONSerialization.data(withJSONObject: emulator.subscribe(name)))
+        /// Registers a subscription of the emulator's, or one with its keys at `endpoint`.
+        func register(_ user: String, _ name: String, endpoint: String? = nil) async throws {
+            var object = emulator.subscribe(name)
+            if let endpoint { object["endpoint"] = endpoint }
+            let subscription = try JSONDecoder().decode(JSONValue.self, from: try JSONSerialization.data(withJSONObject: object))
             var registration = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: subscription, key: ""), addressField: "web_push")
             try sink.prepare(&registration)
             _ = try await store.registerDevice(userID: user, registration: registration, newID: ids.next(), at: Date())
@@ -148,6 +154,64 @@ import Testing
         try await f.engine.processDue()
         #expect(f.emulator.received.filter { $0.subscription == "ana-1" }.map(\.status) == [201], "sent at once, not after a probe")
         await f.stop()
+    }
+
+    /// Anyone can register a subscription at a server that takes connections and never answers.
+    /// Each send there held its share of the sink for the whole timeout, every time; after a
+    /// few sends without an answer the origin is held: its sends are retried later without a
+    /// connection, and other push services are sent to as usual. The hold ends.
+    @Test func aPushServiceThatNeverAnswersIsHeld() async throws {
+        let silent = try Loopback.silentListener()
+        defer { close(silent.fd) }
+        let now = Mutex(Date())
+        let f = try await Fixture.start(timeout: .milliseconds(300), clock: { now.withLock { $0 } })
+        for index in 1...SilentPushServices.strikes {
+            try await f.register("mallory", "silent-\(index)", endpoint: "http://127.0.0.1:\(silent.port)/push/silent-\(index)")
+        }
+        try await f.register("ana", "ana-1")
+        func lastErrors(_ id: ObjectID) async throws -> [String] {
+            try #require(try await f.store.status(of: id)).deliveries.filter { $0.sink == f.sink.name }.map { $0.lastError ?? "" }
+        }
+        let first = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"])).receipt.id
+        try await f.engine.processDue()
+        let unanswered = try await lastErrors(first)
+        #expect(unanswered.count == SilentPushServices.strikes && unanswered.allSatisfy { $0.contains("did not answer within") }, "\(unanswered)")
+
+        let second = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory", "ana"])).receipt.id
+        try await f.engine.processDue()
+        let held = try await lastErrors(second).filter { !$0.isEmpty }
+        #expect(held.count == SilentPushServices.strikes && held.allSatisfy { $0.contains("answered none of its last sends") }, "\(held)")
+        #expect(f.emulator.received.filter { $0.subscription == "ana-1" }.map(\.status) == [201], "another push service is sent to as usual")
+        let retries = try #require(try await f.store.status(of: second)).deliveries.filter { $0.sink == f.sink.name && $0.userID == "mallory" }
+        #expect(retries.allSatisfy { $0.state == .pending && ($0.nextAttemptAt ?? .distantPast) > Date().addingTimeInterval(20) }, "retried after the hold")
+
+        now.withLock { $0 += 31 }
+        let third = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"])).receipt.id
+        try await f.engine.processDue()
+        let again = try await lastErrors(third)
+        #expect(again.count == SilentPushServices.strikes && again.allSatisfy { $0.contains("did not answer within") }, "tried again after 30 s: \(again)")
+        #expect(f.sink.silentServices.heldUntil("http://127.0.0.1:\(silent.port)", now: now.withLock { $0 }) != nil, "and held again")
+        await f.stop()
+    }
+
+    /// `timeout` from the sink's settings: seconds, 0.1-300, 15 by default.
+    @Test func theSendTimeoutIsASetting() async throws {
+        func make(_ values: [String: String]) async throws -> WebPushSink {
+            var values = values
+            values["vapid_private_key"] = VAPIDKey.generate().privateKeyBase64URL
+            values["subject"] = "mailto:ops@example.com"
+            let context = SinkContext(
+                name: "webpush", settings: SinkSettings(name: "webpush", values: values), storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(),
+                logger: Logger(label: "t"), metrics: HeraldMetrics())
+            let sink = try #require(try await SinkFactory.webpush.makeSink(context) as? WebPushSink)
+            TestResources.register { await sink.shutdown() }
+            return sink
+        }
+        #expect(try await make([:]).configuration.timeout == .seconds(15))
+        #expect(try await make(["timeout": "2.5"]).configuration.timeout == .milliseconds(2_500))
+        for bad in ["0", "301", "soon", "nan"] {
+            await #expect(throws: (any Error).self, "timeout \(bad)") { _ = try await make(["timeout": bad]) }
+        }
     }
 
     /// A subscription's endpoint is outside input: a redirect from it is an answer (failed), never

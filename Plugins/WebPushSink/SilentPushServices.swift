@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// Push services (by origin) that took sends and answered none of them within the sink's
+/// timeout. A subscription names its push service, so anyone who registers one can point it at
+/// a server that accepts connections and never answers; each send there would hold its share of
+/// the sink for the whole timeout. After ``strikes`` such sends in a row (any answer resets the
+/// count) the origin is held: its sends are retried later without a connection, for 30 s, then
+/// twice as long each time it stays silent, up to 10 minutes.
+final class SilentPushServices: Sendable {
+    private struct Origin {
+        var silentInARow = 0
+        var holds = 0
+        var heldUntil: Date?
+    }
+
+    /// Sends without an answer, in a row, before an origin is held. More than one, so a
+    /// single lost request to a busy push service does not hold back everyone's pushes to it.
+    static let strikes = 3
+    static let firstHold: TimeInterval = 30
+    static let longestHold: TimeInterval = 600
+    /// Origins remembered at once; past it, those not held are forgotten first.
+    static let capacity = 10_000
+
+    private let origins = Mutex<[String: Origin]>([:])
+
+    /// Until when sends to `origin` wait, or nil when they go out now.
+    func heldUntil(_ origin: String, now: Date) -> Date? {
+        origins.withLock { origins in
+            guard let until = origins[origin]?.heldUntil, until > now else { return nil }
+            return until
+        }
+    }
+
+    /// The push service answered (whatever it said).
+    func answered(_ origin: String) {
+        origins.withLock { origins in
+            if origins[origin] != nil { origins[origin] = nil }
+        }
+    }
+
+    /// A send to `origin` had no answer within the timeout.
+    /// - Returns: until when the origin is held, when this send made it so.
+    @discardableResult
+    func unanswered(_ origin: String, now: Date) -> Date? {
+        origins.withLock { origins in
+            if origins[origin] == nil && origins.count >= Self.capacity { Self.forgetSome(&origins, now: now) }
+            var entry = origins[origin] ?? Origin()
+            // Sends that went out before the hold began and time out during it change nothing.
+            if let until = entry.heldUntil, until > now { return nil }
+            entry.silentInARow += 1
+            var held: Date?
+            if entry.silentInARow >= Self.strikes {
+                let hold = min(Self.firstHold * pow(2, Double(min(entry.holds, 10))), Self.longestHold)
+                entry.holds += 1
+                entry.silentInARow = 0
+                held = now.addingTimeInterval(hold)
+                entry.heldUntil = held
+            }
+            origins[origin] = entry
+            return held
+        }
+    }
+
+    /// Forgets the origins not held now, and if every one is, those whose holds end first.
+    private static func forgetSome(_ origins: inout [String: Origin], now: Date) {
+        origins = origins.filter { ($0.value.heldUntil ?? .distantPast) > now }
+        guard origins.count >= capacity else { return }
+        let soonest = origins.sorted { ($0.value.heldUntil ?? .distantPast) < ($1.value.heldUntil ?? .distantPast) }.prefix(capacity / 10)
+        for (origin, _) in soonest { origins[origin] = nil }
+    }
+}
