@@ -88,7 +88,7 @@ import Testing
         try await f.accept(for: "u2", to: ["slow", "fast"])
         #expect(try await Self.eventually { fast.received.count == 2 }, "the fast sink's next delivery was not held back by the slow one")
         #expect(try await Self.eventually { slow.received.count == 2 })
-        #expect(try await f.store.queueStats().pending == 2, "the slow sink's two are leased, not answered")
+        #expect(try await Self.eventually { try await f.store.queueStats().pending == 2 }, "the slow sink's two are leased, not answered")
         slow.release()
         #expect(try await Self.eventually { try await f.store.queueStats().pending == 0 }, "its answers are recorded when they come")
         await f.stop()
