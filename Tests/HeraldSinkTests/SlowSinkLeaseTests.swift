@@ -74,7 +74,8 @@ import Testing
     }
 
     /// Two stores on one file (``twoStores()``), and an engine (one worker, one delivery per
-    /// batch, waited for however slow, a 9 s lease) running on the first, to which accepts hand their deliveries.
+    /// batch, waited for however slow, a 9 s lease) running on the first, to which accepts hand
+    /// their deliveries.
     struct HandOffFixture {
         let first: SQLiteStore
         let second: SQLiteStore
