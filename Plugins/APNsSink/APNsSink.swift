@@ -56,6 +56,8 @@ public final class APNsSink: ReleasingSink {
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let credentialFault = Mutex<String?>(nil)
+    /// `max_concurrency`, for all of the engine's calls together.
+    private let limiter: ConcurrencyLimiter
 
     public init(
         name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }
@@ -63,6 +65,7 @@ public final class APNsSink: ReleasingSink {
         // One client, one connection per host: APNs allows 1 000 streams on one, so at most the
         // last 24 of a max_concurrency of 1 024 wait for a stream.
         self.http = SinkHTTPClients.makeClient(maxConcurrency: configuration.maxConcurrency, trusting: configuration.caFile)
+        self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         do {
             self.tokens = try await APNsTokenProvider(key: configuration.key, keyID: configuration.keyID, teamID: configuration.teamID, clock: clock)
         } catch {
@@ -175,7 +178,7 @@ public final class APNsSink: ReleasingSink {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in await self.send(batch[index], refreshed: false) }
+        await deliverConcurrently(batch.count, sharing: limiter) { index in await self.send(batch[index], refreshed: false) }
     }
 
     private func send(_ delivery: Delivery, refreshed: Bool) async -> DeliveryOutcome {

@@ -42,6 +42,8 @@ public final class WebhookSink: ReleasingSink {
     private let configuration: Configuration
     private let signature: WebhookSignature
     private let clients: SinkHTTPClients
+    /// `max_concurrency`, for all of the engine's calls together.
+    private let limiter: ConcurrencyLimiter
     private let logger: Logger
     private let clock: @Sendable () -> Date
 
@@ -60,6 +62,7 @@ public final class WebhookSink: ReleasingSink {
         self.configuration = configuration
         self.signature = WebhookSignature(secret: configuration.secret)
         self.clients = http.map { SinkHTTPClients(borrowing: $0) } ?? SinkHTTPClients(endpoint: configuration.url, maxConcurrency: configuration.maxConcurrency)
+        self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
     }
@@ -89,7 +92,7 @@ public final class WebhookSink: ReleasingSink {
         guard configuration.forwardsEvents else {
             return events.map { _ in .failed(reason: "\(name) does not forward events (set forward_events: true)") }
         }
-        return await deliverConcurrently(events.count, limit: configuration.maxConcurrency) { index in
+        return await deliverConcurrently(events.count, sharing: limiter) { index in
             let event = events[index]
             do {
                 let body = try Self.body(for: event, at: self.clock())
@@ -114,7 +117,7 @@ public final class WebhookSink: ReleasingSink {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in
+        await deliverConcurrently(batch.count, sharing: limiter) { index in
             let delivery = batch[index]
             do {
                 // The id is stable across retries so receivers can drop duplicates.

@@ -37,3 +37,12 @@ public func deliverConcurrently(_ count: Int, limit: Int, _ send: @escaping @Sen
         return outcomes
     }
 }
+
+/// ``deliverConcurrently(_:limit:_:)`` with at most `limiter`'s limit in flight across every call
+/// that shares it: the engine may call a slow sink again before its last call returns, and a
+/// limit per call would let those calls add up.
+public func deliverConcurrently(
+    _ count: Int, sharing limiter: ConcurrencyLimiter, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome
+) async -> [DeliveryOutcome] {
+    await deliverConcurrently(count, limit: limiter.limit) { index in await limiter.run { await send(index) } }
+}

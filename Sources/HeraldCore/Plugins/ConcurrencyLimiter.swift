@@ -1,24 +1,25 @@
 import Synchronization
 
-/// At most `limit` operations at once across every caller (FCM's `max_concurrency`).
+/// At most `limit` operations at once across every caller: a sink's `max_concurrency`, shared
+/// by the engine's calls to it, which overlap while a slow sink finishes a batch.
 ///
 /// A lock rather than an actor: a send that finds a free slot (the usual case) starts on the
 /// caller's executor, where an actor would hop onto itself to count and back off to send, and
 /// again to release, for every push.
-final class ConcurrencyLimiter: Sendable {
+public final class ConcurrencyLimiter: Sendable {
     private struct State {
         var running = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let limit: Int
+    public let limit: Int
     private let state = Mutex(State())
 
-    init(limit: Int) {
+    public init(limit: Int) {
         self.limit = max(1, limit)
     }
 
-    func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
+    public func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
         await acquire()
         defer { release() }
         return await operation()

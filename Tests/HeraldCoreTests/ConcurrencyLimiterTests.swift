@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import HeraldFCMSink
+@testable import HeraldCore
 
 /// `max_concurrency`: never more sends at once than the limit, and every send runs.
 @Suite struct ConcurrencyLimiterTests {
@@ -55,5 +55,25 @@ import Testing
         #expect(next.running == 8)
         next.open()
         await again.value
+    }
+
+    /// Two calls of one sink running at once share its limit, rather than each having it.
+    @Test func overlappingCallsShareTheLimit() async throws {
+        let limiter = ConcurrencyLimiter(limit: 4)
+        let gate = Gate()
+        let calls = (0..<2).map { _ in
+            Task {
+                await deliverConcurrently(10, sharing: limiter) { index in
+                    _ = await gate.pass(index)
+                    return .delivered
+                }
+            }
+        }
+        for _ in 0..<1_000 where gate.running < 4 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(gate.running == 4, "four in all, not four per call")
+        gate.open()
+        for call in calls { #expect(await call.value == Array(repeating: .delivered, count: 10)) }
+        #expect(gate.mostAtOnce == 4)
     }
 }
