@@ -126,21 +126,27 @@ final class PushServiceResolver: Sendable {
     }
 
     private let resolve: Resolve
+    private let lifetime: Duration
     private let verdicts = Mutex<[String: Verdict]>([:])
     /// The lookups running, by name: concurrent sends to a host not yet judged wait for one.
     private let lookups = Mutex<[String: Task<HostJudgement, Never>]>([:])
-    /// Push services are a handful of hosts: a verdict is kept for a minute, so a push costs no
-    /// lookup; expired verdicts are dropped when subscriptions name more hosts than this, and
-    /// every verdict if none has expired.
+    /// Push services are a handful of hosts: a verdict is kept for a minute (`lifetime`), so a
+    /// push costs no lookup; verdicts past their use are dropped when subscriptions name more
+    /// hosts than this, and every verdict if none is.
     private static let remembered = 1_024
-    private static let lifetime = Duration.seconds(60)
+    /// How long past its lifetime a verdict is still answered while a new lookup of the name
+    /// runs (or cannot start: every lookup slot taken by slow names). Sends to a known push
+    /// service never wait on DNS, so names whose DNS servers never answer, which anyone who may
+    /// register a subscription can name, cannot hold back the pushes to Google's or Mozilla's.
+    static let staleLifetime = Duration.seconds(600)
     /// Names looked up at once, at most. A lookup holds one of two threads for as long as the
     /// DNS server takes, so without a bound anyone who may register a device could queue
     /// lookups of slow names ahead of every push service's; past it a name is not judged now.
     static let concurrentLookups = 64
 
-    init(resolve: @escaping Resolve = PushServiceResolver.systemResolve) {
+    init(resolve: @escaping Resolve = PushServiceResolver.systemResolve, lifetime: Duration = .seconds(60)) {
         self.resolve = resolve
+        self.lifetime = lifetime
     }
 
     /// Whether `host` is private, literally or by any address it resolves to; ``HostJudgement/busy``
@@ -155,6 +161,8 @@ final class PushServiceResolver: Sendable {
             lookups[name] = started
             return started
         }
+        // A verdict past its lifetime is answered while the lookup renews it.
+        if let stale = stale(name) { return stale }
         return await lookup?.value ?? .busy
     }
 
@@ -167,21 +175,29 @@ final class PushServiceResolver: Sendable {
         let isPrivate = addresses.contains(where: PushServiceHost.isPrivate(address:))
         let now = ContinuousClock.now
         verdicts.withLock { verdicts in
-            if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until > now } }
+            if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until + Self.staleLifetime > now } }
             if verdicts.count >= Self.remembered { verdicts.removeAll() }
-            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + Self.lifetime)
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + lifetime)
         }
         // After the verdict is stored, so a caller arriving now finds one or the other.
         lookups.withLock { $0[name] = nil }
         return isPrivate ? .privateHost : .publicHost
     }
 
-    /// The judgement of a normalized `name` without a lookup: from its spelling, or remembered.
+    /// The judgement of a normalized `name` without a lookup: from its spelling, or remembered
+    /// within its lifetime.
     private func known(_ name: String) -> HostJudgement? {
         let now = ContinuousClock.now
         guard let isPrivate = PushServiceHost.spelledVerdict(name) ?? verdicts.withLock({ $0[name] }).flatMap({ $0.until > now ? $0.isPrivate : nil })
         else { return nil }
         return isPrivate ? .privateHost : .publicHost
+    }
+
+    /// A remembered verdict of `name` past its lifetime, within ``staleLifetime`` of it.
+    private func stale(_ name: String) -> HostJudgement? {
+        let now = ContinuousClock.now
+        guard let verdict = verdicts.withLock({ $0[name] }), verdict.until + Self.staleLifetime > now else { return nil }
+        return verdict.isPrivate ? .privateHost : .publicHost
     }
 
     /// ``judgement(of:)``, or ``HostJudgement/busy`` when a lookup's answer takes longer than

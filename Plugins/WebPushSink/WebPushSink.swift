@@ -61,12 +61,14 @@ public final class WebPushSink: ReleasingSink {
 
     /// - Parameter resolver: how an endpoint's host name is judged before each send.
     /// - Parameter admissionLookupLimit: how long a registration waits for the resolver.
+    /// - Parameter sendLookupLimit: how long a send waits for it.
     init(
         name: String, configuration: Configuration, http: HTTPClient?, logger: Logger, clock: @escaping @Sendable () -> Date, resolver: PushServiceResolver,
-        admissionLookupLimit: Duration = .seconds(1)
+        admissionLookupLimit: Duration = .seconds(1), sendLookupLimit: Duration = .seconds(5)
     ) {
         self.resolver = resolver
         self.admissionLookupLimit = admissionLookupLimit
+        self.sendLookupLimit = sendLookupLimit
         self.name = name
         self.configuration = configuration
         // A subscription's endpoint is whatever a browser (or anyone registering one) sent: a
@@ -117,6 +119,11 @@ public final class WebPushSink: ReleasingSink {
     let admissionLookupLimit: Duration
     /// How long a send waits before trying again when the resolver is busy with other names.
     static let busyResolverDelay = Duration.seconds(5)
+    /// How long a send waits for a lookup of its endpoint's name (5 s): a DNS server that never
+    /// answers (anyone who may register a subscription can name one) must not hold the send,
+    /// and its batch, for the resolver's own timeouts. The lookup goes on, and its verdict is
+    /// there for the retry.
+    let sendLookupLimit: Duration
 
     struct Subscription {
         var endpoint: URL
@@ -249,11 +256,13 @@ public final class WebPushSink: ReleasingSink {
         }
         // Subscriptions stored before this check, or under another setting, are judged again,
         // and a name by the addresses it resolves to.
-        switch await verdict(on: subscription.endpoint) {
+        switch await verdict(on: subscription.endpoint, waitingAtMost: sendLookupLimit) {
         case .allowed: break
         case .refused(let problem): return .failed(reason: "the subscription's endpoint \(problem)")
         case .undecided:
-            return .retry(after: Self.busyResolverDelay, reason: "too many push service names were being resolved to judge the endpoint's host")
+            return .retry(
+                after: Self.busyResolverDelay,
+                reason: "the endpoint's host name could not be judged now (its lookup was slow, or too many names were being looked up)")
         case .unresolved:
             // Transient as often as not (a DNS server's hiccup): tried again like a connection
             // that failed, and judged again then.

@@ -478,6 +478,52 @@ import Testing
         }
     }
 
+    /// Names whose DNS servers never answer (anyone who may register a subscription can name
+    /// them) take every lookup slot. A known push service's verdict, past its minute, is still
+    /// answered while no lookup can renew it, so pushes to it go on; and a send to a name not
+    /// judged yet waits a bounded time, not the resolver's timeouts.
+    @Test func namesThatNeverResolveHoldBackNoPushService() async throws {
+        let started = Mutex<[String]>([])
+        let resolver = PushServiceResolver(
+            resolve: { name in
+                started.withLock { $0.append(name) }
+                if name.hasPrefix("silent") { try? await Task.sleep(for: .seconds(20)) }
+                return [[93, 184, 216, 34]]
+            }, lifetime: .milliseconds(100))
+        #expect(await resolver.judgement(of: "push.example") == .publicHost)
+        let limit = PushServiceResolver.concurrentLookups
+        for index in 0..<limit { Task { _ = await resolver.judgement(of: "silent-\(index).example") } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while started.withLock({ $0.count }) < limit + 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(await resolver.judgement(of: "push.example") == .publicHost, "answered past its lifetime while no lookup can renew it")
+        #expect(started.withLock { $0.filter { $0 == "push.example" } }.count == 1)
+
+        // A lookup that starts and is never answered (its name would be refused if it were).
+        let neverAnswers = PushServiceResolver(resolve: { _ in
+            try? await Task.sleep(for: .seconds(20))
+            return [[10, 0, 0, 9]]
+        })
+        let sink = WebPushSink(
+            name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: Fixture.http,
+            logger: Logger(label: "test"), clock: { Date() }, resolver: neverAnswers, sendLookupLimit: .milliseconds(200))
+        let subscription = WebPushEmulator().subscribe("x")
+        var object = try JSONDecoder().decode(JSONValue.self, from: try JSONSerialization.data(withJSONObject: subscription)).objectValue ?? [:]
+        object["endpoint"] = .string("https://silent-new.example/push/x")
+        let device = Device(
+            id: ObjectIDGenerator().next(), userID: "u", address: DeviceAddress(provider: "webpush", value: .object(object), key: "k"), createdAt: Date(),
+            updatedAt: Date())
+        let n = HeraldNotification(id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, timestamp: Date(), target: .users(["u"]))
+        let outcomes = await sink.deliver([
+            Delivery(id: 1, sink: "webpush", notification: n, recipient: DeliveryRecipient(userID: "u", device: device), distribution: .alert, attempt: 1)
+        ])
+        guard case .retry(let after, let reason) = outcomes.first else {
+            Issue.record("\(outcomes)")
+            return
+        }
+        #expect(after == WebPushSink.busyResolverDelay && reason.contains("could not be judged now"), "\(reason)")
+    }
+
     @Test func registrationChecksTheSubscription() async throws {
         let f = try await Fixture.start()
         let good = f.emulator.subscribe("x")
