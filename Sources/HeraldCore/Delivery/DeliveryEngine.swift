@@ -265,7 +265,11 @@ public final class DeliveryEngine: Service {
     private func start(_ batch: [Delivery]) -> (BatchProgress, [String: [Delivery]]) {
         var bySink: [String: [Delivery]] = [:]
         for delivery in batch { bySink[delivery.sink, default: []].append(delivery) }
-        for (name, deliveries) in bySink { workload.start(deliveries.count, for: name) }
+        for (name, deliveries) in bySink where workload.start(deliveries.count, for: name) {
+            logger.warning(
+                "sink '\(name)' has \(workload.limit) deliveries in progress, its limit; no more are given to it until it answers (a slow receiver or provider)"
+            )
+        }
         let progress = BatchProgress(batch, sinks: bySink.count)
         // While a sink is still working, its leases are extended, so a batch slower than the
         // lease is not claimed (and sent) again by another worker. At the priority of the

@@ -19,11 +19,13 @@ final class SinkWorkload: Sendable {
 
     func isFull(_ sink: String) -> Bool { state.withLock { $0.full.contains(sink) } }
 
-    func start(_ count: Int, for sink: String) {
+    /// - Returns: whether the sink was not full and now is.
+    @discardableResult
+    func start(_ count: Int, for sink: String) -> Bool {
         state.withLock { state in
             let now = state.counts[sink, default: 0] + count
             state.counts[sink] = now
-            if now >= limit { state.full.insert(sink) }
+            return now >= limit && state.full.insert(sink).inserted
         }
     }
 
