@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import Hummingbird
 import Logging
-import Synchronization
 
 /// Engagement events (SPEC §12): apps report them in batches, idempotently by `event_id`;
 /// backends read per-card counts; sinks that take events get them forwarded.
@@ -120,48 +119,5 @@ struct EventRoutes {
             var focus: Int
         }
         return try JSONBody.response(Answer(card: card, reactions: .init(ctfo: stats.ctfo, tfu: stats.tfu, tifb: stats.tifb), focus: stats.focus))
-    }
-}
-
-/// Hands stored events to the sinks that take them (``SinkCapabilities/events``), a batch at
-/// a time, retrying a sink's `retry` answers a few times. The events are stored before this
-/// runs; forwarding is best effort, not a durable queue (docs/cards.md). At most
-/// `maxInFlight` batches wait at once: a sink that stalls costs memory no further.
-final class EventForwarder: Sendable {
-    let sinks: [any NotificationSink]
-    let logger: Logger
-    let retryDelays: [Duration] = [.seconds(1), .seconds(5), .seconds(30)]
-    let maxInFlight = 1_000
-    private let inFlight = Atomic<Int>(0)
-
-    init(sinks: [any NotificationSink], logger: Logger) {
-        self.sinks = sinks.filter { $0.capabilities.contains(.events) }
-        self.logger = logger
-    }
-
-    func forward(_ events: [EngagementEvent]) {
-        guard !events.isEmpty else { return }
-        for sink in sinks {
-            guard inFlight.add(1, ordering: .relaxed).newValue <= maxInFlight else {
-                inFlight.subtract(1, ordering: .relaxed)
-                logger.warning("sink '\(sink.name)' is behind: \(events.count) engagement events not forwarded (they are stored)")
-                continue
-            }
-            let retryDelays = self.retryDelays
-            let logger = self.logger
-            Task {
-                defer { self.inFlight.subtract(1, ordering: .relaxed) }
-                var remaining = events
-                for delay in [Duration.zero] + retryDelays {
-                    if delay > .zero { try? await Task.sleep(for: delay) }
-                    let outcomes = await sink.deliverEvents(remaining)
-                    remaining = zip(remaining, outcomes).compactMap { event, outcome in
-                        if case .retry = outcome { return event } else { return nil }
-                    }
-                    if remaining.isEmpty { return }
-                }
-                logger.warning("sink '\(sink.name)' did not take \(remaining.count) engagement events after \(retryDelays.count + 1) attempts")
-            }
-        }
     }
 }
