@@ -25,7 +25,10 @@ extension HTTPClient {
     /// a long body, or a connection that breaks or times out after the head, never turns an
     /// answer into "no answer" (a webhook receiver's 200 with a page of HTML would become a
     /// retry, and a duplicate). Past `drainLimit` bytes the connection is closed rather than
-    /// read to the end.
+    /// read to the end. With `keep` 0 the call returns at the head, and the body is read (and
+    /// dropped) after it: a server that sends its head at once and its body a byte at a time
+    /// (anyone may name one as a Web Push endpoint) would otherwise hold each send for the
+    /// whole timeout while looking like one that answers.
     /// - Parameter timeout: for the whole exchange, connecting included.
     /// - Throws: `HTTPClientError` (or the connection's error) when no head came.
     public func post(
@@ -33,6 +36,14 @@ extension HTTPClient {
     ) async throws -> SinkHTTPAnswer {
         let request = try HTTPClient.Request(url: url, method: .POST, headers: headers, body: .byteBuffer(body))
         let reader = AnswerReader(keep: keep, drainLimit: drainLimit)
+        if keep <= 0 {
+            return try await withCheckedThrowingContinuation { continuation in
+                reader.onHead(continuation)
+                execute(request: request, delegate: reader, deadline: .now() + TimeAmount(timeout)).futureResult.whenComplete { result in
+                    reader.finished(result)
+                }
+            }
+        }
         do {
             return try await execute(request: request, delegate: reader, deadline: .now() + TimeAmount(timeout)).futureResult.get()
         } catch {
@@ -51,6 +62,8 @@ private final class AnswerReader: HTTPClientResponseDelegate {
     private struct State {
         var answer: SinkHTTPAnswer?
         var seen = 0
+        /// The caller waiting for the head, when it wants no body.
+        var waiting: CheckedContinuation<SinkHTTPAnswer, any Error>?
     }
 
     /// Stops reading a body past the drain limit.
@@ -68,8 +81,30 @@ private final class AnswerReader: HTTPClientResponseDelegate {
     /// The answer once its head has come.
     var answer: SinkHTTPAnswer? { state.withLock { $0.answer } }
 
+    /// Resumes `continuation` with the head as soon as it comes, or with how the exchange ended
+    /// without one.
+    func onHead(_ continuation: CheckedContinuation<SinkHTTPAnswer, any Error>) {
+        let answer = state.withLock { state -> SinkHTTPAnswer? in
+            if state.answer == nil { state.waiting = continuation }
+            return state.answer
+        }
+        if let answer { continuation.resume(returning: answer) }
+    }
+
+    /// The exchange is over: a caller still waiting for the head gets the answer, or the error.
+    func finished(_ result: Result<SinkHTTPAnswer, any Error>) {
+        let (waiting, answer) = state.withLock { state in (state.waiting.take(), state.answer) }
+        guard let waiting else { return }
+        if let answer { waiting.resume(returning: answer) } else { waiting.resume(with: result) }
+    }
+
     func didReceiveHead(task: HTTPClient.Task<SinkHTTPAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        state.withLock { $0.answer = SinkHTTPAnswer(status: Int(head.status.code), headers: head.headers, body: ByteBuffer()) }
+        let answer = SinkHTTPAnswer(status: Int(head.status.code), headers: head.headers, body: ByteBuffer())
+        let waiting = state.withLock { state in
+            state.answer = answer
+            return state.waiting.take()
+        }
+        waiting?.resume(returning: answer)
         return task.eventLoop.makeSucceededVoidFuture()
     }
 

@@ -34,11 +34,27 @@ import Testing
         try await server.stop()
     }
 
+    /// A caller that keeps no body (Web Push) has its answer at the head: a body sent a byte
+    /// at a time, or never, does not hold the send until the timeout.
+    @Test func withNoBodyKeptTheHeadIsTheAnswerAtOnce() async throws {
+        let server = try await RawAnswerServer.start("HTTP/1.1 201 Created\r\nContent-Length: 1000\r\n\r\nab", closes: false)
+        try await withClient { client in
+            let started = ContinuousClock.now
+            let answer = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "x"), keep: 0, timeout: .seconds(60))
+            #expect(answer.status == 201)
+            #expect(ContinuousClock.now - started < .seconds(30), "answered at the head, not at the timeout")
+        }
+        try await server.stop()
+    }
+
     @Test func noHeadIsNoAnswer() async throws {
         let server = try await RawAnswerServer.start("")
         try await withClient { client in
             await #expect(throws: (any Error).self, "a connection closed before any head") {
                 _ = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(10))
+            }
+            await #expect(throws: (any Error).self, "a connection closed before any head, with no body kept") {
+                _ = try await client.post(server.url, headers: [:], body: ByteBuffer(string: "x"), keep: 0, timeout: .seconds(10))
             }
             await #expect(throws: (any Error).self, "nothing listening") {
                 _ = try await client.post("http://127.0.0.1:1/", headers: [:], body: ByteBuffer(string: "x"), keep: 100, timeout: .seconds(1))
@@ -70,10 +86,12 @@ private struct RawAnswerServer {
 
     var url: String { "http://127.0.0.1:\(channel.localAddress?.port ?? 0)/" }
 
-    static func start(_ answer: String) async throws -> RawAnswerServer {
+    /// - Parameter closes: whether the connection is closed after the answer (or left open, the
+    ///   rest of a body it announces never coming).
+    static func start(_ answer: String, closes: Bool = true) async throws -> RawAnswerServer {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Answerer(answer: answer)) }
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Answerer(answer: answer, closes: closes)) }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         return RawAnswerServer(channel: channel)
@@ -87,16 +105,21 @@ private struct RawAnswerServer {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
         let answer: String
+        let closes: Bool
         var answered = false
 
-        init(answer: String) { self.answer = answer }
+        init(answer: String, closes: Bool) {
+            self.answer = answer
+            self.closes = closes
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard !answered else { return }
             answered = true
             // Closed once every byte is out, so a long answer is there to be read in full.
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in bound.value.close(promise: nil) }
+            let closes = self.closes
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in if closes { bound.value.close(promise: nil) } }
         }
     }
 }
