@@ -117,6 +117,9 @@ public final class WebPushSink: ReleasingSink {
     }
 
     let admissionLookupLimit: Duration
+    /// The errors of a send that got no answer in time: the connection's (or a queued send's
+    /// wait for one) or the answer's.
+    static let noAnswer: [HTTPClientError] = [.deadlineExceeded, .connectTimeout, .readTimeout, .getConnectionFromPoolTimeout]
     /// How long a send waits before trying again when the resolver is busy with other names.
     static let busyResolverDelay = Duration.seconds(5)
     /// How long a send waits for a lookup of its endpoint's name (5 s): a DNS server that never
@@ -319,7 +322,7 @@ public final class WebPushSink: ReleasingSink {
             }
         } catch let error as WebPushPayload.Failure {
             return .failed(reason: "the message could not be encrypted for this subscription: \(error)")
-        } catch let error as HTTPClientError where [.deadlineExceeded, .connectTimeout, .readTimeout].contains(error) {
+        } catch let error as HTTPClientError where Self.noAnswer.contains(error) {
             if let until = silentServices.unanswered(origin, now: clock()) {
                 logger.warning(
                     "push service \(origin) answered none of \(SilentPushServices.strikes) sends in a row; its sends wait until \(Timestamp.format(until))")
