@@ -41,6 +41,15 @@ import Testing
                 // The server closed it: reading to the end took no read timeout (5 s) or head deadline (10 s).
                 #expect(elapsed < .seconds(4), "\(name): \(elapsed)")
             }
+
+            // A response to CONNECT has no framing (NIO writes none): its client reads to the end
+            // of the connection, which must come.
+            let started = ContinuousClock.now
+            let text = try await RawHTTP.onThread {
+                try RawHTTP.exchange(port: port, Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n".utf8), halfClose: false)
+            }
+            #expect(text.hasPrefix("HTTP/1.1 404") && text.lowercased().contains("connection: close"), "\(text)")
+            #expect(ContinuousClock.now - started < .seconds(4), "the connection ended after the response")
         }
     }
 }

@@ -10,6 +10,10 @@ import NIOHTTP1
 /// HTTP/1.0 client that reads to the end of the connection (`ab`, `check_http`, many probes)
 /// waited for the request head deadline after every request.
 ///
+/// A `CONNECT` request's connection ends after the response too: Herald tunnels nothing, and
+/// NIO's encoder writes a response to `CONNECT` with no body and no framing (RFC 9112 §6.3),
+/// so its client reads to the end of the connection, which stayed open until the deadline.
+///
 /// It has to see the requests as NIO's HTTP/1 decoder reads them, ahead of Hummingbird's codec,
 /// where added handlers do not go: ``Installer``, added with them, puts it there.
 final class CloseAfterResponse: ChannelDuplexHandler, RemovableChannelHandler {
@@ -25,7 +29,9 @@ final class CloseAfterResponse: ChannelDuplexHandler, RemovableChannelHandler {
     private var closing = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let head) = unwrapInboundIn(data) { requests.append((head.isKeepAlive, head.version == .http1_0)) }
+        if case .head(let head) = unwrapInboundIn(data) {
+            requests.append((head.isKeepAlive && head.method != .CONNECT, head.version == .http1_0))
+        }
         context.fireChannelRead(data)
     }
 
