@@ -5,8 +5,9 @@ import Synchronization
 /// timeout. A subscription names its push service, so anyone who registers one can point it at
 /// a server that accepts connections and never answers; each send there would hold its share of
 /// the sink for the whole timeout. After ``strikes`` such sends in a row (any answer resets the
-/// count) the origin is held: its sends are retried later without a connection, for 30 s, then
-/// twice as long each time it stays silent, up to 10 minutes.
+/// count), or one for an origin that has never answered, the origin is held: its sends are
+/// retried later without a connection, for 30 s, then twice as long each time it stays silent,
+/// up to 10 minutes.
 final class SilentPushServices: Sendable {
     private struct Origin {
         var silentInARow = 0
@@ -23,6 +24,10 @@ final class SilentPushServices: Sendable {
     static let capacity = 10_000
 
     private let origins = Mutex<[String: Origin]>([:])
+    /// Origins that have answered a send: the real push services are a handful, and keep
+    /// answering. A name never heard from is held at its first silence, so someone who names a
+    /// new silent host in each subscription gets one timeout per name, not three.
+    private let answeredBefore = Mutex<Set<String>>([])
 
     /// Until when sends to `origin` wait, or nil when they go out now.
     func heldUntil(_ origin: String, now: Date) -> Date? {
@@ -37,20 +42,26 @@ final class SilentPushServices: Sendable {
         origins.withLock { origins in
             if origins[origin] != nil { origins[origin] = nil }
         }
+        answeredBefore.withLock { known in
+            guard !known.contains(origin) else { return }
+            if known.count >= Self.capacity { known.removeAll() }
+            known.insert(origin)
+        }
     }
 
     /// A send to `origin` had no answer within the timeout.
     /// - Returns: until when the origin is held, when this send made it so.
     @discardableResult
     func unanswered(_ origin: String, now: Date) -> Date? {
-        origins.withLock { origins in
+        let strikes = answeredBefore.withLock { $0.contains(origin) } ? Self.strikes : 1
+        return origins.withLock { origins in
             if origins[origin] == nil && origins.count >= Self.capacity { Self.forgetSome(&origins, now: now) }
             var entry = origins[origin] ?? Origin()
             // Sends that went out before the hold began and time out during it change nothing.
             if let until = entry.heldUntil, until > now { return nil }
             entry.silentInARow += 1
             var held: Date?
-            if entry.silentInARow >= Self.strikes {
+            if entry.silentInARow >= strikes {
                 let hold = min(Self.firstHold * pow(2, Double(min(entry.holds, 10))), Self.longestHold)
                 entry.holds += 1
                 entry.silentInARow = 0

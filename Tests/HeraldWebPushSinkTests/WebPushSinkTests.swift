@@ -197,6 +197,32 @@ import Testing
         await f.stop()
     }
 
+    /// A push service that has answered before is held after three silent sends in a row (a
+    /// lost request to Google's must not hold everyone's pushes to it); a name never heard from
+    /// at its first silence. Holds double while the origin stays silent, up to ten minutes.
+    @Test func silentOriginsAreHeldSoonerWhenTheyNeverAnswered() {
+        let services = SilentPushServices()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        services.answered("https://push.example")
+        #expect(services.unanswered("https://push.example", now: now) == nil)
+        #expect(services.unanswered("https://push.example", now: now) == nil)
+        #expect(services.unanswered("https://push.example", now: now) == now.addingTimeInterval(30), "the third in a row")
+        #expect(services.unanswered("https://new-host.example", now: now) == now.addingTimeInterval(30), "never answered: the first")
+        #expect(services.unanswered("https://new-host.example", now: now.addingTimeInterval(10)) == nil, "a send that went out before the hold")
+        #expect(services.unanswered("https://new-host.example", now: now.addingTimeInterval(31)) == now.addingTimeInterval(91), "then twice as long")
+        var at = now.addingTimeInterval(100)
+        var hold: TimeInterval = 0
+        for _ in 0..<10 {
+            let until = services.unanswered("https://new-host.example", now: at) ?? at
+            hold = until.timeIntervalSince(at)
+            at = until.addingTimeInterval(1)
+        }
+        #expect(hold == 600, "at most ten minutes")
+        services.answered("https://new-host.example")
+        #expect(services.heldUntil("https://new-host.example", now: at) == nil)
+        #expect(services.unanswered("https://new-host.example", now: at) == nil, "having answered, it takes three again")
+    }
+
     /// A server that answers each send's head at once and never finishes its body counts as
     /// answering, yet each of its connections stays busy: sends queued for one time out waiting,
     /// and those count as no answer, so the origin is held like one that never answers.
