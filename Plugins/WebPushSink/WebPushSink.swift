@@ -231,6 +231,17 @@ public final class WebPushSink: ReleasingSink {
         await deliverConcurrently(batch.count, limit: configuration.maxConcurrency) { index in await self.send(batch[index]) }
     }
 
+    /// Each subscription names its push service, and one that never answers holds its send for
+    /// `timeout`: outcomes are reported every second as they come, so the engine records the
+    /// rest of the batch (and counts it out of the sink's workload) without waiting for it.
+    public func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async {
+        await deliverConcurrently(batch.count, limit: configuration.maxConcurrency, reportingEvery: Self.reportInterval, to: report) { index in
+            await self.send(batch[index])
+        }
+    }
+
+    static let reportInterval = Duration.seconds(1)
+
     /// RFC 8030 headers for one message.
     static func headers(for delivery: Delivery, now: Date, defaultTTL: Int) -> [(String, String)] {
         let n = delivery.notification

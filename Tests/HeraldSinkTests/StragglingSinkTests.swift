@@ -54,12 +54,20 @@ import Testing
         }
 
         /// Stores a notification for `user` with a delivery to each of `sinks`, and wakes the engine.
-        func accept(for user: String, to sinks: [String]) async throws {
+        @discardableResult
+        func accept(for users: String..., to sinks: [String]) async throws -> ObjectID {
             let n = HeraldNotification(
-                id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users([user]))
-            _ = try await store.accept(
-                n, recipients: 1, deliveries: sinks.map { PlannedDelivery(sink: $0, userID: user, distribution: .alert) }, idempotencySince: Date())
+                id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(users))
+            let deliveries = users.flatMap { user in sinks.map { PlannedDelivery(sink: $0, userID: user, distribution: .alert) } }
+            _ = try await store.accept(n, recipients: users.count, deliveries: deliveries, idempotencySince: Date())
             engine.wake()
+            return n.id
+        }
+
+        /// The state and last error of the notification's delivery to `user`.
+        func delivery(_ id: ObjectID, to user: String) async throws -> (DeliveryState, String?) {
+            let record = try #require(try await store.status(of: id)?.deliveries.first { $0.userID == user })
+            return (record.state, record.lastError)
         }
 
         func stop() async {
@@ -114,6 +122,52 @@ import Testing
         #expect(try await Self.eventually { try await f.store.queueStats().pending == 0 }, "each answer lets one more through")
         #expect(slow.received.count == 5 && Set(slow.received).count == 5)
         #expect(slow.mostInProgress == 2)
+        await f.stop()
+    }
+
+    /// Reports a delivery for a user whose name starts with "slow" only once released (or
+    /// cancelled), every other one at once; and, to show what the engine makes of them, the
+    /// first outcome twice and one for a delivery that is not in the batch.
+    final class ReportingSink: NotificationSink {
+        let name = "reporting"
+        let capabilities: SinkCapabilities = .perUser
+        let released = Mutex(false)
+
+        func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] { batch.map { _ in .delivered } }
+
+        func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async {
+            let fast = batch.indices.filter { !batch[$0].recipient.userID.hasPrefix("slow") }
+            await report(fast.map { ($0, .delivered) } + fast.prefix(1).map { ($0, .failed(reason: "a second outcome")) } + [(batch.count, .delivered)])
+            while !released.withLock({ $0 }) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+            await report(batch.indices.filter { batch[$0].recipient.userID.hasPrefix("slow-") }.map { ($0, .delivered) })
+        }
+    }
+
+    /// A sink that reports outcomes as they come has each recorded then, and counted out of its
+    /// workload, while its slow sends go on; what it reports twice or outside its batch is
+    /// dropped, and what it never reports is retried.
+    @Test func aSinkThatReportsAsItGoesHoldsBackOnlyItsSlowSends() async throws {
+        let sink = ReportingSink()
+        let f = try await Fixture([sink]) {
+            $0.batchSize = 3
+            $0.batchPatience = .milliseconds(20)
+            $0.sinkInFlightLimit = 2
+        }
+        // One commit, so one batch: a slow send, one reported at once, and one never reported
+        // ("slow." is slow, but not "slow-").
+        let id = try await f.accept(for: "slow-1", "fast-1", "slow.never", to: ["reporting"])
+        #expect(
+            try await Self.eventually { try await f.delivery(id, to: "fast-1").0 == .delivered },
+            "recorded while the slow one waits, its second outcome dropped")
+        #expect(try await f.delivery(id, to: "slow-1").0 == .pending)
+        // Two of the three still count: the sink is full until one more is answered.
+        #expect(f.engine.workload.count(of: "reporting") == 2)
+        sink.released.withLock { $0 = true }
+        #expect(try await Self.eventually { f.engine.workload.count(of: "reporting") == 0 })
+        #expect(try await f.delivery(id, to: "slow-1").0 == .delivered)
+        let (state, error) = try await f.delivery(id, to: "slow.never")
+        #expect(state == .pending && error?.contains("gave no outcome") == true, "the one never reported is retried: \(String(describing: error))")
+        #expect(try await f.delivery(id, to: "fast-1").0 == .delivered)
         await f.stop()
     }
 

@@ -197,6 +197,35 @@ import Testing
         await f.stop()
     }
 
+    /// The sink reports outcomes as they come: in a batch with a send to a push service that
+    /// never answers, the others are recorded within about a second, not after the timeout.
+    @Test func sendsThatAreAnsweredAreRecordedWithoutWaitingForASilentOne() async throws {
+        let silent = try Loopback.silentListener()
+        defer { close(silent.fd) }
+        let f = try await Fixture.start(timeout: .seconds(6))
+        try await f.register("ana", "ana-1")
+        try await f.register("ana", "silent-1", endpoint: "http://127.0.0.1:\(silent.port)/push/silent-1")
+        let id = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["ana"])).receipt.id
+        let done = Mutex(false)
+        let working = Task {
+            try await f.engine.processDue()
+            done.withLock { $0 = true }
+        }
+        func pushes() async throws -> [DeliveryRecord] {
+            try #require(try await f.store.status(of: id)).deliveries.filter { $0.sink == f.sink.name }
+        }
+        var recorded = false
+        var sending = true
+        for _ in 0..<1_000 where !recorded {
+            sending = !done.withLock { $0 }
+            recorded = try await pushes().contains { $0.state == .delivered }
+            if !recorded { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(recorded && sending, "the answered send is recorded while the silent one still waits")
+        _ = try? await working.value
+        await f.stop()
+    }
+
     /// A push service that has answered before is held after three silent sends in a row (a
     /// lost request to Google's must not hold everyone's pushes to it); a name never heard from
     /// at its first silence. Holds double while the origin stays silent, up to ten minutes.

@@ -60,3 +60,41 @@ final class OutstandingLeases: Sendable {
         }
     }
 }
+
+/// Which deliveries of one sink's call have been reported (``NotificationSink/deliver(_:reporting:)``),
+/// and the first error recording them.
+final class SinkReports: Sendable {
+    private struct State {
+        var reported: [Bool]
+        var error: (any Error)?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(reported: Array(repeating: false, count: count)))
+    }
+
+    /// The outcomes of `reported` for deliveries in the call and not reported before; a sink's
+    /// other reports (an index out of range, a second outcome) are dropped.
+    func take(_ reported: [(index: Int, outcome: DeliveryOutcome)]) -> [(index: Int, outcome: DeliveryOutcome)] {
+        state.withLock { state in
+            reported.filter { report in
+                guard state.reported.indices.contains(report.index), !state.reported[report.index] else { return false }
+                state.reported[report.index] = true
+                return true
+            }
+        }
+    }
+
+    /// The indices never reported.
+    var missing: [Int] {
+        state.withLock { state in state.reported.indices.filter { !state.reported[$0] } }
+    }
+
+    var error: (any Error)? { state.withLock { $0.error } }
+
+    func failed(_ error: any Error) {
+        state.withLock { if $0.error == nil { $0.error = error } }
+    }
+}

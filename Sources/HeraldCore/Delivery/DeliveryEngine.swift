@@ -279,16 +279,54 @@ public final class DeliveryEngine: Service {
         return (progress, bySink)
     }
 
-    /// Sends one sink's part of a batch and records the outcomes as soon as it answers, so a
-    /// slow webhook does not hold back history rows or pushes that were already sent.
+    /// Sends one sink's part of a batch and records its outcomes as the sink reports them: all
+    /// when it answers, so a slow webhook does not hold back history rows or pushes that were
+    /// already sent, or as they come (``NotificationSink/deliver(_:reporting:)``), so a slow
+    /// send does not hold back the rest of its own sink's part either.
     private func send(_ deliveries: [Delivery], through name: String, of progress: BatchProgress) async throws {
-        defer {
-            progress.sinkFinished()
-            // A sink that was full takes deliveries again: idle workers look for them.
-            if workload.finish(deliveries.count, for: name) { signal.notify() }
+        defer { progress.sinkFinished() }
+        let now = clock()
+        guard let sink = sinks[name] else {
+            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' is not configured")
+            try await settle(deliveries, deliveries.map { update(for: $0, outcome: outcome, now: now) }, of: name, progress)
+            return
         }
-        let updates = await deliver(deliveries, through: name)
+        let (screened, live) = screen(deliveries, for: sink, now: now)
+        if !screened.isEmpty { try await settle(screened.map(\.0), screened.map(\.1), of: name, progress) }
+        guard !live.isEmpty else { return }
+        let reports = SinkReports(count: live.count)
+        await sink.deliver(
+            live,
+            reporting: DeliveryReporter { outcomes in
+                let taken = reports.take(outcomes)
+                guard !taken.isEmpty else { return }
+                // Retry-After and backoff count from the provider's answer, not from the send.
+                let answered = self.clock()
+                let delivered = taken.map { live[$0.index] }
+                let updates = zip(delivered, taken).map { self.update(for: $0, outcome: $1.outcome, now: answered) }
+                self.observeCircuit(of: sink, named: name, taken.map(\.outcome), at: answered)
+                do {
+                    try await self.settle(delivered, updates, of: name, progress)
+                } catch {
+                    reports.failed(error)
+                }
+            })
+        let missing = reports.missing.map { live[$0] }
+        if !missing.isEmpty {
+            logger.error("sink '\(name)' gave no outcome for \(missing.count) of \(live.count) deliveries; retrying them")
+            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' gave no outcome for it")
+            let answered = clock()
+            try await settle(missing, missing.map { update(for: $0, outcome: outcome, now: answered) }, of: name, progress)
+        }
+        if let error = reports.error { throw error }
+    }
+
+    /// Records `updates` for `deliveries`: their leases are no longer kept, and they no longer
+    /// count in their sink's workload.
+    private func settle(_ deliveries: [Delivery], _ updates: [DeliveryUpdate], of name: String, _ progress: BatchProgress) async throws {
         progress.leases.finish(deliveries)
+        // A sink that was full takes deliveries again: idle workers look for them.
+        defer { if workload.finish(deliveries.count, for: name) { signal.notify() } }
         try await record(updates, of: deliveries)
     }
 
@@ -333,46 +371,39 @@ public final class DeliveryEngine: Service {
         while try await processDue() > 0 {}
     }
 
-    private func deliver(_ deliveries: [Delivery], through name: String) async -> [DeliveryUpdate] {
-        let now = clock()
-        guard let sink = sinks[name] else {
-            return deliveries.map { update(for: $0, outcome: .retry(after: nil, reason: "sink '\(name)' is not configured"), now: now) }
-        }
-        var updates: [DeliveryUpdate] = []
+    /// Deliveries the sink is not handed, with their updates (too many attempts, no device any
+    /// more, expired), and the ones it is.
+    private func screen(_ deliveries: [Delivery], for sink: any NotificationSink, now: Date) -> ([(Delivery, DeliveryUpdate)], [Delivery]) {
+        var screened: [(Delivery, DeliveryUpdate)] = []
         var live: [Delivery] = []
         for delivery in deliveries {
             if delivery.attempt > configuration.retry.maxAttempts {
                 // Claimed that often without an outcome: its worker keeps dying on it.
-                updates.append(
-                    DeliveryUpdate(id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts"))
+                screened.append(
+                    (
+                        delivery,
+                        DeliveryUpdate(
+                            id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts")
+                    ))
             } else if sink.capabilities.contains(.push) && delivery.recipient.device == nil && delivery.recipient.topic == nil {
-                updates.append(update(for: delivery, outcome: .failed(reason: "device is no longer registered to this user"), now: now))
+                screened.append((delivery, update(for: delivery, outcome: .failed(reason: "device is no longer registered to this user"), now: now)))
             } else if sink.capabilities.contains(.push) && delivery.notification.isExpired(at: now) {
-                updates.append(update(for: delivery, outcome: .failed(reason: "expired before it could be pushed"), now: now))
+                screened.append((delivery, update(for: delivery, outcome: .failed(reason: "expired before it could be pushed"), now: now)))
             } else {
                 live.append(delivery)
             }
         }
-        guard !live.isEmpty else { return updates }
-        let outcomes = await sink.deliver(live)
-        // Retry-After and backoff count from the provider's answer, not from the send.
-        let answered = clock()
-        guard outcomes.count == live.count else {
-            logger.error("sink '\(name)' returned \(outcomes.count) outcomes for \(live.count) deliveries; retrying them")
-            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' returned a wrong number of outcomes")
-            return updates + live.map { update(for: $0, outcome: outcome, now: answered) }
-        }
-        for (delivery, outcome) in zip(live, outcomes) {
-            updates.append(update(for: delivery, outcome: outcome, now: answered))
-        }
-        if !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) {
-            let state = circuits.state(of: name)
-            logger.error(
-                "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"
-            )
-            metrics.circuitOpened(sink: name)
-        }
-        return updates
+        return (screened, live)
+    }
+
+    /// Feeds the sink's circuit, unless each of its devices names its own service.
+    private func observeCircuit(of sink: any NotificationSink, named name: String, _ outcomes: [DeliveryOutcome], at answered: Date) {
+        guard !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) else { return }
+        let state = circuits.state(of: name)
+        logger.error(
+            "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"
+        )
+        metrics.circuitOpened(sink: name)
     }
 
     /// One log line and the metrics for each delivery outcome.

@@ -71,6 +71,21 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case recipientGone(reason: String)
 }
 
+/// Where a sink hands over outcomes as they become known
+/// (``NotificationSink/deliver(_:reporting:)``): each is the index of a delivery in the batch
+/// and what happened to it.
+public struct DeliveryReporter: Sendable {
+    private let take: @Sendable ([(index: Int, outcome: DeliveryOutcome)]) async -> Void
+
+    public init(_ take: @escaping @Sendable ([(index: Int, outcome: DeliveryOutcome)]) async -> Void) {
+        self.take = take
+    }
+
+    public func callAsFunction(_ outcomes: [(index: Int, outcome: DeliveryOutcome)]) async {
+        await take(outcomes)
+    }
+}
+
 /// Which device providers a push sink delivers to.
 public enum DeviceProviders: Sendable, Equatable {
     /// Devices of these providers only (`["fcm"]`, `["apns"]`).
@@ -115,6 +130,14 @@ public protocol NotificationSink: Sendable {
     /// is none.
     var providers: DeviceProviders { get }
     func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome]
+    /// Delivers `batch` and hands each outcome to `report` as soon as it is known (each index
+    /// of `batch` once; the engine retries any never reported). The engine records every
+    /// report as it comes, so a send that takes its whole timeout holds back only its own
+    /// delivery, not the rest of the batch: for sinks whose sends take very different times
+    /// (devices that each name their own service). The default calls ``deliver(_:)`` and
+    /// reports everything when it returns; ``deliverConcurrently(_:limit:reportingEvery:to:_:)``
+    /// reports as it goes.
+    func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async
     /// Refuses, when it is accepted, a notification this sink could never deliver (a payload
     /// over the provider's limit, a reserved key), so the sender gets a 422 before anything is
     /// stored. The default accepts everything.
@@ -151,6 +174,14 @@ public protocol NotificationSink: Sendable {
 
 extension NotificationSink {
     public var providers: DeviceProviders { .only([]) }
+
+    public func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async {
+        let outcomes = await deliver(batch)
+        // A wrong number of outcomes says nothing of which is which: none is reported, and the
+        // engine retries them all.
+        guard outcomes.count == batch.count else { return }
+        await report(outcomes.enumerated().map { ($0.offset, $0.element) })
+    }
 
     public func validate(_ notification: HeraldNotification) throws {}
 

@@ -19,6 +19,9 @@ final class SinkWorkload: Sendable {
 
     func isFull(_ sink: String) -> Bool { state.withLock { $0.full.contains(sink) } }
 
+    /// Deliveries `sink` has in hand now.
+    func count(of sink: String) -> Int { state.withLock { $0.counts[sink, default: 0] } }
+
     /// - Returns: whether the sink was not full and now is.
     @discardableResult
     func start(_ count: Int, for sink: String) -> Bool {

@@ -46,3 +46,56 @@ public func deliverConcurrently(
 ) async -> [DeliveryOutcome] {
     await deliverConcurrently(count, limit: limiter.limit) { index in await limiter.run { await send(index) } }
 }
+
+/// ``deliverConcurrently(_:limit:_:)`` for ``NotificationSink/deliver(_:reporting:)``: the
+/// outcomes of the sends finished are reported each time `interval` passes, and the rest when
+/// the last send is done, so a send that waits out its timeout holds back only its own delivery.
+public func deliverConcurrently(
+    _ count: Int, limit: Int, reportingEvery interval: Duration, to report: DeliveryReporter,
+    _ send: @escaping @Sendable (Int) async -> DeliveryOutcome
+) async {
+    // A child's result: one send's outcome, or nil when the report interval has passed.
+    await withTaskGroup(of: (index: Int, outcome: DeliveryOutcome)?.self) { group in
+        var next = 0
+        var running = 0
+        var finished: [(index: Int, outcome: DeliveryOutcome)] = []
+        while next < min(max(limit, 1), count) {
+            let index = next
+            group.addTask { (index, await send(index)) }
+            next += 1
+            running += 1
+        }
+        guard running > 0 else { return }
+        group.addTask {
+            try? await Task.sleep(for: interval)
+            return nil
+        }
+        while let result = await group.next() {
+            if let result {
+                finished.append(result)
+                running -= 1
+                if next < count {
+                    let index = next
+                    group.addTask { (index, await send(index)) }
+                    next += 1
+                    running += 1
+                }
+            } else {
+                if !finished.isEmpty {
+                    await report(finished)
+                    finished.removeAll()
+                }
+                group.addTask {
+                    try? await Task.sleep(for: interval)
+                    return nil
+                }
+            }
+            if running == 0 {
+                // Only the timer is left.
+                group.cancelAll()
+                break
+            }
+        }
+        if !finished.isEmpty { await report(finished) }
+    }
+}
