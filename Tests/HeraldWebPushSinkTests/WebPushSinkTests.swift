@@ -252,21 +252,19 @@ import Testing
         #expect(services.unanswered("https://new-host.example", now: at) == nil, "having answered, it takes three again")
     }
 
-    /// A server that answers each send's head at once and never finishes its body counts as
-    /// answering, yet each of its connections stays busy: sends queued for one time out waiting,
-    /// and those count as no answer, so the origin is held like one that never answers.
-    @Test func aPushServiceThatNeverFinishesItsAnswersIsHeld() async throws {
+    /// A server that answers each send's head at once and never finishes its body: the head is
+    /// the answer, and the send does not wait out its timeout for the rest (it held its batch
+    /// for the whole of it, looking like a push service that answers).
+    @Test func aPushServiceThatNeverFinishesItsAnswersHoldsNothingBack() async throws {
         let server = try await RawAnswerServer.start("HTTP/1.1 201 Created\r\nContent-Length: 1000\r\n\r\n", closes: false)
-        let f = try await Fixture.start(timeout: .seconds(2))
-        // More than the shared client's eight connections to one host.
-        for index in 1...12 { try await f.register("mallory", "slow-body-\(index)", endpoint: "\(server.url)push/slow-body-\(index)") }
+        let f = try await Fixture.start(timeout: .seconds(30))
+        try await f.register("mallory", "slow-body-1", endpoint: "\(server.url)push/slow-body-1")
         let id = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"])).receipt.id
+        let started = ContinuousClock.now
         try await f.engine.processDue()
+        #expect(ContinuousClock.now - started < .seconds(15), "answered at the head, not after the 30 s timeout")
         let pushes = try #require(try await f.store.status(of: id)).deliveries.filter { $0.sink == f.sink.name }
-        #expect(pushes.contains { $0.state == .delivered }, "the heads are answers")
-        #expect(pushes.filter { $0.state == .pending }.count >= SilentPushServices.strikes, "\(pushes.map { $0.lastError ?? "" })")
-        let origin = String(server.url.dropLast())
-        #expect(f.sink.silentServices.heldUntil(origin, now: Date()) != nil, "held")
+        #expect(pushes.map(\.state) == [.delivered])
         await f.stop()
         try await server.stop()
     }

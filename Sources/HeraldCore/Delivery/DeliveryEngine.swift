@@ -284,50 +284,69 @@ public final class DeliveryEngine: Service {
     /// already sent, or as they come (``NotificationSink/deliver(_:reporting:)``), so a slow
     /// send does not hold back the rest of its own sink's part either.
     private func send(_ deliveries: [Delivery], through name: String, of progress: BatchProgress) async throws {
-        defer { progress.sinkFinished() }
+        let share = WorkloadShare(deliveries.count)
+        defer {
+            progress.sinkFinished()
+            // Whatever was not settled (storage failed) no longer counts either: its lease runs out.
+            release(share.releaseRest(), of: name)
+        }
         let now = clock()
         guard let sink = sinks[name] else {
             let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' is not configured")
-            try await settle(deliveries, deliveries.map { update(for: $0, outcome: outcome, now: now) }, of: name, progress)
+            try await settle(deliveries, deliveries.map { update(for: $0, outcome: outcome, now: now) }, of: name, progress, share)
             return
         }
         let (screened, live) = screen(deliveries, for: sink, now: now)
-        if !screened.isEmpty { try await settle(screened.map(\.0), screened.map(\.1), of: name, progress) }
-        guard !live.isEmpty else { return }
         let reports = SinkReports(count: live.count)
-        await sink.deliver(
-            live,
-            reporting: DeliveryReporter { outcomes in
-                let taken = reports.take(outcomes)
-                guard !taken.isEmpty else { return }
-                // Retry-After and backoff count from the provider's answer, not from the send.
-                let answered = self.clock()
-                let delivered = taken.map { live[$0.index] }
-                let updates = zip(delivered, taken).map { self.update(for: $0, outcome: $1.outcome, now: answered) }
-                self.observeCircuit(of: sink, named: name, taken.map(\.outcome), at: answered)
-                do {
-                    try await self.settle(delivered, updates, of: name, progress)
-                } catch {
-                    reports.failed(error)
-                }
-            })
+        if !screened.isEmpty {
+            do {
+                try await settle(screened.map(\.0), screened.map(\.1), of: name, progress, share)
+            } catch {
+                reports.failed(error)
+            }
+        }
+        if !live.isEmpty {
+            await sink.deliver(
+                live,
+                reporting: DeliveryReporter { outcomes in
+                    let taken = reports.take(outcomes)
+                    guard !taken.isEmpty else { return }
+                    // Retry-After and backoff count from the provider's answer, not from the send.
+                    let answered = self.clock()
+                    let delivered = taken.map { live[$0.index] }
+                    let updates = zip(delivered, taken).map { self.update(for: $0, outcome: $1.outcome, now: answered) }
+                    self.observeCircuit(of: sink, named: name, taken.map(\.outcome), at: answered)
+                    do {
+                        try await self.settle(delivered, updates, of: name, progress, share)
+                    } catch {
+                        reports.failed(error)
+                    }
+                })
+        }
         let missing = reports.missing.map { live[$0] }
         if !missing.isEmpty {
             logger.error("sink '\(name)' gave no outcome for \(missing.count) of \(live.count) deliveries; retrying them")
             let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' gave no outcome for it")
             let answered = clock()
-            try await settle(missing, missing.map { update(for: $0, outcome: outcome, now: answered) }, of: name, progress)
+            try await settle(missing, missing.map { update(for: $0, outcome: outcome, now: answered) }, of: name, progress, share)
         }
         if let error = reports.error { throw error }
     }
 
-    /// Records `updates` for `deliveries`: their leases are no longer kept, and they no longer
-    /// count in their sink's workload.
-    private func settle(_ deliveries: [Delivery], _ updates: [DeliveryUpdate], of name: String, _ progress: BatchProgress) async throws {
+    /// Records `updates` for `deliveries`: their leases are no longer kept, and (recorded or
+    /// not) they no longer count in their sink's workload.
+    private func settle(
+        _ deliveries: [Delivery], _ updates: [DeliveryUpdate], of name: String, _ progress: BatchProgress, _ share: WorkloadShare
+    ) async throws {
         progress.leases.finish(deliveries)
-        // A sink that was full takes deliveries again: idle workers look for them.
-        defer { if workload.finish(deliveries.count, for: name) { signal.notify() } }
+        defer { release(share.release(deliveries.count), of: name) }
         try await record(updates, of: deliveries)
+    }
+
+    /// `count` deliveries of the sink no longer count in its workload; a sink that was full
+    /// takes deliveries again, and idle workers look for them.
+    private func release(_ count: Int, of name: String) {
+        if count > 0, workload.finish(count, for: name) { signal.notify() }
     }
 
     /// Extends the outstanding leases every third of the lease until cancelled or none is left.

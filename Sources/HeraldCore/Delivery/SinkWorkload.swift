@@ -41,3 +41,28 @@ final class SinkWorkload: Sendable {
         }
     }
 }
+
+/// One sink's part of a batch in the sink's workload: released as its deliveries are settled,
+/// and whatever is left when the sink is done with it, so nothing counts for good.
+final class WorkloadShare: Sendable {
+    private let held: Mutex<Int>
+
+    init(_ count: Int) { held = Mutex(max(0, count)) }
+
+    /// - Returns: how many of `count` were still held (and now are not).
+    func release(_ count: Int) -> Int {
+        held.withLock { held in
+            let released = min(max(0, count), held)
+            held -= released
+            return released
+        }
+    }
+
+    /// - Returns: how many were still held (and now are not).
+    func releaseRest() -> Int {
+        held.withLock { held in
+            defer { held = 0 }
+            return held
+        }
+    }
+}
