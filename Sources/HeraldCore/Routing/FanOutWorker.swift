@@ -56,16 +56,23 @@ public final class FanOutWorker: Service {
 
     /// Writes every pending fan-out to the end (tests, and `run`'s loop).
     public func drain() async throws {
-        while !Task.isCancelled {
-            let jobs = try await store.pendingFanOuts(limit: 16)
-            guard !jobs.isEmpty else { return }
-            for job in jobs {
-                try await write(job)
-            }
-        }
+        while try await writeRound() > 0 {}
     }
 
-    private func write(_ job: FanOutJob) async throws {
+    /// Writes one page of each pending fan-out (up to 16, oldest first), so a million-recipient
+    /// message does not hold back the fan-outs committed after it until its last page: a small
+    /// one is done in a few rounds (each job used to be written to its end before the next).
+    /// - Returns: how many fan-outs were pending.
+    func writeRound() async throws -> Int {
+        guard !Task.isCancelled else { return 0 }
+        let jobs = try await store.pendingFanOuts(limit: 16)
+        for job in jobs {
+            try await writePage(of: job)
+        }
+        return jobs.count
+    }
+
+    private func writePage(of job: FanOutJob) async throws {
         let notification = job.notification
         let router = self.router
         let acceptedAt = notification.timestamp
@@ -75,13 +82,10 @@ public final class FanOutWorker: Service {
             case .historyAndDevices: { router.messageHubDeliveries(notification, for: $0, at: acceptedAt) }
             case .history: { _ in [] }
             }
-        while !Task.isCancelled {
-            guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route) else { return }
-            onPage()
-            if progress.done {
-                logger.info("fan-out of \(notification.id) written: \(progress.written) recipients")
-                return
-            }
+        guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route) else { return }
+        onPage()
+        if progress.done {
+            logger.info("fan-out of \(notification.id) written: \(progress.written) recipients")
         }
     }
 }
