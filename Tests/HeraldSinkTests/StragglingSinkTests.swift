@@ -171,6 +171,45 @@ import Testing
         await f.stop()
     }
 
+    /// A queue whose records fail (storage gone), its claims working.
+    final class FailingRecords: DeliveryQueue {
+        let store: SQLiteStore
+        init(_ store: SQLiteStore) { self.store = store }
+
+        func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
+            try await store.claimDue(now: now, limit: limit, lease: lease, sinks: sinks)
+        }
+        func record(_ updates: [DeliveryUpdate], at date: Date) async throws { throw CancellationError() }
+        func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
+        func nextDueDate(sinks: SinkFilter) async throws -> Date? { try await store.nextDueDate(sinks: sinks) }
+        func queueStats() async throws -> QueueStats { try await store.queueStats() }
+        func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
+    }
+
+    /// When outcomes cannot be recorded, the deliveries the sink was not handed (one past its
+    /// attempts here) do not stop the others being sent, and nothing stays counted in the sink's
+    /// workload (a sink counted full for good would never be given work again).
+    @Test func aFailedRecordLeavesNothingCountedAndSendsTheRest() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let sink = RecordingSink(name: "rec", capabilities: .perUser)
+        var configuration = DeliveryEngineConfiguration()
+        configuration.retry = RetryPolicy(maxAttempts: 1, baseDelay: .seconds(1), maxDelay: .seconds(1))
+        let engine = DeliveryEngine(queue: FailingRecords(store), sinks: try SinkRegistry([sink]), configuration: configuration)
+        for user in ["spent", "fresh"] {
+            let n = HeraldNotification(
+                id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users([user]))
+            _ = try await store.accept(
+                n, recipients: 1, deliveries: [PlannedDelivery(sink: "rec", userID: user, distribution: .alert)], idempotencySince: Date())
+            // The first one's only attempt is spent by a claim whose lease runs out at once.
+            if user == "spent" { _ = try await store.claimDue(now: Date(), limit: 1, lease: .zero, sinks: .excluding([])) }
+        }
+        await #expect(throws: (any Error).self) { try await engine.processDue() }
+        #expect(sink.received.map(\.recipient.userID) == ["fresh"], "the live one was sent")
+        #expect(engine.workload.count(of: "rec") == 0)
+        #expect(engine.workload.full.isEmpty)
+    }
+
     /// Handed-off deliveries to a sink that has all it may have wait in the hand-off queue, in
     /// order, while those to other sinks are taken.
     @Test func theHandOffKeepsAFullSinksDeliveries() {
