@@ -121,7 +121,7 @@ public actor FCMAccessTokenProvider {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
-            response = try await http.execute(request, timeout: .milliseconds(Int64(saturating: timeout.seconds * 1000)))
+            response = try await http.execute(request, timeout: TimeAmount(timeout))
             body = try await response.body.collect(upTo: 1 << 20)
         } catch {
             throw FCMError.tokenRequest("token request to \(account.tokenURI) failed: \(error)")

@@ -265,8 +265,8 @@ public struct HeraldServer: Sendable {
             ] + (managesMembership ? [("topic membership", membership)] : [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
         let deadlines = RequestDeadlineLimits(
-            head: .milliseconds(Int64(saturating: configuration.requestHeadTimeout.seconds * 1000)),
-            body: .milliseconds(Int64(saturating: configuration.requestBodyTimeout.seconds * 1000)),
+            head: TimeAmount(configuration.requestHeadTimeout),
+            body: TimeAmount(configuration.requestBodyTimeout),
             bodyMinimumRate: configuration.requestBodyMinimumRate
         )
         return Application(
@@ -276,7 +276,7 @@ public struct HeraldServer: Sendable {
                     additionalChannelHandlers: [
                         RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(), CloseAfterResponse.Installer(),
                     ],
-                    idleTimeout: .milliseconds(Int64(saturating: configuration.idleTimeout.seconds * 1000))
+                    idleTimeout: TimeAmount(configuration.idleTimeout)
                 )
             ),
             configuration: .init(
