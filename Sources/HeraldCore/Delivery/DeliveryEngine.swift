@@ -290,12 +290,11 @@ public final class DeliveryEngine: Service {
             // Whatever was not settled (storage failed) no longer counts either: its lease runs out.
             release(share.releaseRest(), of: name)
         }
-        let now = clock()
         guard let sink = sinks[name] else {
-            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' is not configured")
-            try await settle(deliveries, deliveries.map { update(for: $0, outcome: outcome, now: now) }, of: name, progress, share)
+            try await settle(deliveries, as: .retry(after: nil, reason: "sink '\(name)' is not configured"), of: name, progress, share)
             return
         }
+        let now = clock()
         let (screened, live) = screen(deliveries, for: sink, now: now)
         let reports = SinkReports(count: live.count)
         if !screened.isEmpty {
@@ -326,15 +325,20 @@ public final class DeliveryEngine: Service {
         let missing = reports.missing.map { live[$0] }
         if !missing.isEmpty {
             logger.error("sink '\(name)' gave no outcome for \(missing.count) of \(live.count) deliveries; retrying them")
-            let outcome = DeliveryOutcome.retry(after: nil, reason: "sink '\(name)' gave no outcome for it")
-            let answered = clock()
-            try await settle(missing, missing.map { update(for: $0, outcome: outcome, now: answered) }, of: name, progress, share)
+            try await settle(missing, as: .retry(after: nil, reason: "sink '\(name)' gave no outcome for it"), of: name, progress, share)
         }
         if let error = reports.error { throw error }
     }
 
-    /// Records `updates` for `deliveries`: their leases are no longer kept, and (recorded or
-    /// not) they no longer count in their sink's workload.
+    /// ``settle(_:_:of:_:_:)`` with one outcome for every one of `deliveries`.
+    private func settle(_ deliveries: [Delivery], as outcome: DeliveryOutcome, of name: String, _ progress: BatchProgress, _ share: WorkloadShare) async throws
+    {
+        let now = clock()
+        try await settle(deliveries, deliveries.map { update(for: $0, outcome: outcome, now: now) }, of: name, progress, share)
+    }
+
+    /// Records `updates`, one for each of `deliveries` in order: their leases are no longer
+    /// kept, and (recorded or not) they no longer count in their sink's workload.
     private func settle(
         _ deliveries: [Delivery], _ updates: [DeliveryUpdate], of name: String, _ progress: BatchProgress, _ share: WorkloadShare
     ) async throws {
@@ -373,12 +377,10 @@ public final class DeliveryEngine: Service {
         }
     }
 
+    /// Records `updates`, one for each of `deliveries` in order.
     private func record(_ updates: [DeliveryUpdate], of deliveries: [Delivery]) async throws {
-        let claimed = Dictionary(deliveries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let now = clock()
-        for update in updates {
-            if let delivery = claimed[update.id] { observe(update, of: delivery, at: now) }
-        }
+        for (update, delivery) in zip(updates, deliveries) { observe(update, of: delivery, at: now) }
         // Not cancellable: when shutdown cuts a batch short, the outcomes it has (sends that
         // were answered, retries for those that were not) are still written.
         let queue = self.queue
