@@ -23,29 +23,31 @@ final class SilentPushServices: Sendable {
     /// Origins remembered at once; past it, those not held are forgotten first.
     static let capacity = 10_000
 
-    private let origins = Mutex<[String: Origin]>([:])
-    /// Origins that have answered a send: the real push services are a handful, and keep
-    /// answering. A name never heard from is held at its first silence, so someone who names a
-    /// new silent host in each subscription gets one timeout per name, not three.
-    private let answeredBefore = Mutex<Set<String>>([])
+    private struct State {
+        var origins: [String: Origin] = [:]
+        /// Origins that have answered a send: the real push services are a handful, and keep
+        /// answering. A name never heard from is held at its first silence, so someone who
+        /// names a new silent host in each subscription gets one timeout per name, not three.
+        var answeredBefore: Set<String> = []
+    }
+
+    private let state = Mutex(State())
 
     /// Until when sends to `origin` wait, or nil when they go out now.
     func heldUntil(_ origin: String, now: Date) -> Date? {
-        origins.withLock { origins in
-            guard let until = origins[origin]?.heldUntil, until > now else { return nil }
+        state.withLock { state in
+            guard let until = state.origins[origin]?.heldUntil, until > now else { return nil }
             return until
         }
     }
 
     /// The push service answered (whatever it said).
     func answered(_ origin: String) {
-        origins.withLock { origins in
-            if origins[origin] != nil { origins[origin] = nil }
-        }
-        answeredBefore.withLock { known in
-            guard !known.contains(origin) else { return }
-            if known.count >= Self.capacity { known.removeAll() }
-            known.insert(origin)
+        state.withLock { state in
+            if state.origins[origin] != nil { state.origins[origin] = nil }
+            guard !state.answeredBefore.contains(origin) else { return }
+            if state.answeredBefore.count >= Self.capacity { state.answeredBefore.removeAll() }
+            state.answeredBefore.insert(origin)
         }
     }
 
@@ -53,10 +55,10 @@ final class SilentPushServices: Sendable {
     /// - Returns: until when the origin is held, when this send made it so.
     @discardableResult
     func unanswered(_ origin: String, now: Date) -> Date? {
-        let strikes = answeredBefore.withLock { $0.contains(origin) } ? Self.strikes : 1
-        return origins.withLock { origins in
-            if origins[origin] == nil && origins.count >= Self.capacity { Self.forgetSome(&origins, now: now) }
-            var entry = origins[origin] ?? Origin()
+        state.withLock { state in
+            let strikes = state.answeredBefore.contains(origin) ? Self.strikes : 1
+            if state.origins[origin] == nil && state.origins.count >= Self.capacity { Self.forgetSome(&state.origins, now: now) }
+            var entry = state.origins[origin] ?? Origin()
             // Sends that went out before the hold began and time out during it change nothing.
             if let until = entry.heldUntil, until > now { return nil }
             entry.silentInARow += 1
@@ -68,7 +70,7 @@ final class SilentPushServices: Sendable {
                 held = now.addingTimeInterval(hold)
                 entry.heldUntil = held
             }
-            origins[origin] = entry
+            state.origins[origin] = entry
             return held
         }
     }
