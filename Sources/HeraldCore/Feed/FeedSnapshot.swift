@@ -19,18 +19,36 @@ public final class FeedSnapshot: Sendable {
         }
     }
 
-    private let state = Mutex<(entries: [Entry], generation: UInt64)>(([], 0))
+    private struct State {
+        var entries: [Entry] = []
+        var generation: UInt64 = 0
+        /// The ticket of the read the entries came from.
+        var read: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    /// Numbers reads in the order they begin: reloads run concurrently (each change to the feed
+    /// starts one) and may finish in any order, and only a read that began later has seen every
+    /// change an earlier one has.
+    private let tickets = Atomic<UInt64>(0)
     /// Told after each reload, for live streams to check whether what they serve changed.
     public let reloads = Broadcaster<Void>()
 
     public init() {}
 
-    /// Replaces the snapshot with the store's current messages.
+    /// Replaces the snapshot with the store's current messages, unless a read that began after
+    /// this one has replaced it already. When it returns, the snapshot holds every change
+    /// committed before it was called.
     public func reload(from store: any FeedStore) async throws {
+        let ticket = tickets.add(1, ordering: .relaxed).newValue
         let messages = try await store.feedMessages()
         let fresh = messages.map(Entry.init)
-        state.withLock { $0 = (fresh, $0.generation &+ 1) }
-        reloads.send(())
+        let replaced = state.withLock { state in
+            guard ticket > state.read else { return false }
+            state = State(entries: fresh, generation: state.generation &+ 1, read: ticket)
+            return true
+        }
+        if replaced { reloads.send(()) }
     }
 
     /// Counts reloads: what ``eligible(at:for:)`` answers changes only with it, or as time passes
