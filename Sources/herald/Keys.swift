@@ -62,7 +62,7 @@ struct Keys: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a key by id; it stops working at once.")
+        static let configuration = CommandConfiguration(abstract: "Revoke a key by id; running servers refuse it within 5 seconds.")
 
         @OptionGroup var common: CommonOptions
 
