@@ -1,0 +1,41 @@
+import HTTPTypes
+import Hummingbird
+
+/// Refuses a request body sent in a coding Herald does not undo: a content coding
+/// (`Content-Encoding: gzip`) is answered 415 with `Accept-Encoding: identity` (RFC 9110
+/// §12.5.3), a transfer coding other than `chunked` (`Transfer-Encoding: gzip, chunked`) 501
+/// (RFC 9112 §6.1). NIO's parser frames such a body by its final `chunked` and hands on the
+/// bytes still coded, so a compressed body was refused as invalid JSON, and a body that was not
+/// in fact compressed was accepted and stored as though the headers did not say it was.
+struct ContentCodingMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let transferCodings = Self.codings(request.headers[values: .transferEncoding])
+        if let coding = transferCodings.first(where: { $0 != "chunked" }) {
+            return ErrorMiddleware<Context>.response(
+                status: .notImplemented, code: "unsupported_transfer_coding",
+                message: "Herald reads request bodies in the chunked transfer coding only, not '\(Self.shown(coding))': send the body uncompressed")
+        }
+        let hasBody = !transferCodings.isEmpty || (request.headers[.contentLength].map { $0 != "0" } ?? false)
+        if hasBody, let coding = Self.codings(request.headers[values: .contentEncoding]).first(where: { $0 != "identity" }) {
+            var response = ErrorMiddleware<Context>.response(
+                status: .unsupportedMediaType, code: "unsupported_content_encoding",
+                message: "Herald reads request bodies without a content coding, not '\(Self.shown(coding))': send the body uncompressed")
+            response.headers[.acceptEncoding] = "identity"
+            return response
+        }
+        return try await next(request, context)
+    }
+
+    /// The codings a header's values list, lowercased, in order (RFC 9110 §5.6.1 lists: commas
+    /// and optional whitespace, empty elements ignored).
+    static func codings(_ values: [String]) -> [String] {
+        values.flatMap { value in
+            value.split(separator: ",").map { $0.trimmingOptionalWhitespace.lowercased() }.filter { !$0.isEmpty }
+        }
+    }
+
+    /// A coding as the error message quotes it: a header value can be 80 KiB long.
+    static func shown(_ coding: String) -> String {
+        coding.count > 40 ? coding.prefix(40) + "…" : coding
+    }
+}
