@@ -35,6 +35,9 @@ import Testing
         return [
             ("text/plain", "text/plain", Array(valid.utf8), .unsupportedMediaType, "unsupported_media_type"),
             ("form", "application/x-www-form-urlencoded", Array("a=1&b=2".utf8), .unsupportedMediaType, "unsupported_media_type"),
+            ("a type that starts like JSON", "application/jsonx", Array(valid.utf8), .unsupportedMediaType, "unsupported_media_type"),
+            ("a JSON patch", "application/json-patch+json", Array(valid.utf8), .unsupportedMediaType, "unsupported_media_type"),
+            ("a Latin-1 charset", "application/json; charset=ISO-8859-1", Array(valid.utf8), .unsupportedMediaType, "unsupported_media_type"),
             ("truncated", "application/json", Array(valid.utf8.dropLast(3)), .badRequest, "invalid_json"),
             ("invalid UTF-8", "application/json", Array("{\"title\":\"".utf8) + [0xFF, 0xFE, 0xC0] + Array("\"}".utf8), .badRequest, "invalid_json"),
             ("truncated UTF-8", "application/json", Array("{\"title\":\"".utf8) + [0xE2, 0x82] + Array("\"}".utf8), .badRequest, "invalid_json"),
@@ -73,6 +76,12 @@ import Testing
             // Still answering, and the valid body is still accepted.
             let fine = try await client.call(HTTPRequest.Method(route.method) ?? .post, route.path, headers(herald.admin, user: "u"), json: route.valid)
             #expect((200..<300).contains(fine.status.code), "\(route.method) \(route.path): \(String(buffer: fine.body))")
+            // Media types are case-insensitive, and UTF-8 may be named, quoted or not.
+            var named = headers(herald.admin, user: "u", contentType: nil)
+            named[.contentType] = #"Application/JSON ; Charset="UTF-8""#
+            let again = try await client.execute(
+                uri: route.path, method: HTTPRequest.Method(route.method) ?? .post, headers: named, body: ByteBuffer(string: route.valid))
+            #expect((200..<300).contains(again.status.code), "\(route.method) \(route.path): \(String(buffer: again.body))")
         }
     }
 

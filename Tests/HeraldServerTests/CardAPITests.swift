@@ -89,6 +89,15 @@ import Testing
                 .post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson"), json: String(repeating: " ", count: 10_000)
             )
             #expect(endless.status == .unprocessableContent && endless.errorMessage.contains("line 1"), "a line without end is refused, not buffered")
+            // NDJSON is read as UTF-8: another charset is refused, not read as UTF-8; the type's case does not matter.
+            let latin1 = try await client.call(
+                .post, "/api/pool/scores", headers(herald.backend, contentType: "application/x-ndjson; charset=latin1"),
+                json: #"{"user_id":"a","card":"c1","score":1,"timestamp":1}"#)
+            #expect(latin1.status == .unsupportedMediaType && latin1.errorMessage.contains("charset=latin1"), "\(latin1.errorMessage)")
+            let upper = try await client.call(
+                .post, "/api/pool/scores", headers(herald.backend, contentType: "Application/X-NDJSON; charset=utf-8"),
+                json: #"{"user_id":"n1","card":"c1","score":0.5,"timestamp":6}"#)
+            #expect(upper.status == .ok && upper.object["applied"] as? Int == 1, "\(String(buffer: upper.body))")
             let missing = try await client.call(.post, "/api/pool/scores", key, json: ["users": [:]])
             #expect(missing.status == .unprocessableContent && missing.errorMessage.contains("timestamp"))
         }

@@ -17,8 +17,12 @@ public enum JSONBody {
     static func decodeKeepingBytes<T: Decodable>(
         _ type: T.Type, from request: Request, context: HeraldRequestContext, knownFields: Set<String>? = nil
     ) async throws -> (value: T, bytes: Data) {
-        if let contentType = request.headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
-            throw HeraldError(.unsupportedMediaType, code: "unsupported_media_type", "send the body as 'Content-Type: application/json'")
+        if let contentType = request.headers[.contentType] {
+            let type = MediaType(contentType)
+            guard type.essence == "application/json" else {
+                throw HeraldError(.unsupportedMediaType, code: "unsupported_media_type", "send the body as 'Content-Type: application/json'")
+            }
+            guard type.isUTF8 else { throw type.charsetRefusal }
         }
         var request = request
         let buffer: ByteBuffer

@@ -93,10 +93,11 @@ struct CardRoutes {
 
     @Sendable func scores(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
-        let contentType = request.headers[.contentType]?.lowercased() ?? "application/json"
+        let contentType = MediaType(request.headers[.contentType] ?? "application/json")
         var report = ScoreReport()
         let updates: [ScoreUpdate]
-        if contentType.hasPrefix("application/x-ndjson") {
+        if contentType.essence == "application/x-ndjson" {
+            guard contentType.isUTF8 else { throw contentType.charsetRefusal }
             (updates, report.rejected) = try await Self.ndjsonUpdates(request)
         } else {
             (updates, report.rejected) = try await Self.jsonUpdates(request, context: context)
