@@ -95,7 +95,7 @@ import Testing
                 json: #"{"user_id":"a","card":"c1","score":1,"timestamp":1}"#)
             #expect(latin1.status == .unsupportedMediaType && latin1.errorMessage.contains("charset=latin1"), "\(latin1.errorMessage)")
             let upper = try await client.call(
-                .post, "/api/pool/scores", headers(herald.backend, contentType: "Application/X-NDJSON; charset=utf-8"),
+                .post, "/api/pool/scores", headers(herald.backend, contentType: "Application/X-NDJSON; charset=utf8"),
                 json: #"{"user_id":"n1","card":"c1","score":0.5,"timestamp":6}"#)
             #expect(upper.status == .ok && upper.object["applied"] as? Int == 1, "\(String(buffer: upper.body))")
             let missing = try await client.call(.post, "/api/pool/scores", key, json: ["users": [:]])

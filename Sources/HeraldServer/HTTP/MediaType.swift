@@ -23,9 +23,10 @@ struct MediaType: Equatable {
         }
     }
 
-    /// Whether a body of this type is read as UTF-8: no charset, or `utf-8`. JSON is UTF-8
-    /// (RFC 8259 §8.1); any other charset would be a different text read as UTF-8.
-    var isUTF8: Bool { charset == nil || charset == "utf-8" }
+    /// Whether a body of this type is read as UTF-8: no charset, or `utf-8` (or `utf8`, which
+    /// clients send though it is not the registered name). JSON is UTF-8 (RFC 8259 §8.1); any
+    /// other charset would be a different text read as UTF-8.
+    var isUTF8: Bool { charset == nil || charset == "utf-8" || charset == "utf8" }
 
     /// The 415 for a body whose charset is not UTF-8.
     var charsetRefusal: HeraldError {
