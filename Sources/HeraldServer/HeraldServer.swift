@@ -275,7 +275,7 @@ public struct HeraldServer: Sendable {
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
-                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(), CloseAfterResponse.Installer(),
+                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(), AfterDecoderInstaller(),
                     ],
                     idleTimeout: TimeAmount(configuration.idleTimeout)
                 )

@@ -50,6 +50,19 @@ enum RawHTTP {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// What the server sends until `marker` has arrived (or a read waits 5 s), leaving the
+    /// connection open.
+    static func read(_ fd: Int32, until marker: String) -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !String(decoding: received, as: UTF8.self).contains(marker) {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
     struct Response {
         var status: Int
         var head: String

@@ -15,7 +15,7 @@ import NIOHTTP1
 /// so its client reads to the end of the connection, which stayed open until the deadline.
 ///
 /// It has to see the requests as NIO's HTTP/1 decoder reads them, ahead of Hummingbird's codec,
-/// where added handlers do not go: ``Installer``, added with them, puts it there.
+/// where added handlers do not go: ``AfterDecoderInstaller``, added with them, puts it there.
 final class CloseAfterResponse: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -57,19 +57,5 @@ final class CloseAfterResponse: ChannelDuplexHandler, RemovableChannelHandler {
             break
         }
         context.write(data, promise: promise)
-    }
-
-    /// Added with Hummingbird's additional handlers (after its codec); puts a
-    /// ``CloseAfterResponse`` right after NIO's request decoder and removes itself.
-    final class Installer: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = Any
-
-        func handlerAdded(context: ChannelHandlerContext) {
-            let pipeline = context.pipeline.syncOperations
-            if let decoder = try? pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
-                try? pipeline.addHandler(CloseAfterResponse(), position: .after(decoder))
-            }
-            pipeline.removeHandler(context: context, promise: nil)
-        }
     }
 }

@@ -1,0 +1,59 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import HummingbirdTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A client that sends `Expect: 100-continue` gets `100 Continue` before it sends its body, in
+/// order behind the responses to requests pipelined before it. Without it, curl waited a second
+/// before every body over 1 MiB.
+@Suite(.cleansUp) struct ExpectContinueTests {
+    static let body = #"{"type":"comment","title":"t","body":"b","user_ids":["u-1"]}"#
+
+    static func head(_ token: String, version: String = "1.1", expect: String = "100-continue") -> String {
+        "POST /api/notifications HTTP/\(version)\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+            + "Expect: \(expect)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+    }
+
+    /// Sends `first`, waits for `marker`, then sends `second` and reads to the end.
+    static func exchange(port: Int, _ first: String, until marker: String, then second: String) async throws -> (early: String, all: String) {
+        try await RawHTTP.onThread {
+            let fd = try Loopback.connect(port: port)
+            defer { close(fd) }
+            RawHTTP.send(fd, Array(first.utf8))
+            let early = RawHTTP.read(fd, until: marker)
+            RawHTTP.send(fd, Array(second.utf8))
+            return (early, early + RawHTTP.readToEnd(fd))
+        }
+    }
+
+    @Test func continueComesBeforeTheBodyAndAfterEarlierResponses() async throws {
+        let herald = try await TestHerald.make { $0.port = 0 }
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+
+            // Alone: the 100 comes while the body is held back, then the answer.
+            let alone = try await Self.exchange(port: port, Self.head(herald.backend), until: "\r\n\r\n", then: Self.body)
+            #expect(alone.early.hasPrefix("HTTP/1.1 100 Continue\r\n"), "\(alone.early)")
+            #expect(RawHTTP.responses(in: alone.all).map(\.status) == [100, 202], "\(alone.all.prefix(600))")
+
+            // Behind a pipelined request: that request's response first, whole, then the 100.
+            let earlier = "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+            let behind = try await Self.exchange(port: port, earlier + Self.head(herald.backend), until: "100 Continue\r\n\r\n", then: Self.body)
+            #expect(RawHTTP.responses(in: behind.early).map(\.status) == [200, 100], "\(behind.early.prefix(600))")
+            #expect(RawHTTP.responses(in: behind.all).map(\.status) == [200, 100, 202], "\(behind.all.prefix(900))")
+
+            // HTTP/1.0 expectations are ignored (RFC 9110 §10.1.1), and other expectations get no 100.
+            for head in [Self.head(herald.backend, version: "1.0"), Self.head(herald.backend, expect: "something-else")] {
+                let text = try await RawHTTP.onThread { try RawHTTP.exchange(port: port, Array((head + Self.body).utf8), halfClose: false) }
+                #expect(RawHTTP.responses(in: text).map(\.status) == [202], "\(text.prefix(600))")
+            }
+            #expect(try await herald.server.store.history(userID: "u-1", limit: 10, before: nil).items.count == 4)
+        }
+    }
+}
