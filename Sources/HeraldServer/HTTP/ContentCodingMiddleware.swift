@@ -9,6 +9,10 @@ import Hummingbird
 /// in fact compressed was accepted and stored as though the headers did not say it was.
 struct ContentCodingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // Almost every request has neither header: two lookups, nothing allocated.
+        guard request.headers[.transferEncoding] != nil || request.headers[.contentEncoding] != nil else {
+            return try await next(request, context)
+        }
         let transferCodings = Self.codings(request.headers[values: .transferEncoding])
         if let coding = transferCodings.first(where: { $0 != "chunked" }) {
             return ErrorMiddleware<Context>.response(

@@ -49,6 +49,8 @@ final class ContinueAnswer: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// HTTP/1.1 or later, a body announced, and `100-continue` among the expectations.
     static func waitsForContinue(_ head: HTTPRequestHead) -> Bool {
+        // Rare, so asked first: a scan of the names, nothing allocated.
+        guard head.headers.contains(name: "expect") else { return false }
         guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else { return false }
         let hasBody = head.headers.contains(name: "transfer-encoding") || head.headers["content-length"].contains { $0 != "0" }
         guard hasBody else { return false }
