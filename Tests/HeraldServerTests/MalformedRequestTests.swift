@@ -47,6 +47,27 @@ import Testing
             Case(
                 description: "a bad chunk size in a body being read", bytes: Array("\(events)Transfer-Encoding: chunked\r\n\r\n5\r\n{\"eve\r\nZZ\r\n".utf8),
                 answers: [(400, "malformed_request")]),
+            Case(description: "an HTTP/1.1 request without Host", bytes: Array("GET /health/live HTTP/1.1\r\n\r\n".utf8), answers: [(400, "invalid_host")]),
+            Case(
+                description: "two Host headers", bytes: Array("GET /health/live HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n".utf8),
+                answers: [(400, "invalid_host")]),
+            Case(
+                description: "a Host that is not a host", bytes: Array("GET /health/live HTTP/1.1\r\nHost: a.example/path\r\n\r\n".utf8),
+                answers: [(400, "invalid_host")]),
+            Case(
+                description: "a Host with a port that is not a number", bytes: Array("GET /health/live HTTP/1.1\r\nHost: a.example:80a\r\n\r\n".utf8),
+                answers: [(400, "invalid_host")]),
+            Case(
+                description: "a request without Host after a good one, then another",
+                bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /health/live HTTP/1.1\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                answers: [(200, nil), (400, "invalid_host")]),
+            Case(
+                description: "HTTP/1.0 without Host, and hosts of every shape",
+                bytes: Array(
+                    ("GET /health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                        + "GET /health/live HTTP/1.1\r\nHost: [::1]:8080\r\n\r\nGET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                        + "GET /health/live HTTP/1.1\r\nHost: herald.example:\r\n\r\nGET /health/live HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n").utf8),
+                answers: [(200, nil), (200, nil), (200, nil), (200, nil), (200, nil)]),
             Case(
                 description: "a connection ending inside a body", bytes: Array("\(events)Content-Length: 100\r\n\r\n{\"events\":".utf8),
                 answers: [(400, "malformed_request")],

@@ -2,8 +2,8 @@ import NIOCore
 import NIOHTTP1
 
 /// Added with Hummingbird's additional handlers (after its codec, where they all go); puts the
-/// handlers that must see requests as NIO's HTTP/1 decoder reads them (``CloseAfterResponse``,
-/// ``ContinueAnswer``) right after the decoder, ahead of Hummingbird's codec, and removes itself.
+/// handlers that must see requests as NIO's HTTP/1 decoder reads them (``HostHeaderCheck``,
+/// ``CloseAfterResponse``, ``ContinueAnswer``, in that order) right after the decoder, ahead of Hummingbird's codec, and removes itself.
 final class AfterDecoderInstaller: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Any
 
@@ -13,6 +13,7 @@ final class AfterDecoderInstaller: ChannelInboundHandler, RemovableChannelHandle
             // Each goes right after the decoder: the last added is nearest it.
             try? pipeline.addHandler(ContinueAnswer(), position: .after(decoder))
             try? pipeline.addHandler(CloseAfterResponse(), position: .after(decoder))
+            try? pipeline.addHandler(HostHeaderCheck(), position: .after(decoder))
         }
         pipeline.removeHandler(context: context, promise: nil)
     }

@@ -52,7 +52,12 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
                 .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), "request_head_too_large",
                 "the request line and headers must be at most 80 KiB, in at most 1000 fields"
             )
-        case .invalidURL, .invalidHost, .invalidPort, .invalidPath, .invalidQueryString, .invalidFragment:
+        case .invalidHost:
+            return (
+                .badRequest, "invalid_host",
+                "the request must have one Host header naming a valid host (HTTP/1.1 requests must have it)"
+            )
+        case .invalidURL, .invalidPort, .invalidPath, .invalidQueryString, .invalidFragment:
             return (.badRequest, "invalid_url", "the request line's target is not a valid URL")
         case .invalidMethod:
             return (.badRequest, "malformed_request", "the request line's method is not a valid HTTP method")
