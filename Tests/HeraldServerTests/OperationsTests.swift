@@ -342,6 +342,29 @@ import Testing
         #expect(named == ["HERALD_DELIVERY_WROKERS", "HERALD_SINKS_CONSOLE_COLOUR"])
     }
 
+    /// A few lines of aliases that expand to millions of keys are refused at once.
+    @Test(.timeLimit(.minutes(1))) func aFileOfAliasesThatExpandsBeyondTheLimitIsRefused() async throws {
+        let directory = try TestResources.temporaryDirectory("herald-aliases")
+        var lines = ["a: &a {k0: 1, k1: 1, k2: 1, k3: 1, k4: 1, k5: 1, k6: 1, k7: 1, k8: 1}"]
+        for (level, name) in ["b", "c", "d", "e", "f", "g", "h"].enumerated() {
+            let previous = level == 0 ? "a" : ["b", "c", "d", "e", "f", "g"][level - 1]
+            lines.append("\(name): &\(name) {" + (0..<9).map { "k\($0): *\(previous)" }.joined(separator: ", ") + "}")
+        }
+        let file = directory.appendingPathComponent("herald.yaml")
+        try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        do {
+            _ = try await HeraldConfiguration.load(configFile: file.path, environment: [:])
+            Issue.record("a file that expands to 43 million keys was read")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_config" && error.message.contains("aliases"), "\(error)")
+        }
+        // Aliases within the limit are read as before.
+        let small = directory.appendingPathComponent("small.yaml")
+        try "delivery:\n  workers: &n 5\n  max_attempts: *n\n".write(to: small, atomically: true, encoding: .utf8)
+        let read = try await HeraldConfiguration.load(configFile: small.path, environment: [:])
+        #expect(read.delivery.workers == 5 && read.delivery.retry.maxAttempts == 5)
+    }
+
     @Test func missingConfigFileIsAClearError() async throws {
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }

@@ -234,6 +234,7 @@ extension HeraldConfiguration {
         }
         providers.append(env.prefixKeys(with: "herald"))
         if let configFile {
+            try ConfigurationFileKeys.checkSize(ofFile: configFile)
             do {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(configFile), allowMissing: false))
             } catch {

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import HeraldCore
 import Synchronization
 import Yams
 
@@ -13,6 +14,31 @@ enum ConfigurationFileKeys {
     static func root(ofFile path: String) -> Node? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         return try? Yams.compose(yaml: text)
+    }
+
+    /// The most values a configuration file may hold once its aliases are expanded.
+    static let maxValues = 100_000
+
+    /// Refuses a file whose aliases (`*name`) repeat sections into more than ``maxValues``
+    /// values: nine nested levels of nine aliases each are a few lines that expand to 43 million
+    /// keys, and reading them kept Herald from starting for as long as the reader took (over a
+    /// minute for a file of 8 lines). Counts by walking the composed document, stopping at the
+    /// limit, so the check itself stays short.
+    static func checkSize(ofFile path: String) throws {
+        guard let root = root(ofFile: path) else { return }
+        var count = 0
+        func walk(_ node: Node) -> Bool {
+            count += 1
+            guard count <= maxValues else { return false }
+            if let mapping = node.mapping { return mapping.allSatisfy { walk($0.key) && walk($0.value) } }
+            if let sequence = node.sequence { return sequence.allSatisfy(walk) }
+            return true
+        }
+        guard walk(root) else {
+            throw HeraldError(
+                .unprocessable, code: "invalid_config",
+                "configuration file '\(path)' expands to more than \(maxValues) values (YAML aliases, `*name`, repeat what they name)")
+        }
     }
 
     /// The names under `sinks:` whose values are sections, in file order.
