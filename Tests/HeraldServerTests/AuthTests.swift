@@ -83,7 +83,8 @@ import Testing
     }
 
     /// RFC 7519 §4.1.5: not accepted before `nbf`; RFC 7515 §4.1.11: a token naming
-    /// extensions it must be understood with (`crit`) is refused, as Herald knows none.
+    /// extensions it must be understood with (`crit`) is refused, as Herald knows none; so is a
+    /// token whose `sub` is not a user id.
     @Test func userTokensNotYetValidOrWithCriticalExtensionsAreRefused() async throws {
         struct Claims: JWTPayload {
             var sub: SubjectClaim
@@ -94,8 +95,8 @@ import Testing
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: TestHerald.userTokenSecret), digestAlgorithm: .sha256)
         let now = Date()
-        func token(nbf: Date?, header: JWTHeader = JWTHeader()) async throws -> String {
-            let claims = Claims(sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: now.addingTimeInterval(600)), nbf: nbf.map(NotBeforeClaim.init))
+        func token(nbf: Date?, header: JWTHeader = JWTHeader(), sub: String = "alice") async throws -> String {
+            let claims = Claims(sub: SubjectClaim(value: sub), exp: ExpirationClaim(value: now.addingTimeInterval(600)), nbf: nbf.map(NotBeforeClaim.init))
             return try await keys.sign(claims, header: header)
         }
         var critical = JWTHeader()
@@ -105,6 +106,10 @@ import Testing
             ("no nbf", try await token(nbf: nil), 200),
             ("valid in ten minutes", try await token(nbf: now.addingTimeInterval(600)), 401),
             ("crit", try await token(nbf: nil, header: critical), 401),
+            // A sub that is no user id is the token's fault: 401, not a 422 the caller cannot mend.
+            ("an empty sub", try await token(nbf: nil, sub: ""), 401),
+            ("a sub with a space", try await token(nbf: nil, sub: "has space"), 401),
+            ("a sub not in NFC", try await token(nbf: nil, sub: "Jose\u{301}"), 401),
         ]
         let herald = try await TestHerald.make()
         try await herald.test { client in

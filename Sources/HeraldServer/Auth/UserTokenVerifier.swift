@@ -49,7 +49,12 @@ public struct UserTokenVerifier: Sendable {
         guard (try? DefaultJWTParser().parse(Array(token.utf8), as: UserTokenClaims.self).header.crit) == .some(nil) else {
             throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid (crit)")
         }
-        try UserID.validate(claims.sub.value, field: "sub")
+        // The token is what is wrong, not the request: its issuer named no user Herald can store.
+        do {
+            try UserID.validate(claims.sub.value, field: "sub")
+        } catch let error as HeraldError {
+            throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid: \(error.message)")
+        }
         return claims.sub.value
     }
 
