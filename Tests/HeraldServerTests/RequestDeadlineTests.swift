@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 #if canImport(Glibc)
@@ -49,6 +50,17 @@ import Testing
             #expect(answer.status == 408, "\(trickled)")
             #expect(answer.body.contains("\"request_timeout\""), "\(answer.body)")
             #expect(elapsed < .seconds(10), "about a second after the head, not the trickle's 15 s: \(elapsed)")
+            // Counted (and logged) as the 408 the client got, not as the 400 the route would
+            // have answered to a connection ending inside the body.
+            var counted = ""
+            for _ in 0..<40 {
+                let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(herald.admin)"])
+                counted = String(buffer: metrics.body).split(separator: "\n").filter { $0.hasPrefix("herald_http_requests_total") && $0.contains("POST") }
+                    .joined(separator: "\n")
+                if !counted.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(counted.contains("status=\"408\"") && !counted.contains("status=\"400\""), "[\(counted)]")
 
             // 60 000 bytes at about 40 000 a second: 1.5 s, past the 1 s base but within the
             // allowance its bytes earn (a second per 2 000).

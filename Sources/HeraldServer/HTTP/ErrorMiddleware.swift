@@ -80,6 +80,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case .contentTooLarge: (JSONBody.tooLarge.code, JSONBody.tooLarge.message)
         case .badRequest: ("bad_request", "the request is malformed")
         case .unsupportedMediaType: ("unsupported_media_type", "send the body as 'Content-Type: application/json'")
+        case .requestTimeout: ("request_timeout", "the request body did not arrive in time")
         default: (status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"), status.reasonPhrase)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import NIOCore
 import NIOHTTPTypes
 
@@ -34,6 +35,9 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     private var bodyBytes = 0
     /// Whether the current request's response has started (a 408 would then be a second one).
     private var answering = false
+    /// Set once this handler has answered 408: the route's own answer, which comes later, is
+    /// not written.
+    private var answeredTimeout = false
     /// At most one per connection, and not re-created per request: when it fires it acts if a
     /// deadline is over, or schedules itself for the earliest one still running.
     private var timer: Scheduled<Void>?
@@ -84,6 +88,10 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !answeredTimeout else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.kind != .informational:
             answering = true
@@ -150,9 +158,24 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             message:
                 "the request body did not arrive in time (\(limits.body.nanoseconds / 1_000_000_000) s, plus a second per \(limits.bodyMinimumRate) bytes sent)"
         )
+        answeredTimeout = true
+        // The route reading the body gets this rather than the end of the connection (a parser
+        // error, a 400), so its answer, its request log line and its metrics say 408 as the
+        // client was told; that answer goes no further than this handler. Before the writes:
+        // the close after them can come at once, and the first error is the one the route sees.
+        context.fireErrorCaught(RequestBodyTimeout())
         context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
         context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+/// The body of a request did not arrive within its deadline (``RequestDeadlines`` has answered 408).
+struct RequestBodyTimeout: HTTPResponseError {
+    var status: HTTPResponse.Status { .init(code: 408, reasonPhrase: "Request Timeout") }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status)
     }
 }
