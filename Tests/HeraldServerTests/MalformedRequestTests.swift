@@ -29,6 +29,7 @@ import Testing
                 description: "1 001 header fields", bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\n\(manyFields)\r\n".utf8),
                 answers: [(431, "request_head_too_large")]),
             Case(description: "an invalid method", bytes: Array("G@T /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8), answers: [(400, "malformed_request")]),
+            Case(description: "an unknown method", bytes: Array("FOO /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8), answers: [(400, "malformed_request")]),
             Case(
                 description: "a space in a header name", bytes: Array("GET /health/live HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n".utf8),
                 answers: [(400, "malformed_request")]),

@@ -60,7 +60,13 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
         case .invalidURL, .invalidPort, .invalidPath, .invalidQueryString, .invalidFragment:
             return (.badRequest, "invalid_url", "the request line's target is not a valid URL")
         case .invalidMethod:
-            return (.badRequest, "malformed_request", "the request line's method is not a valid HTTP method")
+            // Not 501, which RFC 9110 §9.1 suggests for a method the server does not know: the
+            // parser reports a well-formed unknown method (`FOO`) and bytes that are no request
+            // at all (TLS sent to the plain port) alike.
+            return (
+                .badRequest, "malformed_request",
+                "the request line's method is not one Herald knows (its routes take GET, HEAD, POST, PUT, PATCH and DELETE)"
+            )
         case .invalidVersion:
             return (.badRequest, "malformed_request", "the request line must end with HTTP/1.0 or HTTP/1.1")
         case .invalidHeaderToken, .invalidCharactersUsed:
