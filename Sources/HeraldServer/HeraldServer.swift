@@ -211,7 +211,6 @@ public struct HeraldServer: Sendable {
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
-        router.add(middleware: ContentCodingMiddleware<HeraldRequestContext>())
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
         OperationsRoutes(

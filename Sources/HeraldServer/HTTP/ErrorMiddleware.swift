@@ -17,6 +17,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             if Self.hasEncodedNUL(request.uri.string) {
                 throw HeraldError(.badRequest, code: "invalid_url", "the URL must not contain U+0000 (%00)")
             }
+            if let refusal = ContentCoding.refusal(for: request) { return refusal }
             return try await next(request, context)
         } catch let error as HeraldError {
             if error.kind == .internal { context.logger.error("internal error: \(error)") }

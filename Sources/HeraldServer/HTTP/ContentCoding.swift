@@ -7,27 +7,28 @@ import Hummingbird
 /// (RFC 9112 §6.1). NIO's parser frames such a body by its final `chunked` and hands on the
 /// bytes still coded, so a compressed body was refused as invalid JSON, and a body that was not
 /// in fact compressed was accepted and stored as though the headers did not say it was.
-struct ContentCodingMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+/// ``ErrorMiddleware`` asks it of every request (a middleware of its own was a further async
+/// call per request, on the feed's 304 path too).
+enum ContentCoding {
+    /// The refusal for `request`'s body, or nil when it has none or is plain.
+    static func refusal(for request: Request) -> Response? {
         // Almost every request has neither header: two lookups, nothing allocated.
-        guard request.headers[.transferEncoding] != nil || request.headers[.contentEncoding] != nil else {
-            return try await next(request, context)
-        }
-        let transferCodings = Self.codings(request.headers[values: .transferEncoding])
+        guard request.headers[.transferEncoding] != nil || request.headers[.contentEncoding] != nil else { return nil }
+        let transferCodings = codings(request.headers[values: .transferEncoding])
         if let coding = transferCodings.first(where: { $0 != "chunked" }) {
-            return ErrorMiddleware<Context>.response(
+            return ErrorMiddleware<BasicRequestContext>.response(
                 status: .notImplemented, code: "unsupported_transfer_coding",
-                message: "Herald reads request bodies in the chunked transfer coding only, not '\(Self.shown(coding))': send the body uncompressed")
+                message: "Herald reads request bodies in the chunked transfer coding only, not '\(shown(coding))': send the body uncompressed")
         }
         let hasBody = !transferCodings.isEmpty || (request.headers[.contentLength].map { $0 != "0" } ?? false)
-        if hasBody, let coding = Self.codings(request.headers[values: .contentEncoding]).first(where: { $0 != "identity" }) {
-            var response = ErrorMiddleware<Context>.response(
+        if hasBody, let coding = codings(request.headers[values: .contentEncoding]).first(where: { $0 != "identity" }) {
+            var response = ErrorMiddleware<BasicRequestContext>.response(
                 status: .unsupportedMediaType, code: "unsupported_content_encoding",
-                message: "Herald reads request bodies without a content coding, not '\(Self.shown(coding))': send the body uncompressed")
+                message: "Herald reads request bodies without a content coding, not '\(shown(coding))': send the body uncompressed")
             response.headers[.acceptEncoding] = "identity"
             return response
         }
-        return try await next(request, context)
+        return nil
     }
 
     /// The codings a header's values list, lowercased, in order (RFC 9110 §5.6.1 lists: commas

@@ -1,31 +1,9 @@
-import NIOCore
 import NIOHTTP1
 
-/// Refuses a request without exactly one valid `Host` header as RFC 9112 §3.2 requires: 400 for
-/// an HTTP/1.1 request without one, and for any request with two or with a value that is not a
-/// host (and port). It is refused as the parser's own faults are, with ``MalformedRequestAnswer``'s
-/// JSON body (`invalid_host`) once the responses to requests before it are written, and the
-/// connection closes: a request whose host cannot be told is not one to keep reading behind.
-/// Such requests were served, with the first of two `Host` values taken as the authority.
-final class HostHeaderCheck: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-
-    /// Set once a request is refused: nothing after it on the connection is read.
-    private var refused = false
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !refused else { return }
-        if case .head(let head) = unwrapInboundIn(data), !Self.hasValidHost(head) {
-            refused = true
-            context.fireErrorCaught(HTTPParserError.invalidHost)
-            return
-        }
-        context.fireChannelRead(data)
-    }
-
-    /// One `Host` with a valid value; HTTP/1.0 requests may have none.
-    static func hasValidHost(_ head: HTTPRequestHead) -> Bool {
+/// The `Host` header rules of RFC 9112 §3.2: exactly one, with a valid value; HTTP/1.0 requests
+/// may have none.
+enum HostHeader {
+    static func isValid(in head: HTTPRequestHead) -> Bool {
         var count = 0
         var value = ""
         for (name, fieldValue) in head.headers where name.utf8.count == 4 && name.lowercased() == "host" {
