@@ -274,7 +274,7 @@ public struct HeraldServer: Sendable {
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
-                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(), AfterDecoderInstaller(),
+                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(metrics: metrics), AfterDecoderInstaller(),
                     ],
                     idleTimeout: TimeAmount(configuration.idleTimeout)
                 )

@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Requests the HTTP/1.1 parser refuses get Herald's JSON error body and a status naming the
@@ -15,6 +16,9 @@ import Testing
         /// Each response's status and, for refusals, its error code.
         var answers: [(Int, String?)]
         var halfClose = false
+        /// Whether a route reading the body answers it (and counts it with its route), not the
+        /// refusal before any route.
+        var routeAnswers = false
     }
 
     static func cases(token: String) -> [Case] {
@@ -47,7 +51,7 @@ import Testing
                 answers: [(200, nil), (400, "malformed_request")]),
             Case(
                 description: "a bad chunk size in a body being read", bytes: Array("\(events)Transfer-Encoding: chunked\r\n\r\n5\r\n{\"eve\r\nZZ\r\n".utf8),
-                answers: [(400, "malformed_request")]),
+                answers: [(400, "malformed_request")], routeAnswers: true),
             Case(description: "an HTTP/1.1 request without Host", bytes: Array("GET /health/live HTTP/1.1\r\n\r\n".utf8), answers: [(400, "invalid_host")]),
             Case(
                 description: "two Host headers", bytes: Array("GET /health/live HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n".utf8),
@@ -72,7 +76,7 @@ import Testing
             Case(
                 description: "a connection ending inside a body", bytes: Array("\(events)Content-Length: 100\r\n\r\n{\"events\":".utf8),
                 answers: [(400, "malformed_request")],
-                halfClose: true),
+                halfClose: true, routeAnswers: true),
         ]
     }
 
@@ -97,6 +101,15 @@ import Testing
             }
             // The server still serves well-formed requests.
             #expect(try await client.execute(uri: "/health/live", method: .get).status == .ok)
+            // Refusals no route saw are counted by their code.
+            let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(herald.admin)"]).body)
+            func refused(_ code: String) -> Int {
+                metrics.split(separator: "\n").first { $0.hasPrefix("herald_http_refused_total{code=\"\(code)\"}") }
+                    .flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
+            }
+            let expected = Dictionary(
+                Self.cases(token: token).filter { !$0.routeAnswers }.flatMap { $0.answers.compactMap(\.1) }.map { ($0, 1) }, uniquingKeysWith: +)
+            for (code, count) in expected { #expect(refused(code) == count, "\(code): \(metrics.split(separator: "\n").filter { $0.contains("refused") })") }
         }
     }
 }

@@ -47,6 +47,12 @@ public struct HeraldMetrics: Sendable {
         Gauge(label: "herald_queue_oldest_pending_age_seconds", factory: factory).record(oldestAge)
     }
 
+    /// A request refused before it reached the router (the HTTP parser's faults, a bad `Host`),
+    /// by the refusal's error code: no route sees it, so `herald_http_requests_total` cannot.
+    public func httpRefused(code: String) {
+        handles.counter("herald_http_refused_total", [("code", code)], factory: factory).increment()
+    }
+
     public func httpRequest(method: String, route: String, status: Int) {
         handles.counter("herald_http_requests_total", [("method", method), ("route", route), ("status", String(status))], factory: factory).increment()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -22,6 +23,12 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
 
     /// The parser's error, once it has stopped: no request can follow it on this connection.
     private var refusal: HTTPParserError?
+    /// Counts each refusal (`herald_http_refused_total`), as no route sees these requests.
+    private let metrics: HeraldMetrics?
+
+    init(metrics: HeraldMetrics? = nil) {
+        self.metrics = metrics
+    }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? HTTPParserError, refusal == nil { refusal = error }
@@ -34,6 +41,7 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         let (status, code, message) = Self.answer(to: refusal)
+        metrics?.httpRefused(code: code)
         let answer = ErrorBody.closingAnswer(status: status, code: code, message: message)
         context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
         context.write(wrapOutboundOut(.body(answer.body)), promise: promise)
