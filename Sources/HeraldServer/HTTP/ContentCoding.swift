@@ -14,14 +14,14 @@ enum ContentCoding {
     static func refusal(for request: Request) -> Response? {
         // Almost every request has neither header: two lookups, nothing allocated.
         guard request.headers[.transferEncoding] != nil || request.headers[.contentEncoding] != nil else { return nil }
-        let transferCodings = codings(request.headers[values: .transferEncoding])
+        let transferCodings = request.headers[values: .transferEncoding].flatMap(\.lowercasedListElements)
         if let coding = transferCodings.first(where: { $0 != "chunked" }) {
             return ErrorMiddleware<BasicRequestContext>.response(
                 status: .notImplemented, code: "unsupported_transfer_coding",
                 message: "Herald reads request bodies in the chunked transfer coding only, not '\(shown(coding))': send the body uncompressed")
         }
         let hasBody = !transferCodings.isEmpty || (request.headers[.contentLength].map { $0 != "0" } ?? false)
-        if hasBody, let coding = codings(request.headers[values: .contentEncoding]).first(where: { $0 != "identity" }) {
+        if hasBody, let coding = request.headers[values: .contentEncoding].flatMap(\.lowercasedListElements).first(where: { $0 != "identity" }) {
             var response = ErrorMiddleware<BasicRequestContext>.response(
                 status: .unsupportedMediaType, code: "unsupported_content_encoding",
                 message: "Herald reads request bodies without a content coding, not '\(shown(coding))': send the body uncompressed")
@@ -29,14 +29,6 @@ enum ContentCoding {
             return response
         }
         return nil
-    }
-
-    /// The codings a header's values list, lowercased, in order (RFC 9110 §5.6.1 lists: commas
-    /// and optional whitespace, empty elements ignored).
-    static func codings(_ values: [String]) -> [String] {
-        values.flatMap { value in
-            value.split(separator: ",").map { $0.trimmingOptionalWhitespace.lowercased() }.filter { !$0.isEmpty }
-        }
     }
 
     /// A coding as the error message quotes it: a header value can be 80 KiB long.

@@ -105,8 +105,6 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
         guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else { return false }
         let hasBody = head.headers.contains(name: "transfer-encoding") || head.headers["content-length"].contains { $0 != "0" }
         guard hasBody else { return false }
-        return head.headers["expect"].contains { value in
-            value.split(separator: ",").contains { $0.trimmingOptionalWhitespace.lowercased() == "100-continue" }
-        }
+        return head.headers["expect"].contains { $0.lowercasedListElements.contains("100-continue") }
     }
 }

@@ -20,4 +20,10 @@ extension StringProtocol {
     var trimmingOptionalWhitespace: SubSequence {
         trimmingEnds { $0 == " " || $0 == "\t" }
     }
+
+    /// The elements of an HTTP list value (RFC 9110 §5.6.1), lowercased for comparing tokens:
+    /// split at commas, optional whitespace trimmed, empty elements dropped.
+    var lowercasedListElements: [String] {
+        split(separator: ",").map { $0.trimmingOptionalWhitespace.lowercased() }.filter { !$0.isEmpty }
+    }
 }
