@@ -29,6 +29,10 @@ import Testing
         #expect(try validator.validate(submission { $0.url = "/" }, id: id, now: now).url == "https://pong.example/")
         #expect(try validator.validate(submission { $0.url = nil }, id: id, now: now).url == nil)
         #expect(try validator.validate(submission { $0.url = "https://other.example/x" }, id: id, now: now).url == "https://other.example/x")
+        // An '@' past the authority is a path or query character, not a user name.
+        let atInPath = "https://other.example:8443/u/@me?to=a@b.example#@top"
+        #expect(try validator.validate(submission { $0.url = atInPath }, id: id, now: now).url == atInPath)
+        #expect(try validator.validate(submission { $0.url = "HTTP://[::1]:8080" }, id: id, now: now).url == "HTTP://[::1]:8080")
     }
 
     @Test func operatorTypesAreAccepted() throws {
@@ -64,6 +68,11 @@ import Testing
         ("ftp url", { $0.url = "ftp://x.example/a" }, "'url'"),
         ("protocol-relative url", { $0.url = "//evil.example/a" }, "'url'"),
         ("url with space", { $0.url = "/a b" }, "'url'"),
+        ("url with a user name", { $0.url = "https://bank.example@evil.example/login" }, "user name or password"),
+        ("url with a password", { $0.url = "https://u:secret@app.example/x" }, "user name or password"),
+        ("url with an empty user name", { $0.url = "http://@app.example/" }, "user name or password"),
+        ("url without a host", { $0.url = "https:///x" }, "must name a host"),
+        ("url with port past 65535", { $0.url = "https://app.example:99999/x" }, "port"),
         ("past expiry", { $0.expiresAt = "2001-01-01T00:00:00Z" }, "'expires_at'"),
         ("bad expiry", { $0.expiresAt = "tomorrow" }, "'expires_at'"),
         ("huge priority", { $0.priority = 10_000_000 }, "'priority'"),

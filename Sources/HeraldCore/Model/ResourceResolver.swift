@@ -1,3 +1,5 @@
+import Foundation
+
 /// Turns the resource a sender names into the absolute URL Herald delivers.
 ///
 /// `/posts/DKJW` becomes `<public_base_url>/posts/DKJW`; an absolute http(s) URL is kept;
@@ -7,8 +9,8 @@ public struct ResourceResolver: Sendable, Equatable {
 
     /// - Throws: a 422 when `publicBaseURL` is not an absolute http(s) URL.
     public init(publicBaseURL: String) throws {
-        guard Self.isAbsoluteHTTP(publicBaseURL) else {
-            throw HeraldError(.unprocessable, code: "invalid_config", "public_base_url must be an absolute http(s) URL, got '\(publicBaseURL)'")
+        if let problem = Self.absoluteHTTPProblem(publicBaseURL) {
+            throw HeraldError(.unprocessable, code: "invalid_config", "public_base_url \(problem), got '\(publicBaseURL)'")
         }
         var base = publicBaseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -18,28 +20,40 @@ public struct ResourceResolver: Sendable, Equatable {
     public func resolve(_ resource: String?, field: String = "url") throws -> String? {
         guard let resource else { return nil }
         if resource.hasPrefix("/") && !resource.hasPrefix("//") {
-            guard resource.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
+            guard Self.hasNoSpaceOrControl(resource) else {
                 throw HeraldError.invalidField(field, "must not contain spaces or control characters")
             }
             return publicBaseURL + resource
         }
-        if Self.isAbsoluteHTTP(resource) { return resource }
-        throw HeraldError.invalidField(field, "must be a resource path starting with '/', an absolute http(s) URL, or null")
+        guard Self.isHTTPScheme(resource) else {
+            throw HeraldError.invalidField(field, "must be a resource path starting with '/', an absolute http(s) URL, or null")
+        }
+        if let problem = Self.absoluteHTTPProblem(resource) { throw HeraldError.invalidField(field, problem) }
+        return resource
     }
 
-    static func isAbsoluteHTTP(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("https://") {
-            rest = text.dropFirst(8)
-        } else if lower.hasPrefix("http://") {
-            rest = text.dropFirst(7)
-        } else {
-            return false
-        }
-        guard let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty else {
-            return false
-        }
-        return text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7f }
+    static func isHTTPScheme(_ text: String) -> Bool {
+        let lower = text.prefix(8).lowercased()
+        return lower.hasPrefix("https://") || lower.hasPrefix("http://")
+    }
+
+    static func hasNoSpaceOrControl(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7f }
+    }
+
+    /// Why `text` is not an absolute http(s) URL a device can open, or nil.
+    ///
+    /// User names and passwords are refused (RFC 9110 §4.2.4: senders must not generate them
+    /// in http(s) URIs): shown on a device, `https://bank.example@evil.example/` reads as the
+    /// bank's address, and a password in a link goes to every device and log that holds it.
+    static func absoluteHTTPProblem(_ text: String) -> String? {
+        guard isHTTPScheme(text) else { return "must be an absolute http(s) URL" }
+        guard hasNoSpaceOrControl(text) else { return "must not contain spaces or control characters" }
+        let afterScheme = text[text.index(after: text.firstIndex(of: ":") ?? text.startIndex)...].dropFirst(2)
+        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty else { return "must name a host" }
+        guard !authority.contains("@") else { return "must not contain a user name or password" }
+        guard let url = URL(string: text) else { return "is not a valid URL" }
+        return HTTPURL.problem(url)
     }
 }
