@@ -33,6 +33,9 @@ import Testing
         let atInPath = "https://other.example:8443/u/@me?to=a@b.example#@top"
         #expect(try validator.validate(submission { $0.url = atInPath }, id: id, now: now).url == atInPath)
         #expect(try validator.validate(submission { $0.url = "HTTP://[::1]:8080" }, id: id, now: now).url == "HTTP://[::1]:8080")
+        // public_base_url: `--port 0` leaves port 0 in the default one; a password is refused.
+        #expect(try ResourceResolver(publicBaseURL: "http://127.0.0.1:0").resolve("/x") == "http://127.0.0.1:0/x")
+        #expect(throws: HeraldError.self) { try ResourceResolver(publicBaseURL: "https://u:p@app.example") }
     }
 
     @Test func operatorTypesAreAccepted() throws {

@@ -9,7 +9,9 @@ public struct ResourceResolver: Sendable, Equatable {
 
     /// - Throws: a 422 when `publicBaseURL` is not an absolute http(s) URL.
     public init(publicBaseURL: String) throws {
-        if let problem = Self.absoluteHTTPProblem(publicBaseURL) {
+        // Port 0 is what the default gives under `--port 0` (tests, development), before the
+        // server has a port of its own.
+        if let problem = Self.absoluteHTTPProblem(publicBaseURL, allowingPortZero: true) {
             throw HeraldError(.unprocessable, code: "invalid_config", "public_base_url \(problem), got '\(publicBaseURL)'")
         }
         var base = publicBaseURL
@@ -46,7 +48,7 @@ public struct ResourceResolver: Sendable, Equatable {
     /// User names and passwords are refused (RFC 9110 §4.2.4: senders must not generate them
     /// in http(s) URIs): shown on a device, `https://bank.example@evil.example/` reads as the
     /// bank's address, and a password in a link goes to every device and log that holds it.
-    static func absoluteHTTPProblem(_ text: String) -> String? {
+    static func absoluteHTTPProblem(_ text: String, allowingPortZero: Bool = false) -> String? {
         guard isHTTPScheme(text) else { return "must be an absolute http(s) URL" }
         guard hasNoSpaceOrControl(text) else { return "must not contain spaces or control characters" }
         let afterScheme = text[text.index(after: text.firstIndex(of: ":") ?? text.startIndex)...].dropFirst(2)
@@ -54,6 +56,7 @@ public struct ResourceResolver: Sendable, Equatable {
         guard !authority.isEmpty else { return "must name a host" }
         guard !authority.contains("@") else { return "must not contain a user name or password" }
         guard let url = URL(string: text) else { return "is not a valid URL" }
+        if allowingPortZero && url.port == 0 { return nil }
         return HTTPURL.problem(url)
     }
 }
