@@ -62,6 +62,9 @@ public struct HeraldServer: Sendable {
         MallocArenas.limitToOnePerCore()
         var logger = logger ?? Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
         if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
+        if let limit = OpenFileLimit.raiseToHardLimit(), let warning = OpenFileLimit.warning(limit: limit, maxConnections: configuration.maxConnections) {
+            logger.warning("\(warning)")
+        }
         // One registry per server (not the process-wide swift-metrics bootstrap), so servers
         // started side by side in one process (the tests) keep separate counts.
         let metricsRegistry = PrometheusCollectorRegistry()
