@@ -75,14 +75,16 @@ async def main() -> None:
         else:
             print("resumed", flush=True)
 
-    await listen(0)
-    print(f"proxy listening on {state['port']}", flush=True)
     loop = asyncio.get_running_loop()
     stop = loop.create_future()
+    # Before the port is printed: a test signals as soon as it reads it, and a signal that
+    # came before its handler (SIGHUP's default) ended the proxy without a word.
     loop.add_signal_handler(signal.SIGUSR1, outage)
     loop.add_signal_handler(signal.SIGUSR2, resume)
     loop.add_signal_handler(signal.SIGHUP, stall)
     loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
+    await listen(0)
+    print(f"proxy listening on {state['port']}", flush=True)
     await stop
 
 
