@@ -123,6 +123,7 @@ final class PushServiceResolver: Sendable {
     private struct Verdict {
         var isPrivate: Bool
         var until: ContinuousClock.Instant
+        var addresses: [[UInt8]]
     }
 
     private let resolve: Resolve
@@ -177,7 +178,7 @@ final class PushServiceResolver: Sendable {
         verdicts.withLock { verdicts in
             if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until + Self.staleLifetime > now } }
             if verdicts.count >= Self.remembered { verdicts.removeAll() }
-            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + lifetime)
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + lifetime, addresses: addresses)
         }
         // After the verdict is stored, so a caller arriving now finds one or the other.
         lookups.withLock { $0[name] = nil }
@@ -198,6 +199,18 @@ final class PushServiceResolver: Sendable {
         let now = ContinuousClock.now
         guard let verdict = verdicts.withLock({ $0[name] }), verdict.until + Self.staleLifetime > now else { return nil }
         return verdict.isPrivate ? .privateHost : .publicHost
+    }
+
+    /// The addresses `host` spells, or those its last lookup gave while its verdict is
+    /// remembered (stale ones included); none otherwise. Never looks a name up.
+    func knownAddresses(of host: String) -> [[UInt8]] {
+        let name = PushServiceHost.normalized(host)
+        if let literal = PushServiceHost.literalAddress(name) { return [literal] }
+        let now = ContinuousClock.now
+        return verdicts.withLock { verdicts in
+            guard let verdict = verdicts[name], verdict.until + Self.staleLifetime > now else { return [] }
+            return verdict.addresses
+        }
     }
 
     /// ``judgement(of:)``, or ``HostJudgement/busy`` when a lookup's answer takes longer than

@@ -1,13 +1,17 @@
 import Foundation
 import Synchronization
 
-/// Push services (by origin) that took sends and answered none of them within the sink's
-/// timeout. A subscription names its push service, so anyone who registers one can point it at
-/// a server that accepts connections and never answers; each send there would hold its share of
-/// the sink for the whole timeout. After ``strikes`` such sends in a row (any answer resets the
-/// count), or one for an origin that has never answered, the origin is held: its sends are
-/// retried later without a connection, for 30 s, then twice as long each time it stays silent,
-/// up to 10 minutes.
+/// Push services (by origin, and by address) that took sends and answered none of them within
+/// the sink's timeout. A subscription names its push service, so anyone who registers one can
+/// point it at a server that accepts connections and never answers; each send there would hold
+/// its share of the sink for the whole timeout. After ``strikes`` such sends in a row (any
+/// answer resets the count), or one for an origin that has never answered, the origin is held:
+/// its sends are retried later without a connection, for 30 s, then twice as long each time it
+/// stays silent, up to 10 minutes.
+///
+/// Origins cost nothing to make (a wildcard DNS record gives one silent server any number of
+/// names, and one address any number of ports), so each send is also counted against the
+/// addresses its host is known by (``key(address:port:)``), and held while any of them is.
 final class SilentPushServices: Sendable {
     private struct Origin {
         var silentInARow = 0
@@ -32,6 +36,35 @@ final class SilentPushServices: Sendable {
     }
 
     private let state = Mutex(State())
+
+    /// The key a send is counted under for one address of its host: a public address alone,
+    /// whatever the port; a loopback or private one (allowed by `allow_private_endpoints`, where
+    /// one machine often runs several services) with its port.
+    static func key(address: [UInt8], port: Int) -> String {
+        let text =
+            address.count == 4
+            ? address.map(String.init).joined(separator: ".")
+            : stride(from: 0, to: address.count - 1, by: 2).map { String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16) }.joined(
+                separator: ":")
+        return PushServiceHost.isPrivate(address: address) ? "address \(text) port \(port)" : "address \(text)"
+    }
+
+    /// Until when sends counted under `keys` wait (the latest of their holds), or nil when they go out now.
+    func heldUntil(anyOf keys: [String], now: Date) -> Date? {
+        keys.compactMap { heldUntil($0, now: now) }.max()
+    }
+
+    /// A push service known by `keys` answered.
+    func answered(_ keys: [String]) {
+        for key in keys { answered(key) }
+    }
+
+    /// A send counted under `keys` had no answer within the timeout.
+    /// - Returns: until when the latest hold this send began lasts, when it began one.
+    @discardableResult
+    func unanswered(_ keys: [String], now: Date) -> Date? {
+        keys.compactMap { unanswered($0, now: now) }.max()
+    }
 
     /// Until when sends to `origin` wait, or nil when they go out now.
     func heldUntil(_ origin: String, now: Date) -> Date? {

@@ -284,10 +284,16 @@ public final class WebPushSink: ReleasingSink {
         }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
-        if let until = silentServices.heldUntil(origin, now: now) {
+        let port = subscription.endpoint.port ?? (subscription.endpoint.scheme?.lowercased() == "http" ? 80 : 443)
+        let silenceKeys =
+            [origin] + resolver.knownAddresses(of: subscription.endpoint.host ?? "").map { SilentPushServices.key(address: $0, port: port) }
+        if let until = silentServices.heldUntil(anyOf: silenceKeys, now: now) {
             return .retry(
                 after: .saturating(seconds: until.timeIntervalSince(now)),
-                reason: "push service \(origin) answered none of its last sends within \(configuration.timeout); not tried before \(Timestamp.format(until))")
+                reason: silentServices.heldUntil(origin, now: now) != nil
+                    ? "push service \(origin) answered none of its last sends within \(configuration.timeout); not tried before \(Timestamp.format(until))"
+                    : "push service \(origin) is at an address where sends went unanswered within \(configuration.timeout); not tried before \(Timestamp.format(until))"
+            )
         }
         do {
             let body = try WebPushPayload.encrypt(
@@ -307,7 +313,7 @@ public final class WebPushSink: ReleasingSink {
                 subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0,
                 timeout: configuration.timeout)
             let status = response.status
-            silentServices.answered(origin)
+            silentServices.answered(silenceKeys)
             // The endpoint's path identifies the subscription: only its origin is ever shown.
             let reason = "push service \(origin) answered \(status)"
             switch status {
@@ -334,7 +340,7 @@ public final class WebPushSink: ReleasingSink {
         } catch let error as WebPushPayload.Failure {
             return .failed(reason: "the message could not be encrypted for this subscription: \(error)")
         } catch let error as HTTPClientError where Self.noAnswer.contains(error) {
-            if let until = silentServices.unanswered(origin, now: clock()) {
+            if let until = silentServices.unanswered(silenceKeys, now: clock()) {
                 logger.warning(
                     "push service \(origin) answered none of \(SilentPushServices.strikes) sends in a row; its sends wait until \(Timestamp.format(until))")
             }

@@ -26,16 +26,27 @@ import Testing
         /// - Parameter ownClient: the sink makes its own HTTP client, as Herald does (closed
         ///   when the test ends), instead of the tests' shared one.
         /// - Parameter timeout: the sink's, for each send.
-        static func start(ownClient: Bool = false, timeout: Duration = .seconds(15), clock: @escaping @Sendable () -> Date = { Date() }) async throws -> Fixture
-        {
+        /// - Parameter resolver: judges endpoint hosts as in production (private endpoints
+        ///   refused), with `http` as the sink's client; without it private endpoints are allowed.
+        static func start(
+            ownClient: Bool = false, timeout: Duration = .seconds(15), clock: @escaping @Sendable () -> Date = { Date() },
+            resolver: PushServiceResolver? = nil, http: HTTPClient? = nil
+        ) async throws -> Fixture {
             let emulator = WebPushEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
             var sinkConfiguration = WebPushSink.Configuration(vapid: .generate(), subject: "mailto:ops@example.com")
-            sinkConfiguration.allowsPrivateEndpoints = true // the emulator is on loopback
+            sinkConfiguration.allowsPrivateEndpoints = resolver == nil // the emulator is on loopback
             sinkConfiguration.timeout = timeout
-            let sink = WebPushSink(configuration: sinkConfiguration, http: ownClient ? nil : Self.http, clock: clock)
+            let sink =
+                if let resolver {
+                    WebPushSink(
+                        name: "webpush", configuration: sinkConfiguration, http: http ?? Self.http, logger: Logger(label: "test"), clock: clock,
+                        resolver: resolver)
+                } else {
+                    WebPushSink(configuration: sinkConfiguration, http: ownClient ? nil : Self.http, clock: clock)
+                }
             if ownClient { TestResources.register { await sink.shutdown() } }
             let store = try SQLiteStore(path: ":memory:")
             try await store.migrate()
@@ -195,6 +206,57 @@ import Testing
         #expect(again.count == SilentPushServices.strikes && again.allSatisfy { $0.contains("did not answer within") }, "tried again after 30 s: \(again)")
         #expect(f.sink.silentServices.heldUntil("http://127.0.0.1:\(silent.port)", now: now.withLock { $0 }) != nil, "and held again")
         await f.stop()
+    }
+
+    /// Names cost nothing: a wildcard DNS record gives one silent server as many as there are
+    /// subscriptions, and an address as many origins as it has ports. Each new origin cost a
+    /// send's whole timeout; now a send is counted against its host's public address too, and
+    /// held while that is.
+    @Test func namesAndPortsOfOneSilentServerAreHeldTogether() async throws {
+        let silent = try Loopback.silentListener()
+        let otherPort = try Loopback.silentListener()
+        defer {
+            close(silent.fd)
+            close(otherPort.fd)
+        }
+        let names = ["a.silent.test", "b.silent.test", "c.silent.test"]
+        // The resolver sees the one public address a wildcard record would give; the client
+        // connects to the silent listeners on loopback.
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.dnsOverride = Dictionary(uniqueKeysWithValues: names.map { ($0, "127.0.0.1") })
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        TestResources.register { try? await http.shutdown() }
+        let resolver = PushServiceResolver { name in name.hasSuffix(".silent.test") ? [[93, 184, 216, 34]] : [] }
+        let f = try await Fixture.start(timeout: .seconds(2), resolver: resolver, http: http)
+        func lastErrors(_ id: ObjectID) async throws -> [String: String] {
+            let deliveries = try #require(try await f.store.status(of: id)).deliveries.filter { $0.sink == f.sink.name }
+            return Dictionary(
+                deliveries.compactMap { delivery in delivery.deviceID.map { ($0.hex, delivery.lastError ?? "") } }, uniquingKeysWith: { a, _ in a })
+        }
+        try await f.register("mallory", "a", endpoint: "https://a.silent.test:\(silent.port)/push/a")
+        let first = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"])).receipt.id
+        try await f.engine.processDue()
+        let unanswered = try await lastErrors(first)
+        #expect(unanswered.count == 1 && unanswered.values.allSatisfy { $0.contains("did not answer within") }, "\(unanswered)")
+
+        try await f.register("mallory", "b", endpoint: "https://b.silent.test:\(silent.port)/push/b")
+        try await f.register("mallory", "c", endpoint: "https://c.silent.test:\(otherPort.port)/push/c")
+        let second = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory"])).receipt.id
+        try await f.engine.processDue()
+        let held = try await lastErrors(second).values.sorted()
+        #expect(held.count == 3, "\(held)")
+        #expect(held.filter { $0.contains("https://a.silent.test:\(silent.port) answered none of its last sends") }.count == 1, "\(held)")
+        #expect(held.filter { $0.contains("is at an address where sends went unanswered") }.count == 2, "new names and ports of it: \(held)")
+        await f.stop()
+    }
+
+    /// A public address is one key whatever the port; on loopback or a private network, where one
+    /// machine runs several services (allowed with `allow_private_endpoints`), the port is part of it.
+    @Test func addressKeysKeepPortsOnlyForPrivateAddresses() {
+        #expect(SilentPushServices.key(address: [93, 184, 216, 34], port: 443) == SilentPushServices.key(address: [93, 184, 216, 34], port: 8443))
+        #expect(SilentPushServices.key(address: [127, 0, 0, 1], port: 80) != SilentPushServices.key(address: [127, 0, 0, 1], port: 81))
+        let v6: [UInt8] = [0x2a, 0x00, 0x14, 0x50, 0x40, 0x01, 0x08, 0x00, 0, 0, 0, 0, 0, 0, 0x20, 0x0e]
+        #expect(SilentPushServices.key(address: v6, port: 443) == "address 2a00:1450:4001:800:0:0:0:200e")
     }
 
     /// The sink reports outcomes as they come: in a batch with a send to a push service that
