@@ -24,6 +24,7 @@ public enum JSONBody {
             }
             guard type.isUTF8 else { throw type.charsetRefusal }
         }
+        guard !AnnouncedLength.exceeds(request, maxBytes) else { throw tooLarge }
         var request = request
         let buffer: ByteBuffer
         do {

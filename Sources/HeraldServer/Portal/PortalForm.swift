@@ -9,6 +9,7 @@ struct PortalForm {
     static let maxBytes = 64 * 1024
 
     init(_ request: Request) async throws {
+        guard !AnnouncedLength.exceeds(request, Self.maxBytes) else { throw HTTPError(.contentTooLarge) }
         var request = request
         let buffer = try await request.collectBody(upTo: Self.maxBytes)
         // Refused rather than read with U+FFFD in place of bytes that are not UTF-8.

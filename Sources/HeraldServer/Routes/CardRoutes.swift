@@ -211,11 +211,11 @@ struct CardRoutes {
                 updates.append(ScoreUpdate(userID: parsed.user_id, card: parsed.card, score: parsed.score, timestamp: parsed.timestamp))
             }
         }
+        let tooLarge = HeraldError(.payloadTooLarge, code: "payload_too_large", "an NDJSON upload is limited to \(maxScoreUploadBytes / 1024 / 1024) MiB")
+        guard !AnnouncedLength.exceeds(request, maxScoreUploadBytes) else { throw tooLarge }
         for try await buffer in request.body {
             received += buffer.readableBytes
-            guard received <= maxScoreUploadBytes else {
-                throw HeraldError(.payloadTooLarge, code: "payload_too_large", "an NDJSON upload is limited to \(maxScoreUploadBytes / 1024 / 1024) MiB")
-            }
+            guard received <= maxScoreUploadBytes else { throw tooLarge }
             pending.append(contentsOf: buffer.readableBytesView)
             var start = pending.startIndex
             while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
