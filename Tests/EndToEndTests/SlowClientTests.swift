@@ -19,7 +19,7 @@ import Testing
             environment: ["HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "1"], in: directory
         )
         let started = ContinuousClock.now
-        let closed = try await Task.detached { try Self.trickle(port: herald.port, every: .milliseconds(200), for: .seconds(8)) }.value
+        let closed = try await OwnThread.run { try Self.trickle(port: herald.port, every: .milliseconds(200), for: .seconds(8)) }
         let elapsed = ContinuousClock.now - started
         #expect(closed, "the server closed the connection")
         // The head deadline is 1 s and the trickle lasts 8 s: anything well short of 8 s is the
@@ -62,7 +62,7 @@ import Testing
             arguments: ["--database", "sqlite:" + directory.appendingPathComponent("h.sqlite").path],
             environment: ["HERALD_SERVER_IDLE_TIMEOUT": "1", "HERALD_SERVER_REQUEST_HEAD_TIMEOUT": "30"], in: directory
         )
-        let closedAfter = try await Task.detached { try Self.idle(port: herald.port, limit: .seconds(8)) }.value
+        let closedAfter = try await OwnThread.run { try Self.idle(port: herald.port, limit: .seconds(8)) }
         let seconds = try #require(closedAfter, "the server closed the idle connection")
         #expect(seconds >= 0.5 && seconds < 5, "after about the idle timeout: \(seconds) s")
         await herald.expectCleanStop()

@@ -7,13 +7,9 @@ import HeraldTestSupport
 
 /// HTTP/1.1 over a plain socket, for requests no HTTP client would send: malformed, trickled.
 enum RawHTTP {
-    /// Runs blocking socket work on a thread of its own. On Swift's cooperative pool (two
-    /// threads on two cores) two such calls blocked every thread, so the in-process server they
-    /// talk to could not answer them.
+    /// Runs blocking socket work on a thread of its own (``OwnThread``).
     static func onThread<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+        try await OwnThread.run(body)
     }
 
     /// Sends `bytes` on a new connection and reads until the server closes it (or 5 s pass).
