@@ -276,6 +276,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldServer",
+                "HeraldStore",
                 "HeraldFCMEmulator",
                 "HeraldWebPushEmulator",
                 "HeraldWebPushSink",

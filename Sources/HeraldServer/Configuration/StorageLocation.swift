@@ -5,9 +5,7 @@ public import HeraldStore
 public enum StorageLocation {
     /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
     public static func open(_ database: String, maxPendingAccepts: Int = 10_000) throws -> any ServerStorage {
-        if database.hasPrefix("sqlite:") {
-            var path = String(database.dropFirst("sqlite:".count))
-            if path.hasPrefix("//") { path.removeFirst(2) }
+        if let path = sqlitePath(database) {
             guard !path.isEmpty else {
                 throw HeraldError(.unprocessable, code: "invalid_config", "database 'sqlite:' needs a file path, e.g. sqlite:herald.sqlite")
             }
@@ -21,5 +19,13 @@ public enum StorageLocation {
             return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
+    }
+
+    /// The file path of a `sqlite:` setting (empty when it names none), or nil for another database.
+    public static func sqlitePath(_ database: String) -> String? {
+        guard database.hasPrefix("sqlite:") else { return nil }
+        var path = String(database.dropFirst("sqlite:".count))
+        if path.hasPrefix("//") { path.removeFirst(2) }
+        return path
     }
 }
