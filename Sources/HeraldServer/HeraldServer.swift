@@ -212,6 +212,9 @@ public struct HeraldServer: Sendable {
         let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
+        // Outside the error middleware: an error answer gets CORS headers too (a browser app
+        // reads a 401's body only with them), and keeps Herald's error shape.
+        if !configuration.corsOrigins.isEmpty { router.add(middleware: CrossOriginRequests<HeraldRequestContext>(origins: configuration.corsOrigins)) }
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))

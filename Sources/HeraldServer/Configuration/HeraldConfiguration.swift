@@ -82,6 +82,9 @@ public struct HeraldConfiguration: Sendable {
     /// Proxies in front of Herald whose `X-Forwarded-For` names the client (addresses and CIDR
     /// ranges), for per-client limits; empty: the connection's address is the client's.
     public var trustedProxies: [String] = []
+    /// Origins of browser apps that may call the API across origins (CORS), or `*` for any;
+    /// empty: no CORS headers, as before.
+    public var corsOrigins: [String] = []
     /// Anonymous sign-ups allowed per client address per minute.
     public var deviceSignUpsPerMinute = 10
     /// How long a token from `POST /api/auth/device` is valid.
@@ -176,6 +179,10 @@ public struct HeraldConfiguration: Sendable {
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
         trustedProxies = try reader.optionalStringList(forKey: "server.trusted_proxies") ?? trustedProxies
         _ = try TrustedProxies.configured(trustedProxies)
+        corsOrigins = try reader.optionalStringList(forKey: "server.cors_origins") ?? corsOrigins
+        if let problem = corsOrigins.lazy.compactMap({ CrossOriginRequests<HeraldRequestContext>.problem($0) }).first {
+            throw Self.invalid("server.cors_origins", problem)
+        }
         guard (1...100_000).contains(deviceSignUpsPerMinute) else { throw Self.invalid("auth.device_sign_ups_per_minute", "must be 1-100000") }
         deviceTokenLifetime = try reader.duration(forKey: "auth.device_token_ttl", in: 60...(3_650 * 86_400)) ?? deviceTokenLifetime
         streamHeartbeat = try reader.duration(forKey: "stream.heartbeat", in: 1...300) ?? streamHeartbeat
