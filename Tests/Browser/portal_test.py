@@ -5,12 +5,17 @@ driven by Selenium from PyPI; nothing is downloaded at run time).
 An admin signs in, builds a channel -> area -> subject hierarchy, edits and deletes parts of it,
 sends an Alert message that reaches the FCM emulator and the archive, and reads its delivery
 status; a communicator sends an Information message and is kept out of the admin pages.
-Every page is saved as a screenshot in --artifacts.
+Then a web app on another origin (a page served from another port) registers a device with a
+user token through the browser's fetch, as `server.cors_origins` lists its origin, and a page on
+an origin not listed is refused by the browser. Every page is saved as a screenshot in --artifacts.
 
 Usage: portal_test.py --herald .build/debug/herald --artifacts .build/browser-artifacts
 """
 import argparse
+import functools
+import http.server
 import json
+import threading
 import os
 import re
 import shutil
@@ -54,6 +59,26 @@ class Process:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+def page_server(directory):
+    """A static page server on a free port: another origin than Herald's."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=directory)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+FETCH = """
+const [url, token, done] = arguments;
+fetch(url, {method: "POST", headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+            body: JSON.stringify({fcm_token: "browser-" + location.port})})
+  .then(r => r.text().then(t => done(r.status + " " + t)), e => done("refused: " + e));
+"""
 
 
 def get_json(url):
@@ -155,10 +180,20 @@ def main():
         capture_output=True, text=True, check=True, cwd=workdir,
     )
     communicator_key = created.stdout.split()[-1]
+    pages = os.path.join(workdir, "pages")
+    os.makedirs(pages)
+    with open(os.path.join(pages, "app.html"), "w") as page:
+        page.write("<!doctype html><title>A web app</title><p>A web app on another origin</p>")
+    app_server, app_origin = page_server(pages)
+    other_server, other_origin = page_server(pages)
+    user_token_secret = "browser-test-user-token-secret-0123456789"
     herald = Process(
         [args.herald, "serve", "--port", "0", "--database", database],
         "Herald listening on",
-        env={"HERALD_BOOTSTRAP_ADMIN_KEY": admin_key, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url},
+        env={
+            "HERALD_BOOTSTRAP_ADMIN_KEY": admin_key, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url,
+            "HERALD_USER_TOKEN_SECRET": user_token_secret, "HERALD_SERVER_CORS_ORIGINS": app_origin,
+        },
     )
     portal = Portal(herald.url, args.artifacts)
     try:
@@ -278,9 +313,26 @@ def main():
         portal.sign_out()
         portal.open("/portal/send")
         check("/portal/login" in portal.driver.current_url, "after sign-out the portal asks to sign in again")
+
+        # A web app on another origin registers a device from the browser (CORS preflight and
+        # all); one on an origin Herald does not list is refused by the browser.
+        token = subprocess.run(
+            [args.herald, "user-token", "--user", "web-ana"], capture_output=True, text=True, check=True,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}, "HERALD_USER_TOKEN_SECRET": user_token_secret},
+        ).stdout.split()[-1]
+        portal.driver.set_script_timeout(20)
+        portal.driver.get(app_origin + "/app.html")
+        answer = portal.driver.execute_async_script(FETCH, herald.url + "/api/notifications/register", token)
+        check(answer.startswith("200 "), f"a listed origin registers through fetch: {answer}")
+        portal.shot("cross-origin-app")
+        portal.driver.get(other_origin + "/app.html")
+        answer = portal.driver.execute_async_script(FETCH, herald.url + "/api/notifications/register", token)
+        check(answer.startswith("refused: "), f"an origin not listed is refused by the browser: {answer}")
         print(f"portal browser test passed; {portal.shots} screenshots in {args.artifacts}")
     finally:
         portal.driver.quit()
+        app_server.shutdown()
+        other_server.shutdown()
         herald.stop()
         emulator.stop()
         shutil.rmtree(workdir, ignore_errors=True)
