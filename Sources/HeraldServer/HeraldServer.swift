@@ -162,6 +162,17 @@ public struct HeraldServer: Sendable {
         return built
     }
 
+    /// What an operator reads first in the log: which database (without a password) and which
+    /// sinks this process serves.
+    var startupSummary: String {
+        Self.startupSummary(database: configuration.database, sinks: sinks.names, publicBaseURL: configuration.resolvedPublicBaseURL)
+    }
+
+    static func startupSummary(database: String, sinks: [String], publicBaseURL: String) -> String {
+        let shown = StorageLocation.sqlitePath(database).map { "sqlite:\($0)" } ?? RedactedURL.describe(database)
+        return "starting with database \(shown), sinks \(sinks.joined(separator: ", ")), public_base_url \(publicBaseURL)"
+    }
+
     /// Releases what sinks hold (their `Service` side) without serving: for servers that are
     /// built and never run, and for start-ups that fail half way.
     static func shutDown(_ sinks: [any NotificationSink]) async {
@@ -310,6 +321,12 @@ public struct HeraldServer: Sendable {
     /// the rest is cancelled: deliveries without an outcome stay leased and are retried once
     /// the lease runs out, so nothing accepted is lost.
     public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        logger.info("\(startupSummary)")
+        if !sinks.sinks.contains(where: { $0.capabilities.contains(.push) }) {
+            // The first run on a fresh machine: say why a phone gets nothing.
+            logger.notice(
+                "no push sink is configured (fcm.credentials, or sinks.instances for APNs and Web Push): notifications reach history and the feed only")
+        }
         var group = ServiceGroupConfiguration(
             // Named, so a shutdown logs when it starts (the HTTP server drains first, then the
             // background services in turn) and when it is done.
