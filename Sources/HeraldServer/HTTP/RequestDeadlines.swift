@@ -8,7 +8,8 @@ import NIOHTTPTypes
 /// trickled byte resets one: that is how slow clients hold connections open (slow-loris on the
 /// head, slow POST on the body) until none is left for anyone else.
 struct RequestDeadlineLimits: Sendable {
-    /// The head must be complete this long after the connection opens, and after each response.
+    /// The head must be complete this long after the connection opens, and after the first
+    /// bytes of each later request (between requests, the idle timeout applies).
     var head: TimeAmount
     /// The body must be complete this long after its head, plus a second for each
     /// `bodyMinimumRate` bytes it has sent: a large upload at a fair rate always fits, a
@@ -30,6 +31,11 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     private let limits: RequestDeadlineLimits
     /// When the connection started waiting for a head; nil while a request is in progress.
     private var waitingSince: NIODeadline?
+    /// Set after a response until the next bytes arrive: the connection is idle, which the
+    /// idle timeout (`server.idle_timeout`) bounds. The head deadline ran from the response,
+    /// so every kept-alive connection closed after `request_head_timeout` (10 s), whatever
+    /// `idle_timeout` (60 s) said.
+    private var idle = false
     /// When the body being read began, and how much of it has come; nil when none is read.
     private var bodySince: NIODeadline?
     private var bodyBytes = 0
@@ -74,6 +80,7 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            idle = false
             waitingSince = nil
             bodySince = .now()
             bodyBytes = 0
@@ -87,6 +94,16 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    /// Bytes arrived, whether or not the decoder has made a part of them yet: the first after a
+    /// response start the next head's deadline.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if idle {
+            idle = false
+            waitForHead(context)
+        }
+        context.fireChannelReadComplete()
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard !answeredTimeout else {
             promise?.fail(ChannelError.ioOnClosedChannel)
@@ -96,8 +113,9 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head) where head.status.kind != .informational:
             answering = true
         case .end:
-            // The response is complete: the clock runs for the next request on this connection.
-            waitForHead(context)
+            // The response is complete: the connection is idle until the next request's bytes.
+            waitingSince = nil
+            idle = true
         default:
             break
         }

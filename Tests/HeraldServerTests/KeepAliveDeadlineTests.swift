@@ -1,0 +1,49 @@
+import Foundation
+import HeraldServer
+import HeraldTestSupport
+import HummingbirdTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Between requests a kept-alive connection is idle, and `server.idle_timeout` bounds that; the
+/// head deadline runs from the next request's first bytes. It ran from each response, so every
+/// idle connection closed after `server.request_head_timeout` (10 s) whatever the idle timeout.
+@Suite(.cleansUp) struct KeepAliveDeadlineTests {
+    @Test func anIdleKeptAliveConnectionOutlivesTheHeadDeadlineButATrickledHeadDoesNot() async throws {
+        let herald = try await TestHerald.make {
+            $0.port = 0
+            $0.requestHeadTimeout = .seconds(1)
+            $0.idleTimeout = .seconds(30)
+        }
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+            let (second, trickle) = try await OwnThread.run { () throws -> (String, String) in
+                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(8))
+                defer { close(fd) }
+                let request = Array("GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                RawHTTP.send(fd, request)
+                _ = RawHTTP.read(fd, until: "{\"status\":\"ok\"}")
+                // Idle for three head deadlines: the connection stays open.
+                Thread.sleep(forTimeInterval: 3)
+                RawHTTP.send(fd, request)
+                let second = RawHTTP.read(fd, until: "{\"status\":\"ok\"}")
+                // Then a head trickled a byte every 200 ms: closed about a second in.
+                RawHTTP.send(fd, Array("GET /health/live HTTP/1.1\r\nX-Slow: ".utf8))
+                let started = Date()
+                while Date().timeIntervalSince(started) < 6 {
+                    guard RawHTTP.send(fd, [UInt8(ascii: "a")]) else { break }
+                    var byte: UInt8 = 0
+                    var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+                    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    if recv(fd, &byte, 1, 0) == 0 { return (second, "closed after \(Date().timeIntervalSince(started)) s") }
+                }
+                return (second, "open after 6 s")
+            }
+            #expect(second.hasPrefix("HTTP/1.1 200 "), "the second request on the idle connection is served: \(second.prefix(200))")
+            #expect(trickle.hasPrefix("closed after"), "\(trickle)")
+        }
+    }
+}
