@@ -69,7 +69,7 @@ public struct HeraldServer: Sendable {
         // started side by side in one process (the tests) keep separate counts.
         let metricsRegistry = PrometheusCollectorRegistry()
         let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
-        let store = try StorageLocation.open(configuration.database, maxPendingAccepts: configuration.maxPendingAccepts)
+        let store = try StorageLocation.open(configuration.database, maxPendingAccepts: configuration.maxPendingAccepts, logger: logger)
         do {
             try await store.migrate()
             let ids = ObjectIDGenerator()

@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldServer
 import HeraldStore
+import Logging
 import Synchronization
 
 @main
@@ -59,7 +60,9 @@ struct CommonOptions: ParsableArguments {
     func openStore() async throws -> any HeraldStorage {
         try await reportingErrors {
             let configuration = try await load()
-            let store = try StorageLocation.open(configuration.database)
+            var logger = Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
+            if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
+            let store = try StorageLocation.open(configuration.database, logger: logger)
             try await store.migrate()
             return store
         }

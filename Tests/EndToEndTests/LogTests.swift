@@ -73,4 +73,20 @@ import Testing
             #expect(!log.contains(secret), "the \(name) appears in the log")
         }
     }
+
+    /// `--log-level` reaches PostgreSQL's connection pool too: a server that cannot reach its
+    /// database logged each failed connection at info whatever the level, and a command-line
+    /// tool did the same on standard error around its one line of error.
+    @Test func theLogLevelAppliesToThePostgreSQLPoolsLines() async throws {
+        for command in [["serve", "--port", "0"], ["keys", "list"]] {
+            let result = try await runCommand(
+                Binaries.path("herald"), command + ["--log-level", "error", "--database", "postgres://herald:s3cret@127.0.0.1:1/herald"], in: directory,
+                timeout: .seconds(60))
+            #expect(result.status == 1, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("herald: error: cannot migrate PostgreSQL"), "\(command): \(result.stderr)")
+            let belowError = result.stderr.split(separator: "\n").filter { $0.contains(" info ") || $0.contains(" notice ") || $0.contains(" warning ") }
+            #expect(belowError.isEmpty, "\(command): \(belowError.prefix(3))")
+            #expect(!result.stderr.contains("s3cret"), "\(command)")
+        }
+    }
 }

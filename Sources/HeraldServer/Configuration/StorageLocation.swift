@@ -1,10 +1,17 @@
 import HeraldCore
 public import HeraldStore
+public import Logging
 
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {
     /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
-    public static func open(_ database: String, maxPendingAccepts: Int = 10_000) throws -> any ServerStorage {
+    /// - Parameter logger: where PostgreSQL's connection pool logs (its failed connections, at
+    ///   info): the server's, so `log_level` applies to those lines too.
+    public static func open(
+        _ database: String, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")
+    ) throws
+        -> any ServerStorage
+    {
         if let path = sqlitePath(database) {
             guard !path.isEmpty else {
                 throw HeraldError(.unprocessable, code: "invalid_config", "database 'sqlite:' needs a file path, e.g. sqlite:herald.sqlite")
@@ -16,7 +23,7 @@ public enum StorageLocation {
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts)
+            return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts, logger: logger)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }
