@@ -116,4 +116,35 @@ import Testing
         }
         #expect(herald.push.received.isEmpty)
     }
+
+    /// The same over a real connection: NIO's parser puts U+FFFD in place of the bytes before
+    /// Herald reads the header, and `Jos\xE9` was stored as the user `Jos\u{FFFD}` (the test
+    /// client above hands the bytes over unchanged, so only this one saw it).
+    @Test func headersThatAreNotUTF8AreRefusedOverARealConnection() async throws {
+        let herald = try await TestHerald.make { $0.port = 0 }
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+            func exchange(_ head: String, _ header: [UInt8], body: String) async throws -> String {
+                let bytes =
+                    Array(head.utf8) + header
+                    + Array("\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+                return try await RawHTTP.onThread { try RawHTTP.exchange(port: port, bytes, halfClose: false) }
+            }
+            let authorization = "Host: x\r\nAuthorization: Bearer \(herald.backend)\r\n"
+            let registration = try await exchange(
+                "POST /api/notifications/register HTTP/1.1\r\n\(authorization)", Array("X-User-ID: Jos".utf8) + [0xE9], body: #"{"fcm_token":"latin-1"}"#)
+            #expect(registration.hasPrefix("HTTP/1.1 422 ") && registration.contains("X-User-ID"), "\(registration)")
+            let send = try await exchange(
+                "POST /api/notifications HTTP/1.1\r\n\(authorization)", Array("Idempotency-Key: k".utf8) + [0xFF],
+                body: #"{"type":"message","title":"t","body":"b","user_ids":["ada"]}"#)
+            #expect(send.hasPrefix("HTTP/1.1 422 ") && send.contains("Idempotency-Key"), "\(send)")
+            // UTF-8 sent as UTF-8 is the user it names.
+            let composed = try await exchange(
+                "POST /api/notifications/register HTTP/1.1\r\n\(authorization)", Array("X-User-ID: \(Self.composed)".utf8), body: #"{"fcm_token":"utf-8"}"#)
+            #expect(composed.hasPrefix("HTTP/1.1 200 "), "\(composed)")
+            #expect(try await herald.server.store.devices(userID: Self.composed).count == 1)
+            #expect(try await herald.server.store.devices(userID: "Jos\u{FFFD}").isEmpty)
+        }
+        #expect(herald.push.received.isEmpty)
+    }
 }
