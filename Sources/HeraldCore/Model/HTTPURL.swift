@@ -13,6 +13,18 @@ public enum HTTPURL {
         return problem(url, schemes: schemes)
     }
 
+    /// The authority of a URL written `http://` or `https://` (either case), as written: after
+    /// the `//` up to the path, query or fragment, with what follows it; nil for another
+    /// beginning. For checks on the text itself, before a parser has normalized it.
+    public static func httpAuthority(of text: String) -> (authority: Substring, rest: Substring)? {
+        let scheme = text.prefix(8).lowercased()
+        let length = scheme.hasPrefix("https://") ? 8 : scheme.hasPrefix("http://") ? 7 : 0
+        guard length > 0 else { return nil }
+        let afterScheme = text.dropFirst(length)
+        let end = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        return (afterScheme[..<end], afterScheme[end...])
+    }
+
     /// ``problem(_:schemes:)`` for a URL already parsed (a Web Push subscription's, checked at
     /// every send).
     public static func problem(_ url: URL, schemes: Set<String> = ["http", "https"]) -> String? {

@@ -27,16 +27,11 @@ public struct ResourceResolver: Sendable, Equatable {
             }
             return publicBaseURL + resource
         }
-        guard Self.isHTTPScheme(resource) else {
+        guard HTTPURL.httpAuthority(of: resource) != nil else {
             throw HeraldError.invalidField(field, "must be a resource path starting with '/', an absolute http(s) URL, or null")
         }
         if let problem = Self.absoluteHTTPProblem(resource) { throw HeraldError.invalidField(field, problem) }
         return resource
-    }
-
-    static func isHTTPScheme(_ text: String) -> Bool {
-        let lower = text.prefix(8).lowercased()
-        return lower.hasPrefix("https://") || lower.hasPrefix("http://")
     }
 
     static func hasNoSpaceOrControl(_ text: String) -> Bool {
@@ -49,10 +44,8 @@ public struct ResourceResolver: Sendable, Equatable {
     /// in http(s) URIs): shown on a device, `https://bank.example@evil.example/` reads as the
     /// bank's address, and a password in a link goes to every device and log that holds it.
     static func absoluteHTTPProblem(_ text: String, allowingPortZero: Bool = false) -> String? {
-        guard isHTTPScheme(text) else { return "must be an absolute http(s) URL" }
+        guard let authority = HTTPURL.httpAuthority(of: text)?.authority else { return "must be an absolute http(s) URL" }
         guard hasNoSpaceOrControl(text) else { return "must not contain spaces or control characters" }
-        let afterScheme = text[text.index(after: text.firstIndex(of: ":") ?? text.startIndex)...].dropFirst(2)
-        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         guard !authority.isEmpty else { return "must name a host" }
         guard !authority.contains("@") else { return "must not contain a user name or password" }
         guard let url = URL(string: text) else { return "is not a valid URL" }

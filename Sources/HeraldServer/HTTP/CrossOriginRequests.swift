@@ -47,16 +47,14 @@ struct CrossOriginRequests<Context: RequestContext>: RouterMiddleware {
     /// (http or https), a host and an optional port, with nothing after them, as a browser sends it.
     static func problem(_ entry: String) -> String? {
         if entry == "*" { return nil }
-        let lower = entry.lowercased()
-        guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else {
+        guard let (authority, rest) = HTTPURL.httpAuthority(of: entry) else {
             return
                 "'\(entry)' is not '*' or an origin such as https://app.example (\(entry == "null" ? "null is shared by every sandboxed frame and file" : "a scheme, http or https"))"
         }
-        let authority = entry.drop { $0 != ":" }.dropFirst(3)
-        guard !authority.isEmpty, !authority.contains(where: { "/?#@ ".contains($0) }) else {
+        guard !authority.isEmpty, rest.isEmpty, !authority.contains(where: { "@ ".contains($0) }) else {
             return "'\(entry)' is not an origin such as https://app.example (a scheme, a host and an optional port, nothing after them)"
         }
-        guard entry == lower else { return "'\(entry)' must be written in lower case, as browsers send origins" }
+        guard entry == entry.lowercased() else { return "'\(entry)' must be written in lower case, as browsers send origins" }
         return nil
     }
 }
