@@ -60,8 +60,7 @@ public struct HeraldServer: Sendable {
         // Here rather than in `herald serve`, so an operator's own server binary (a main that
         // calls this, as Examples/ChatSink does) keeps the same memory profile.
         MallocArenas.limitToOnePerCore()
-        var logger = logger ?? Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
-        if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
+        let logger = configuration.logger(logger)
         if let limit = OpenFileLimit.raiseToHardLimit(), let warning = OpenFileLimit.warning(limit: limit, maxConnections: configuration.maxConnections) {
             logger.warning("\(warning)")
         }

@@ -3,7 +3,6 @@ import Foundation
 import HeraldCore
 import HeraldServer
 import HeraldStore
-import Logging
 import Synchronization
 
 @main
@@ -60,9 +59,7 @@ struct CommonOptions: ParsableArguments {
     func openStore() async throws -> any HeraldStorage {
         try await reportingErrors {
             let configuration = try await load()
-            var logger = Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
-            if let level = Logger.Level(rawValue: configuration.logLevel) { logger.logLevel = level }
-            let store = try StorageLocation.open(configuration.database, logger: logger)
+            let store = try StorageLocation.open(configuration.database, logger: configuration.logger())
             try await store.migrate()
             return store
         }

@@ -1,6 +1,7 @@
 public import Configuration
 import Foundation
 public import HeraldCore
+public import Logging
 import SystemPackage
 
 /// Everything a Herald server is configured with, read once at start-up.
@@ -29,6 +30,13 @@ public struct HeraldConfiguration: Sendable {
     /// always there and are not listed.
     public var sinks: [SinkInstance] = []
     public var logLevel: String = "info"
+
+    /// `base` (by default Herald's own: lines on standard error) at ``logLevel``.
+    public func logger(_ base: Logger? = nil) -> Logger {
+        var logger = base ?? Logger(label: "herald", factory: DeferredMetadataLogHandler.standardError)
+        if let level = Logger.Level(rawValue: logLevel) { logger.logLevel = level }
+        return logger
+    }
     /// What was set and is checked once the sinks are built (see ``UnreadSettings``).
     var unread: UnreadSettings?
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
