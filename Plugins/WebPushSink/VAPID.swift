@@ -50,9 +50,13 @@ public struct VAPIDKey: Sendable {
     /// `scheme://host[:port]` of a URL.
     public static func origin(of url: URL) -> String? {
         guard let scheme = url.scheme?.lowercased(), let host = url.host else { return nil }
-        let defaultPort = scheme == "https" ? 443 : 80
-        let port = url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""
+        let port = url.port.map { $0 == defaultPort(scheme: scheme) ? "" : ":\($0)" } ?? ""
         return "\(scheme)://\(host)\(port)"
+    }
+
+    /// The port a URL of `scheme` names when it names none.
+    static func defaultPort(scheme: String) -> Int {
+        scheme.lowercased() == "https" ? 443 : 80
     }
 }
 

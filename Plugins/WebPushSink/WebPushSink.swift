@@ -284,7 +284,7 @@ public final class WebPushSink: ReleasingSink {
         }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
-        let port = subscription.endpoint.port ?? (subscription.endpoint.scheme?.lowercased() == "http" ? 80 : 443)
+        let port = subscription.endpoint.port ?? VAPIDKey.defaultPort(scheme: subscription.endpoint.scheme ?? "https")
         let silenceKeys =
             [origin] + resolver.knownAddresses(of: subscription.endpoint.host ?? "").map { SilentPushServices.key(address: $0, port: port) }
         if let until = silentServices.heldUntil(anyOf: silenceKeys, now: now) {
