@@ -42,11 +42,12 @@ public enum SQLiteBackup {
         guard !FileManager.default.fileExists(atPath: destination) else {
             throw HeraldError(.conflict, code: "destination_exists", "'\(destination)' already exists; name a new file")
         }
-        let directory = (destination as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.\((destination as NSString).lastPathComponent).\(UUID().uuidString).partial"
+        let parent = (destination as NSString).deletingLastPathComponent
+        let directory = parent.isEmpty ? "." : parent
+        let temporary = directory + "/.\((destination as NSString).lastPathComponent).\(UUID().uuidString).partial"
         let created = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard created >= 0 else {
-            throw HeraldError(.unavailable, code: "backup_failed", "cannot create a file in '\(directory.isEmpty ? "." : directory)': \(errnoText())")
+            throw HeraldError(.unavailable, code: "backup_failed", "cannot create a file in '\(directory)': \(errnoText())")
         }
         close(created)
         var kept = false
@@ -100,7 +101,7 @@ public enum SQLiteBackup {
         }
         kept = true
         unlink(temporary)
-        try sync(directory.isEmpty ? "." : directory)
+        try sync(directory)
         return Summary(bytes: fileSize(destination), sourceBytes: sourceBytes)
     }
 
