@@ -290,7 +290,8 @@ public struct HeraldServer: Sendable {
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
-                        RequestDeadlines(limits: deadlines, connections: connections), MalformedRequestAnswer(metrics: metrics), AfterDecoderInstaller(),
+                        RequestDeadlines(limits: deadlines, connections: connections, metrics: metrics), MalformedRequestAnswer(metrics: metrics),
+                        AfterDecoderInstaller(),
                     ],
                     idleTimeout: TimeAmount(configuration.idleTimeout)
                 )

@@ -48,6 +48,59 @@ import Testing
             }
             #expect(second.hasPrefix("HTTP/1.1 200 "), "the second request on the idle connection is served: \(second.prefix(200))")
             #expect(trickle.hasPrefix("closed after"), "\(trickle)")
+            // A connection that sends nothing is closed by the same deadline, uncounted: only
+            // the trickled head is a refused request.
+            let silent = try await OwnThread.run { () throws -> Bool in
+                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(5))
+                defer { close(fd) }
+                var byte: UInt8 = 0
+                return recv(fd, &byte, 1, 0) == 0
+            }
+            #expect(silent, "a connection that sent nothing is closed after the head deadline")
+            // On a connection of its own: the test client's has been closed by the head deadline.
+            let admin = herald.admin
+            let metrics = try await RawHTTP.onThread {
+                try RawHTTP.exchange(
+                    port: port, Array("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(admin)\r\nConnection: close\r\n\r\n".utf8), halfClose: false)
+            }
+            let counted = metrics.split(separator: "\n").filter { $0.hasPrefix("herald_http_refused_total{code=\"request_head_timeout\"}") }
+            #expect(
+                counted == ["herald_http_refused_total{code=\"request_head_timeout\"} 1"], "\(metrics.split(separator: "\n").filter { $0.contains("refused") })"
+            )
+        }
+    }
+
+    /// A request pipelined behind another is in progress once its head is read, though the
+    /// response before it ends after that: the head deadline does not start at its body's later
+    /// bytes. It did, and closed the connection a head deadline after them while the body was
+    /// still arriving within its own deadline.
+    @Test func aPipelinedRequestsBodyIsHeldToTheBodyDeadlineNotTheHeadDeadline() async throws {
+        let herald = try await TestHerald.make {
+            $0.port = 0
+            $0.requestHeadTimeout = .seconds(1)
+            $0.requestBodyTimeout = .seconds(20)
+            $0.idleTimeout = .seconds(30)
+        }
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+            let body = Array(#"{"type":"comment","title":"t","body":"b","user_ids":["u-1"]}"#.utf8)
+            let heads =
+                "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "POST /api/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(herald.backend)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            let text = try await RawHTTP.onThread {
+                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(8))
+                defer { close(fd) }
+                // Both heads in one write, then the second body in three parts: the last comes
+                // two head deadlines after the first response.
+                RawHTTP.send(fd, Array(heads.utf8) + body[0..<10])
+                Thread.sleep(forTimeInterval: 0.5)
+                RawHTTP.send(fd, Array(body[10..<20]))
+                Thread.sleep(forTimeInterval: 2)
+                RawHTTP.send(fd, Array(body[20...]))
+                return RawHTTP.readToEnd(fd)
+            }
+            let statuses = RawHTTP.responses(in: text).map(\.status)
+            #expect(statuses == [200, 202], "\(text.prefix(600))")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 import Hummingbird
 import NIOCore
 import NIOHTTPTypes
@@ -19,8 +20,10 @@ struct RequestDeadlineLimits: Sendable {
     var bodyMinimumRate: Int
 }
 
-/// Holds each request to ``RequestDeadlineLimits``. A late head closes the connection; a late
-/// body is answered 408 (unless its response has started) and closes it. Registers each
+/// Holds each request to ``RequestDeadlineLimits``. A late head closes the connection (counted
+/// as `herald_http_refused_total{code="request_head_timeout"}` once any of it has come: a
+/// connection that sent nothing is not a refused request); a late body is answered 408 (unless
+/// its response has started) and closes it. Registers each
 /// connection with ``OpenConnections`` while it is open, for the end of a graceful shutdown.
 final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -31,15 +34,21 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     private let limits: RequestDeadlineLimits
     /// When the connection started waiting for a head; nil while a request is in progress.
     private var waitingSince: NIODeadline?
+    /// Whether bytes of the head being waited for have arrived.
+    private var headStarted = false
     /// Set after a response until the next bytes arrive: the connection is idle, which the
     /// idle timeout (`server.idle_timeout`) bounds. The head deadline ran from the response,
     /// so every kept-alive connection closed after `request_head_timeout` (10 s), whatever
     /// `idle_timeout` (60 s) said.
     private var idle = false
+    /// Requests whose head has been read and whose response has not ended. A pipelined
+    /// request's head is read before the response ahead of it ends: it is in progress then,
+    /// and the bytes of its body that come later do not start a head deadline.
+    private var inProgress = 0
     /// When the body being read began, and how much of it has come; nil when none is read.
     private var bodySince: NIODeadline?
     private var bodyBytes = 0
-    /// Whether the current request's response has started (a 408 would then be a second one).
+    /// Whether the oldest request's response has started (a 408 would then be a second one).
     private var answering = false
     /// Set once this handler has answered 408: the route's own answer, which comes later, is
     /// not written.
@@ -49,10 +58,12 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     private var timerDue: NIODeadline?
     private let connections: OpenConnections?
+    private let metrics: HeraldMetrics?
 
-    init(limits: RequestDeadlineLimits, connections: OpenConnections? = nil) {
+    init(limits: RequestDeadlineLimits, connections: OpenConnections? = nil, metrics: HeraldMetrics? = nil) {
         self.limits = limits
         self.connections = connections
+        self.metrics = metrics
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -81,10 +92,10 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head:
             idle = false
+            inProgress += 1
             waitingSince = nil
             bodySince = .now()
             bodyBytes = 0
-            answering = false
             ensureTimer(context)
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
@@ -95,12 +106,14 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Bytes arrived, whether or not the decoder has made a part of them yet: the first after a
-    /// response start the next head's deadline.
+    /// response start the next head's deadline, unless they are the rest of a body answered
+    /// before it was read (the body deadline holds those).
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idle {
+        if idle, bodySince == nil {
             idle = false
             waitForHead(context)
         }
+        if waitingSince != nil { headStarted = true }
         context.fireChannelReadComplete()
     }
 
@@ -113,9 +126,12 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head) where head.status.kind != .informational:
             answering = true
         case .end:
-            // The response is complete: the connection is idle until the next request's bytes.
+            // The response is complete: the connection is idle until the next request's bytes,
+            // unless the next request's head has been read already (pipelined).
+            inProgress = max(0, inProgress - 1)
+            answering = false
             waitingSince = nil
-            idle = true
+            idle = inProgress == 0
         default:
             break
         }
@@ -124,6 +140,7 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func waitForHead(_ context: ChannelHandlerContext) {
         waitingSince = .now()
+        headStarted = false
         ensureTimer(context)
     }
 
@@ -166,7 +183,9 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         }
         waitingSince = nil
         bodySince = nil
-        guard due.body, !answering else {
+        // A 408 answers the request whose body is late only when no response is ahead of it.
+        guard due.body, !answering, inProgress <= 1 else {
+            if !due.body, headStarted { metrics?.httpRefused(code: "request_head_timeout") }
             context.close(promise: nil)
             return
         }
