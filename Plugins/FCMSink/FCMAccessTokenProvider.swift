@@ -52,7 +52,11 @@ public actor FCMAccessTokenProvider {
         self.onRefresh = onRefresh
         self.timeout = timeout
         self.keys = JWTKeyCollection()
-        await keys.add(rsa: key, digestAlgorithm: .sha256)
+        // `iat` and `exp` in whole seconds, as Google's own clients send them (JWTKit writes a
+        // fraction by default).
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .integerSecondsSince1970
+        await keys.add(rsa: key, digestAlgorithm: .sha256, serializer: DefaultJWTSerializer(jsonEncoder: encoder))
     }
 
     /// A valid access token, fetching one if none is cached or the cached one is due for refresh.

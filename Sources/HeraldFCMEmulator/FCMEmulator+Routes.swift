@@ -39,13 +39,17 @@ extension FCMEmulator {
             return oauthError("unsupported_grant_type", "grant_type must be urn:ietf:params:oauth:grant-type:jwt-bearer")
         }
         guard let assertion = form["assertion"] else { return oauthError("invalid_request", "assertion is missing") }
+        // `iat` and `exp` as whole seconds, as Google's clients send them: a fraction is refused.
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .integerSecondsSince1970
         let keys = JWTKeyCollection()
-        await keys.add(rsa: privateKey.publicKey, digestAlgorithm: .sha256)
+        await keys.add(rsa: privateKey.publicKey, digestAlgorithm: .sha256, parser: DefaultJWTParser(jsonDecoder: decoder))
         let claims: Assertion
         do {
             claims = try await keys.verify(assertion, as: Assertion.self)
         } catch {
-            return oauthError("invalid_grant", "the assertion is not signed by this service account or has expired: \(error)")
+            return oauthError(
+                "invalid_grant", "the assertion is not signed by this service account, has expired, or has an iat or exp that is not whole seconds: \(error)")
         }
         guard claims.iss.value == configuration.clientEmail else { return oauthError("invalid_grant", "iss is not the service account's client_email") }
         guard claims.aud.value.contains("\(baseURL)/token") else { return oauthError("invalid_grant", "aud must be the token_uri") }

@@ -121,6 +121,17 @@ import Testing
         }
     }
 
+    /// The tokens Herald signs (`herald user-token`, `POST /api/auth/device`) carry `exp` as an
+    /// integer, as every JWT library reads it, and never past the expiry asked for.
+    @Test func signedTokensExpireAtAWholeSecond() async throws {
+        let expires = Date(timeIntervalSince1970: 1_795_801_691.9)
+        let token = try await UserTokenVerifier(secret: TestHerald.userTokenSecret).sign(userID: "alice", expires: expires)
+        var payload = String(token.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while payload.count % 4 != 0 { payload += "=" }
+        let json = String(decoding: try #require(Data(base64Encoded: payload)), as: UTF8.self)
+        #expect(json.contains("\"exp\":1795801691") && !json.contains("1795801691."), "\(json)")
+    }
+
     @Test func revokedKeysStopWorking() async throws {
         let herald = try await TestHerald.make()
         let keys = try await herald.server.store.keys()

@@ -29,7 +29,12 @@ public struct UserTokenVerifier: Sendable {
 
     public init(secret: String) async {
         keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        // Signed tokens carry `exp` in whole seconds, rounded down so a token never outlives
+        // the expiry asked for: RFC 7519 allows a fraction, but JWT libraries that read a
+        // NumericDate as an integer refuse `1795801691.0843167`. Tokens read may have one.
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .integerSecondsSince1970
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, serializer: DefaultJWTSerializer(jsonEncoder: encoder))
     }
 
     /// - Returns: the user id the token was issued for.
