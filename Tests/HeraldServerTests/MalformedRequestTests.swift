@@ -73,6 +73,18 @@ import Testing
                         + "GET /health/live HTTP/1.1\r\nHost: [::1]:8080\r\n\r\nGET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                         + "GET /health/live HTTP/1.1\r\nHost: herald.example:\r\n\r\nGET /health/live HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n").utf8),
                 answers: [(200, nil), (200, nil), (200, nil), (200, nil), (200, nil)]),
+            // A body whose length cannot be known (RFC 9112 §6.3): the parser read it as no
+            // body, and the request hidden in it was served after a 501.
+            Case(
+                description: "a Transfer-Encoding not ending in chunked, its body a request",
+                bytes: Array("\(events)Transfer-Encoding: gzip\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                answers: [(400, "malformed_request")]),
+            Case(
+                description: "an HTTP/1.0 request with a Transfer-Encoding",
+                bytes: Array(
+                    "POST /api/events HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+                        .utf8),
+                answers: [(400, "malformed_request")]),
             Case(
                 description: "a connection ending inside a body", bytes: Array("\(events)Content-Length: 100\r\n\r\n{\"events\":".utf8),
                 answers: [(400, "malformed_request")],

@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP1
 
 /// What HTTP/1.1 asks of a server for each request, as NIO's decoder reads it, that Hummingbird
-/// leaves undone. One handler, as all three are decided by the request's head and the order of
+/// leaves undone. One handler, as all four are decided by the request's head and the order of
 /// the responses, and each handler in the pipeline is a hop for every part of every request
 /// (three handlers here cost the feed's 304 path about 3 % of its CPU):
 ///
@@ -24,6 +24,12 @@ import NIOHTTP1
 ///   `Connection: keep-alive`, as HTTP/1.0 clients read a response without it to the end of the
 ///   connection. Hummingbird drops the request's version and kept every connection open, so
 ///   HTTP/1.0 clients (`ab`, `check_http`, many probes) waited for the head deadline.
+///
+/// - **A body that cannot be framed**: a `Transfer-Encoding` not ending in `chunked`, or one
+///   on an HTTP/1.0 request, is refused as the parser's faults are (400 `malformed_request`)
+///   and the connection closes (RFC 9112 §6.1, §6.3). The parser read such a request as having
+///   no body, answered it (501), and read the body's bytes as the next request: a request
+///   hidden in a body was served.
 ///
 /// It goes ahead of Hummingbird's codec, where added handlers do not: ``AfterDecoderInstaller``
 /// puts it there.
@@ -52,6 +58,14 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
             guard HostHeader.isValid(in: head) else {
                 refused = true
                 context.fireErrorCaught(HTTPParserError.invalidHost)
+                return
+            }
+            if let problem = Self.framingProblem(head) {
+                refused = true
+                // NIO has no parser error of its own for this (llhttp's invalid transfer
+                // encoding is `.unknown` too): the answer is told why.
+                (try? context.pipeline.syncOperations.handler(type: MalformedRequestAnswer.self))?.explain(problem)
+                context.fireErrorCaught(HTTPParserError.unknown)
                 return
             }
             unanswered.append(
@@ -96,6 +110,21 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
         guard let first = unanswered.first, first.waitsForContinue else { return }
         unanswered[unanswered.startIndex].waitsForContinue = false
         context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+    }
+
+    /// Why a request's body cannot be framed, though the parser let it pass: a
+    /// `Transfer-Encoding` whose final coding is not `chunked` (RFC 9112 §6.3: the body's length
+    /// cannot be known; NIO's parser read such a request as having no body, so the body's bytes
+    /// were read as the next request), or one on an HTTP/1.0 request (§6.1).
+    static func framingProblem(_ head: HTTPRequestHead) -> String? {
+        guard head.headers.contains(name: "transfer-encoding") else { return nil }
+        guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else {
+            return "an HTTP/1.0 request cannot have a Transfer-Encoding (RFC 9112 §6.1)"
+        }
+        guard head.headers["transfer-encoding"].flatMap(\.lowercasedListElements).last == "chunked" else {
+            return "a Transfer-Encoding must end with chunked, which frames the body (RFC 9112 §6.3)"
+        }
+        return nil
     }
 
     /// HTTP/1.1 or later, a body announced, and `100-continue` among the expectations.

@@ -23,11 +23,19 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
 
     /// The parser's error, once it has stopped: no request can follow it on this connection.
     private var refusal: HTTPParserError?
+    /// Why, when a handler ahead of it refused the request for a fault NIO has no error of its
+    /// own for (``HTTP1RequestRules``).
+    private var explanation: String?
     /// Counts each refusal (`herald_http_refused_total`), as no route sees these requests.
     private let metrics: HeraldMetrics?
 
     init(metrics: HeraldMetrics? = nil) {
         self.metrics = metrics
+    }
+
+    /// The message for the refusal about to be reported (a 400 `malformed_request`).
+    func explain(_ message: String) {
+        if refusal == nil, explanation == nil { explanation = message }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -40,7 +48,7 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
             context.write(data, promise: promise)
             return
         }
-        let (status, code, message) = Self.answer(to: refusal)
+        let (status, code, message) = explanation.map { (.badRequest, "malformed_request", $0) } ?? Self.answer(to: refusal)
         metrics?.httpRefused(code: code)
         let answer = ErrorBody.closingAnswer(status: status, code: code, message: message)
         context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
