@@ -42,6 +42,21 @@ import Testing
                 #expect(elapsed < .seconds(4), "\(name): \(elapsed)")
             }
 
+            // A live stream (no length) to an HTTP/1.0 client: HTTP/1.0 has no chunked coding,
+            // so the body is plain and ends with the connection. It was chunked.
+            let token = try await herald.userToken("u-stream")
+            let stream = try await RawHTTP.onThread { () throws -> String in
+                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(2))
+                defer { close(fd) }
+                RawHTTP.send(fd, Array("GET /api/stream HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8))
+                return RawHTTP.read(fd, until: "retry:")
+            }
+            let streamHead = stream.components(separatedBy: "\r\n\r\n").first ?? ""
+            #expect(streamHead.hasPrefix("HTTP/1.0 200"), "\(stream)")
+            #expect(!streamHead.lowercased().contains("transfer-encoding"), "\(stream)")
+            #expect(streamHead.lowercased().contains("connection: close"), "\(stream)")
+            #expect(stream.contains("\r\n\r\n: connected\n"), "the body starts unchunked: \(stream)")
+
             // A response to CONNECT has no framing (NIO writes none): its client reads to the end
             // of the connection, which must come.
             let started = ContinuousClock.now

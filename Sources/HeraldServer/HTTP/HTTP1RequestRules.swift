@@ -23,7 +23,9 @@ import NIOHTTP1
 ///   `Connection` header, and an HTTP/1.0 request that asked to keep the connection is told
 ///   `Connection: keep-alive`, as HTTP/1.0 clients read a response without it to the end of the
 ///   connection. Hummingbird drops the request's version and kept every connection open, so
-///   HTTP/1.0 clients (`ab`, `check_http`, many probes) waited for the head deadline.
+///   HTTP/1.0 clients (`ab`, `check_http`, many probes) waited for the head deadline. A
+///   response of unknown length (a live stream) to an HTTP/1.0 request is sent as HTTP/1.0,
+///   unchunked, and ends the connection: it was chunked, which HTTP/1.0 clients cannot read.
 ///
 /// - **A body that cannot be framed**: a `Transfer-Encoding` not ending in `chunked`, or one
 ///   on an HTTP/1.0 request, is refused as the parser's faults are (400 `malformed_request`)
@@ -82,6 +84,13 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(var head) where head.status.code >= 200 && !unanswered.isEmpty:
             // A final answer: the request's body is no longer waited for.
             unanswered[unanswered.startIndex].waitsForContinue = false
+            if unanswered[unanswered.startIndex].http10, head.status.mayHaveResponseBody, !head.headers.contains(name: "content-length") {
+                // HTTP/1.0 has no chunked coding (RFC 9112 §6.1): a body of unknown length (a
+                // live stream) ends with the connection, which NIO's encoder frames so for a
+                // response it is told is HTTP/1.0.
+                head.version = .http1_0
+                unanswered[unanswered.startIndex].keepAlive = false
+            }
             let request = unanswered[unanswered.startIndex]
             if !request.keepAlive || request.http10 {
                 head.headers.replaceOrAdd(name: "Connection", value: request.keepAlive ? "keep-alive" : "close")
