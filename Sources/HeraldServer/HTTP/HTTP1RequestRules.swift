@@ -29,9 +29,10 @@ import NIOHTTP1
 ///
 /// - **A body that cannot be framed**: a `Transfer-Encoding` not ending in `chunked`, or one
 ///   on an HTTP/1.0 request, is refused as the parser's faults are (400 `malformed_request`)
-///   and the connection closes (RFC 9112 §6.1, §6.3). The parser read such a request as having
-///   no body, answered it (501), and read the body's bytes as the next request: a request
-///   hidden in a body was served.
+///   and the connection closes (RFC 9112 §6.1, §6.3). The parser passed the head of the first
+///   up before its own error, so the route answered (501) and the parser's 400 followed: two
+///   answers to one request. The second was read, its chunked body too, and the connection
+///   kept, so a request sent after it was served.
 ///
 /// It goes ahead of Hummingbird's codec, where added handlers do not: ``AfterDecoderInstaller``
 /// puts it there.
@@ -123,8 +124,8 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Why a request's body cannot be framed, though the parser let it pass: a
     /// `Transfer-Encoding` whose final coding is not `chunked` (RFC 9112 §6.3: the body's length
-    /// cannot be known; NIO's parser read such a request as having no body, so the body's bytes
-    /// were read as the next request), or one on an HTTP/1.0 request (§6.1).
+    /// cannot be known), or one on an HTTP/1.0 request (§6.1: the framing is to be taken as
+    /// faulty and the connection closed after it).
     static func framingProblem(_ head: HTTPRequestHead) -> String? {
         guard head.headers.contains(name: "transfer-encoding") else { return nil }
         guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else {
