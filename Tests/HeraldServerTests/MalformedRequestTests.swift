@@ -52,6 +52,13 @@ import Testing
             Case(
                 description: "a bad chunk size in a body being read", bytes: Array("\(events)Transfer-Encoding: chunked\r\n\r\n5\r\n{\"eve\r\nZZ\r\n".utf8),
                 answers: [(400, "malformed_request")], routeAnswers: true),
+            // Answered without reading its body (no credentials): the parser's error in that
+            // body ends the connection, not a second answer to the one request.
+            Case(
+                description: "a bad chunk size in a body its route did not read",
+                bytes: Array(
+                    "POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"eve\r\nZZ\r\n".utf8),
+                answers: [(401, "missing_credentials")], routeAnswers: true),
             Case(description: "an HTTP/1.1 request without Host", bytes: Array("GET /health/live HTTP/1.1\r\n\r\n".utf8), answers: [(400, "invalid_host")]),
             Case(
                 description: "two Host headers", bytes: Array("GET /health/live HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n".utf8),

@@ -13,7 +13,8 @@ import NIOHTTPTypes
 ///
 /// The parser's error still goes on to Hummingbird, which answers and closes the connection as
 /// before, between requests or after the response in progress: this handler only rewrites
-/// that bare 400 once it has seen the error. A route reading the body gets the error itself,
+/// that bare 400 once it has seen the error, or drops it when the error was in the body of a
+/// request already answered (its route did not read the body), closing the connection. A route reading the body gets the error itself,
 /// and ``ErrorMiddleware`` answers it.
 final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -28,6 +29,19 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
     private var explanation: String?
     /// Counts each refusal (`herald_http_refused_total`), as no route sees these requests.
     private let metrics: HeraldMetrics?
+    /// Requests whose head has been read, and responses ended: equal when every request read
+    /// has its answer.
+    private var requestsRead = 0
+    private var responsesEnded = 0
+    /// Whether the latest request's body is still coming, and whether the parser's error came
+    /// inside it.
+    private var bodyComing = false
+    private var refusedInBody = false
+    /// Set while Hummingbird's bare 400 is being dropped: the parser refused the body of a
+    /// request its route had already answered without reading it (a 401, a 404). There is no
+    /// request left to answer, and a second answer would be read as the answer to the
+    /// client's next request; the connection is closed instead.
+    private var discarding = false
 
     init(metrics: HeraldMetrics? = nil) {
         self.metrics = metrics
@@ -38,14 +52,42 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
         if refusal == nil, explanation == nil { explanation = message }
     }
 
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            requestsRead += 1
+            bodyComing = true
+        case .end:
+            bodyComing = false
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let error = error as? HTTPParserError, refusal == nil { refusal = error }
+        if let error = error as? HTTPParserError, refusal == nil {
+            refusal = error
+            refusedInBody = bodyComing
+        }
         context.fireErrorCaught(error)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard let refusal, case .head(let head) = unwrapOutboundIn(data), Self.isBareRefusal(head) else {
+        let part = unwrapOutboundIn(data)
+        if discarding {
+            promise?.succeed()
+            if case .end = part { context.close(promise: nil) }
+            return
+        }
+        if case .end = part { responsesEnded += 1 }
+        guard let refusal, case .head(let head) = part, Self.isBareRefusal(head) else {
             context.write(data, promise: promise)
+            return
+        }
+        if refusedInBody, responsesEnded >= requestsRead {
+            discarding = true
+            promise?.succeed()
             return
         }
         let (status, code, message) = explanation.map { (.badRequest, "malformed_request", $0) } ?? Self.answer(to: refusal)
