@@ -14,8 +14,8 @@ import NIOHTTPTypes
 /// The parser's error still goes on to Hummingbird, which answers and closes the connection as
 /// before, between requests or after the response in progress: this handler only rewrites
 /// that bare 400 once it has seen the error, or drops it when the error was in the body of a
-/// request already answered (its route did not read the body), closing the connection. A route reading the body gets the error itself,
-/// and ``ErrorMiddleware`` answers it.
+/// request already answered (its route did not read the body), closing the connection. A route
+/// reading the body gets the error itself, and ``ErrorMiddleware`` answers it.
 final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
