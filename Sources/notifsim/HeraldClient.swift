@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import Synchronization
 
 /// The few Herald calls notifsim makes, over AsyncHTTPClient.
 final class HeraldClient: Sendable {
@@ -16,8 +17,17 @@ final class HeraldClient: Sendable {
         var description: String
     }
 
+    /// Attempts at a request Herald answers "not now": 503 or 429 with a `Retry-After` of at
+    /// most a minute (a full group-commit queue, storage briefly unavailable, a rate limit).
+    /// Nothing was stored, so it is sent again after the wait Herald asked, plus up to half as
+    /// much again so that clients refused together do not all come back together.
+    static let maxAttempts = 8
+
     private let baseURL: String
     private let apiKey: String
+    private let retried = Atomic<Int>(0)
+    /// Requests sent again after a "not now" answer.
+    var retries: Int { retried.load(ordering: .relaxed) }
     private let http: HTTPClient = {
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(30)))
         // A refused connection is the answer (Herald is not running there); retried, each
@@ -69,12 +79,26 @@ final class HeraldClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: body))
         }
+        var attempt = 1
+        while true {
+            let (status, data, retryAfter) = try await execute(request)
+            if attempt < Self.maxAttempts, status == 503 || status == 429, let retryAfter, (0...60).contains(retryAfter) {
+                retried.add(1, ordering: .relaxed)
+                attempt += 1
+                try await Task.sleep(for: .seconds(Double(retryAfter) * Double.random(in: 1...1.5)))
+                continue
+            }
+            return (status, data)
+        }
+    }
+
+    /// One exchange: the status, the body and the `Retry-After` in seconds (nil without one, or
+    /// for an HTTP-date).
+    private func execute(_ request: HTTPClientRequest) async throws -> (Int, Data, Int?) {
         do {
             let response = try await http.execute(request, timeout: .seconds(30))
             let buffer = try await response.body.collect(upTo: 1 << 20)
-            return (Int(response.status.code), Data(buffer: buffer))
-        } catch let error as Failure {
-            throw error
+            return (Int(response.status.code), Data(buffer: buffer), response.headers.first(name: "Retry-After").flatMap { Int($0) })
         } catch {
             throw Failure(description: "cannot reach Herald at \(baseURL): \(error)")
         }

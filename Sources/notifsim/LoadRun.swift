@@ -8,6 +8,8 @@ struct LoadRun {
     var count: Int
     var concurrency: Int
     var rate: Double?
+    /// Requests sent again so far after Herald answered "not now" (``HeraldClient/retries``).
+    var retries: @Sendable () -> Int = { 0 }
 
     final class Progress: Sendable {
         struct State {
@@ -24,10 +26,14 @@ struct LoadRun {
         // On a terminal one line rewritten in place; into a file or a pipe, a line each time.
         let (lead, trail) = isatty(STDERR_FILENO) == 1 ? ("\r", "") : ("", "\n")
         let count = self.count
+        let retries = self.retries
         @Sendable func report() {
             let state = progress.state.withLock { $0 }
             let elapsed = (ContinuousClock.now - start).seconds
-            let line = String(format: "sent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors)
+            let retried = retries()
+            let line =
+                String(format: "sent %d/%d  %.0f/s  errors %d", state.sent, count, Double(state.sent) / max(elapsed, 0.001), state.errors)
+                + (retried > 0 ? "  retried \(retried)" : "")
             StandardStream.error.write(lead + line + trail)
         }
         let reporter = Task {
@@ -70,7 +76,10 @@ struct LoadRun {
         if trail.isEmpty { StandardStream.error.write("\n") }
         let state = progress.state.withLock { $0 }
         let elapsed = (ContinuousClock.now - start).seconds
-        print(String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors))
+        let retried = retries()
+        print(
+            String(format: "sent %d in %.2fs: %.0f/s, errors %d", state.sent, elapsed, Double(state.sent) / max(elapsed, 0.001), state.errors)
+                + (retried > 0 ? ", retried \(retried) (Herald asked to wait)" : ""))
         if let firstError = state.firstError {
             StandardStream.error.write("notifsim: error: \(firstError)\n")
             throw LoadRun.Failed()

@@ -126,7 +126,7 @@ struct NotifSim: AsyncParsableCommand {
             try await sendOne(client)
         } else {
             do {
-                try await LoadRun(count: count, concurrency: concurrency, rate: rate).run { index in
+                try await LoadRun(count: count, concurrency: concurrency, rate: rate, retries: { client.retries }).run { index in
                     try await client.send(payload(index: index))
                 }
             } catch is LoadRun.Failed {

@@ -299,6 +299,31 @@ import Testing
         _ = await herald.stop()
     }
 
+    /// Herald answers 503 with `Retry-After` when its group-commit queue is full
+    /// (`server.max_pending_accepts`): nothing was stored, and notifsim sends it again after the
+    /// wait rather than counting an error. Every one of them was an error.
+    @Test func loadModeWaitsWhenHeraldAsksAndLosesNothing() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], environment: ["HERALD_SERVER_MAX_PENDING_ACCEPTS": "1"], in: directory)
+        let load = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "waited", "-t", "comment", "--count", "200", "--concurrency", "16", "--url", herald.url, "--key", key],
+            in: directory
+        )
+        #expect(load.status == 0, "\(load.stdout) \(load.stderr)")
+        #expect(load.stdout.contains("sent 200 in") && load.stdout.contains("errors 0"), "\(load.stdout)")
+        // Sixteen in flight against a queue of one: some were asked to wait.
+        #expect(load.stdout.contains("retried"), "\(load.stdout)")
+        var count = 0
+        for _ in 0..<50 {
+            let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: "waited")
+            count = (page["history"] as? [Any])?.count ?? 0
+            if count == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(count == 200, "each notification once")
+        _ = await herald.stop()
+    }
+
     @Test func keysCanBeListedAndRevoked() async throws {
         let key = try await createKey("backend")
         let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
