@@ -24,6 +24,19 @@ import Testing
         return key
     }
 
+    /// How many history items `user` has (at most 200), asked until there are `expected` or
+    /// five seconds pass.
+    func historyCount(at herald: RunningHerald, key: String, user: String, awaiting expected: Int) async throws -> Int {
+        var count = 0
+        for _ in 0..<50 {
+            let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: user)
+            count = (page["history"] as? [Any])?.count ?? 0
+            if count == expected { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return count
+    }
+
     func get(_ url: String, key: String, user: String) async throws -> [String: Any] {
         try await LoadHarness.request(.GET, url, key: key, user: user).1
     }
@@ -288,13 +301,7 @@ import Testing
         // Into a pipe, progress comes a line at a time, the final count last (no tick after it).
         let progress = load.stderr.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(!load.stderr.contains("\r") && progress.last == "" && progress.dropLast().last?.hasPrefix("sent 150/150 ") == true, "\(load.stderr)")
-        var count = 0
-        for _ in 0..<50 {
-            let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: "loaded")
-            count = (page["history"] as? [Any])?.count ?? 0
-            if count == 150 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let count = try await historyCount(at: herald, key: key, user: "loaded", awaiting: 150)
         #expect(count == 150)
         _ = await herald.stop()
     }
@@ -313,13 +320,7 @@ import Testing
         #expect(load.stdout.contains("sent 200 in") && load.stdout.contains("errors 0"), "\(load.stdout)")
         // Sixteen in flight against a queue of one: some were asked to wait.
         #expect(load.stdout.contains("retried"), "\(load.stdout)")
-        var count = 0
-        for _ in 0..<50 {
-            let page = try await get("\(herald.url)/api/notifications/history?limit=200", key: key, user: "waited")
-            count = (page["history"] as? [Any])?.count ?? 0
-            if count == 200 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let count = try await historyCount(at: herald, key: key, user: "waited", awaiting: 200)
         #expect(count == 200, "each notification once")
         _ = await herald.stop()
     }
