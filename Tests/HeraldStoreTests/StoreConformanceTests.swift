@@ -164,6 +164,59 @@ import Testing
         #expect(try await store.devices(userID: "bob").isEmpty)
     }
 
+    /// Erasing a user leaves nothing of theirs that a read could return, fails what was queued
+    /// for their devices, touches no one else, and erasing again finds nothing.
+    @Test(arguments: StoreKind.allCases)
+    func erasingAUserRemovesEverythingOfTheirsAndNothingElse(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let topics = try await TopicTree.make(in: store, ids: ids)
+        try await store.putCards([Card(id: "c1", metadata: [:], postedAt: t0, hot: 1)])
+        var devices: [String: Device] = [:]
+        for user in ["alice", "bob"] {
+            _ = try await store.updateSettings(userID: user) { $0.enabled = false }
+            try await store.setAttributes(UserAttributes(tierID: "gold"), userID: user)
+            devices[user] = try await store.registerDevice(
+                userID: user, registration: .token("tok-\(user)", provider: "fcm"), newID: ids.next(), at: t0)
+            try await store.subscribe(userID: user, topicKey: topics.optIn.topicKey, at: t0)
+            _ = try await store.markSeen(userID: user, [SeenReport(card: "c1", at: t0)])
+            _ = try await store.storeEvents([EngagementEvent(eventID: "e1", userID: user, type: "focus", card: "c1", at: t0)], at: t0)
+        }
+        let alice = try #require(devices["alice"])
+        let n = notification(["alice", "bob"])
+        _ = try await store.accept(
+            n, recipients: 2,
+            deliveries: historyDeliveries(["alice", "bob"])
+                + [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: alice.id, distribution: .alert)],
+            idempotencySince: t0)
+        try await store.appendHistory([(n.id, "alice"), (n.id, "bob")], at: t0)
+
+        let erased = try await store.eraseUser(userID: "alice", at: t0)
+        #expect(erased == UserErasure(devices: 1, subscriptions: 1, history: 1, events: 1, cards: 1))
+        #expect(try await store.settings(userID: "alice") == UserSettings())
+        #expect(try await store.attributes(userID: "alice") == nil)
+        #expect(try await store.devices(userID: "alice").isEmpty)
+        #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.isEmpty)
+        let aliceTopics = try await store.subscriptions(userID: "alice")
+        #expect(aliceTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [false])
+        #expect(try await store.cardState(userID: "alice") == (try await store.cardState(userID: "nobody")))
+        let push = try #require(try await store.status(of: n.id)?.deliveries.first { $0.sink == "fcm" })
+        #expect(push.state == .failed, "a push queued for an erased user's device is never sent")
+        let aliceHistory = try #require(try await store.status(of: n.id)?.deliveries.first { $0.sink == "history" && $0.userID == "alice" })
+        #expect(aliceHistory.state == .failed, "nor is what other sinks had queued for them")
+        #expect(try await store.claimDue(now: t0.addingTimeInterval(1), limit: 10, lease: .seconds(30)).allSatisfy { $0.recipient.userID != "alice" })
+
+        // Bob keeps everything.
+        #expect(try await store.settings(userID: "bob").enabled == false)
+        #expect(try await store.attributes(userID: "bob")?.tierID == "gold")
+        #expect(try await store.devices(userID: "bob").count == 1)
+        #expect(try await store.history(userID: "bob", limit: 10, before: nil).items.count == 1)
+        let bobTopics = try await store.subscriptions(userID: "bob")
+        #expect(bobTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [true])
+        #expect(try await store.storeEvents([EngagementEvent(eventID: "e1", userID: "bob", type: "focus", card: "c1", at: t0)], at: t0).isEmpty)
+
+        #expect(try await store.eraseUser(userID: "alice", at: t0) == UserErasure())
+    }
+
     @Test(arguments: StoreKind.allCases)
     func recipientsKeepOrderAndDefaultUnknownUsers(_ kind: StoreKind) async throws {
         let store = try await kind.make()

@@ -75,6 +75,18 @@ public final class DeliveryHandOff: Sendable {
         }
     }
 
+    /// Drops the deliveries to `userID` still waiting (their rows were failed: the user was
+    /// erased). A worker may have taken one already, as it may have claimed one.
+    /// - Returns: how many were dropped.
+    @discardableResult
+    public func withdraw(userID: String) -> Int {
+        state.withLock { state in
+            let before = state.queued.count
+            state.queued.removeAll { $0.recipient.userID == userID }
+            return before - state.queued.count
+        }
+    }
+
     /// The leases of the deliveries still waiting, for the engine's heartbeat.
     var queuedLeases: [DeliveryLease] {
         state.withLock { $0.queued.map { DeliveryLease(id: $0.id, attempt: $0.attempt) } }

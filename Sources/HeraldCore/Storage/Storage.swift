@@ -39,6 +39,23 @@ public protocol UserStore: Sendable {
     func pruneDevices(registeredBefore before: Date, limit: Int, at date: Date) async throws -> Int
     /// Settings and devices for each id, in the order given; unknown users get defaults.
     func recipients(userIDs: [String]) async throws -> [RecipientContext]
+    /// Erases what Herald holds for `userID`, in one transaction: settings and attributes, devices
+    /// (their queued pushes fail, as when a device is unregistered), subscriptions, history,
+    /// engagement events and card state. Idempotent: an unknown user erases nothing.
+    func eraseUser(userID: String, at date: Date) async throws -> UserErasure
+}
+
+/// What ``UserStore/eraseUser(userID:at:)`` removed, by kind.
+public struct UserErasure: Sendable, Equatable, Encodable {
+    public var devices = 0
+    public var subscriptions = 0
+    public var history = 0
+    public var events = 0
+    public var cards = 0
+
+    public init(devices: Int = 0, subscriptions: Int = 0, history: Int = 0, events: Int = 0, cards: Int = 0) {
+        (self.devices, self.subscriptions, self.history, self.events, self.cards) = (devices, subscriptions, history, events, cards)
+    }
 }
 
 extension UserStore {

@@ -3,7 +3,7 @@ import HTTPTypes
 import HeraldCore
 import Hummingbird
 
-/// The backend-facing endpoints: send, inspect a notification, set user attributes.
+/// The backend-facing endpoints: send, inspect a notification, set user attributes, erase a user.
 struct NotificationRoutes {
     let service: NotificationService
     let store: any (NotificationStore & UserStore)
@@ -12,6 +12,7 @@ struct NotificationRoutes {
         table.add(router, .post, "/api/notifications", send)
         table.add(router, .get, "/api/notifications/{id}", status)
         table.add(router, .put, "/api/users/{id}", putUser)
+        table.add(router, .delete, "/api/users/{id}", eraseUser)
     }
 
     @Sendable func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -110,9 +111,9 @@ struct NotificationRoutes {
         return try JSONBody.response(NotificationStatusResponse(status))
     }
 
-    @Sendable func putUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        _ = try context.requireKey([.backend, .admin])
-        // Path segments arrive percent-encoded; user ids are stored as the backend knows them.
+    /// The user id in the path: segments arrive percent-encoded, and user ids are stored as the
+    /// backend knows them.
+    static func pathUserID(_ context: HeraldRequestContext) throws -> String {
         let raw = try context.parameters.require("id")
         // Escapes that are not UTF-8 (a Latin-1 `%E9`) were kept as the literal text `%E9`: a
         // user other than the one meant.
@@ -120,6 +121,30 @@ struct NotificationRoutes {
             throw HeraldError.invalidField("id", "must be percent-encoded UTF-8 (a '%' itself as %25)")
         }
         try UserID.validate(userID, field: "id")
+        return userID
+    }
+
+    /// `DELETE /api/users/{id}`: what an app's "delete my account" needs of Herald. Erases the
+    /// user's settings, attributes, devices, subscriptions, history, engagement events and card
+    /// state, and says how many of each; an unknown user is erased already (zeros).
+    @Sendable func eraseUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let userID = try Self.pathUserID(context)
+        let erased = try await store.eraseUser(userID: userID, at: Date())
+        // Deliveries this process accepted and holds for its workers are failed in the store
+        // now, but would still be sent from memory.
+        service.handOff?.withdraw(userID: userID)
+        context.logFields.set("erased", "devices=\(erased.devices) history=\(erased.history)")
+        struct Body: Encodable {
+            var id: String
+            var erased: UserErasure
+        }
+        return try JSONBody.response(Body(id: userID, erased: erased))
+    }
+
+    @Sendable func putUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let userID = try Self.pathUserID(context)
         let attributes = try await JSONBody.decode(UserAttributes.self, from: request, context: context, knownFields: UserAttributes.fieldNames)
         try attributes.validate()
         try await store.setAttributes(attributes, userID: userID)

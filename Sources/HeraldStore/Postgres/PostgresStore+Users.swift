@@ -111,6 +111,31 @@ extension PostgresStore {
         try await session.row("SELECT settings FROM users WHERE id = \(userID)")?.json(UserSettings.self, "settings") ?? UserSettings()
     }
 
+    public func eraseUser(userID: String, at date: Date) async throws -> UserErasure {
+        try await transaction { session in
+            var erased = UserErasure()
+            let now = Self.micros(date)
+            let devices = try await session.rows("SELECT id FROM devices WHERE user_id = \(userID) FOR UPDATE").map { try $0.text("id") }
+            for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
+            erased.devices = devices.count
+            // What is still queued for them in other sinks (history, webhooks) is never done.
+            try await session.execute(
+                """
+                UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
+                WHERE state = 'pending' AND user_id = \(userID)
+                """
+            )
+            erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            erased.history = try await session.rows("DELETE FROM history WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            erased.events = try await session.rows("DELETE FROM events WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            try await session.execute("DELETE FROM card_users WHERE user_id = \(userID)")
+            try await session.execute("DELETE FROM users WHERE id = \(userID)")
+            try await session.announce(.attributes(users: [userID]))
+            return erased
+        }
+    }
+
     /// Deletes a device and fails whatever was still queued for it.
     static func removeDevice(_ session: PostgresSession, id: String, reason: String, at now: Int64) async throws {
         try await session.execute("DELETE FROM devices WHERE id = \(id)")

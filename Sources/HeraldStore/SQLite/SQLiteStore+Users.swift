@@ -198,6 +198,35 @@ extension SQLiteStore {
     }
 
     /// Deletes a device and fails whatever was still queued for it.
+    public func eraseUser(userID: String, at date: Date) async throws -> UserErasure {
+        let erased = try await writer.write { db in
+            var erased = UserErasure()
+            let now = Self.micros(date)
+            let devices = try String.fetchAll(db, sql: "SELECT id FROM devices WHERE user_id = ?", arguments: [userID])
+            for id in devices { try Self.removeDevice(db, id: id, reason: "the user was erased", at: now) }
+            erased.devices = devices.count
+            // What is still queued for them in other sinks (history, webhooks) is never done.
+            // Pending rows only: `deliveries_due` covers them, and the queue is short.
+            try db.execute(
+                sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE state = 'pending' AND user_id = ?",
+                arguments: ["the user was erased", now, userID]
+            )
+            try db.execute(sql: "DELETE FROM subscriptions WHERE user_id = ?", arguments: [userID])
+            erased.subscriptions = db.changesCount
+            try db.execute(sql: "DELETE FROM history WHERE user_id = ?", arguments: [userID])
+            erased.history = db.changesCount
+            try db.execute(sql: "DELETE FROM events WHERE user_id = ?", arguments: [userID])
+            erased.events = db.changesCount
+            try db.execute(sql: "DELETE FROM user_cards WHERE user_id = ?", arguments: [userID])
+            erased.cards = db.changesCount
+            try db.execute(sql: "DELETE FROM card_users WHERE user_id = ?", arguments: [userID])
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
+            return erased
+        }
+        changes.send(.attributes(users: [userID]))
+        return erased
+    }
+
     static func removeDevice(_ db: Database, id: String, reason: String, at now: Int64) throws {
         try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
         try db.execute(
