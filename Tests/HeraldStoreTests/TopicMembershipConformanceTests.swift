@@ -14,6 +14,25 @@ import Testing
         try await store.recordMembership(sink: "fcm", changes.map { ($0, outcome) })
     }
 
+    /// An erased user's tokens leave every provider-side topic they were in.
+    @Test(arguments: StoreKind.allCases)
+    func anErasedUsersTokensLeaveTheirTopics(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        defer { Task { await store.close() } }
+        let t = try await TopicTree.make(in: store, ids: ids)
+        _ = try await store.registerDevice(userID: "gone", registration: .token("t-gone", provider: "fcm"), newID: ids.next(), at: Date())
+        try await store.subscribe(userID: "gone", topicKey: t.optIn.topicKey, at: Date())
+        try await settle(store, try await store.pendingMembershipChanges(fcm, limit: 10))
+        _ = try await store.eraseUser(userID: "gone", at: Date())
+        let removals = try await store.pendingMembershipChanges(fcm, limit: 10)
+        #expect(
+            Set(removals)
+                == [
+                    TopicMembershipChange(.remove, token: "t-gone", topic: t.forced.topicKey),
+                    TopicMembershipChange(.remove, token: "t-gone", topic: t.optIn.topicKey),
+                ])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func theDifferenceFollowsSubscriptionsDevicesAndSubjects(_ kind: StoreKind) async throws {
         let store = try await kind.make()
