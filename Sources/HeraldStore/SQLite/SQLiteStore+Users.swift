@@ -197,7 +197,6 @@ extension SQLiteStore {
         return try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
     }
 
-    /// Deletes a device and fails whatever was still queued for it.
     public func eraseUser(userID: String, at date: Date) async throws -> UserErasure {
         let erased = try await writer.write { db in
             var erased = UserErasure()
@@ -227,6 +226,7 @@ extension SQLiteStore {
         return erased
     }
 
+    /// Deletes a device and fails whatever was still queued for it.
     static func removeDevice(_ db: Database, id: String, reason: String, at now: Int64) throws {
         try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [id])
         try db.execute(
