@@ -236,7 +236,7 @@ public struct HeraldServer: Sendable {
         .register(on: router, table: routes)
         UserRoutes(
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
-            timestamps: configuration.timestamps
+            timestamps: configuration.timestamps, handOff: service.handOff
         ).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)

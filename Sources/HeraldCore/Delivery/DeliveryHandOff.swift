@@ -75,14 +75,15 @@ public final class DeliveryHandOff: Sendable {
         }
     }
 
-    /// Drops the deliveries to `userID` still waiting (their rows were failed: the user was
-    /// erased). A worker may have taken one already, as it may have claimed one.
-    /// - Returns: how many were dropped.
+    /// Drops the waiting deliveries that `withdrawn` picks: their rows were failed (a device
+    /// removed or moved to another user, a user erased), but a worker would still send these
+    /// copies, as they are sent without reading the row again. One a worker has taken already
+    /// may still go, as one it had just claimed may. - Returns: how many were dropped.
     @discardableResult
-    public func withdraw(userID: String) -> Int {
+    public func withdraw(where withdrawn: (Delivery) -> Bool) -> Int {
         state.withLock { state in
             let before = state.queued.count
-            state.queued.removeAll { $0.recipient.userID == userID }
+            state.queued.removeAll(where: withdrawn)
             return before - state.queued.count
         }
     }

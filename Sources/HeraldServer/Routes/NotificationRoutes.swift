@@ -133,7 +133,7 @@ struct NotificationRoutes {
         let erased = try await store.eraseUser(userID: userID, at: Date())
         // Deliveries this process accepted and holds for its workers are failed in the store
         // now, but would still be sent from memory.
-        service.handOff?.withdraw(userID: userID)
+        service.handOff?.withdraw { $0.recipient.userID == userID }
         context.logFields.set("erased", "devices=\(erased.devices) history=\(erased.history)")
         struct Body: Encodable {
             var id: String

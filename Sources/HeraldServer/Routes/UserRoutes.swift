@@ -13,6 +13,9 @@ struct UserRoutes {
     let maxDevicesPerUser: Int
     let metrics: HeraldMetrics
     let timestamps: TimestampStyle
+    /// This process's deliveries accepted and waiting in memory for a worker
+    /// (``NotificationService/handOff``): a device removed or moved takes its copies back.
+    let handOff: DeliveryHandOff?
 
     static let maxReadIDs = 1_000
 
@@ -42,6 +45,13 @@ struct UserRoutes {
         let registered = try await store.registerDevice(
             userID: userID, registration: registration, newID: ids.next(at: now), at: now, keepingAtMost: maxDevicesPerUser)
         let (device, evicted) = (registered.device, registered.evicted)
+        // What was queued for the device's previous owner, or for a device evicted by the
+        // limit, is failed in the store; the copies waiting in memory must not go either.
+        let evictedIDs = Set(evicted.map(\.id))
+        handOff?.withdraw { delivery in
+            guard let target = delivery.recipient.device?.id else { return false }
+            return evictedIDs.contains(target) || (target == device.id && !UserID.same(delivery.recipient.userID, userID))
+        }
         if !evicted.isEmpty {
             context.logger.notice(
                 "removed the least recently registered devices of a user over devices.max_per_user",
@@ -58,7 +68,13 @@ struct UserRoutes {
         var registration = try body.registration()
         if let sink = try pushSink(for: registration) { try sink.prepare(&registration) } else { try registration.validateCommonFields() }
         // Idempotent: removing a device that is already gone is not an error.
-        _ = try await store.unregisterDevice(userID: userID, provider: registration.address.provider, addressKey: registration.address.key, at: Date())
+        let address = registration.address
+        if try await store.unregisterDevice(userID: userID, provider: address.provider, addressKey: address.key, at: Date()) {
+            handOff?.withdraw { delivery in
+                guard let target = delivery.recipient.device?.address else { return false }
+                return delivery.recipient.userID == userID && target.provider == address.provider && target.key == address.key
+            }
+        }
         return Response(status: .noContent)
     }
 
