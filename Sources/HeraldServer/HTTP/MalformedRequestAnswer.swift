@@ -29,13 +29,8 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
     private var explanation: String?
     /// Counts each refusal (`herald_http_refused_total`), as no route sees these requests.
     private let metrics: HeraldMetrics?
-    /// Requests whose head has been read, and responses ended: equal when every request read
-    /// has its answer.
-    private var requestsRead = 0
-    private var responsesEnded = 0
-    /// Whether the latest request's body is still coming, and whether the parser's error came
-    /// inside it.
-    private var bodyComing = false
+    private var progress = RequestProgress()
+    /// Whether the parser's error came inside the latest request's body.
     private var refusedInBody = false
     /// Set while Hummingbird's bare 400 is being dropped: the parser refused the body of a
     /// request its route had already answered without reading it (a 401, a 404). There is no
@@ -53,22 +48,14 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head:
-            requestsRead += 1
-            bodyComing = true
-        case .end:
-            bodyComing = false
-        case .body:
-            break
-        }
+        progress.read(unwrapInboundIn(data))
         context.fireChannelRead(data)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? HTTPParserError, refusal == nil {
             refusal = error
-            refusedInBody = bodyComing
+            refusedInBody = progress.bodyComing
         }
         context.fireErrorCaught(error)
     }
@@ -80,12 +67,12 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
             if case .end = part { context.close(promise: nil) }
             return
         }
-        if case .end = part { responsesEnded += 1 }
+        if case .end = part { progress.responseEnded() }
         guard let refusal, case .head(let head) = part, Self.isBareRefusal(head) else {
             context.write(data, promise: promise)
             return
         }
-        if refusedInBody, responsesEnded >= requestsRead {
+        if refusedInBody, progress.unanswered == 0 {
             discarding = true
             promise?.succeed()
             return

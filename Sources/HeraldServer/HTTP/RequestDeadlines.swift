@@ -41,10 +41,9 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     /// so every kept-alive connection closed after `request_head_timeout` (10 s), whatever
     /// `idle_timeout` (60 s) said.
     private var idle = false
-    /// Requests whose head has been read and whose response has not ended. A pipelined
-    /// request's head is read before the response ahead of it ends: it is in progress then,
-    /// and the bytes of its body that come later do not start a head deadline.
-    private var inProgress = 0
+    /// A pipelined request is in progress from its head, read before the response ahead of it
+    /// ends: the bytes of its body that come later do not start a head deadline.
+    private var progress = RequestProgress()
     /// When the body being read began, and how much of it has come; nil when none is read.
     private var bodySince: NIODeadline?
     private var bodyBytes = 0
@@ -89,10 +88,11 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        let part = unwrapInboundIn(data)
+        progress.read(part)
+        switch part {
         case .head:
             idle = false
-            inProgress += 1
             waitingSince = nil
             bodySince = .now()
             bodyBytes = 0
@@ -128,10 +128,10 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         case .end:
             // The response is complete: the connection is idle until the next request's bytes,
             // unless the next request's head has been read already (pipelined).
-            inProgress = max(0, inProgress - 1)
+            progress.responseEnded()
             answering = false
             waitingSince = nil
-            idle = inProgress == 0
+            idle = progress.unanswered == 0
         default:
             break
         }
@@ -184,7 +184,7 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         waitingSince = nil
         bodySince = nil
         // A 408 answers the request whose body is late only when no response is ahead of it.
-        guard due.body, !answering, inProgress <= 1 else {
+        guard due.body, !answering, progress.unanswered <= 1 else {
             if !due.body, headStarted { metrics?.httpRefused(code: "request_head_timeout") }
             context.close(promise: nil)
             return
