@@ -128,7 +128,7 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
     /// faulty and the connection closed after it).
     static func framingProblem(_ head: HTTPRequestHead) -> String? {
         guard head.headers.contains(name: "transfer-encoding") else { return nil }
-        guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else {
+        guard Self.isHTTP11OrLater(head) else {
             return "an HTTP/1.0 request cannot have a Transfer-Encoding (RFC 9112 §6.1)"
         }
         guard head.headers["transfer-encoding"].flatMap(\.lowercasedListElements).last == "chunked" else {
@@ -137,11 +137,16 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
         return nil
     }
 
+    /// Whether the request speaks HTTP/1.1 or later (chunked bodies, expectations).
+    static func isHTTP11OrLater(_ head: HTTPRequestHead) -> Bool {
+        head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1)
+    }
+
     /// HTTP/1.1 or later, a body announced, and `100-continue` among the expectations.
     static func waitsForContinue(_ head: HTTPRequestHead) -> Bool {
         // Rare, so asked first: a scan of the names, nothing allocated.
         guard head.headers.contains(name: "expect") else { return false }
-        guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else { return false }
+        guard Self.isHTTP11OrLater(head) else { return false }
         let hasBody = head.headers.contains(name: "transfer-encoding") || head.headers["content-length"].contains { $0 != "0" }
         guard hasBody else { return false }
         return head.headers["expect"].contains { $0.lowercasedListElements.contains("100-continue") }

@@ -3,8 +3,9 @@ import Hummingbird
 
 /// Wakes the topic-membership worker after a request that may have changed who belongs in a
 /// provider-side topic: a device registered or removed, a subscription made or left, the
-/// hierarchy changed (API or portal), a user erased (their tokens leave FCM's topics). The worker reads the difference from storage, so a wake
-/// too many costs one query and a missed one waits for its next scheduled look.
+/// hierarchy changed (API or portal), a user erased (their tokens leave FCM's topics). The
+/// worker reads the difference from storage, so a wake too many costs one query and a missed
+/// one waits for its next scheduled look.
 struct MembershipWakeMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext
 
