@@ -107,6 +107,75 @@ import Testing
         await writer.close()
         await watcher.close()
     }
+
+    /// A push an accept handed to its own process's workers is sent without reading its row
+    /// again, so when another process fails the row (a device it removes or sees registered by
+    /// another user, a user it erases), PostgreSQL tells every process the leased ids; pending
+    /// rows no process holds are not announced. SQLite, written by one process, returns at once.
+    @Test(arguments: StoreKind.allCases)
+    func withdrawalsReachOtherProcesses(_ kind: StoreKind) async throws {
+        guard kind == .postgres else {
+            let store = try await kind.make()
+            try await store.watchWithdrawals { _ in }
+            await store.close()
+            return
+        }
+        let url = try await PostgresTestDatabase.create()
+        let holder = try PostgresStore.patient(url: url)
+        try await holder.migrate()
+        let other = try PostgresStore.patient(url: url)
+        let heard = Mutex(Set<Int64>())
+        let watching = Task { try await holder.watchWithdrawals { ids in heard.withLock { $0.formUnion(ids) } } }
+
+        /// Queues a push to each of `tokens`, registered for `user`, and leases them as an
+        /// accept's hand-off would (unless `leased` is false). - Returns: the leased ids.
+        func push(_ user: String, _ tokens: [String], leased: Bool = true) async throws -> Set<Int64> {
+            var planned: [PlannedDelivery] = []
+            for token in tokens {
+                let device = try await holder.registerDevice(userID: user, registration: .token(token, provider: "fcm"), newID: ids.next(), at: t0)
+                planned.append(PlannedDelivery(sink: "fcm", userID: user, deviceID: device.id, distribution: .alert))
+            }
+            let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users([user]))
+            _ = try await holder.accept(n, recipients: 1, deliveries: planned, idempotencySince: t0)
+            guard leased else { return [] }
+            let claimed = try await holder.claimDue(now: Date(), limit: 1_000, lease: .seconds(300))
+            #expect(claimed.count == tokens.count)
+            return Set(claimed.map(\.id))
+        }
+
+        // LISTEN connects in the background: remove a probe device until its notice arrives.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var probes = 0
+        while heard.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+            probes += 1
+            _ = try await push("probe", ["probe-\(probes)"])
+            _ = try await other.unregisterDevice(userID: "probe", provider: "fcm", addressKey: "probe-\(probes)", at: t0)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(!heard.withLock { $0.isEmpty }, "the watcher hears another process's removal")
+        heard.withLock { $0.removeAll() }
+
+        let moved = try await push("alice", ["tok-moved"])
+        let removed = try await push("carol", ["tok-removed"])
+        // More leased rows than one payload holds, and a pending one nobody holds.
+        let erased = try await push("erin", (0...WithdrawalMessage.idsPerPayload).map { "tok-erin-\($0)" })
+        let kept = try await push("dave", ["tok-dave"])
+        _ = try await push("erin", ["tok-erin-pending"], leased: false)
+
+        _ = try await other.registerDevice(userID: "bob", registration: .token("tok-moved", provider: "fcm"), newID: ids.next(), at: t0)
+        #expect(try await other.unregisterDevice(userID: "carol", provider: "fcm", addressKey: "tok-removed", at: t0))
+        _ = try await other.eraseUser(userID: "erin", at: t0)
+
+        let expected = moved.union(removed).union(erased)
+        let until = ContinuousClock.now + .seconds(10)
+        while heard.withLock({ $0 != expected }) && ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(heard.withLock { $0 } == expected, "the moved, removed and erased pushes, \(expected.count) in all; not dave's")
+        #expect(heard.withLock { $0.isDisjoint(with: kept) })
+        watching.cancel()
+        _ = await watching.result
+        await other.close()
+        await holder.close()
+    }
 }
 
 @Suite(.cleansUp) struct KeyConformanceTests {

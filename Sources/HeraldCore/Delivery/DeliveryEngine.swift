@@ -35,13 +35,13 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
 /// retries (exponential backoff and jitter, the sink's retry-after honoured) until a delivery is
 /// delivered, failed, or dead after `retry.maxAttempts`.
 public final class DeliveryEngine: Service {
-    private let queue: any DeliveryQueue
+    let queue: any DeliveryQueue
     private let sinks: SinkRegistry
     private let configuration: DeliveryEngineConfiguration
-    private let logger: Logger
+    let logger: Logger
     private let clock: @Sendable () -> Date
     private let metrics: HeraldMetrics
-    private let signal = WakeSignal()
+    let signal = WakeSignal()
     /// Each sink's circuit: open after consecutive failures, probed, closed by one success.
     public let circuits: CircuitBreakers
     /// Deliveries leased to this engine by the accepts that stored them (no claim needed).
@@ -87,7 +87,8 @@ public final class DeliveryEngine: Service {
             for worker in 0..<max(1, configuration.workers) {
                 group.addTask { await self.workerLoop(worker) }
             }
-            group.addTask { await self.watchLoop() }
+            group.addTask { await self.relayWork() }
+            group.addTask { await self.relayWithdrawals() }
             group.addTask(priority: .high) { await self.keepHandedOffLeases() }
         }
         await giveBackHandedOff()
@@ -117,29 +118,6 @@ public final class DeliveryEngine: Service {
             try await Task { try await queue.record(updates, at: now) }.value
         } catch {
             logger.warning("could not hand back \(left.count) deliveries at shutdown; they are due again when their leases run out: \(error)")
-        }
-    }
-
-    /// Relays other processes' "new work" signals (PostgreSQL LISTEN) to idle workers,
-    /// reconnecting after a lost connection, until shutdown.
-    private func watchLoop() async {
-        let signal = self.signal
-        var failures = 0
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown {
-                    try await self.queue.watchForWork { signal.notify() }
-                }
-                return
-            } catch {
-                guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
-                failures += 1
-                logger.warning("lost the storage's work notifications, polling until they are back: \(error)")
-                // Wake everyone once: work committed while nobody listened is not missed.
-                signal.notify()
-                let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
-            }
         }
     }
 

@@ -185,10 +185,17 @@ public protocol DeliveryQueue: Sendable {
     /// Calls `wake` whenever any process commits new work, until the task is cancelled. A store
     /// that only one process writes (SQLite) returns at once: that process wakes its own workers.
     func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws
+    /// Calls `withdrawn` with the ids of leased deliveries another process failed (a device it
+    /// removed or saw registered by another user, a user it erased), until the task is
+    /// cancelled: this process may hold them in its ``DeliveryHandOff``, which sends without
+    /// reading the row again. A store that only one process writes (SQLite) returns at once:
+    /// that process withdraws its own copies as it fails them.
+    func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws
 }
 
 extension DeliveryQueue {
     public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
+    public func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws {}
 
     /// A claim from every sink.
     public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {

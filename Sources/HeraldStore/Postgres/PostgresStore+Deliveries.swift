@@ -102,6 +102,13 @@ extension PostgresStore {
         try await listen(on: Self.workChannel, wake)
     }
 
+    public func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws {
+        try await listen(on: Self.withdrawalChannel) { (payload: String) in
+            let ids = WithdrawalMessage.ids(payload)
+            if !ids.isEmpty { withdrawn(ids) }
+        }
+    }
+
     public func queueStats() async throws -> QueueStats {
         try await withConnection { session in
             guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {

@@ -118,7 +118,8 @@ extension PostgresStore {
 
     /// Inserts each registration's device, or updates it in place when its address is known (ON
     /// CONFLICT waits for and locks a row another transaction holds, so two serialise); whatever
-    /// was queued for a device's other users fails: it must never reach the new owner. Rows
+    /// was queued for a device's other users fails, and every process's hand-off drops its
+    /// copies (``WithdrawalMessage``): it must never reach the new owner. Rows
     /// travel as one JSON array, since optional columns cannot be NULL inside arrays.
     struct RegistrationStatement {
         let query: PostgresQuery
@@ -153,8 +154,9 @@ extension PostgresStore {
                         updated_at = device.updated_at
                     FROM device
                     WHERE deliveries.device_id = device.id AND deliveries.state = 'pending' AND deliveries.user_id <> device.user_id
-                )
-                SELECT * FROM device
+                    RETURNING deliveries.id, deliveries.leased
+                ), \(unescaped: WithdrawalMessage.notices(of: "moved"))
+                SELECT device.*, (SELECT COUNT(*) FROM withdrawn) AS withdrawal_notices FROM device
                 """
         }
 

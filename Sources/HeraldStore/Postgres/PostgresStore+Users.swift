@@ -121,8 +121,12 @@ extension PostgresStore {
             // What is still queued for them in other sinks (history, webhooks) is never done.
             try await session.execute(
                 """
-                UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
-                WHERE state = 'pending' AND user_id = \(userID)
+                WITH failed AS (
+                    UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
+                    WHERE state = 'pending' AND user_id = \(userID)
+                    RETURNING id, leased
+                ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
+                SELECT COUNT(*) AS notices FROM withdrawn
                 """
             )
             erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
@@ -136,13 +140,18 @@ extension PostgresStore {
         }
     }
 
-    /// Deletes a device and fails whatever was still queued for it.
+    /// Deletes a device and fails whatever was still queued for it, telling every process to
+    /// drop the copies its hand-off holds.
     static func removeDevice(_ session: PostgresSession, id: String, reason: String, at now: Int64) async throws {
         try await session.execute("DELETE FROM devices WHERE id = \(id)")
         try await session.execute(
             """
-            UPDATE deliveries SET state = 'failed', last_error = \(reason), next_attempt_at = NULL, updated_at = \(now)
-            WHERE device_id = \(id) AND state = 'pending'
+            WITH failed AS (
+                UPDATE deliveries SET state = 'failed', last_error = \(reason), next_attempt_at = NULL, updated_at = \(now)
+                WHERE device_id = \(id) AND state = 'pending'
+                RETURNING id, leased
+            ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
+            SELECT COUNT(*) AS notices FROM withdrawn
             """
         )
     }

@@ -20,6 +20,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     static let feedChannel = "herald_feed"
     /// ``StoreChange``s for live streams, one per payload (``StoreChangeMessage``).
     static let changeChannel = "herald_changes"
+    /// Ids of leased deliveries a transaction failed, for every process's hand-off
+    /// (``WithdrawalMessage``).
+    static let withdrawalChannel = "herald_withdrawn"
 
     let pool: PostgresPool
     let configuration: PostgresClient.Configuration
