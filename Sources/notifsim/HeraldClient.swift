@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -82,23 +83,24 @@ final class HeraldClient: Sendable {
         var attempt = 1
         while true {
             let (status, data, retryAfter) = try await execute(request)
-            if attempt < Self.maxAttempts, status == 503 || status == 429, let retryAfter, (0...60).contains(retryAfter) {
+            if attempt < Self.maxAttempts, status == 503 || status == 429, let retryAfter, retryAfter <= .seconds(60) {
                 retried.add(1, ordering: .relaxed)
                 attempt += 1
-                try await Task.sleep(for: .seconds(Double(retryAfter) * Double.random(in: 1...1.5)))
+                try await Task.sleep(for: retryAfter * Double.random(in: 1...1.5))
                 continue
             }
             return (status, data)
         }
     }
 
-    /// One exchange: the status, the body and the `Retry-After` in seconds (nil without one, or
-    /// for an HTTP-date).
-    private func execute(_ request: HTTPClientRequest) async throws -> (Int, Data, Int?) {
+    /// One exchange: the status, the body and the wait its `Retry-After` asks for, in seconds or
+    /// as an HTTP-date (nil without one, or for a value that is neither).
+    private func execute(_ request: HTTPClientRequest) async throws -> (Int, Data, Duration?) {
         do {
             let response = try await http.execute(request, timeout: .seconds(30))
             let buffer = try await response.body.collect(upTo: 1 << 20)
-            return (Int(response.status.code), Data(buffer: buffer), response.headers.first(name: "Retry-After").flatMap { Int($0) })
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
+            return (Int(response.status.code), Data(buffer: buffer), retryAfter)
         } catch {
             throw Failure(description: "cannot reach Herald at \(baseURL): \(error)")
         }
@@ -116,6 +118,7 @@ final class HeraldClient: Sendable {
         if let body = try? JSONDecoder().decode(ErrorBody.self, from: data) {
             return "\(body.error.message) (HTTP \(status), \(body.error.code))"
         }
+        guard !data.isEmpty else { return "HTTP \(status), with no body (is this Herald?)" }
         return "HTTP \(status): \(String(decoding: data.prefix(500), as: UTF8.self))"
     }
 }

@@ -328,6 +328,19 @@ import Testing
         _ = await herald.stop()
     }
 
+    /// `Retry-After` may be an HTTP-date (RFC 9110 §10.2.3): notifsim waits for it as for
+    /// seconds (one long past is no wait), and gives up after its attempts.
+    @Test func loadModeReadsARetryAfterDate() async throws {
+        let busy = try await RawAnswerServer.start(
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        let load = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "dated", "-t", "comment", "--count", "2", "--url", busy.url, "--key", "hk_unused"], in: directory)
+        #expect(load.status != 0)
+        #expect(load.stdout.contains("errors 2") && load.stdout.contains("retried 14"), "\(load.stdout) \(load.stderr)")
+        #expect(load.stderr.contains("HTTP 503, with no body"), "\(load.stderr)")
+        try await busy.stop()
+    }
+
     @Test func keysCanBeListedAndRevoked() async throws {
         let key = try await createKey("backend")
         let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
