@@ -37,7 +37,7 @@ struct CrossOriginRequests<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let origin = request.headers[.origin], !request.uri.path.hasPrefix("/portal"),
+        guard let origin = request.headers[.origin], !RequestPath.path(request.uri.path, isUnder: ["portal"]),
             let cors = byOrigin[origin] ?? (origin == "null" ? nil : anyOrigin)
         else { return try await next(request, context) }
         return try await cors.handle(request, context: context, next: next)

@@ -10,15 +10,19 @@ struct MembershipWakeMiddleware: RouterMiddleware {
     typealias Context = HeraldRequestContext
 
     let worker: TopicMembershipWorker
-    static let prefixes = ["/api/notifications/register", "/api/notifications/subscriptions/", "/area/", "/subject/", "/portal/", "/api/users/"]
+    /// As the router reads paths (``RequestPath``): `//api/users/x` is served, so it wakes too.
+    static let prefixes: [[Substring]] = [
+        ["api", "notifications", "register"], ["api", "notifications", "subscriptions"], ["area"], ["subject"], ["portal"], ["api", "users"],
+    ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response = try await next(request, context)
-        if request.method != .get, request.method != .head, (200..<300).contains(response.status.code),
-            Self.prefixes.contains(where: { request.uri.path.hasPrefix($0) })
-        {
-            worker.wake()
-        }
+        if Self.wakes(after: request.method, request.uri.path, status: response.status.code) { worker.wake() }
         return response
+    }
+
+    /// Whether a request so answered may have changed a topic's members: a change that succeeded.
+    static func wakes(after method: HTTPRequest.Method, _ path: String, status: Int) -> Bool {
+        method != .get && method != .head && (200..<300).contains(status) && prefixes.contains { RequestPath.path(path, isUnder: $0) }
     }
 }

@@ -30,7 +30,7 @@ public final class RouteTable: Sendable {
         _ handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> Response
     ) {
         router.on(RouterPath(path), method: method) { request, context in try await handler(request, context) }
-        let segments = Self.segments(path).map { $0.hasPrefix("{") ? nil : $0 }
+        let segments = RequestPath.segments(path).map { $0.hasPrefix("{") ? nil : $0 }
         recorded.withLock { $0.append(Entry(route: Route(method: method.rawValue, path: path), documented: documented, segments: segments)) }
     }
 
@@ -39,7 +39,7 @@ public final class RouteTable: Sendable {
     /// matches it. Like the router's trie, a literal segment is preferred to a parameter at
     /// each position, so the answer is the method list of the one route shape the router picks.
     func methods(servedAt path: Substring) -> [String] {
-        let asked = Self.segments(path)
+        let asked = RequestPath.segments(path)
         let candidates = recorded.withLock { entries in
             entries.filter { entry in
                 entry.segments.count == asked.count
@@ -52,9 +52,5 @@ public final class RouteTable: Sendable {
         var methods = Set(candidates.filter { $0.segments.map { $0 != nil } == best }.map(\.route.method))
         if methods.contains(HTTPRequest.Method.get.rawValue) { methods.insert(HTTPRequest.Method.head.rawValue) }
         return methods.sorted()
-    }
-
-    private static func segments(_ path: some StringProtocol) -> [Substring] {
-        Substring(path).split(separator: "/", omittingEmptySubsequences: true)
     }
 }
