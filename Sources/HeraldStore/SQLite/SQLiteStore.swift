@@ -35,6 +35,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         // Another Herald process (`herald keys create` beside a running server) may hold the
         // write lock for a moment: wait for it rather than failing.
         configuration.busyMode = .timeout(busyTimeout.seconds)
+        if path != ":memory:" { SQLiteFileMode.createPrivately(path) }
         let writer: any DatabaseWriter =
             path == ":memory:" ? try DatabaseQueue(configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
         // FULL: a commit is on disk before Herald answers 202, so not even a power cut loses
