@@ -12,7 +12,8 @@ struct Herald: AsyncParsableCommand {
         abstract: "Herald, a self-hosted notification router.",
         discussion: "Every option also reads HERALD_<NAME> from the environment (HERALD_PORT, HERALD_DATABASE, …).",
         subcommands: [
-            Serve.self, Migrate.self, Backup.self, Keys.self, UserTokenCommand.self, Sinks.self, Healthcheck.self, VAPIDCommand.self, FCMEmulatorCommand.self,
+            Serve.self, Migrate.self, Backup.self, Keys.self, Users.self, UserTokenCommand.self, Sinks.self, Healthcheck.self, VAPIDCommand.self,
+            FCMEmulatorCommand.self,
             APNsEmulatorCommand.self, WebPushEmulatorCommand.self,
         ],
         defaultSubcommand: Serve.self

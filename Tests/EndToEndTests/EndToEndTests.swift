@@ -341,6 +341,36 @@ import Testing
         try await busy.stop()
     }
 
+    /// `herald users erase` does what `DELETE /api/users/{id}` does, for an operator with a
+    /// ticket and no API key at hand; beside a running server, which then has nothing of theirs.
+    @Test func usersCanBeErasedFromTheCommandLine() async throws {
+        let key = try await createKey("backend")
+        let herald = try await RunningHerald(arguments: ["--database", database], in: directory)
+        for user in ["gone", "kept"] {
+            let (registered, _) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: key, user: user, body: "{\"fcm_token\":\"token-\(user)\"}")
+            #expect(registered == 200)
+        }
+        let (sent, _) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: key, body: #"{"type":"generic","title":"T","user_ids":["gone","kept"]}"#)
+        #expect(sent == 202)
+        #expect(try await historyCount(at: herald, key: key, user: "gone", awaiting: 1) == 1)
+
+        let erase = try await runCommand(Binaries.path("herald"), ["users", "erase", "gone", "--database", database], in: directory)
+        #expect(erase.status == 0, "\(erase.stderr)")
+        #expect(erase.stdout.contains("erased user gone: 1 devices, 0 subscriptions, 1 history items"), "\(erase.stdout)")
+        #expect(try await historyCount(at: herald, key: key, user: "gone", awaiting: 0) == 0)
+        #expect(try await historyCount(at: herald, key: key, user: "kept", awaiting: 1) == 1, "another user keeps theirs")
+        let again = try await runCommand(Binaries.path("herald"), ["users", "erase", "gone", "--database", database], in: directory)
+        #expect(again.status == 0 && again.stdout.contains("erased user gone: 0 devices"), "erasing twice is not an error: \(again.stdout)")
+
+        for bad in ["", "two words"] {
+            let refused = try await runCommand(Binaries.path("herald"), ["users", "erase", bad, "--database", database], in: directory)
+            #expect(refused.status != 0 && refused.stderr.contains("'user id' must"), "'\(bad)': \(refused.stderr)")
+        }
+        await herald.expectCleanStop()
+    }
+
     @Test func keysCanBeListedAndRevoked() async throws {
         let key = try await createKey("backend")
         let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
