@@ -8,7 +8,7 @@ import Testing
 
 /// With several processes on PostgreSQL, a device moved or a user erased through one process
 /// fails rows whose copies another process's hand-off holds; the store tells every process the
-/// ids (``DeliveryQueue/watchWithdrawals(_:)``), and the engine drops those copies before a
+/// ids (``DeliveryQueue/watchForWork(_:)``), and the engine drops those copies before a
 /// worker sends them. Before, only the process that failed the rows withdrew its own copies.
 @Suite(.cleansUp) struct HandOffWithdrawalTests {
     /// SQLite for the rest, with withdrawal notices the test sends, as another process's would
@@ -27,9 +27,9 @@ import Testing
         var isListening: Bool { listening.withLock { $0 } }
         func announce(_ ids: [Int64]) { continuation.yield(ids) }
 
-        func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws {
+        func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {
             listening.withLock { $0 = true }
-            for await ids in notices { withdrawn(ids) }
+            for await ids in notices { heard(.withdrawn(ids)) }
         }
 
         func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {

@@ -183,7 +183,7 @@ import Testing
         func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
         func nextDueDate(sinks: SinkFilter) async throws -> Date? { try await store.nextDueDate(sinks: sinks) }
         func queueStats() async throws -> QueueStats { try await store.queueStats() }
-        func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
+        func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {}
     }
 
     /// When outcomes cannot be recorded, the deliveries the sink was not handed (one past its

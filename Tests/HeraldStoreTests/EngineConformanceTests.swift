@@ -83,7 +83,7 @@ import Testing
     func workNotificationsReachOtherProcesses(_ kind: StoreKind) async throws {
         guard kind == .postgres else {
             let store = try await kind.make()
-            try await store.watchForWork {}
+            try await store.watchForWork { _ in }
             await store.close()
             return
         }
@@ -92,7 +92,7 @@ import Testing
         try await watcher.migrate()
         let writer = try PostgresStore.patient(url: url)
         let wakes = Mutex(0)
-        let watching = Task { try await watcher.watchForWork { wakes.withLock { $0 += 1 } } }
+        let watching = Task { try await watcher.watchForWork { notice in if notice == .work { wakes.withLock { $0 += 1 } } } }
         // LISTEN connects in the background: commit until a wake arrives, with a deadline.
         let deadline = ContinuousClock.now + .seconds(10)
         while wakes.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
@@ -108,6 +108,14 @@ import Testing
         await watcher.close()
     }
 
+    /// The work channel carries both notices; a payload this version cannot read is new work.
+    @Test func workChannelPayloads() {
+        #expect(WithdrawalMessage.notice("") == .work)
+        #expect(WithdrawalMessage.notice("w7,42") == .withdrawn([7, 42]))
+        #expect(WithdrawalMessage.notice("w7,x,9") == .withdrawn([7, 9]))
+        #expect(WithdrawalMessage.notice("v2:something") == .work)
+    }
+
     /// A push an accept handed to its own process's workers is sent without reading its row
     /// again, so when another process fails the row (a device it removes or sees registered by
     /// another user, a user it erases), PostgreSQL tells every process the leased ids; pending
@@ -116,7 +124,7 @@ import Testing
     func withdrawalsReachOtherProcesses(_ kind: StoreKind) async throws {
         guard kind == .postgres else {
             let store = try await kind.make()
-            try await store.watchWithdrawals { _ in }
+            try await store.watchForWork { _ in }
             await store.close()
             return
         }
@@ -125,7 +133,11 @@ import Testing
         try await holder.migrate()
         let other = try PostgresStore.patient(url: url)
         let heard = Mutex(Set<Int64>())
-        let watching = Task { try await holder.watchWithdrawals { ids in heard.withLock { $0.formUnion(ids) } } }
+        let watching = Task {
+            try await holder.watchForWork { notice in
+                if case .withdrawn(let ids) = notice { heard.withLock { $0.formUnion(ids) } }
+            }
+        }
 
         /// Queues a push to each of `tokens`, registered for `user`, and leases them as an
         /// accept's hand-off would (unless `leased` is false). - Returns: the leased ids.

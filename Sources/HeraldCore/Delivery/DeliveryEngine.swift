@@ -87,8 +87,7 @@ public final class DeliveryEngine: Service {
             for worker in 0..<max(1, configuration.workers) {
                 group.addTask { await self.workerLoop(worker) }
             }
-            group.addTask { await self.relayWork() }
-            group.addTask { await self.relayWithdrawals() }
+            group.addTask { await self.relayStorageNotices() }
             group.addTask(priority: .high) { await self.keepHandedOffLeases() }
         }
         await giveBackHandedOff()

@@ -182,20 +182,26 @@ public protocol DeliveryQueue: Sendable {
     func nextDueDate(sinks: SinkFilter) async throws -> Date?
     /// How many deliveries are pending, and when the oldest of them was accepted.
     func queueStats() async throws -> QueueStats
-    /// Calls `wake` whenever any process commits new work, until the task is cancelled. A store
-    /// that only one process writes (SQLite) returns at once: that process wakes its own workers.
-    func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws
-    /// Calls `withdrawn` with the ids of leased deliveries another process failed (a device it
-    /// removed or saw registered by another user, a user it erased), until the task is
-    /// cancelled: this process may hold them in its ``DeliveryHandOff``, which sends without
-    /// reading the row again. A store that only one process writes (SQLite) returns at once:
-    /// that process withdraws its own copies as it fails them.
-    func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws
+    /// Tells this process what other processes committed (PostgreSQL `NOTIFY`), until the task
+    /// is cancelled: ``WorkNotice/work`` when any process commits new work, and
+    /// ``WorkNotice/withdrawn(_:)`` with the ids of leased deliveries it failed (a device it
+    /// removed or saw registered by another user, a user it erased), which this process may
+    /// hold in its ``DeliveryHandOff`` and would send without reading their rows again. A store
+    /// that only one process writes (SQLite) returns at once: that process wakes its own workers
+    /// and withdraws its own copies.
+    func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws
+}
+
+/// What ``DeliveryQueue/watchForWork(_:)`` hears from other processes.
+public enum WorkNotice: Sendable, Equatable {
+    /// New work was committed: idle workers look for it.
+    case work
+    /// These leased deliveries were failed: copies waiting in a hand-off must not be sent.
+    case withdrawn([Int64])
 }
 
 extension DeliveryQueue {
-    public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
-    public func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws {}
+    public func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {}
 
     /// A claim from every sink.
     public func claimDue(now: Date, limit: Int, lease: Duration) async throws -> [Delivery] {

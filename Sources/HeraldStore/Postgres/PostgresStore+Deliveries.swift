@@ -98,15 +98,8 @@ extension PostgresStore {
         }
     }
 
-    public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {
-        try await listen(on: Self.workChannel, wake)
-    }
-
-    public func watchWithdrawals(_ withdrawn: @escaping @Sendable ([Int64]) -> Void) async throws {
-        try await listen(on: Self.withdrawalChannel) { (payload: String) in
-            let ids = WithdrawalMessage.ids(payload)
-            if !ids.isEmpty { withdrawn(ids) }
-        }
+    public func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {
+        try await listen(on: Self.workChannel) { (payload: String) in heard(WithdrawalMessage.notice(payload)) }
     }
 
     public func queueStats() async throws -> QueueStats {

@@ -14,15 +14,14 @@ import PostgresNIO
 /// Workers in any process claim deliveries with `FOR UPDATE SKIP LOCKED`, and every commit
 /// that queues deliveries sends a `NOTIFY` that wakes idle workers in every process.
 public final class PostgresStore: HeraldStorage, PortalSessionStore {
-    /// The channel that accept transactions notify when they queue deliveries.
+    /// The channel that accept transactions notify when they queue deliveries (an empty
+    /// payload), and that transactions failing leased deliveries notify with their ids
+    /// (``WithdrawalMessage``): one listening connection per process serves both.
     static let workChannel = "herald_work"
     /// The channel notified when feed messages are added or deleted.
     static let feedChannel = "herald_feed"
     /// ``StoreChange``s for live streams, one per payload (``StoreChangeMessage``).
     static let changeChannel = "herald_changes"
-    /// Ids of leased deliveries a transaction failed, for every process's hand-off
-    /// (``WithdrawalMessage``).
-    static let withdrawalChannel = "herald_withdrawn"
 
     let pool: PostgresPool
     let configuration: PostgresClient.Configuration
