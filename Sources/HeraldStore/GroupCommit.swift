@@ -47,6 +47,9 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
     /// Batches that failed and ran again one request per transaction.
     var splitBatches: Int { splits.load(ordering: .relaxed) }
 
+    /// Requests waiting for a commit, not yet in one.
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+
     /// The error for a request that finds the queue full.
     static var full: HeraldError {
         HeraldError(.unavailable, code: "overloaded", "too many requests are waiting to be committed; retry shortly")

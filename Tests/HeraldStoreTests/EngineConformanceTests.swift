@@ -338,26 +338,48 @@ import Testing
 
 /// The group-commit queue is bounded: a flood is refused at once (503), never queued forever.
 @Suite(.cleansUp) struct GroupCommitBoundTests {
+    /// Each step waits for the state it needs, not for a while: with sleeps, a loaded machine
+    /// started the first request late, the first two shared a commit, the third was queued
+    /// behind the gate that opens only after it returns, and the test never ended.
     @Test func aFullQueueRefusesAtOnce() async throws {
         let gate = AsyncStream<Void>.makeStream()
+        let committing = Mutex<[[Int]]>([])
         let commit = GroupCommit<Int, Int>(maxBatch: 10, maxWaiting: 1) { requests in
+            committing.withLock { $0.append(requests) }
             for await _ in gate.stream { break }
             return requests
         }
-        async let first = commit.submit(1) // committing, waits on the gate
-        try await Task.sleep(for: .milliseconds(50))
-        async let second = commit.submit(2) // waiting: the queue's one place
-        try await Task.sleep(for: .milliseconds(50))
+        let first = Task { try await commit.submit(1) }
+        #expect(try await Self.eventually { committing.withLock { $0 } == [[1]] }, "the first is committing, held at the gate")
+        let second = Task { try await commit.submit(2) }
+        #expect(try await Self.eventually { commit.waitingCount == 1 }, "the second waits: the queue's one place")
+        let thirdAnswered = Mutex(false)
+        let third = Task {
+            defer { thirdAnswered.withLock { $0 = true } }
+            return try await commit.submit(3)
+        }
+        let answeredAtOnce = try await Self.eventually { thirdAnswered.withLock { $0 } }
+        // Opened whatever happened, so a third that was queued cannot hold the test forever.
+        for _ in 0..<3 { gate.continuation.yield() }
+        #expect(answeredAtOnce, "a third request is answered at once")
         do {
-            _ = try await commit.submit(3)
+            _ = try await third.value
             Issue.record("a third request was queued")
         } catch let error as HeraldError {
             #expect(error.kind == .unavailable && error.code == "overloaded")
         }
-        gate.continuation.yield()
-        gate.continuation.yield()
-        #expect(try await first == 1)
-        #expect(try await second == 2)
+        #expect(try await first.value == 1)
+        #expect(try await second.value == 2)
+    }
+
+    /// Polls `condition` every 5 ms for up to 10 s.
+    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return try condition()
     }
 }
 
