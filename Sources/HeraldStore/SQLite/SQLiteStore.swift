@@ -51,14 +51,21 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         self.changes = changes
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
-            let (outcomes, historyUsers) = try await writer.write { db in
+            let (results, historyUsers) = try await writer.writeWithoutTransaction { db in
                 var historyUsers: [String] = []
-                let recipients = try Self.recipients(db, of: requests)
-                let outcomes = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
-                return (outcomes, historyUsers)
+                var outcomes: [AcceptOutcome] = []
+                try db.inTransaction {
+                    let recipients = try Self.recipients(db, of: requests)
+                    outcomes = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
+                    return .commit
+                }
+                // Committed, and still on the writer: a later write that fails some of these
+                // (a device registered by another user, a user erased) runs after the copies
+                // are in the hand-off, so the withdrawal that follows it finds them.
+                return (AcceptOutcome.handOver(outcomes, of: requests), historyUsers)
             }
             if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
-            return AcceptOutcome.handOver(outcomes, of: requests)
+            return results
         }
         events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
             try Self.checkFile(file)
