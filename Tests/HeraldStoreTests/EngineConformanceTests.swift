@@ -77,20 +77,27 @@ import Testing
         await store.close()
     }
 
-    /// Another process's commit wakes this one's workers on PostgreSQL; SQLite, written by one
-    /// process, returns at once (that process wakes its own workers).
-    @Test(arguments: StoreKind.allCases)
-    func workNotificationsReachOtherProcesses(_ kind: StoreKind) async throws {
+    /// Two stores on one fresh PostgreSQL database, the first migrated: two processes' views.
+    /// Nil for SQLite, whose `watchForWork`, checked here, returns at once: one process writes
+    /// the file, and wakes its workers and withdraws its copies itself.
+    static func twoProcesses(_ kind: StoreKind) async throws -> (PostgresStore, PostgresStore)? {
         guard kind == .postgres else {
             let store = try await kind.make()
             try await store.watchForWork { _ in }
             await store.close()
-            return
+            return nil
         }
         let url = try await PostgresTestDatabase.create()
-        let watcher = try PostgresStore.patient(url: url)
-        try await watcher.migrate()
-        let writer = try PostgresStore.patient(url: url)
+        let first = try PostgresStore.patient(url: url)
+        try await first.migrate()
+        return (first, try PostgresStore.patient(url: url))
+    }
+
+    /// Another process's commit wakes this one's workers on PostgreSQL; SQLite, written by one
+    /// process, returns at once (that process wakes its own workers).
+    @Test(arguments: StoreKind.allCases)
+    func workNotificationsReachOtherProcesses(_ kind: StoreKind) async throws {
+        guard let (watcher, writer) = try await Self.twoProcesses(kind) else { return }
         let wakes = Mutex(0)
         let watching = Task { try await watcher.watchForWork { notice in if notice == .work { wakes.withLock { $0 += 1 } } } }
         // LISTEN connects in the background: commit until a wake arrives, with a deadline.
@@ -122,16 +129,7 @@ import Testing
     /// rows no process holds are not announced. SQLite, written by one process, returns at once.
     @Test(arguments: StoreKind.allCases)
     func withdrawalsReachOtherProcesses(_ kind: StoreKind) async throws {
-        guard kind == .postgres else {
-            let store = try await kind.make()
-            try await store.watchForWork { _ in }
-            await store.close()
-            return
-        }
-        let url = try await PostgresTestDatabase.create()
-        let holder = try PostgresStore.patient(url: url)
-        try await holder.migrate()
-        let other = try PostgresStore.patient(url: url)
+        guard let (holder, other) = try await Self.twoProcesses(kind) else { return }
         let heard = Mutex(Set<Int64>())
         let watching = Task {
             try await holder.watchForWork { notice in
