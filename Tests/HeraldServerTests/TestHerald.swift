@@ -32,6 +32,12 @@ struct TestHerald {
         configuration.bootstrapAdminKey = APIKeySecret.generate()
         // A line per request and per delivery would bury the test output.
         configuration.logLevel = "warning"
+        // A live test's client connects before the test body runs, and tests that talk raw
+        // HTTP first send its first request only after their own exchanges: on a loaded
+        // machine those took longer than the default 10 s for a first request head, and the
+        // server rightly closed the idle connection ("I/O on closed channel"). Tests of the
+        // deadline set their own.
+        configuration.requestHeadTimeout = .seconds(120)
         configure(&configuration)
         // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
