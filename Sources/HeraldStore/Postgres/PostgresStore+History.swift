@@ -27,7 +27,10 @@ extension PostgresStore {
     /// One writer per user at a time, so each user's sequences commit in order and a stream
     /// resuming after the last one it saw cannot skip a row committed late. Locks are taken in
     /// sorted order, after the shared fan-out lock: two transactions never wait on each other in
-    /// a cycle.
+    /// a cycle. The same lock orders an accept's read of a user's devices with whatever takes a
+    /// device from them or erases them (``lockOwners(ofMoving:_:)``, `eraseUser`,
+    /// `unregisterDevice`); those lock their device rows first, and an accept locks no device
+    /// row, so neither waits for the other while holding what the other needs.
     static func lockHistory(of users: [String], _ session: PostgresSession) async throws {
         _ = try await session.rows(HistoryLockStatement(users: users))
     }

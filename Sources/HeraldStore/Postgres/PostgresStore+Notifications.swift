@@ -17,8 +17,8 @@ extension PostgresStore {
             notification, userIDs: userIDs, route: route, idempotency: idempotency, idempotencySince: idempotencySince, handOff: handOff)
     }
 
-    /// A group commit's accepts in three statements, whatever their number: every named user's
-    /// settings and devices in one read, their history locks, and one write of everything
+    /// A group commit's accepts in three statements, whatever their number: the named users'
+    /// locks, their settings and devices in one read, and one write of everything
     /// (``write(_:_:)``). Over a network each statement is a round trip, so one per accept
     /// would bound a batch by latency, not by the database. Idempotency keys are claimed one by
     /// one, in order, since a later request may replay an earlier one of the same batch.
@@ -29,6 +29,13 @@ extension PostgresStore {
             guard case .users(let userIDs, _) = request.plan else { continue }
             for user in userIDs where seen.insert(user).inserted { named.append(user) }
         }
+        // Each named user's lock from before their devices are read until the commit: a
+        // registration that moves one of them to another user, or an erasure, waits for this
+        // batch and then fails what it queued (and every process withdraws what it handed off),
+        // or goes first and this read no longer finds the device. Without it a move committed
+        // between this read and the commit failed nothing of this batch, and its hand-off
+        // pushed to the device's new owner. The same locks order the history rows written below.
+        if !named.isEmpty { try await lockHistory(of: named, session) }
         let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
         let earlier = try await claimInKeyOrder(requests, session)
         var outcomes: [AcceptOutcome] = []
@@ -63,8 +70,8 @@ extension PostgresStore {
             if let plan, !leasedRows.isEmpty { handOffs.append((outcomes.count, plan, leasedRows)) }
             outcomes.append(AcceptOutcome(result: .accepted(NotificationReceipt(id: notification.id, recipients: count))))
         }
+        // Only named users' history is written here, and their locks are held (above).
         let history = deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }
-        if !history.isEmpty { try await lockHistory(of: history.map(\.1), session) }
         // Other processes' workers are woken only for rows they may claim now.
         let claimable = deliveries.contains { !$0.historyWritten && $0.leasedUntil == nil }
         let leasedIDs = try await write(

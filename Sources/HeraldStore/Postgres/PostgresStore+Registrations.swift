@@ -59,6 +59,7 @@ extension PostgresStore {
         var firstAt: [String: Int64] = [:]
         for request in requests where firstAt[request.userID] == nil { firstAt[request.userID] = micros(request.at) }
         try await subscribeRecommendedOnce(session, users: firstAt)
+        try await lockOwners(ofMoving: requests, session)
 
         var rounds: [[Int]] = []
         var occurrences: [AddressKey: Int] = [:]
@@ -83,6 +84,27 @@ extension PostgresStore {
             guard let device else { throw HeraldError(.internal, code: "storage_error", "device vanished while registering") }
             return device
         }
+    }
+
+    /// Locks the devices `requests` take from another user, then those users' locks
+    /// (``lockHistory(of:_:)``), before the registration statement: an accept that read such a
+    /// device for its owner commits first, and the statement, whose snapshot then includes it,
+    /// fails what it queued (withdrawing what it handed off); a later accept no longer finds the
+    /// device. The row locks keep the owners read here the owners when the statement runs.
+    static func lockOwners(ofMoving requests: [StoredRegistration], _ session: PostgresSession) async throws {
+        let (providers, keys, users) = (
+            requests.map(\.registration.address.provider), requests.map(\.registration.address.key), requests.map(\.userID)
+        )
+        let owners = try await session.rows(
+            """
+            SELECT d.user_id FROM devices d
+            JOIN UNNEST(\(providers)::text[], \(keys)::text[], \(users)::text[]) AS g(provider, address_key, user_id)
+                ON d.provider = g.provider AND d.address_key = g.address_key AND d.user_id <> g.user_id
+            ORDER BY d.provider, d.address_key
+            FOR NO KEY UPDATE OF d
+            """
+        ).map { try $0.text("user_id") }
+        if !owners.isEmpty { try await lockHistory(of: owners, session) }
     }
 
     /// A device's identity: its provider and address key, unique together.

@@ -47,6 +47,9 @@ extension PostgresStore {
         try await transaction { session in
             let find: PostgresQuery = "SELECT id FROM devices WHERE provider = \(provider) AND address_key = \(addressKey) AND user_id = \(userID) FOR UPDATE"
             guard let row = try await session.row(find) else { return false }
+            // An accept that read this device for the user commits first, so the removal fails
+            // what it queued (``lockHistory(of:_:)``).
+            try await Self.lockHistory(of: [userID], session)
             try await Self.removeDevice(session, id: try row.text("id"), reason: "device was unregistered", at: Self.micros(date))
             return true
         }
@@ -115,7 +118,14 @@ extension PostgresStore {
         try await transaction { session in
             var erased = UserErasure()
             let now = Self.micros(date)
-            let devices = try await session.rows("SELECT id FROM devices WHERE user_id = \(userID) FOR UPDATE").map { try $0.text("id") }
+            // Device rows in the order registrations lock them, then the user's lock: an accept
+            // for them in progress commits first, so what it queued and wrote is failed and
+            // deleted below, where before an accept that read their devices just before this
+            // commit wrote a history row and a push after the erasure (``lockHistory(of:_:)``).
+            let devices = try await session.rows(
+                "SELECT id FROM devices WHERE user_id = \(userID) ORDER BY provider, address_key FOR UPDATE"
+            ).map { try $0.text("id") }
+            try await Self.lockHistory(of: [userID], session)
             for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
             // What is still queued for them in other sinks (history, webhooks) is never done.
