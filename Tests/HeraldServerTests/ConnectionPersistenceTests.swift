@@ -46,7 +46,9 @@ import Testing
             // so the body is plain and ends with the connection. It was chunked.
             let token = try await herald.userToken("u-stream")
             let stream = try await RawHTTP.onThread { () throws -> String in
-                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(2))
+                // Read until the stream's first event: the timeout only bounds a failure (2 s
+                // was too short for the first bytes once, with the whole suite loading the machine).
+                let fd = try Loopback.connect(port: port, receiveTimeout: .seconds(30))
                 defer { close(fd) }
                 RawHTTP.send(fd, Array("GET /api/stream HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8))
                 return RawHTTP.read(fd, until: "retry:")
