@@ -180,7 +180,9 @@ import Testing
 
     /// A graceful shutdown ends open streams at once rather than waiting out the drain.
     @Test func openStreamsEndAtShutdown() async throws {
-        let herald = try await Self.make { $0.shutdownTimeout = .seconds(30) }
+        // A drain far longer than the bound below, which is loose for a loaded machine (10 s
+        // was exceeded once, by the whole suite's load, with the streams ending at once).
+        let herald = try await Self.make { $0.shutdownTimeout = .seconds(180) }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         defer { _ = client.shutdown() }
         let (stream, shutdown) = try await herald.serve { base in
@@ -189,9 +191,9 @@ import Testing
             _ = try await stream.next()
             return stream
         }
-        #expect(try await stream.ends(within: .seconds(1)))
+        #expect(try await stream.ends(within: .seconds(10)))
         // Without the streams ending, the HTTP server would wait for them for good.
-        #expect(shutdown < .seconds(10), "took \(shutdown)")
+        #expect(shutdown < .seconds(60), "took \(shutdown)")
     }
 
     @Test func streamAndMembershipSettingsParse() async throws {
