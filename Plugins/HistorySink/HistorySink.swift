@@ -18,7 +18,9 @@ public struct HistorySink: NotificationSink {
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
         do {
-            try await store.appendHistory(batch.map { ($0.notification.id, $0.recipient.userID) }, at: clock())
+            try await store.appendHistory(
+                batch.map { ($0.notification.id, $0.recipient.userID) }, at: clock(),
+                leases: batch.map { DeliveryLease(id: $0.id, attempt: $0.attempt) })
             return batch.map { _ in .delivered }
         } catch {
             return batch.map { _ in .retry(after: nil, reason: "history write failed: \(error)") }

@@ -520,6 +520,25 @@ import Testing
             ])
     }
 
+    /// The history sink writes a claimed delivery's row only while the delivery is still
+    /// pending under its lease: a user erased after the claim got their row back, written
+    /// after the erasure had deleted everything of theirs.
+    @Test(arguments: StoreKind.allCases)
+    func historyForADeliveryFailedSinceItsClaimIsNotWritten(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = notification(["kept", "erased", "stale"])
+        _ = try await store.accept(n, recipients: 3, deliveries: historyDeliveries(["kept", "erased", "stale"]), idempotencySince: t0)
+        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        #expect(claimed.count == 3)
+        _ = try await store.eraseUser(userID: "erased", at: t0)
+        // A lease another claim has since replaced (its attempt is not the row's).
+        let leases = claimed.map { DeliveryLease(id: $0.id, attempt: $0.attempt + ($0.recipient.userID == "stale" ? 1 : 0)) }
+        try await store.appendHistory(claimed.map { (n.id, $0.recipient.userID) }, at: t0, leases: leases)
+        #expect(try await store.history(userID: "kept", limit: 10, before: nil).items.map(\.notificationID) == [n.id])
+        #expect(try await store.history(userID: "erased", limit: 10, before: nil).items.isEmpty, "no row outlives the erasure")
+        #expect(try await store.history(userID: "stale", limit: 10, before: nil).items.isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func historyIsExactlyOncePerNotificationAndUser(_ kind: StoreKind) async throws {
         let store = try await kind.make()

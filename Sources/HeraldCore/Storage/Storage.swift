@@ -216,7 +216,10 @@ extension DeliveryQueue {
 /// Per-user history (SPEC §3), written by the history sink.
 public protocol HistoryStore: Sendable {
     /// Adds one row per (notification, user); a second write of the same pair changes nothing.
-    func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws
+    /// With `leases` (one per entry, the history sink's claimed deliveries), an entry is written
+    /// only while its delivery is still pending under that lease: a delivery failed since its
+    /// claim, its user erased, writes no row after the erasure deleted theirs.
+    func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date, leases: [DeliveryLease]?) async throws
     /// Newest first. `before` is a cursor from an earlier page.
     func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage
     /// Marks the given notifications read for the user and returns the unread count.
@@ -227,6 +230,13 @@ public protocol HistoryStore: Sendable {
     func history(userID: String, after sequence: Int64, limit: Int) async throws -> [SequencedHistoryItem]
     /// The sequence of the user's newest row, 0 when there is none.
     func lastHistorySequence(userID: String) async throws -> Int64
+}
+
+extension HistoryStore {
+    /// Adds one row per (notification, user), whatever became of any delivery.
+    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
+        try await appendHistory(entries, at: date, leases: nil)
+    }
 }
 
 /// The channel → area → subject hierarchy and users' subscriptions (SPEC §2).

@@ -3,10 +3,28 @@ import HeraldCore
 import PostgresNIO
 
 extension PostgresStore {
-    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
+    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date, leases: [DeliveryLease]?) async throws {
         guard !entries.isEmpty else { return }
         let now = Self.micros(date)
-        try await transaction { session in try await Self.writeHistory(entries.map { ($0.notificationID.hex, $0.userID, now) }, session) }
+        try await transaction { session in
+            var kept = entries
+            if let leases {
+                // Under the users' locks, which an erasure takes before failing their deliveries:
+                // it has either failed these already, or waits for this row and deletes it.
+                try await Self.lockHistory(of: entries.map(\.userID), session)
+                let held = Set(
+                    try await session.rows(
+                        """
+                        SELECT d.id FROM deliveries d
+                        JOIN UNNEST(\(leases.map(\.id))::int8[], \(leases.map { Int64($0.attempt) })::int8[]) AS l(id, attempt)
+                            ON d.id = l.id AND d.attempts = l.attempt
+                        WHERE d.state = 'pending'
+                        """
+                    ).map { try $0.integer("id") })
+                kept = zip(entries, leases).filter { held.contains($1.id) }.map(\.0)
+            }
+            try await Self.writeHistory(kept.map { ($0.notificationID.hex, $0.userID, now) }, session)
+        }
     }
 
     /// History rows, each written once per (notification, user), in per-user order, and

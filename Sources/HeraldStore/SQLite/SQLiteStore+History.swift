@@ -3,11 +3,19 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date) async throws {
+    public func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date, leases: [DeliveryLease]?) async throws {
         guard !entries.isEmpty else { return }
         let now = Self.micros(date)
-        try await writer.write { db in try Self.writeHistory(entries.map { ($0.notificationID.hex, $0.userID) }, at: now, db) }
-        changes.send(.history(users: entries.map(\.userID).uniqued()))
+        let written = try await writer.write { db in
+            var kept = entries
+            if let leases {
+                let held = try db.cachedStatement(sql: "SELECT 1 FROM deliveries WHERE id = ? AND attempts = ? AND state = 'pending'")
+                kept = try zip(entries, leases).filter { _, lease in try Bool.fetchOne(held, arguments: [lease.id, lease.attempt]) != nil }.map(\.0)
+            }
+            try Self.writeHistory(kept.map { ($0.notificationID.hex, $0.userID) }, at: now, db)
+            return kept
+        }
+        if !written.isEmpty { changes.send(.history(users: written.map(\.userID).uniqued())) }
     }
 
     /// History rows, each written once per (notification, user): for the history sink, and
