@@ -7,23 +7,25 @@ extension PostgresStore {
         guard !entries.isEmpty else { return }
         let now = Self.micros(date)
         try await transaction { session in
-            var kept = entries
-            if let leases {
-                // Under the users' locks, which an erasure takes before failing their deliveries:
-                // it has either failed these already, or waits for this row and deletes it.
-                try await Self.lockHistory(of: entries.map(\.userID), session)
-                let held = Set(
-                    try await session.rows(
-                        """
-                        SELECT d.id FROM deliveries d
-                        JOIN UNNEST(\(leases.map(\.id))::int8[], \(leases.map { Int64($0.attempt) })::int8[]) AS l(id, attempt)
-                            ON d.id = l.id AND d.attempts = l.attempt
-                        WHERE d.state = 'pending'
-                        """
-                    ).map { try $0.integer("id") })
-                kept = zip(entries, leases).filter { held.contains($1.id) }.map(\.0)
+            let rows = { (kept: [(notificationID: ObjectID, userID: String)]) -> [(notification: String, user: String, at: Int64)] in
+                kept.map { ($0.notificationID.hex, $0.userID, now) }
             }
-            try await Self.writeHistory(kept.map { ($0.notificationID.hex, $0.userID, now) }, session)
+            guard let leases else { return try await Self.writeHistory(rows(entries), session) }
+            // Under the users' locks, which an erasure takes before failing their deliveries:
+            // it has either failed these already, or waits for these rows and deletes them.
+            try await Self.lockHistory(of: entries.map(\.userID), session)
+            let held = Set(
+                try await session.rows(
+                    """
+                    SELECT d.id FROM deliveries d
+                    JOIN UNNEST(\(leases.map(\.id))::int8[], \(leases.map { Int64($0.attempt) })::int8[]) AS l(id, attempt)
+                        ON d.id = l.id AND d.attempts = l.attempt
+                    WHERE d.state = 'pending'
+                    """
+                ).map { try $0.integer("id") })
+            let kept = zip(entries, leases).filter { held.contains($1.id) }.map(\.0)
+            guard !kept.isEmpty else { return }
+            try await Self.write(StoredWrites(history: rows(kept)), session)
         }
     }
 
