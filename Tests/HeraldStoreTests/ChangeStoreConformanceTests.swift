@@ -118,7 +118,7 @@ import Testing
         let (hasWritten, written) = AsyncStream<Void>.makeStream()
         let perUser = Task {
             try await store.transaction { session in
-                try await PostgresStore.writeHistory([(first.hex, "a", 1)], session)
+                try await PostgresStore.writeHistory([(first.hex, "a", 1)], leases: nil, session)
                 written.yield()
                 for await _ in committing { break }
             }

@@ -7,13 +7,22 @@ extension PostgresStore {
         guard !entries.isEmpty else { return }
         let now = Self.micros(date)
         try await transaction { session in
-            let rows = { (kept: [(notificationID: ObjectID, userID: String)]) -> [(notification: String, user: String, at: Int64)] in
-                kept.map { ($0.notificationID.hex, $0.userID, now) }
-            }
-            guard let leases else { return try await Self.writeHistory(rows(entries), session) }
-            // Under the users' locks, which an erasure takes before failing their deliveries:
-            // it has either failed these already, or waits for these rows and deletes them.
-            try await Self.lockHistory(of: entries.map(\.userID), session)
+            try await Self.writeHistory(entries.map { ($0.notificationID.hex, $0.userID, now) }, leases: leases, session)
+        }
+    }
+
+    /// History rows, each written once per (notification, user), in per-user order, and
+    /// announced to live streams: for the history sink. An accept for users writes its own with
+    /// its other rows, under the same lock. With `leases`, only the rows whose deliveries still
+    /// hold them: under the users' locks, which an erasure takes before failing their
+    /// deliveries, it has either failed these already or waits for these rows and deletes them.
+    static func writeHistory(
+        _ entries: [(notification: String, user: String, at: Int64)], leases: [DeliveryLease]?, _ session: PostgresSession
+    ) async throws {
+        guard !entries.isEmpty else { return }
+        try await lockHistory(of: entries.map(\.user), session)
+        var kept = entries
+        if let leases {
             let held = Set(
                 try await session.rows(
                     """
@@ -23,19 +32,10 @@ extension PostgresStore {
                     WHERE d.state = 'pending'
                     """
                 ).map { try $0.integer("id") })
-            let kept = zip(entries, leases).filter { held.contains($1.id) }.map(\.0)
-            guard !kept.isEmpty else { return }
-            try await Self.write(StoredWrites(history: rows(kept)), session)
+            kept = zip(entries, leases).filter { held.contains($1.id) }.map(\.0)
         }
-    }
-
-    /// History rows, each written once per (notification, user), in per-user order, and
-    /// announced to live streams: for the history sink. An accept for users writes its own with
-    /// its other rows, under the same lock.
-    static func writeHistory(_ entries: [(notification: String, user: String, at: Int64)], _ session: PostgresSession) async throws {
-        guard !entries.isEmpty else { return }
-        try await lockHistory(of: entries.map(\.user), session)
-        try await write(StoredWrites(history: entries), session)
+        guard !kept.isEmpty else { return }
+        try await write(StoredWrites(history: kept), session)
     }
 
     /// The first key of the advisory locks that order history writes per user.
