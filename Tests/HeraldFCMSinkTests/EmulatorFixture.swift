@@ -25,12 +25,14 @@ final class EmulatorFixture: Sendable {
     /// client would need a shutdown that a failing test could skip.
     static let http = FCMSink.makeHTTPClient()
 
+    /// `requestTimeout` is generous by default: no test relies on it firing (those that do set
+    /// their own), and 5 s was passed once by a send under the whole suite's load.
     /// - Parameter tls: the emulator serves HTTP/2 over TLS and the sink makes its own client
     ///   trusting the emulator's certificate (closed when the test ends), unless
     ///   `trustCertificate` is false.
     static func start(
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
-        trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(5),
+        trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(30),
         slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
