@@ -46,7 +46,14 @@ extension PostgresStore {
     public func record(_ updates: [DeliveryUpdate], at date: Date) async throws {
         guard !updates.isEmpty else { return }
         let now = Self.micros(date)
+        let removals = updates.compactMap { $0.removeDevice?.hex }
         try await transaction { session in
+            // The devices to remove before the deliveries: an unregistration, an erasure or a
+            // registration moving the device locks its row, then fails its deliveries; taken
+            // the other way round, each waited for the other's row and PostgreSQL failed one.
+            if !removals.isEmpty {
+                try await session.execute("SELECT id FROM devices WHERE id = ANY(\(removals)) ORDER BY provider, address_key FOR UPDATE")
+            }
             // Fenced by the attempt: a stale worker's outcome changes nothing.
             let applied = Set(try await session.rows(RecordStatement(updates, at: now)).map { try $0.integer("id") })
             for update in updates where applied.contains(update.id) {

@@ -118,6 +118,11 @@ extension PostgresStore {
         try await transaction { session in
             var erased = UserErasure()
             let now = Self.micros(date)
+            // The user's row first, as a registration's batch locks it (``subscribeRecommendedOnce``)
+            // before its device rows: taken last, by the delete below, a user re-registering
+            // their own device during the erasure held it while waiting for a device row this
+            // erasure held, and PostgreSQL failed one of the two as a deadlock.
+            try await session.execute("SELECT id FROM users WHERE id = \(userID) FOR UPDATE")
             // Device rows in the order registrations lock them, then the user's lock: an accept
             // for them in progress commits first, so what it queued and wrote is failed and
             // deleted below, where before an accept that read their devices just before this
@@ -141,9 +146,12 @@ extension PostgresStore {
             )
             erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.history = try await session.rows("DELETE FROM history WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            // Their card counter before their cards, as every card write locks it first
+            // (``lockUsers(_:_:)``): deleted after, a score upload holding it waited for a card
+            // row this erasure had deleted while the erasure waited for the counter, a deadlock.
+            try await session.execute("DELETE FROM card_users WHERE user_id = \(userID)")
             erased.events = try await session.rows("DELETE FROM events WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
-            try await session.execute("DELETE FROM card_users WHERE user_id = \(userID)")
             try await session.execute("DELETE FROM users WHERE id = \(userID)")
             try await session.announce(.attributes(users: [userID]))
             return erased

@@ -1,0 +1,153 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import PostgresNIO
+import Testing
+
+@testable import HeraldStore
+
+/// Writers of one user's rows take their locks in one order: the user's row, then their device
+/// rows, then their deliveries (a registration's batch, an erasure, an unregistration, a
+/// worker recording that a provider reported a device gone); their card counter, then their
+/// cards (card writes, an erasure). Out of order, each of two holds what the other waits for
+/// and PostgreSQL fails one of them as a deadlock.
+@Suite(.cleansUp) struct PostgresLockOrderTests {
+    let ids = ObjectIDGenerator()
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    /// Another transaction holding what it locked, uncommitted, until ``rollBack()``.
+    struct Holder {
+        struct RolledBack: Error {}
+        let task: Task<Void, any Error>
+        let release: AsyncStream<Void>.Continuation
+
+        static func start(_ store: PostgresStore, locking lock: @escaping @Sendable (PostgresSession) async throws -> Void) async -> Holder {
+            let (held, holding) = AsyncStream.makeStream(of: Void.self)
+            let (release, releasing) = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                try await store.transaction { session in
+                    try await lock(session)
+                    holding.yield()
+                    for await _ in release { break }
+                    throw RolledBack()
+                }
+            }
+            for await _ in held { break }
+            return Holder(task: task, release: releasing)
+        }
+
+        func rollBack() async {
+            release.yield()
+            await #expect(throws: RolledBack.self) { try await task.value }
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aRegistrationDuringAnErasureOfItsUserFinishesAfterIt() async throws {
+        let store = try await migratedStore()
+        _ = try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
+
+        // Another transaction holds alice's history lock, so the erasure stops there, holding
+        // whatever it locked before it; the registration then starts, and locks what it can.
+        let holder = await Holder.start(store) { session in
+            try await PostgresStore.lockHistory(of: ["alice"], session)
+        }
+        let erasing = Task { try await store.eraseUser(userID: "alice", at: t0) }
+        #expect(try await waitForLockWaiters(1, store) == 1, "the erasure waits for alice's history lock")
+        let registering = Task {
+            try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
+        }
+        #expect(try await waitForLockWaiters(2, store) == 2, "the registration waits for the erasure")
+        await holder.rollBack()
+
+        let erased = try await erasing.value
+        #expect(erased.devices == 1, "the erasure removed the device it found")
+        let registered = try await registering.value
+        #expect(registered.address.key == "tok-a")
+        let devices = try await store.devices(userID: "alice")
+        #expect(devices.map(\.address.key) == ["tok-a"], "the registration, after the erasure, stored the device again")
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aScoreUploadDuringAnErasureOfItsUserFinishesBeforeIt() async throws {
+        let store = try await migratedStore()
+        _ = try await store.putCards([Card(id: "c1", metadata: [:], postedAt: t0)])
+        _ = try await store.applyScores([
+            ScoreUpdate(userID: "alice", card: "c1", score: 1, timestamp: 1), ScoreUpdate(userID: "bob", card: "c1", score: 1, timestamp: 1),
+        ])
+
+        // Another transaction holds bob's card counter, so an upload for alice and bob stops
+        // there holding alice's (counters are locked in user order), before its card writes.
+        let holder = await Holder.start(store) { session in
+            try await session.execute("SELECT user_id FROM card_users WHERE user_id = 'bob' FOR UPDATE")
+        }
+        let uploading = Task {
+            try await store.applyScores([
+                ScoreUpdate(userID: "alice", card: "c1", score: 2, timestamp: 2), ScoreUpdate(userID: "bob", card: "c1", score: 2, timestamp: 2),
+            ])
+        }
+        #expect(try await waitForLockWaiters(1, store) == 1, "the upload waits for bob's counter")
+        let erasing = Task { try await store.eraseUser(userID: "alice", at: t0) }
+        #expect(try await waitForLockWaiters(2, store) == 2, "the erasure waits for the upload")
+        await holder.rollBack()
+
+        #expect(try await uploading.value.applied == 2)
+        _ = try await erasing.value
+        let scores = try await store.withConnection { session in
+            try await session.rows("SELECT user_id, score FROM user_cards ORDER BY user_id").map {
+                "\(try $0.text("user_id"))=\(try $0.cell("score").decode(Double.self))"
+            }
+        }
+        #expect(scores == ["bob=2.0"], "the upload committed first; the erasure then deleted alice's card")
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aDeviceReportedGoneWhileItIsUnregisteredIsRemovedOnce() async throws {
+        let store = try await migratedStore()
+        let device = try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
+        let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["alice"]))
+        _ = try await store.accept(
+            n, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "alice", deviceID: device.id, distribution: .alert)],
+            idempotencySince: t0)
+        let push = try #require(try await store.claimDue(now: t0, limit: 10, lease: .seconds(30)).first)
+
+        // Another transaction holds alice's history lock, so the unregistration stops there,
+        // holding her device's row; the worker then records that FCM reported the token gone.
+        let holder = await Holder.start(store) { session in
+            try await PostgresStore.lockHistory(of: ["alice"], session)
+        }
+        let unregistering = Task { try await store.unregisterDevice(userID: "alice", provider: "fcm", addressKey: "tok-a", at: t0) }
+        #expect(try await waitForLockWaiters(1, store) == 1, "the unregistration waits for alice's history lock")
+        let recording = Task {
+            try await store.record(
+                [DeliveryUpdate(id: push.id, state: .failed, attempts: push.attempt, lastError: "gone", removeDevice: device.id)], at: t0)
+        }
+        #expect(try await waitForLockWaiters(2, store) == 2, "the record waits for the unregistration")
+        await holder.rollBack()
+
+        #expect(try await unregistering.value)
+        try await recording.value
+        let status = try #require(try await store.status(of: n.id))
+        #expect(status.deliveries.map(\.lastError) == ["device was unregistered"], "the unregistration failed the push first")
+        #expect(try await store.devices(userID: "alice").isEmpty)
+    }
+
+    func migratedStore() async throws -> PostgresStore {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        return store
+    }
+
+    /// Polls until `count` sessions wait on a lock (or 10 s pass); the number seen last.
+    func waitForLockWaiters(_ count: Int, _ store: PostgresStore) async throws -> Int {
+        var waiting = 0
+        for _ in 0..<400 where waiting < count {
+            try await Task.sleep(for: .milliseconds(25))
+            waiting = try await store.withConnection { session in
+                try await session.count("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+            }
+        }
+        return waiting
+    }
+}
