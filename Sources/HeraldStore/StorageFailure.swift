@@ -19,6 +19,14 @@ public enum StorageFailure {
         if PostgresPool.isConnectionFailure(error) {
             return HeraldError(.unavailable, code: "storage_unavailable", "the database is unreachable; retry shortly")
         }
+        switch PostgresPool.transientFailure(error) {
+        case .busy(let state):
+            return HeraldError(.unavailable, code: "storage_busy", "the database could not finish the request now (SQLSTATE \(state)); retry shortly")
+        case .exhausted(let state):
+            return HeraldError(.unavailable, code: "storage_unavailable", "the database is short of resources (SQLSTATE \(state)); retry shortly")
+        case nil:
+            break
+        }
         return nil
     }
 }

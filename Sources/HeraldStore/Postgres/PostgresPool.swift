@@ -176,6 +176,26 @@ final class PostgresPool: Sendable {
         }
     }
 
+    /// What a statement's failure says of the database now, when it says "not now": the
+    /// transaction lost a race (class 40: a deadlock, a serialization failure), waited too long
+    /// (55P03, 57014: `lock_timeout`, `statement_timeout`) or the server ran short (class 53: disk,
+    /// memory, connections; class 58: I/O). Retrying later may succeed, so these are 503s, as
+    /// SQLite's `SQLITE_BUSY` is; any other state is the statement's own fault.
+    enum TransientFailure {
+        case busy(String)
+        case exhausted(String)
+    }
+
+    static func transientFailure(_ error: any Error) -> TransientFailure? {
+        if let error = error as? PostgresTransactionError {
+            return [error.closureError, error.beginError, error.commitError].compactMap { $0 }.lazy.compactMap(transientFailure).first
+        }
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return nil }
+        if state.hasPrefix("40") || state == "55P03" || state == "57014" { return .busy(state) }
+        if state.hasPrefix("53") || state.hasPrefix("58") { return .exhausted(state) }
+        return nil
+    }
+
     /// Tells a busy pool from an unreachable database: a fresh connection either comes at once
     /// (then only this pool is busy) or not (then the database is marked unreachable).
     private func checkReachability(of client: PostgresClient) {
