@@ -1,7 +1,9 @@
 import Foundation
 import HeraldCore
 import HeraldTestSupport
+import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import HeraldStore
@@ -10,7 +12,8 @@ import Testing
 /// rows, then their deliveries (a registration's batch, an erasure, an unregistration, a
 /// worker recording that a provider reported a device gone); their card counter, then their
 /// cards (card writes, an erasure). Out of order, each of two holds what the other waits for
-/// and PostgreSQL fails one of them as a deadlock.
+/// and PostgreSQL fails one of them as a deadlock. The store runs such a transaction again, so
+/// each test also checks that none was rolled back.
 @Suite(.cleansUp) struct PostgresLockOrderTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
@@ -44,7 +47,7 @@ import Testing
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aRegistrationDuringAnErasureOfItsUserFinishesAfterIt() async throws {
-        let store = try await migratedStore()
+        let (store, log) = try await migratedStore()
         _ = try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
 
         // Another transaction holds alice's history lock, so the erasure stops there, holding
@@ -66,11 +69,12 @@ import Testing
         #expect(registered.address.key == "tok-a")
         let devices = try await store.devices(userID: "alice")
         #expect(devices.map(\.address.key) == ["tok-a"], "the registration, after the erasure, stored the device again")
+        #expect(log.conflicts == 0, "no transaction was rolled back to break a deadlock")
     }
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aScoreUploadDuringAnErasureOfItsUserFinishesBeforeIt() async throws {
-        let store = try await migratedStore()
+        let (store, log) = try await migratedStore()
         _ = try await store.putCards([Card(id: "c1", metadata: [:], postedAt: t0)])
         _ = try await store.applyScores([
             ScoreUpdate(userID: "alice", card: "c1", score: 1, timestamp: 1), ScoreUpdate(userID: "bob", card: "c1", score: 1, timestamp: 1),
@@ -99,11 +103,12 @@ import Testing
             }
         }
         #expect(scores == ["bob=2.0"], "the upload committed first; the erasure then deleted alice's card")
+        #expect(log.conflicts == 0, "no transaction was rolled back to break a deadlock")
     }
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aDeviceReportedGoneWhileItIsUnregisteredIsRemovedOnce() async throws {
-        let store = try await migratedStore()
+        let (store, log) = try await migratedStore()
         let device = try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
         let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["alice"]))
         _ = try await store.accept(
@@ -130,13 +135,37 @@ import Testing
         let status = try #require(try await store.status(of: n.id))
         #expect(status.deliveries.map(\.lastError) == ["device was unregistered"], "the unregistration failed the push first")
         #expect(try await store.devices(userID: "alice").isEmpty)
+        #expect(log.conflicts == 0, "no transaction was rolled back to break a deadlock")
     }
 
-    func migratedStore() async throws -> PostgresStore {
-        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+    /// A migrated store on a fresh database, whose conflict retries the test reads back.
+    func migratedStore() async throws -> (PostgresStore, ConflictLog) {
+        let log = ConflictLog()
+        let store = try PostgresStore(
+            url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout,
+            logger: Logger(label: "test", factory: { _ in ConflictLog.Handler(log: log) }))
         TestResources.register { await store.close() }
         try await store.migrate()
-        return store
+        return (store, log)
+    }
+
+    /// Counts the store's notices that it ran a transaction again after a lock conflict.
+    final class ConflictLog: Sendable {
+        private let count = Mutex(0)
+        var conflicts: Int { count.withLock { $0 } }
+
+        struct Handler: LogHandler {
+            let log: ConflictLog
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .trace
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                if "\(event.message)".contains("lock conflict") { log.count.withLock { $0 += 1 } }
+            }
+        }
     }
 
     /// Polls until `count` sessions wait on a lock (or 10 s pass); the number seen last.

@@ -187,13 +187,24 @@ final class PostgresPool: Sendable {
     }
 
     static func transientFailure(_ error: any Error) -> TransientFailure? {
-        if let error = error as? PostgresTransactionError {
-            return [error.closureError, error.beginError, error.commitError].compactMap { $0 }.lazy.compactMap(transientFailure).first
-        }
-        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return nil }
+        guard let state = sqlState(error) else { return nil }
         if state.hasPrefix("40") || state == "55P03" || state == "57014" { return .busy(state) }
         if state.hasPrefix("53") || state.hasPrefix("58") { return .exhausted(state) }
         return nil
+    }
+
+    /// Whether PostgreSQL rolled the transaction back to break a deadlock or a serialization
+    /// conflict, so that running it again may succeed.
+    static func isConflict(_ error: any Error) -> Bool {
+        sqlState(error).map { ["40P01", "40001"].contains($0) } ?? false
+    }
+
+    /// The SQLSTATE the server answered, when `error` is a server's answer.
+    static func sqlState(_ error: any Error) -> String? {
+        if let error = error as? PostgresTransactionError {
+            return [error.closureError, error.beginError, error.commitError].compactMap { $0 }.lazy.compactMap(sqlState).first
+        }
+        return (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
     /// Tells a busy pool from an unreachable database: a fresh connection either comes at once

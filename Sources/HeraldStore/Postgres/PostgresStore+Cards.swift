@@ -309,9 +309,15 @@ extension PostgresStore {
 
     /// Creates the users' counters if needed and locks them, in user-id order, until the transaction ends.
     static func lockUsers(_ users: Set<String>, _ session: PostgresSession) async throws {
-        let ids = users.sorted()
-        try await session.execute("INSERT INTO card_users (user_id, seq, next_index) SELECT unnest(\(ids)::text[]), 0, 0 ON CONFLICT DO NOTHING")
-        try await session.execute("SELECT user_id FROM card_users WHERE user_id = ANY(\(ids)) ORDER BY user_id FOR UPDATE")
+        // One upsert that locks what it finds: an insert that did nothing, then a `FOR UPDATE`,
+        // found no row when an erasure deleted it in between (the lock waited for the erasure,
+        // then skipped the deleted row), and the write went on without its counter, a 500.
+        try await session.execute(
+            """
+            INSERT INTO card_users (user_id, seq, next_index) SELECT id, 0, 0 FROM UNNEST(\(users.sorted())::text[]) AS u(id) ORDER BY id
+            ON CONFLICT (user_id) DO UPDATE SET seq = card_users.seq
+            """
+        )
     }
 
     static func cardMark(_ session: PostgresSession, userID: String) async throws -> CardMark {

@@ -55,7 +55,7 @@ extension PostgresStore {
                 try await session.execute("SELECT id FROM devices WHERE id = ANY(\(removals)) ORDER BY provider, address_key FOR UPDATE")
             }
             // Fenced by the attempt: a stale worker's outcome changes nothing.
-            let applied = Set(try await session.rows(RecordStatement(updates, at: now)).map { try $0.integer("id") })
+            let applied = Set(try await session.rows(RecordStatement(updates.sorted { $0.id < $1.id }, at: now)).map { try $0.integer("id") })
             for update in updates where applied.contains(update.id) {
                 guard let device = update.removeDevice else { continue }
                 try await Self.removeDevice(session, id: device.hex, reason: "device token was reported gone: \(update.lastError ?? "unregistered")", at: now)
@@ -94,14 +94,21 @@ extension PostgresStore {
         guard !leases.isEmpty else { return }
         let ids = leases.map(\.id)
         let attempts = leases.map { Int64($0.attempt) }
-        try await withConnection { session in
-            try await session.execute(
-                """
-                UPDATE deliveries d SET next_attempt_at = \(Self.micros(until))
-                FROM UNNEST(\(ids)::bigint[], \(attempts)::bigint[]) AS l(id, attempt)
-                WHERE d.id = l.id AND d.attempts = l.attempt AND d.state = 'pending' AND d.leased = 1
-                """
-            )
+        // Locked in id order, as an unregistration or an erasure locks the deliveries it fails:
+        // updated in the order the plan visits them, the two could each hold a row the other
+        // waited for (a heartbeat runs every third of a lease, beside everything else).
+        try await Self.retryingConflicts(logger: logger) {
+            try await withConnection { session in
+                try await session.execute(
+                    """
+                    UPDATE deliveries SET next_attempt_at = \(Self.micros(until))
+                    WHERE id IN (
+                        SELECT d.id FROM deliveries d JOIN UNNEST(\(ids)::bigint[], \(attempts)::bigint[]) AS l(id, attempt)
+                            ON d.id = l.id AND d.attempts = l.attempt
+                        WHERE d.state = 'pending' AND d.leased = 1 ORDER BY d.id FOR UPDATE OF d)
+                    """
+                )
+            }
         }
     }
 

@@ -175,7 +175,9 @@ extension PostgresStore {
                     UPDATE deliveries SET state = 'failed', last_error = 'device was registered by another user', next_attempt_at = NULL,
                         updated_at = device.updated_at
                     FROM device
-                    WHERE deliveries.device_id = device.id AND deliveries.state = 'pending' AND deliveries.user_id <> device.user_id
+                    WHERE deliveries.device_id = device.id AND deliveries.user_id <> device.user_id AND deliveries.id IN (
+                        SELECT p.id FROM deliveries p JOIN device ON p.device_id = device.id
+                        WHERE p.state = 'pending' AND p.user_id <> device.user_id ORDER BY p.id FOR UPDATE OF p)
                     RETURNING deliveries.id, deliveries.leased
                 ), \(unescaped: WithdrawalMessage.notices(of: "moved"))
                 SELECT device.*, (SELECT COUNT(*) FROM withdrawn) AS withdrawal_notices FROM device

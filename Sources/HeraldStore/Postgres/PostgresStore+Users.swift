@@ -121,8 +121,11 @@ extension PostgresStore {
             // The user's row first, as a registration's batch locks it (``subscribeRecommendedOnce``)
             // before its device rows: taken last, by the delete below, a user re-registering
             // their own device during the erasure held it while waiting for a device row this
-            // erasure held, and PostgreSQL failed one of the two as a deadlock.
-            try await session.execute("SELECT id FROM users WHERE id = \(userID) FOR UPDATE")
+            // erasure held, and PostgreSQL failed one of the two as a deadlock. Upserted, as the
+            // registration does, so it is locked even when there is none yet (one a registration
+            // creates meanwhile would otherwise be the next registration's to lock).
+            try await session.execute(
+                "INSERT INTO users (id, updated_at) VALUES (\(userID), \(now)) ON CONFLICT (id) DO UPDATE SET updated_at = users.updated_at")
             // Device rows in the order registrations lock them, then the user's lock: an accept
             // for them in progress commits first, so what it queued and wrote is failed and
             // deleted below, where before an accept that read their devices just before this
@@ -131,6 +134,10 @@ extension PostgresStore {
                 "SELECT id FROM devices WHERE user_id = \(userID) ORDER BY provider, address_key FOR UPDATE"
             ).map { try $0.text("id") }
             try await Self.lockHistory(of: [userID], session)
+            // All of their queued deliveries at once, in id order: failed device by device, the
+            // rows of two devices interleave, and a worker's heartbeat taking them in id order
+            // could hold one of the second device's while waiting for one of the first's.
+            try await session.execute("SELECT id FROM deliveries WHERE state = 'pending' AND user_id = \(userID) ORDER BY id FOR UPDATE")
             for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
             // What is still queued for them in other sinks (history, webhooks) is never done.
@@ -138,7 +145,7 @@ extension PostgresStore {
                 """
                 WITH failed AS (
                     UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
-                    WHERE state = 'pending' AND user_id = \(userID)
+                    WHERE id IN (SELECT id FROM deliveries WHERE state = 'pending' AND user_id = \(userID) ORDER BY id FOR UPDATE)
                     RETURNING id, leased
                 ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
                 SELECT COUNT(*) AS notices FROM withdrawn
@@ -159,14 +166,16 @@ extension PostgresStore {
     }
 
     /// Deletes a device and fails whatever was still queued for it, telling every process to
-    /// drop the copies its hand-off holds.
+    /// drop the copies its hand-off holds. Deliveries are locked in id order, as a worker's
+    /// record and lease extension take theirs: updated in whatever order the plan visits them,
+    /// two statements over the same rows could each hold one the other waited for.
     static func removeDevice(_ session: PostgresSession, id: String, reason: String, at now: Int64) async throws {
         try await session.execute("DELETE FROM devices WHERE id = \(id)")
         try await session.execute(
             """
             WITH failed AS (
                 UPDATE deliveries SET state = 'failed', last_error = \(reason), next_attempt_at = NULL, updated_at = \(now)
-                WHERE device_id = \(id) AND state = 'pending'
+                WHERE id IN (SELECT id FROM deliveries WHERE device_id = \(id) AND state = 'pending' ORDER BY id FOR UPDATE)
                 RETURNING id, leased
             ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
             SELECT COUNT(*) AS notices FROM withdrawn

@@ -182,19 +182,41 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         try await Self.transaction(pool, preparation: preparation, logger: logger, body)
     }
 
+    /// `body` may run more than once (``retryingConflicts(logger:_:)``): it talks to the
+    /// database through its session and returns what it found, and does nothing else.
     static func transaction<Result: Sendable>(
         _ pool: PostgresPool, preparation: StatementPreparation, logger: Logger, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
-        do {
-            return try await pool.run { client, acquired in
-                try await client.withTransaction(logger: logger) { connection in
-                    try acquired(connection)
-                    return try await body(PostgresSession(connection: connection, preparation: preparation, logger: logger))
+        try await retryingConflicts(logger: logger) {
+            do {
+                return try await pool.run { client, acquired in
+                    try await client.withTransaction(logger: logger) { connection in
+                        try acquired(connection)
+                        return try await body(PostgresSession(connection: connection, preparation: preparation, logger: logger))
+                    }
                 }
+            } catch let error as PostgresTransactionError {
+                // The caller's own error (a validation failure, say) matters more than the wrapper.
+                throw error.closureError ?? error
             }
-        } catch let error as PostgresTransactionError {
-            // The caller's own error (a validation failure, say) matters more than the wrapper.
-            throw error.closureError ?? error
+        }
+    }
+
+    /// Runs `attempt` again, up to three times in all, when PostgreSQL rolled it back to break
+    /// a deadlock or a serialization conflict (SQLSTATE 40P01, 40001). Writers of a user's rows
+    /// lock them in one order (docs/durability.md), but rows locked by one statement are locked
+    /// in the order its plan visits them, so two statements over the same rows (a worker's
+    /// record and an erasure failing the user's deliveries) can still cross; the one rolled
+    /// back holds nothing any more, and its second run finds the other committed.
+    static func retryingConflicts<Result>(logger: Logger, _ attempt: () async throws -> Result) async throws -> Result {
+        var runs = 1
+        while true {
+            do {
+                return try await attempt()
+            } catch  where runs < 3 && PostgresPool.isConflict(error) {
+                runs += 1
+                logger.notice("a transaction was rolled back to break a lock conflict; running it again", metadata: ["run": "\(runs)"])
+            }
         }
     }
 

@@ -1,0 +1,106 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import PostgresNIO
+import Testing
+
+@testable import HeraldStore
+
+/// Many writers of a few users' rows at once, every kind the API and the workers run (devices
+/// registered, moved, trimmed, unregistered and pruned, users erased, accepts with pushes,
+/// claims and records reporting devices gone, leases extended, card scores and seen reports,
+/// settings): none fails. Each pair found to deadlock has a deterministic test in
+/// `PostgresLockOrderTests`; this looks for pairs nobody thought of. On the build before it,
+/// every run failed: deadlocks between erasures, registrations, records and heartbeats, and
+/// card writes that lost their user's counter to an erasure (a 500). A deadlock left (two
+/// statements over the same rows in their plans' orders) is run again, not failed.
+@Suite(.cleansUp) struct PostgresConcurrentWritersTests {
+    let ids = ObjectIDGenerator()
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func writersOfTheSameUsersNeverFailEachOther() async throws {
+        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let t0 = Date()
+        _ = try await store.putCards((0..<3).map { Card(id: "c\($0)", metadata: [:], postedAt: t0) })
+        let users = (0..<4).map { "u\($0)" }
+        let tokens = (0..<6).map { "tok-\($0)" }
+        let handOff = DeliveryHandOff(capacity: 10_000, lease: .seconds(30))
+        let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
+            [PlannedDelivery(sink: "webhook", userID: context.userID, distribution: .alert)]
+                + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
+        }
+
+        let ids = self.ids
+        let step: @Sendable (inout SystemRandomNumberGenerator) async throws -> Void = { random in
+            let user = users.randomElement(using: &random) ?? "u0"
+            let token = tokens.randomElement(using: &random) ?? "tok-0"
+            let now = Date()
+            switch Int.random(in: 0..<12, using: &random) {
+            case 0, 1:
+                _ = try await store.registerDevice(
+                    userID: user, registration: .token(token, provider: "fcm"), newID: ids.next(), at: now,
+                    keepingAtMost: Bool.random(using: &random) ? 2 : nil)
+            case 2:
+                _ = try await store.unregisterDevice(userID: user, provider: "fcm", addressKey: token, at: now)
+            case 3:
+                _ = try await store.eraseUser(userID: user, at: now)
+            case 4, 5:
+                let named = Array(users.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random)))
+                let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: now, target: .users(named))
+                _ = try await store.acceptUsers(n, userIDs: named, route: route, idempotency: nil, idempotencySince: now, handOff: handOff)
+            case 6, 7:
+                var claimed = handOff.take(max: 20)
+                claimed += try await store.claimDue(now: now.addingTimeInterval(60), limit: 20, lease: .seconds(30))
+                guard !claimed.isEmpty else { return }
+                if Bool.random(using: &random) {
+                    try await store.extendLeases(claimed.map { DeliveryLease(id: $0.id, attempt: $0.attempt) }, until: now.addingTimeInterval(30))
+                }
+                let updates = claimed.shuffled(using: &random).map { delivery in
+                    switch Int.random(in: 0..<3, using: &random) {
+                    case 0: DeliveryUpdate(id: delivery.id, state: .delivered, attempts: delivery.attempt)
+                    case 1:
+                        DeliveryUpdate(
+                            id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: "gone",
+                            removeDevice: delivery.recipient.device?.id)
+                    default: DeliveryUpdate(id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: "503", nextAttemptAt: now)
+                    }
+                }
+                try await store.record(updates, at: now)
+            case 8:
+                let scores = users.shuffled(using: &random).prefix(Int.random(in: 1...4, using: &random)).map {
+                    ScoreUpdate(
+                        userID: $0, card: "c\(Int.random(in: 0..<3, using: &random))", score: Double.random(in: 0..<1, using: &random),
+                        timestamp: now.timeIntervalSince1970)
+                }
+                _ = try await store.applyScores(scores)
+            case 9:
+                _ = try await store.markSeen(userID: user, [SeenReport(card: "c\(Int.random(in: 0..<3, using: &random))", at: now)])
+            case 10:
+                _ = try await store.updateSettings(userID: user) { $0.enabled.toggle() }
+            default:
+                _ = try await store.pruneDevices(registeredBefore: now.addingTimeInterval(-0.05), limit: 3, at: now)
+            }
+        }
+
+        let failures = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<12 {
+                group.addTask {
+                    var random = SystemRandomNumberGenerator()
+                    var failures: [String] = []
+                    for _ in 0..<60 {
+                        do {
+                            try await step(&random)
+                        } catch {
+                            failures.append(String(reflecting: error))
+                        }
+                    }
+                    return failures
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 720 operations failed: \(failures.prefix(12).map { $0.prefix(900) }.joined(separator: "\n\n"))")
+    }
+}
