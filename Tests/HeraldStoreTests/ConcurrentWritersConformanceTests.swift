@@ -1,32 +1,32 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 import HeraldTestSupport
-import PostgresNIO
 import Testing
-
-@testable import HeraldStore
 
 /// Many writers of a few users' rows at once, every kind the API and the workers run (devices
 /// registered, moved, trimmed, unregistered and pruned, users erased, accepts with pushes,
-/// claims and records reporting devices gone, leases extended, card scores and seen reports,
-/// settings): none fails. Each pair found to deadlock has a deterministic test in
-/// `PostgresLockOrderTests`; this looks for pairs nobody thought of. On the build before it,
-/// every run failed: deadlocks between erasures, registrations, records and heartbeats, and
-/// card writes that lost their user's counter to an erasure (a 500). A deadlock left (two
-/// statements over the same rows in their plans' orders) is run again, not failed.
-@Suite(.cleansUp) struct PostgresConcurrentWritersTests {
+/// topic sends inline and as fan-out jobs, subscriptions, claims and records reporting devices
+/// gone, history written under leases, read marks, leases extended, card scores, seen reports
+/// and promotions, settings and attributes, purges): none fails, on any engine. Each pair found
+/// to deadlock on PostgreSQL has a deterministic test in `PostgresLockOrderTests`; this looks
+/// for pairs nobody thought of. On the build before it every PostgreSQL run failed: deadlocks
+/// between erasures, registrations, records and heartbeats, and card writes that lost their
+/// user's counter to an erasure (a 500). A deadlock left (two statements over the same rows,
+/// each in its plan's order) is run again, not failed.
+@Suite(.cleansUp) struct ConcurrentWritersConformanceTests {
     let ids = ObjectIDGenerator()
 
-    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
-    func writersOfTheSameUsersNeverFailEachOther() async throws {
-        let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
-        TestResources.register { await store.close() }
-        try await store.migrate()
+    @Test(arguments: StoreKind.allCases)
+    func writersOfTheSameUsersNeverFailEachOther(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
         let t0 = Date()
         _ = try await store.putCards((0..<3).map { Card(id: "c\($0)", metadata: [:], postedAt: t0) })
         let users = (0..<4).map { "u\($0)" }
         let tokens = (0..<6).map { "tok-\($0)" }
         let handOff = DeliveryHandOff(capacity: 10_000, lease: .seconds(30))
+        let tree = try await TopicTree.make(in: store, ids: ids)
+        let topic = tree.optIn.topicKey
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
             [PlannedDelivery(sink: "webhook", userID: context.userID, distribution: .alert)]
                 + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
@@ -37,7 +37,7 @@ import Testing
             let user = users.randomElement(using: &random) ?? "u0"
             let token = tokens.randomElement(using: &random) ?? "tok-0"
             let now = Date()
-            switch Int.random(in: 0..<12, using: &random) {
+            switch Int.random(in: 0..<20, using: &random) {
             case 0, 1:
                 _ = try await store.registerDevice(
                     userID: user, registration: .token(token, provider: "fcm"), newID: ids.next(), at: now,
@@ -67,6 +67,13 @@ import Testing
                     default: DeliveryUpdate(id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: "503", nextAttemptAt: now)
                     }
                 }
+                // The history sink writes its rows under its leases, then records them.
+                let history = claimed.filter { $0.sink == "history" }
+                if !history.isEmpty {
+                    try await store.appendHistory(
+                        history.map { (notificationID: $0.notification.id, userID: $0.recipient.userID) }, at: now,
+                        leases: history.map { DeliveryLease(id: $0.id, attempt: $0.attempt) })
+                }
                 try await store.record(updates, at: now)
             case 8:
                 let scores = users.shuffled(using: &random).prefix(Int.random(in: 1...4, using: &random)).map {
@@ -79,8 +86,35 @@ import Testing
                 _ = try await store.markSeen(userID: user, [SeenReport(card: "c\(Int.random(in: 0..<3, using: &random))", at: now)])
             case 10:
                 _ = try await store.updateSettings(userID: user) { $0.enabled.toggle() }
-            default:
+            case 11:
                 _ = try await store.pruneDevices(registeredBefore: now.addingTimeInterval(-0.05), limit: 3, at: now)
+            case 12:
+                try await store.subscribe(userID: user, topicKey: topic, at: now)
+            case 13:
+                try await store.unsubscribe(userID: user, topicKey: topic)
+            case 14:
+                // A topic send, written inline or as a job for the fan-out worker.
+                let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: now, target: .topic(topic))
+                let routeWithHistory: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
+                    [PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert)] + route(context)
+                }
+                _ = try await store.acceptFanOut(
+                    n, topic: topic, level: .optIn, plan: .route(routeWithHistory), extra: [], archive: nil, pageSize: 2,
+                    inlineLimit: Bool.random(using: &random) ? .max : 0, idempotencySince: now)
+            case 15:
+                for job in try await store.pendingFanOuts(limit: 2) {
+                    _ = try await store.writeFanOutPage(of: job.notification.id, pageSize: 2, route: route)
+                }
+            case 16:
+                let page = try await store.history(userID: user, limit: 5, before: nil)
+                _ = try await store.markRead(userID: user, ids: page.items.map(\.notificationID))
+            case 17:
+                try await store.setAttributes(UserAttributes(region: "r\(Int.random(in: 0..<3, using: &random))"), userID: user)
+            case 18:
+                _ = try await store.promote(userID: user, at: now)
+            default:
+                _ = try await store.purgeFinishedDeliveries(before: now, limit: 20)
+                _ = try await store.purgeHistory(before: now.addingTimeInterval(-0.5), limit: 20)
             }
         }
 
