@@ -147,8 +147,8 @@ public final class DeliveryEngine: Service {
                             do {
                                 try await self.send(deliveries, through: name, of: progress)
                             } catch {
-                                // Their leases run out and they are sent again; the next claim
-                                // finds out whether storage is back.
+                                // Tried for as long as their leases last (``record(_:of:)``):
+                                // they are sent again once claimed, after their leases ran out.
                                 self.logger.error("delivery worker \(worker) could not record what sink '\(name)' answered: \(error)")
                             }
                         }
@@ -354,14 +354,31 @@ public final class DeliveryEngine: Service {
         }
     }
 
-    /// Records `updates`, one for each of `deliveries` in order.
+    /// Records `updates`, one for each of `deliveries` in order. Storage that fails is tried
+    /// again (100 ms, doubling to a second) for up to a lease: an outcome given up is a push
+    /// sent twice, once its lease runs out and another worker claims it. A record late past
+    /// the lease is harmless: it is fenced by the attempt, so a newer claim's outcome stands.
     private func record(_ updates: [DeliveryUpdate], of deliveries: [Delivery]) async throws {
         let now = clock()
         for (update, delivery) in zip(updates, deliveries) { observe(update, of: delivery, at: now) }
         // Not cancellable: when shutdown cuts a batch short, the outcomes it has (sends that
         // were answered, retries for those that were not) are still written.
-        let queue = self.queue
-        try await Task { try await queue.record(updates, at: now) }.value
+        let (queue, logger, patience) = (self.queue, self.logger, configuration.lease)
+        try await Task {
+            let deadline = ContinuousClock.now + patience
+            var pause = Duration.milliseconds(100)
+            while true {
+                do {
+                    return try await queue.record(updates, at: now)
+                } catch {
+                    // At shutdown the process is leaving: one try, as before.
+                    guard ContinuousClock.now + pause < deadline, !Task.isShuttingDownGracefully else { throw error }
+                    logger.warning("could not record the outcomes of \(updates.count) deliveries; trying again in \(pause): \(error)")
+                    try? await Task.sleep(for: pause)
+                    pause = min(pause * 2, .seconds(1))
+                }
+            }
+        }.value
     }
 
     /// Works the queue until nothing is due now. For tests and one-shot tools.
