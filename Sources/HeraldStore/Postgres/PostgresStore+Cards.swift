@@ -242,11 +242,7 @@ extension PostgresStore {
     }
 
     public func purgeEvents(before: Date, limit: Int) async throws -> Int {
-        try await withConnection { session in
-            try await session.count(
-                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING seq"
-            )
-        }
+        try await purge("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING seq")
     }
 
     // MARK: - Pieces
