@@ -1,3 +1,4 @@
+import HeraldCore
 import Logging
 
 /// Holds a storage watch (PostgreSQL `LISTEN`) open until the task is cancelled or the watch
@@ -14,7 +15,7 @@ func keepWatching(_ what: String, logger: Logger, afterFailure: () -> Void = {},
             guard !Task.isCancelled else { return }
             failures += 1
             logger.warning("lost \(what), watching again: \(error)")
-            try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 6), 5_000)))
+            try? await Task.sleep(for: StorageBackoff.pause(after: failures, cap: .seconds(5)))
             afterFailure()
         }
     }

@@ -31,7 +31,7 @@ extension DeliveryEngine {
                 failures += 1
                 logger.warning("lost the storage's work notifications, polling until they are back: \(error)")
                 signal.notify()
-                let pause = Duration.milliseconds(min(100 << min(failures, 6), 5_000))
+                let pause = StorageBackoff.pause(after: failures, cap: .seconds(5))
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
             }
         }

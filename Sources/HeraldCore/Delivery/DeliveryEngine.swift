@@ -159,7 +159,7 @@ public final class DeliveryEngine: Service {
                     // never longer than a second, so delivery resumes soon after storage returns.
                     failures += 1
                     logger.error("delivery worker \(worker) could not reach storage: \(error)")
-                    let pause = Duration.milliseconds(min(100 << min(failures, 6), 1_000))
+                    let pause = StorageBackoff.pause(after: failures, cap: .seconds(1))
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
                 }
             }
@@ -366,16 +366,17 @@ public final class DeliveryEngine: Service {
         let (queue, logger, patience) = (self.queue, self.logger, configuration.lease)
         try await Task {
             let deadline = ContinuousClock.now + patience
-            var pause = Duration.milliseconds(100)
+            var failures = 0
             while true {
                 do {
                     return try await queue.record(updates, at: now)
                 } catch {
+                    let pause = StorageBackoff.pause(after: failures, cap: .seconds(1))
+                    failures += 1
                     // At shutdown the process is leaving: one try, as before.
                     guard ContinuousClock.now + pause < deadline, !Task.isShuttingDownGracefully else { throw error }
                     logger.warning("could not record the outcomes of \(updates.count) deliveries; trying again in \(pause): \(error)")
                     try? await Task.sleep(for: pause)
-                    pause = min(pause * 2, .seconds(1))
                 }
             }
         }.value

@@ -48,7 +48,7 @@ public final class FanOutWorker: Service {
                     // A page is one transaction: nothing is half-written, the job resumes from its cursor.
                     failures += 1
                     self.logger.warning("fan-out paused after a storage error, resuming from the last committed page: \(error)")
-                    try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 6), 5_000)))
+                    try? await Task.sleep(for: StorageBackoff.pause(after: failures, cap: .seconds(5)))
                 }
             }
         }
