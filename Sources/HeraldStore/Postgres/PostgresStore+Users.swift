@@ -140,12 +140,13 @@ extension PostgresStore {
             try await session.execute("SELECT id FROM deliveries WHERE state = 'pending' AND user_id = \(userID) ORDER BY id FOR UPDATE")
             for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
-            // What is still queued for them in other sinks (history, webhooks) is never done.
+            // What is still queued for them in other sinks (history, webhooks) is never done
+            // (those rows are locked already, above).
             try await session.execute(
                 """
                 WITH failed AS (
                     UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
-                    WHERE id IN (SELECT id FROM deliveries WHERE state = 'pending' AND user_id = \(userID) ORDER BY id FOR UPDATE)
+                    WHERE state = 'pending' AND user_id = \(userID)
                     RETURNING id, leased
                 ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
                 SELECT COUNT(*) AS notices FROM withdrawn
