@@ -21,8 +21,6 @@ import Testing
         var description: String { rawValue }
     }
 
-    struct RolledBack: Error {}
-
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"), arguments: Change.allCases)
     func aChangeWhileAnAcceptIsInFlightFailsWhatItQueued(_ change: Change) async throws {
         let store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
@@ -33,18 +31,10 @@ import Testing
 
         // Another transaction holds alice's history row for this notification, uncommitted: the
         // accept reads her devices, then waits on that row inside its write, until it rolls back.
-        let (held, holding) = AsyncStream.makeStream(of: Void.self)
-        let (release, releasing) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await store.transaction { session in
-                try await session.execute(
-                    "INSERT INTO history (notification_id, user_id, read, created_at) VALUES (\(n.id.hex), 'alice', 0, 0)")
-                holding.yield()
-                for await _ in release { break }
-                throw RolledBack()
-            }
+        let holder = await PostgresLockHolder.start(store) { session in
+            try await session.execute(
+                "INSERT INTO history (notification_id, user_id, read, created_at) VALUES (\(n.id.hex), 'alice', 0, 0)")
         }
-        for await _ in held { break }
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] = { context in
             [PlannedDelivery(sink: "history", userID: context.userID, distribution: .alert)]
                 + context.devices.map { PlannedDelivery(sink: "fcm", userID: context.userID, deviceID: $0.id, distribution: .alert) }
@@ -53,17 +43,7 @@ import Testing
         let accepting = Task {
             try await store.acceptUsers(n, userIDs: ["alice"], route: route, idempotency: nil, idempotencySince: t0, handOff: handOff)
         }
-        func waiters() async throws -> Int {
-            try await store.withConnection { session in
-                try await session.count("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-            }
-        }
-        var waiting = 0
-        for _ in 0..<400 where waiting == 0 {
-            try await Task.sleep(for: .milliseconds(25))
-            waiting = try await waiters()
-        }
-        #expect(waiting == 1, "the accept read alice's devices and waits to write")
+        #expect(try await store.waitForLockWaiters(1) == 1, "the accept read alice's devices and waits to write")
 
         let changed = Mutex(false)
         let changing = Task {
@@ -78,13 +58,9 @@ import Testing
             changed.withLock { $0 = true }
         }
         // The change either waits for the accept (a second waiter) or, unordered, commits first.
-        for _ in 0..<400 where waiting < 2 && !changed.withLock({ $0 }) {
-            try await Task.sleep(for: .milliseconds(25))
-            waiting = try await waiters()
-        }
+        _ = try await store.waitForLockWaiters(2, orUntil: { changed.withLock { $0 } })
         #expect(!changed.withLock { $0 }, "the \(change) waited for the accept in flight")
-        releasing.yield()
-        await #expect(throws: RolledBack.self) { try await holder.value }
+        await holder.rollBack()
         #expect(try await accepting.value == .accepted(NotificationReceipt(id: n.id, recipients: 1)))
         try await changing.value
 

@@ -52,14 +52,7 @@ import Testing
         let batch = Task { try await store.transaction { session in try await PostgresStore.accept(batch: requests, session) } }
 
         // The batch is waiting on a row lock before the other process goes on.
-        var waiting = 0
-        for _ in 0..<400 where waiting == 0 {
-            try await Task.sleep(for: .milliseconds(25))
-            waiting = try await store.withConnection { session in
-                try await session.count("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-            }
-        }
-        #expect(waiting == 1, "the batch waits on the other process's key")
+        #expect(try await store.waitForLockWaiters(1) == 1, "the batch waits on the other process's key")
         probing.yield()
 
         let otherResult = await other.result

@@ -18,33 +18,6 @@ import Testing
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
-    /// Another transaction holding what it locked, uncommitted, until ``rollBack()``.
-    struct Holder {
-        struct RolledBack: Error {}
-        let task: Task<Void, any Error>
-        let release: AsyncStream<Void>.Continuation
-
-        static func start(_ store: PostgresStore, locking lock: @escaping @Sendable (PostgresSession) async throws -> Void) async -> Holder {
-            let (held, holding) = AsyncStream.makeStream(of: Void.self)
-            let (release, releasing) = AsyncStream.makeStream(of: Void.self)
-            let task = Task {
-                try await store.transaction { session in
-                    try await lock(session)
-                    holding.yield()
-                    for await _ in release { break }
-                    throw RolledBack()
-                }
-            }
-            for await _ in held { break }
-            return Holder(task: task, release: releasing)
-        }
-
-        func rollBack() async {
-            release.yield()
-            await #expect(throws: RolledBack.self) { try await task.value }
-        }
-    }
-
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aRegistrationDuringAnErasureOfItsUserFinishesAfterIt() async throws {
         let (store, log) = try await migratedStore()
@@ -52,15 +25,15 @@ import Testing
 
         // Another transaction holds alice's history lock, so the erasure stops there, holding
         // whatever it locked before it; the registration then starts, and locks what it can.
-        let holder = await Holder.start(store) { session in
+        let holder = await PostgresLockHolder.start(store) { session in
             try await PostgresStore.lockHistory(of: ["alice"], session)
         }
         let erasing = Task { try await store.eraseUser(userID: "alice", at: t0) }
-        #expect(try await waitForLockWaiters(1, store) == 1, "the erasure waits for alice's history lock")
+        #expect(try await store.waitForLockWaiters(1) == 1, "the erasure waits for alice's history lock")
         let registering = Task {
             try await store.registerDevice(userID: "alice", registration: .token("tok-a", provider: "fcm"), newID: ids.next(), at: t0)
         }
-        #expect(try await waitForLockWaiters(2, store) == 2, "the registration waits for the erasure")
+        #expect(try await store.waitForLockWaiters(2) == 2, "the registration waits for the erasure")
         await holder.rollBack()
 
         let erased = try await erasing.value
@@ -82,7 +55,7 @@ import Testing
 
         // Another transaction holds bob's card counter, so an upload for alice and bob stops
         // there holding alice's (counters are locked in user order), before its card writes.
-        let holder = await Holder.start(store) { session in
+        let holder = await PostgresLockHolder.start(store) { session in
             try await session.execute("SELECT user_id FROM card_users WHERE user_id = 'bob' FOR UPDATE")
         }
         let uploading = Task {
@@ -90,9 +63,9 @@ import Testing
                 ScoreUpdate(userID: "alice", card: "c1", score: 2, timestamp: 2), ScoreUpdate(userID: "bob", card: "c1", score: 2, timestamp: 2),
             ])
         }
-        #expect(try await waitForLockWaiters(1, store) == 1, "the upload waits for bob's counter")
+        #expect(try await store.waitForLockWaiters(1) == 1, "the upload waits for bob's counter")
         let erasing = Task { try await store.eraseUser(userID: "alice", at: t0) }
-        #expect(try await waitForLockWaiters(2, store) == 2, "the erasure waits for the upload")
+        #expect(try await store.waitForLockWaiters(2) == 2, "the erasure waits for the upload")
         await holder.rollBack()
 
         #expect(try await uploading.value.applied == 2)
@@ -118,16 +91,16 @@ import Testing
 
         // Another transaction holds alice's history lock, so the unregistration stops there,
         // holding her device's row; the worker then records that FCM reported the token gone.
-        let holder = await Holder.start(store) { session in
+        let holder = await PostgresLockHolder.start(store) { session in
             try await PostgresStore.lockHistory(of: ["alice"], session)
         }
         let unregistering = Task { try await store.unregisterDevice(userID: "alice", provider: "fcm", addressKey: "tok-a", at: t0) }
-        #expect(try await waitForLockWaiters(1, store) == 1, "the unregistration waits for alice's history lock")
+        #expect(try await store.waitForLockWaiters(1) == 1, "the unregistration waits for alice's history lock")
         let recording = Task {
             try await store.record(
                 [DeliveryUpdate(id: push.id, state: .failed, attempts: push.attempt, lastError: "gone", removeDevice: device.id)], at: t0)
         }
-        #expect(try await waitForLockWaiters(2, store) == 2, "the record waits for the unregistration")
+        #expect(try await store.waitForLockWaiters(2) == 2, "the record waits for the unregistration")
         await holder.rollBack()
 
         #expect(try await unregistering.value)
@@ -166,17 +139,5 @@ import Testing
                 if "\(event.message)".contains("lock conflict") { log.count.withLock { $0 += 1 } }
             }
         }
-    }
-
-    /// Polls until `count` sessions wait on a lock (or 10 s pass); the number seen last.
-    func waitForLockWaiters(_ count: Int, _ store: PostgresStore) async throws -> Int {
-        var waiting = 0
-        for _ in 0..<400 where waiting < count {
-            try await Task.sleep(for: .milliseconds(25))
-            waiting = try await store.withConnection { session in
-                try await session.count("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-            }
-        }
-        return waiting
     }
 }
