@@ -18,24 +18,9 @@ extension ReleasingSink {
 /// Runs `send` for `0..<count`, at most `limit` at a time, and returns the outcomes in index
 /// order: the usual shape of a sink's `deliver` for a provider that takes one request per message.
 public func deliverConcurrently(_ count: Int, limit: Int, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome) async -> [DeliveryOutcome] {
-    await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-        var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: count)
-        var next = 0
-        while next < min(max(limit, 1), count) {
-            let index = next
-            group.addTask { (index, await send(index)) }
-            next += 1
-        }
-        while let (index, outcome) = await group.next() {
-            outcomes[index] = outcome
-            if next < count {
-                let scheduled = next
-                group.addTask { (scheduled, await send(scheduled)) }
-                next += 1
-            }
-        }
-        return outcomes
-    }
+    var outcomes = [DeliveryOutcome](repeating: .retry(after: nil, reason: "not sent"), count: count)
+    await runSends(count, limit: limit, send, finished: { outcomes[$0] = $1 })
+    return outcomes
 }
 
 /// ``deliverConcurrently(_:limit:_:)`` with at most `limiter`'s limit in flight across every call
@@ -54,48 +39,56 @@ public func deliverConcurrently(
     _ count: Int, limit: Int, reportingEvery interval: Duration, to report: DeliveryReporter,
     _ send: @escaping @Sendable (Int) async -> DeliveryOutcome
 ) async {
-    // A child's result: one send's outcome, or nil when the report interval has passed.
+    var finished: [(index: Int, outcome: DeliveryOutcome)] = []
+    await runSends(count, limit: limit, send, finished: { finished.append(($0, $1)) }, every: interval) {
+        guard !finished.isEmpty else { return }
+        await report(finished)
+        finished.removeAll()
+    }
+    if !finished.isEmpty { await report(finished) }
+}
+
+/// Runs `send` for `0..<count` in index order, at most `limit` at a time, starting the next as
+/// each finishes, and hands each outcome to `finished` as it comes. With an `interval`, `tick`
+/// runs each time it passes while sends are still running.
+private func runSends(
+    _ count: Int, limit: Int, _ send: @escaping @Sendable (Int) async -> DeliveryOutcome, finished: (Int, DeliveryOutcome) -> Void,
+    every interval: Duration? = nil, tick: () async -> Void = {}
+) async {
+    // A child's result: one send's outcome, or nil when the interval has passed.
     await withTaskGroup(of: (index: Int, outcome: DeliveryOutcome)?.self) { group in
         var next = 0
         var running = 0
-        var finished: [(index: Int, outcome: DeliveryOutcome)] = []
-        while next < min(max(limit, 1), count) {
+        func startNext() {
             let index = next
             group.addTask { (index, await send(index)) }
             next += 1
             running += 1
         }
-        guard running > 0 else { return }
-        group.addTask {
-            try? await Task.sleep(for: interval)
-            return nil
+        func startTimer() {
+            guard let interval else { return }
+            group.addTask {
+                try? await Task.sleep(for: interval)
+                return nil
+            }
         }
+        while next < min(max(limit, 1), count) { startNext() }
+        guard running > 0 else { return }
+        startTimer()
         while let result = await group.next() {
             if let result {
-                finished.append(result)
+                finished(result.index, result.outcome)
                 running -= 1
-                if next < count {
-                    let index = next
-                    group.addTask { (index, await send(index)) }
-                    next += 1
-                    running += 1
-                }
+                if next < count { startNext() }
             } else {
-                if !finished.isEmpty {
-                    await report(finished)
-                    finished.removeAll()
-                }
-                group.addTask {
-                    try? await Task.sleep(for: interval)
-                    return nil
-                }
+                await tick()
+                startTimer()
             }
             if running == 0 {
-                // Only the timer is left.
+                // Only the timer is left, if any.
                 group.cancelAll()
                 break
             }
         }
-        if !finished.isEmpty { await report(finished) }
     }
 }
