@@ -39,11 +39,18 @@ public final class SpawnedProcess: Sendable {
     ) {
         self.executable = executable
         self.arguments = arguments
-        self.environment = environment
+        // `scripts/test` marks the processes of one run, so it can stop whatever a crashed test
+        // process left running; the mark passes to every child, whatever environment it is given.
+        self.environment = environment.merging(
+            ProcessInfo.processInfo.environment.filter { $0.key == Self.runMark }
+        ) { given, _ in given }
         self.directory = directory
         self.stdoutPath = stdoutPath
         self.stderrPath = stderrPath
     }
+
+    /// The environment variable `scripts/test` marks a run's processes with.
+    public static let runMark = "HERALD_TESTS_RUN_MARK"
 
     deinit {
         // Reaps a child that has exited, so no zombie outlives the test; one still running is

@@ -40,11 +40,13 @@ public func deliverConcurrently(
     _ send: @escaping @Sendable (Int) async -> DeliveryOutcome
 ) async {
     var finished: [(index: Int, outcome: DeliveryOutcome)] = []
-    await runSends(count, limit: limit, send, finished: { finished.append(($0, $1)) }, every: interval) {
-        guard !finished.isEmpty else { return }
-        await report(finished)
-        finished.removeAll()
-    }
+    await runSends(
+        count, limit: limit, send, finished: { finished.append(($0, $1)) }, every: interval,
+        tick: {
+            guard !finished.isEmpty else { return }
+            await report(finished)
+            finished.removeAll()
+        })
     if !finished.isEmpty { await report(finished) }
 }
 
