@@ -50,7 +50,7 @@ public final class SpawnedProcess: Sendable {
     }
 
     /// The environment variable `scripts/test` marks a run's processes with.
-    public static let runMark = "HERALD_TESTS_RUN_MARK"
+    public static let runMark = "HERALD_TEST_RUN_MARK"
 
     deinit {
         // Reaps a child that has exited, so no zombie outlives the test; one still running is
