@@ -37,10 +37,10 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
 public final class DeliveryEngine: Service {
     let queue: any DeliveryQueue
     private let sinks: SinkRegistry
-    private let configuration: DeliveryEngineConfiguration
+    let configuration: DeliveryEngineConfiguration
     let logger: Logger
-    private let clock: @Sendable () -> Date
-    private let metrics: HeraldMetrics
+    let clock: @Sendable () -> Date
+    let metrics: HeraldMetrics
     let signal = WakeSignal()
     /// Each sink's circuit: open after consecutive failures, probed, closed by one success.
     public let circuits: CircuitBreakers
@@ -354,109 +354,8 @@ public final class DeliveryEngine: Service {
         }
     }
 
-    /// Records `updates`, one for each of `deliveries` in order. Storage that fails is tried
-    /// again (100 ms, doubling to a second) for up to a lease: an outcome given up is a push
-    /// sent twice, once its lease runs out and another worker claims it. A record late past
-    /// the lease is harmless: it is fenced by the attempt, so a newer claim's outcome stands.
-    private func record(_ updates: [DeliveryUpdate], of deliveries: [Delivery]) async throws {
-        let now = clock()
-        for (update, delivery) in zip(updates, deliveries) { observe(update, of: delivery, at: now) }
-        // Not cancellable: when shutdown cuts a batch short, the outcomes it has (sends that
-        // were answered, retries for those that were not) are still written.
-        let (queue, logger, patience) = (self.queue, self.logger, configuration.lease)
-        try await Task {
-            let deadline = ContinuousClock.now + patience
-            var failures = 0
-            while true {
-                do {
-                    return try await queue.record(updates, at: now)
-                } catch {
-                    let pause = StorageBackoff.pause(after: failures, cap: .seconds(1))
-                    failures += 1
-                    // At shutdown the process is leaving: one try, as before.
-                    guard ContinuousClock.now + pause < deadline, !Task.isShuttingDownGracefully else { throw error }
-                    logger.warning("could not record the outcomes of \(updates.count) deliveries; trying again in \(pause): \(error)")
-                    try? await Task.sleep(for: pause)
-                }
-            }
-        }.value
-    }
-
     /// Works the queue until nothing is due now. For tests and one-shot tools.
     public func drain() async throws {
         while try await processDue() > 0 {}
-    }
-
-    /// Deliveries the sink is not handed, with their updates (too many attempts, no device any
-    /// more, expired), and the ones it is.
-    private func screen(_ deliveries: [Delivery], for sink: any NotificationSink, now: Date) -> ([(Delivery, DeliveryUpdate)], [Delivery]) {
-        var screened: [(Delivery, DeliveryUpdate)] = []
-        var live: [Delivery] = []
-        for delivery in deliveries {
-            if delivery.attempt > configuration.retry.maxAttempts {
-                // Claimed that often without an outcome: its worker keeps dying on it.
-                screened.append(
-                    (
-                        delivery,
-                        DeliveryUpdate(
-                            id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "no outcome after \(delivery.attempt - 1) attempts")
-                    ))
-            } else if sink.capabilities.contains(.push) && delivery.recipient.device == nil && delivery.recipient.topic == nil {
-                screened.append((delivery, update(for: delivery, outcome: .failed(reason: "device is no longer registered to this user"), now: now)))
-            } else if sink.capabilities.contains(.push) && delivery.notification.isExpired(at: now) {
-                screened.append((delivery, update(for: delivery, outcome: .failed(reason: "expired before it could be pushed"), now: now)))
-            } else {
-                live.append(delivery)
-            }
-        }
-        return (screened, live)
-    }
-
-    /// Feeds the sink's circuit, unless each of its devices names its own service.
-    private func observeCircuit(of sink: any NotificationSink, named name: String, _ outcomes: [DeliveryOutcome], at answered: Date) {
-        guard !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) else { return }
-        let state = circuits.state(of: name)
-        logger.error(
-            "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"
-        )
-        metrics.circuitOpened(sink: name)
-    }
-
-    /// One log line and the metrics for each delivery outcome.
-    private func observe(_ result: DeliveryUpdate, of delivery: Delivery, at now: Date) {
-        let sink = delivery.sink
-        let outcome = result.state == .pending ? "retry" : result.state.rawValue
-        logger.info(
-            "delivery \(outcome)",
-            metadata: [
-                "notification_id": "\(delivery.notification.id)", "sink": "\(sink)", "delivery_id": "\(delivery.id)",
-                "attempt": "\(delivery.attempt)", "error": "\(result.lastError ?? "")",
-            ]
-        )
-        let latency = Duration.saturating(seconds: max(now.timeIntervalSince(delivery.notification.timestamp), 0))
-        metrics.delivery(sink: sink, outcome: outcome, latency: latency)
-        if result.state == .pending { metrics.retryScheduled(sink: sink) }
-        if result.removeDevice != nil { metrics.deadTokenRemoved(sink: sink) }
-    }
-
-    func update(for delivery: Delivery, outcome: DeliveryOutcome, now: Date) -> DeliveryUpdate {
-        switch outcome {
-        case .delivered:
-            return DeliveryUpdate(id: delivery.id, state: .delivered, attempts: delivery.attempt)
-        case .failed(let reason):
-            return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason)
-        case .recipientGone(let reason):
-            return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason, removeDevice: delivery.recipient.device?.id)
-        case .retry(let after, let reason):
-            guard delivery.attempt < configuration.retry.maxAttempts else {
-                return DeliveryUpdate(
-                    id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "gave up after \(delivery.attempt) attempts: \(reason)")
-            }
-            let delay = after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: delivery.attempt)
-            return DeliveryUpdate(
-                id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
-                nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))
-            )
-        }
     }
 }
