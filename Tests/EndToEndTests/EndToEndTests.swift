@@ -382,15 +382,22 @@ import Testing
         #expect(accepted.status == 0, "\(accepted.stderr)")
         let revoke = try await runCommand(Binaries.path("herald"), ["keys", "revoke", id, "--database", database], in: directory)
         #expect(revoke.status == 0, "\(revoke.stderr)")
-        // The server remembers valid keys for 5 s: the revocation holds within that.
+        // The server remembers valid keys for 5 s: the revocation holds within that. Judged by
+        // when each attempt started, not when it ended: a notifsim run can take seconds with the
+        // whole suite on two cores, which says nothing of the server's cache.
         let revoked = ContinuousClock.now
         var refused = false
-        while !refused, ContinuousClock.now - revoked < .seconds(8) {
+        var acceptedLate: [Duration] = []
+        while !refused, ContinuousClock.now - revoked < .seconds(15) {
+            let started = ContinuousClock.now - revoked
             refused = try await runCommand(Binaries.path("notifsim"), ["-u", "u1", "--url", herald.url, "--key", key], in: directory).status != 0
-            if !refused { try await Task.sleep(for: .milliseconds(250)) }
+            if !refused {
+                if started > .seconds(6) { acceptedLate.append(started) }
+                try await Task.sleep(for: .milliseconds(250))
+            }
         }
         #expect(refused, "a revoked key stops working while the server runs")
-        #expect(ContinuousClock.now - revoked < .seconds(7))
+        #expect(acceptedLate.isEmpty, "accepted in attempts begun this long after the revocation: \(acceptedLate)")
         let again = try await runCommand(Binaries.path("herald"), ["keys", "revoke", id, "--database", database], in: directory)
         #expect(again.status != 0)
         #expect(again.stderr.contains("no active key"))
