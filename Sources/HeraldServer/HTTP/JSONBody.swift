@@ -41,6 +41,9 @@ public enum JSONBody {
         } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
             throw HeraldError(.badRequest, code: "invalid_json", "the body must be a JSON object")
         } catch {
+            // The decoder stops at 512 levels with the error broken JSON gets: a body nested that
+            // deep is told what is wrong with it, as one nested past 64 levels is below.
+            if case .tooDeep(let field)? = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: .tooDeep(field)) }
             throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
         }
         // Refused rather than stored altered: a 2xx means stored exactly as sent.
