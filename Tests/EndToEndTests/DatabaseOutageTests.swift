@@ -39,11 +39,12 @@ import Testing
         )
         let url = herald.url
 
+        typealias Answer = (status: Int, seconds: Double, id: String?, failure: String?)
         /// One accept: its status (0 for none: `failure` says why), how long it took, its id.
         /// A hang is what the client's bound catches. Every wait inside Herald is bounded by the
         /// pool's acquire timeout (2 s), and a full suite on two cores has stretched an answer
         /// to 3 s; 10 s tells a hang from a loaded machine.
-        @Sendable func accept(_ index: Int) async -> (status: Int, seconds: Double, id: String?, failure: String?) {
+        @Sendable func accept(_ index: Int) async -> Answer {
             let started = ContinuousClock.now
             var request = HTTPClientRequest(url: "\(url)/api/notifications")
             request.method = .POST
@@ -68,7 +69,7 @@ import Testing
         #expect(await accept(0).status == 202)
         proxy.signal(SIGUSR1)
         try await Task.sleep(for: .milliseconds(300))
-        var during: [(status: Int, seconds: Double, id: String?, failure: String?)] = []
+        var during: [Answer] = []
         let outageEnds = ContinuousClock.now + .seconds(5)
         var index = 1
         while ContinuousClock.now < outageEnds {

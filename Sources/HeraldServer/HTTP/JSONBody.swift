@@ -43,7 +43,7 @@ public enum JSONBody {
         } catch {
             // The decoder stops at 512 levels with the error broken JSON gets: a body nested that
             // deep is told what is wrong with it, as one nested past 64 levels is below.
-            if case .tooDeep(let field)? = JSONTextCheck.firstProblem(in: data) { throw JSONTextCheck.error(for: .tooDeep(field)) }
+            if let problem = JSONTextCheck.firstProblem(in: data), case .tooDeep = problem { throw JSONTextCheck.error(for: problem) }
             throw HeraldError(.badRequest, code: "invalid_json", "the body is not valid JSON")
         }
         // Refused rather than stored altered: a 2xx means stored exactly as sent.
