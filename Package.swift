@@ -430,7 +430,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ],
             // Run by the tests with python3, found through #filePath.
-            exclude: ["outage_proxy.py"],
+            exclude: ["outage_proxy.py", "syscall_filter.py"],
             swiftSettings: swiftSettings
         ),
     ]

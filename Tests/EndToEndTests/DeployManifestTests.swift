@@ -298,16 +298,41 @@ import Yams
         let verified = try await runCommand("/usr/bin/systemd-analyze", ["verify", unit.path], in: directory)
         #expect(verified.status == 0, "systemd-analyze verify: \(verified.stdout)\(verified.stderr)")
 
-        // Its command line, with the state directory and config in a fresh folder, serves.
+        // Its command line, with the state directory and config in a fresh folder, serves under
+        // the unit's system-call filter, loaded as systemd loads it: it starts, pushes over
+        // HTTP/2 and TLS as it would to FCM, and drains. (A filtered call killed it at start
+        // until the unit said SystemCallErrorNumber=.)
         let state = directory.path
         let config = directory.appendingPathComponent("herald.yaml").path
         try "shutdown_timeout: 30\n".write(toFile: config, atomically: true, encoding: .utf8)
         let arguments = execStart.dropFirst().map {
             $0.replacingOccurrences(of: "/var/lib/herald", with: state).replacingOccurrences(of: "/etc/herald/herald.yaml", with: config)
         }
-        let herald = try await RunningHerald(executable: Binaries.path("herald"), arguments: arguments + ["--port", "0"], in: directory)
+        let filter = try #require(try await SystemdSystemCallFilter(service: service, in: directory), "the unit filters system calls")
+        let account = directory.appendingPathComponent("fcm.json").path
+        let ca = directory.appendingPathComponent("fcm-ca.pem").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on https://", arguments: ["--tls", "--write-ca", ca, "--write-service-account", account],
+            in: directory)
+        defer { emulator.terminate() }
+        let key = try await Self.generatedKey(in: directory)
+        let filtered = filter.wrapping(Binaries.path("herald"), arguments + ["--port", "0"])
+        let herald = try await RunningHerald(
+            executable: filtered.executable, arguments: filtered.arguments,
+            environment: [
+                "HERALD_BOOTSTRAP_ADMIN_KEY": key, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": "https://127.0.0.1:\(emulator.port)",
+                "HERALD_FCM_CA_FILE": ca,
+            ], in: directory)
+        defer { herald.terminate() }
         #expect(try await Self.status("\(herald.url)/health/ready") == 200)
         #expect(FileManager.default.fileExists(atPath: state + "/herald.sqlite"), "the database is in the StateDirectory")
+        let registered = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications/register", key: key, user: "unit-user", body: "{\"fcm_token\":\"unit-token\"}")
+        #expect(registered.0 == 200)
+        let sent = try await runCommand(
+            Binaries.path("notifsim"), ["-u", "unit-user", "-t", "message", "-n", "Sandboxed", "--url", herald.url, "--key", key], in: directory,
+            timeout: .seconds(60))
+        #expect(sent.status == 0 && sent.stdout.contains("fcm: delivered 1"), "\(sent.stdout)\(sent.stderr)\n\(herald.output.stderr.suffix(4000))")
         let stopAfter = try #require(Self.seconds(service["TimeoutStopSec"]?.last))
         #expect(stopAfter > 30, "TimeoutStopSec outlasts the default 30 s drain")
         await herald.expectCleanStop(timeout: .seconds(stopAfter), "KillSignal drains within TimeoutStopSec")

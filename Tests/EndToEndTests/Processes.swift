@@ -102,15 +102,21 @@ final class RunningHerald: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         guard let port else {
+            let ended = process.isRunning ? nil : process.terminationStatus
             process.terminate()
-            throw StartError(output: output.stdout + output.stderr)
+            throw StartError(output: output.stdout + output.stderr, ended: ended)
         }
         self.port = port
     }
 
     struct StartError: Error, CustomStringConvertible {
         var output: String
-        var description: String { "herald did not start:\n\(output)" }
+        /// The exit status, or the signal that ended it (31, SIGSYS, from a system-call filter),
+        /// when the process ended before its banner; nil when it was still running.
+        var ended: Int32? = nil
+        var description: String {
+            "herald did not start\(ended.map { " (it ended with exit status or signal \($0))" } ?? ""):\n\(output)"
+        }
     }
 
     var url: String { "http://127.0.0.1:\(port)" }
