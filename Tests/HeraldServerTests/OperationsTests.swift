@@ -369,6 +369,26 @@ import Testing
         await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.reader(configFile: "/nonexistent/herald.yaml", environment: [:]) }
     }
 
+    /// A SQLite file that cannot be opened is refused with what the file system says of it, not
+    /// only SQLite's "unable to open database file".
+    @Test func sqliteFilesThatCannotBeOpenedAreNamedWithTheReason() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-open-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cases = [
+            ("sqlite:\(directory)/missing/herald.sqlite", "its directory \(directory)/missing does not exist"),
+            ("sqlite:\(directory)", "it is a directory"),
+        ]
+        for (url, problem) in cases {
+            do {
+                _ = try StorageLocation.open(url)
+                Issue.record("\(url) was opened")
+            } catch let error as HeraldError {
+                #expect(error.message.contains(problem) && error.message.contains("unable to open"), "\(error.message)")
+            }
+        }
+    }
+
     /// Database URLs that cannot work are refused at start with one line that names the
     /// problem and never echoes a password.
     @Test(arguments: [

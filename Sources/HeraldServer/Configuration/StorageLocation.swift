@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 public import HeraldStore
 public import Logging
@@ -19,13 +20,32 @@ public enum StorageLocation {
             do {
                 return try SQLiteStore(path: path, maxPendingAccepts: maxPendingAccepts)
             } catch {
-                throw HeraldError(.unavailable, code: "storage_unavailable", "cannot open SQLite database '\(path)': \(error)")
+                let why = sqliteFileProblem(path).map { "\($0) (\(error))" } ?? "\(error)"
+                throw HeraldError(.unavailable, code: "storage_unavailable", "cannot open SQLite database '\(path)': \(why)")
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
             return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts, logger: logger)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
+    }
+
+    /// Why the file system keeps SQLite from opening or creating `path`, when it can tell:
+    /// SQLite's own error says only "unable to open database file" for all of these.
+    static func sqliteFileProblem(_ path: String) -> String? {
+        guard !path.hasPrefix(":memory:"), !path.hasPrefix("file:") else { return nil }
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return "it is a directory; name a file in it, e.g. sqlite:\(path)/herald.sqlite" }
+            return files.isWritableFile(atPath: path) ? nil : "this user (uid \(getuid())) may not write it"
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        let directory = parent.isEmpty ? "." : parent
+        guard files.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return "its directory \(directory) does not exist"
+        }
+        return files.isWritableFile(atPath: directory) ? nil : "this user (uid \(getuid())) may not create files in \(directory)"
     }
 
     /// The file path of a `sqlite:` setting (empty when it names none), or nil for another database.
