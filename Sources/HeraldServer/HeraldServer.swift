@@ -231,6 +231,7 @@ public struct HeraldServer: Sendable {
         // reads a 401's body only with them), and keeps Herald's error shape.
         if !configuration.corsOrigins.isEmpty { router.add(middleware: CrossOriginRequests<HeraldRequestContext>(origins: configuration.corsOrigins)) }
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
+        router.add(middleware: ExpectContinueMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
         router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
         if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }

@@ -11,7 +11,7 @@ import Testing
 
 /// A client that sends `Expect: 100-continue` gets `100 Continue` before it sends its body, in
 /// order behind the responses to requests pipelined before it. Without it, curl waited a second
-/// before every body over 1 MiB.
+/// before every body over 1 MiB. A request refused before its body is read gets no 100.
 @Suite(.cleansUp) struct ExpectContinueTests {
     static let body = #"{"type":"comment","title":"t","body":"b","user_ids":["u-1"]}"#
 
@@ -54,6 +54,35 @@ import Testing
                 #expect(RawHTTP.responses(in: text).map(\.status) == [202], "\(text.prefix(600))")
             }
             #expect(try await herald.server.store.history(userID: "u-1", limit: 10, before: nil).items.count == 4)
+        }
+    }
+
+    /// Refused before its body is read (a body announced over the 64 KiB limit, a key that is
+    /// not one): the final answer comes without a 100, so the client need not send the body,
+    /// and the connection closes after it, as the client may never send it. The 100 was sent
+    /// on the head, and curl uploaded 100 MiB to be told 413.
+    @Test func aRequestRefusedBeforeItsBodyIsReadGetsNoContinue() async throws {
+        let herald = try await TestHerald.make { $0.port = 0 }
+        try await herald.server.application(deliveryWorkers: false).test(.live) { client in
+            let port = try #require(client.port)
+            func head(key: String, length: Int) -> String {
+                "POST /api/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: application/json\r\n"
+                    + "Expect: 100-continue\r\nContent-Length: \(length)\r\n\r\n"
+            }
+            let cases = [
+                (head(key: herald.backend, length: 100 << 20), 413),
+                (head(key: "hk_notakeynotakeynotakeynotakey0000", length: Self.body.utf8.count), 401),
+            ]
+            for (requestHead, status) in cases {
+                let started = ContinuousClock.now
+                // Only the head is sent: the body waits for a 100 that should not come.
+                let text = try await RawHTTP.onThread { try RawHTTP.exchange(port: port, Array(requestHead.utf8), halfClose: false) }
+                let responses = RawHTTP.responses(in: text)
+                #expect(responses.map(\.status) == [status], "\(text.prefix(600))")
+                #expect(responses.first?.head.lowercased().contains("connection: close") == true, "\(text.prefix(600))")
+                // Closed by the server, not ended by the read's own 5 s timeout.
+                #expect(ContinuousClock.now - started < .seconds(4), "the connection was left open")
+            }
         }
     }
 }

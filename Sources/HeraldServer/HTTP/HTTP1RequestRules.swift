@@ -11,11 +11,15 @@ import NIOHTTP1
 ///   faults are, with ``MalformedRequestAnswer``'s JSON body (400 `invalid_host`) once the
 ///   responses to requests before it are written, and the connection closes: nothing after it
 ///   is read. Such requests were served, the first of two `Host` values taken as the authority.
-/// - **`Expect: 100-continue`** (RFC 9110 §10.1.1) is answered `100 Continue` once the head is
-///   read: Hummingbird sent none, so a client that holds its body back for it waited out its own
-///   timeout (a second for curl, which asks for bodies over 1 MiB). For a request pipelined
-///   behind others the 100 waits until their responses are complete; an HTTP/1.0 request's
-///   expectation, or one on a request without a body, is ignored.
+/// - **`Expect: 100-continue`** (RFC 9110 §10.1.1) is answered `100 Continue` when the route
+///   starts to read the body (``ExpectContinueMiddleware`` sends ``ContinueWanted`` down the
+///   pipeline then): Hummingbird sent none, so a client that holds its body back for it waited
+///   out its own timeout (a second for curl, which asks for bodies over 1 MiB). A request refused
+///   before its body is read (401, 413 by its `Content-Length`, 415) gets its final answer
+///   instead and the connection closes after it, as the client may never send the body; so a
+///   client is not asked for 100 MiB only to be told that 64 KiB is the limit. No 100 is sent
+///   once the client has begun its body without waiting. An HTTP/1.0 request's expectation, or
+///   one on a request without a body, is ignored.
 /// - **Closing after the response** to a request that did not ask to keep its connection: an
 ///   HTTP/1.0 request without `Connection: keep-alive` (RFC 9112 §9.3), any with `Connection:
 ///   close`, and `CONNECT` (Herald tunnels nothing, and NIO writes a response to `CONNECT` with
@@ -50,6 +54,10 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
         var waitsForContinue: Bool
     }
 
+    /// Sent down the pipeline (`triggerUserOutboundEvent`) when a route starts to read the body
+    /// of the request being answered: a client waiting for `100 Continue` is sent one.
+    struct ContinueWanted {}
+
     /// In the order they were read.
     private var unanswered: CircularBuffer<Unanswered> = []
     /// Set once a request is refused: nothing after it on the connection is read.
@@ -57,7 +65,11 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        if case .head(let head) = unwrapInboundIn(data) {
+        switch unwrapInboundIn(data) {
+        case .body where !unanswered.isEmpty:
+            // Part of the request read last: its client did not wait for a 100.
+            unanswered[unanswered.index(before: unanswered.endIndex)].waitsForContinue = false
+        case .head(let head):
             guard HostHeader.isValid(in: head) else {
                 refused = true
                 context.fireErrorCaught(HTTPParserError.invalidHost)
@@ -75,16 +87,31 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
                 Unanswered(
                     keepAlive: head.isKeepAlive && head.method != .CONNECT, http10: head.version == .http1_0,
                     waitsForContinue: Self.waitsForContinue(head)))
-            if unanswered.count == 1 { sendContinueIfWaiting(context: context) }
+        default:
+            break
         }
         context.fireChannelRead(data)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is ContinueWanted else { return context.triggerUserOutboundEvent(event, promise: promise) }
+        // Routes read one request's body at a time, the first one not yet answered.
+        if let first = unanswered.first, first.waitsForContinue {
+            unanswered[unanswered.startIndex].waitsForContinue = false
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+        }
+        promise?.succeed()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(var head) where head.status.code >= 200 && !unanswered.isEmpty:
-            // A final answer: the request's body is no longer waited for.
-            unanswered[unanswered.startIndex].waitsForContinue = false
+            if unanswered[unanswered.startIndex].waitsForContinue {
+                // Answered before its body was asked for: the client may never send it, so what
+                // follows on the connection cannot be told from it (RFC 9110 §10.1.1).
+                unanswered[unanswered.startIndex].waitsForContinue = false
+                unanswered[unanswered.startIndex].keepAlive = false
+            }
             if unanswered[unanswered.startIndex].http10, head.status.mayHaveResponseBody, !head.headers.contains(name: "content-length") {
                 // HTTP/1.0 has no chunked coding (RFC 9112 §6.1): a body of unknown length (a
                 // live stream) ends with the connection, which NIO's encoder frames so for a
@@ -107,19 +134,10 @@ final class HTTP1RequestRules: ChannelDuplexHandler, RemovableChannelHandler {
                 context.write(data, promise: written)
                 return
             }
-            context.write(data, promise: promise)
-            sendContinueIfWaiting(context: context)
-            return
         default:
             break
         }
         context.write(data, promise: promise)
-    }
-
-    private func sendContinueIfWaiting(context: ChannelHandlerContext) {
-        guard let first = unanswered.first, first.waitsForContinue else { return }
-        unanswered[unanswered.startIndex].waitsForContinue = false
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
     }
 
     /// Why a request's body cannot be framed, though the parser let it pass: a

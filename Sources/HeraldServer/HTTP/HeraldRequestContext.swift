@@ -19,9 +19,9 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
-    /// The connection, for ``remoteAddress``: read when asked, as few routes need it (reading
-    /// the address takes the channel's lock).
-    private let channel: any NIOCore.Channel
+    /// The connection, for ``remoteAddress`` (read when asked, as few routes need it: reading
+    /// the address takes the channel's lock) and ``ExpectContinueMiddleware``.
+    let channel: any NIOCore.Channel
     /// What a handler wants on the request's log line (the notification id, say); shared with
     /// ``RequestLogMiddleware``, which writes the line after the response.
     let logFields = RequestLogFields()
