@@ -15,9 +15,12 @@ import Testing
 @Suite(.cleansUp) struct ExpectContinueTests {
     static let body = #"{"type":"comment","title":"t","body":"b","user_ids":["u-1"]}"#
 
-    static func head(_ token: String, version: String = "1.1", expect: String = "100-continue") -> String {
+    /// - Parameter keepAlive: without `Connection: close`, so a close is the server's own doing.
+    static func head(
+        _ token: String, version: String = "1.1", expect: String = "100-continue", length: Int = body.utf8.count, keepAlive: Bool = false
+    ) -> String {
         "POST /api/notifications HTTP/\(version)\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
-            + "Expect: \(expect)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+            + "Expect: \(expect)\r\nContent-Length: \(length)\r\n\(keepAlive ? "" : "Connection: close\r\n")\r\n"
     }
 
     /// Sends `first`, waits for `marker`, then sends `second` and reads to the end.
@@ -65,13 +68,9 @@ import Testing
         let herald = try await TestHerald.make { $0.port = 0 }
         try await herald.server.application(deliveryWorkers: false).test(.live) { client in
             let port = try #require(client.port)
-            func head(key: String, length: Int) -> String {
-                "POST /api/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: application/json\r\n"
-                    + "Expect: 100-continue\r\nContent-Length: \(length)\r\n\r\n"
-            }
             let cases = [
-                (head(key: herald.backend, length: 100 << 20), 413),
-                (head(key: "hk_notakeynotakeynotakeynotakey0000", length: Self.body.utf8.count), 401),
+                (Self.head(herald.backend, length: 100 << 20, keepAlive: true), 413),
+                (Self.head("hk_notakeynotakeynotakeynotakey0000", keepAlive: true), 401),
             ]
             for (requestHead, status) in cases {
                 let started = ContinuousClock.now
