@@ -25,6 +25,11 @@ final class EmulatorFixture: Sendable {
     /// client would need a shutdown that a failing test could skip.
     static let http = FCMSink.makeHTTPClient()
 
+    /// `backoff` is short by default, for tests that wait for retries with ``deliverAll(timeout:)``.
+    /// A test that looks at a retried delivery after ``DeliveryEngine/drain()`` needs a long
+    /// one: `drain` also works retries that come due while it runs, and under the full suite's
+    /// load recording an outcome has taken longer than 200 ms, so one drain spent all five
+    /// attempts (and opened the sink's circuit).
     /// `requestTimeout` is generous by default: no test relies on it firing (those that do set
     /// their own), and 5 s was passed once by a send under the whole suite's load.
     /// - Parameter tls: the emulator serves HTTP/2 over TLS and the sink makes its own client
@@ -66,7 +71,7 @@ final class EmulatorFixture: Sendable {
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
         var engineConfiguration = DeliveryEngineConfiguration()
-        engineConfiguration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: backoff, maxDelay: .seconds(5))
+        engineConfiguration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: backoff, maxDelay: max(backoff, .seconds(5)))
         engineConfiguration.batchSize = batchSize
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: engineConfiguration)
         let service = NotificationService(

@@ -192,7 +192,7 @@ import Testing
         // The client retries a failed handshake until the request's deadline, and reports the
         // handshake's error only if one failed before it: under the full suite's load a 500 ms
         // deadline sometimes passed first, and the error was a bare timeout.
-        let f = try await EmulatorFixture.start(tls: true, trustCertificate: false, requestTimeout: .seconds(2))
+        let f = try await EmulatorFixture.start(backoff: .seconds(60), tls: true, trustCertificate: false, requestTimeout: .seconds(2))
         try await f.register("ivy", "tok-i")
         let id = try await f.send(NotificationSubmission(type: "comment", title: "no trust", userIDs: ["ivy"]))
         try await f.engine.drain()
@@ -244,7 +244,7 @@ import Testing
     }
 
     @Test func senderMismatchOnEveryTokenKeepsTheDevices() async throws {
-        let f = try await EmulatorFixture.start()
+        let f = try await EmulatorFixture.start(backoff: .seconds(60))
         try await f.register("hal", "mismatch-1")
         try await f.register("hal", "mismatch-2")
         let id = try await f.send(NotificationSubmission(type: "generic", title: "x", userIDs: ["hal"]))
@@ -259,7 +259,7 @@ import Testing
     /// With light traffic every batch holds one delivery: a mismatch must not delete a device
     /// until the same credentials have delivered to another token.
     @Test func aLoneMismatchKeepsTheDeviceUntilTheCredentialsAreProven() async throws {
-        let f = try await EmulatorFixture.start()
+        let f = try await EmulatorFixture.start(backoff: .seconds(60))
         try await f.register("ivy", "mismatch-solo")
         let first = try await f.send(NotificationSubmission(type: "generic", title: "x", userIDs: ["ivy"]))
         try await f.engine.drain()
