@@ -138,7 +138,10 @@ import Testing
     @Test func theShippedExampleConfigurationLoads() async throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Deploy/herald.example.yaml")
-        let configuration = try await HeraldConfiguration.load(configFile: example.path, environment: [:])
+        // The sample webhook's secret comes from the environment only: a copy of the file
+        // never signs with a secret anyone can read.
+        let secret = ["HERALD_SINKS_MODERATION_SECRET": "a-secret-of-the-operator-s-own"]
+        let configuration = try await HeraldConfiguration.load(configFile: example.path, environment: secret)
         #expect(configuration.extraTypes == ["digest"])
         #expect(configuration.sinks.map(\.name) == ["console", "moderation"])
         #expect(configuration.sinks.map(\.type) == ["console", "webhook"])
@@ -152,6 +155,14 @@ import Testing
         let server = try await HeraldServer.start(runnable)
         #expect(server.sinks.names == ["history", "feed", "console", "webhook:moderation"])
         await server.close()
+        var unset = try await HeraldConfiguration.load(configFile: example.path, environment: [:])
+        unset.database = runnable.database
+        do {
+            await (try await HeraldServer.start(unset)).close()
+            Issue.record("the example started with no secret for its webhook")
+        } catch let error as HeraldError {
+            #expect(error.code == "invalid_config" && error.message.hasPrefix("sinks.moderation.secret "), "\(error)")
+        }
     }
 
     @Test func webhookSinksFromTheFileAndTheEnvironment() async throws {
