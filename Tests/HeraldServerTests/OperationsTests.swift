@@ -290,13 +290,19 @@ import Testing
     /// A key in the file that Herald never reads is refused, naming it: a misspelt key, or a
     /// section given a value, was ignored and the default stayed in force. Sinks' sections are
     /// their types' own (a plugin's included) and are not checked here.
+    /// A section written as a value is named as one, the sinks' sections too (they configured
+    /// no sink, and the sink checks never saw them).
     @Test(arguments: [
-        ("delivery:\n  wrokers: 8\n", "delivery.wrokers"),
-        ("delivery: 5\n", "delivery"),
-        ("port: 8080\nlogLevel: debug\n", "logLevel"),
-        ("server:\n  idle_timeout: 30\n  max_conections: 10\n", "server.max_conections"),
+        ("delivery:\n  wrokers: 8\n", "delivery.wrokers", "is not a setting Herald has"),
+        ("delivery: 5\n", "delivery", "is a section, not a value: its settings go under it (such as delivery."),
+        ("port: 8080\nlogLevel: debug\n", "logLevel", "is not a setting Herald has"),
+        ("server:\n  idle_timeout: 30\n  max_conections: 10\n", "server.max_conections", "is not a setting Herald has"),
+        ("sinks: 5\n", "sinks", "is a section, not a value: one section per sink instance"),
+        ("sinks: [console, fcm]\n", "sinks", "is a section, not a value: one section per sink instance"),
+        ("sinks:\n  console: true\n", "sinks.console", "is a section, not a value: the sink's settings go under it (such as sinks.console.enabled"),
+        ("fcm: /etc/herald/google.json\n", "fcm", "is a section, not a value: the FCM sink's settings go under it (such as fcm.credentials)"),
     ])
-    func keysHeraldDoesNotReadAreRefusedNamingTheKey(_ yaml: String, _ key: String) async throws {
+    func keysHeraldDoesNotReadAreRefusedNamingTheKey(_ yaml: String, _ key: String, _ problem: String) async throws {
         let directory = try TestResources.temporaryDirectory("herald-unknown-key")
         let file = directory.appendingPathComponent("herald.yaml")
         try Data(yaml.utf8).write(to: file)
@@ -305,9 +311,9 @@ import Testing
             Issue.record("\(yaml) was accepted")
         } catch let error as HeraldError {
             #expect(error.code == "invalid_config")
-            #expect(error.message.hasPrefix("\(key) in \(file.path) is not a setting Herald has"), "\(error.message)")
+            #expect(error.message.hasPrefix("\(key) in \(file.path) \(problem)"), "\(error.message)")
         }
-        let known = "delivery:\n  workers: 3\nrouting: []\ntypes:\n  extra: [digest]\nsinks:\n  console:\n    enabled: true\n    own_key: 1\n"
+        let known = "delivery:\n  workers: 3\nrouting: []\ntypes:\n  extra: [digest]\nsinks:\n  console:\n    enabled: true\n    own_key: 1\n  unset:\n"
         try Data(known.utf8).write(to: file)
         let configuration = try await HeraldConfiguration.load(configFile: file.path, environment: [:])
         #expect(configuration.delivery.workers == 3 && configuration.extraTypes == ["digest"])

@@ -207,7 +207,13 @@ public struct HeraldConfiguration: Sendable {
         let file = configFile.flatMap(ConfigurationFileKeys.root(ofFile:))
         var configuration = try HeraldConfiguration(reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file))
         let keys = ConfigurationFileKeys.keys(in: file)
+        if let configFile, let section = keys.first(where: ConfigurationFileKeys.isSinkSection) {
+            throw Self.invalid(section, "in \(configFile) is a section, not a value: \(ConfigurationFileKeys.sinkSectionHint(section))")
+        }
         if let configFile, let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
+            if let example = read.all.filter({ $0.hasPrefix(unknown + ".") }).min() {
+                throw Self.invalid(unknown, "in \(configFile) is a section, not a value: its settings go under it (such as \(example))")
+            }
             throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
         }
         let variables = (environment ?? ProcessInfo.processInfo.environment).keys

@@ -66,6 +66,22 @@ enum ConfigurationFileKeys {
         return keys
     }
 
+    /// Whether `key`, which the file gives a value (``keys(in:)``), is one of the sections that
+    /// hold sink instances: `sinks: 5`, `sinks: [fcm]`, `sinks: {console: true}` or `fcm: 3`
+    /// configure no sink, and the sink checks never look at them.
+    static func isSinkSection(_ key: String) -> Bool {
+        key == "sinks" || key == "fcm" || (key.hasPrefix("sinks.") && key.split(separator: ".", omittingEmptySubsequences: false).count == 2)
+    }
+
+    /// What goes under a sink section that ``isSinkSection(_:)`` found written as a value.
+    static func sinkSectionHint(_ key: String) -> String {
+        switch key {
+        case "sinks": "one section per sink instance goes under it (such as sinks.console.enabled, or sinks.NAME.type and that type's keys)"
+        case "fcm": "the FCM sink's settings go under it (such as fcm.credentials)"
+        default: "the sink's settings go under it (such as \(key).enabled, or \(key).type and that type's keys)"
+        }
+    }
+
     /// Sections whose keys belong to sink types, a plugin's included, and are read when the
     /// sinks are built: not checked here.
     static func isSinkKey(_ key: String) -> Bool {
