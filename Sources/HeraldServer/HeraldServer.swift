@@ -75,7 +75,7 @@ public struct HeraldServer: Sendable {
             )
         }
         do {
-            try await store.migrate()
+            if let warning = NewerSchema.warning(try await store.migrate()) { logger.warning("\(warning)") }
             let ids = ObjectIDGenerator()
             if let key = configuration.bootstrapAdminKey {
                 try await ensureBootstrapKey(key, store: store, ids: ids, logger: logger)

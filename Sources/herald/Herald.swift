@@ -61,7 +61,7 @@ struct CommonOptions: ParsableArguments {
         try await reportingErrors {
             let configuration = try await load()
             let store = try StorageLocation.open(configuration.database, logger: configuration.logger())
-            try await store.migrate()
+            if let warning = NewerSchema.warning(try await store.migrate()) { StandardStream.error.write("herald: warning: \(warning)\n") }
             return store
         }
     }

@@ -281,7 +281,9 @@ public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, Delive
     RetentionStore, CardStore, ChangeStore, TopicMembershipStore, FanOutJobStore
 {
     /// Creates or upgrades the schema; safe to run again.
-    func migrate() async throws
+    /// - Returns: the migrations the database has that this build does not know, sorted: a
+    ///   newer Herald migrated it (the older side of a rolling update, or a rollback).
+    @discardableResult func migrate() async throws -> [String]
     /// Whether storage answers now (for `/health/ready`).
     func ping() async throws
     /// Releases connections; the store is not used afterwards.

@@ -338,7 +338,8 @@ enum PostgresSchema {
 
     /// Applies every migration not yet recorded. Several processes may start at once: an
     /// advisory lock held until the transaction ends lets one migrate while the others wait.
-    static func migrate(_ session: PostgresSession) async throws {
+    /// - Returns: recorded migrations this build does not know, sorted.
+    static func migrate(_ session: PostgresSession) async throws -> [String] {
         try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
         try await session.execute("CREATE TABLE IF NOT EXISTS herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
         let applied = Set(try await session.rows("SELECT name FROM herald_migrations").map { try $0.text("name") })
@@ -348,5 +349,6 @@ enum PostgresSchema {
             }
             try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
         }
+        return applied.subtracting(migrations.map(\.name)).sorted()
     }
 }

@@ -71,8 +71,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         await pool.close()
     }
 
-    public func migrate() async throws {
+    @discardableResult public func migrate() async throws -> [String] {
         let commits: String?
+        var unknown: [String] = []
         // The first connection includes the TCP connect and authentication (SCRAM hashes on
         // both ends), which on a loaded machine can outlast one acquire timeout, and so can the
         // pool's direct check that follows (then the database is marked unreachable for
@@ -82,7 +83,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         do {
             while true {
                 do {
-                    try await transaction { session in try await PostgresSchema.migrate(session) }
+                    unknown = try await transaction { session in try await PostgresSchema.migrate(session) }
                     break
                 } catch let error as HeraldError
                     where error.code == "storage_unavailable" && ContinuousClock.now < patience
@@ -113,6 +114,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 "PostgreSQL at \(address) commits asynchronously (synchronous_commit = off), so a crash of PostgreSQL could lose notifications Herald answered 202 for; set it on for Herald's role (ALTER ROLE <role> SET synchronous_commit = on) or database"
             )
         }
+        return unknown
     }
 
     /// How long an operation waits for a pooled connection by default: a busy pool is not an

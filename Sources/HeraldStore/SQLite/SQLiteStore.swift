@@ -87,8 +87,10 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file \(path) is gone")
     }
 
-    public func migrate() async throws {
-        try SQLiteSchema.migrator.migrate(writer)
+    @discardableResult public func migrate() async throws -> [String] {
+        let migrator = SQLiteSchema.migrator
+        try migrator.migrate(writer)
+        return try await writer.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).sorted() }
     }
 
     /// Closes the connections (checkpointing the WAL). A connection still in use keeps the
