@@ -24,6 +24,11 @@ struct Keys: AsyncParsableCommand {
             guard Role(rawValue: role) != nil else {
                 throw ValidationError("--role must be one of: \(Role.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            // The name is a column of `keys list`'s tab-separated table and a message's sender.
+            let control = name?.unicodeScalars.contains { $0.properties.generalCategory == .control } ?? false
+            if let name, name.trimmingCharacters(in: .whitespaces).isEmpty || name.count > 100 || control {
+                throw ValidationError("--name must be 1-100 characters, not only spaces, with no tab, newline or other control character")
+            }
         }
 
         func run() async throws {

@@ -415,6 +415,12 @@ import Testing
         let badRole = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "root", "--database", database], in: directory)
         #expect(badRole.status != 0)
         #expect(badRole.stderr.contains("admin, communicator, backend"))
+        // A name is a column of `keys list`'s tab-separated table: a tab or newline in it broke the table.
+        for name in ["", "  ", "team\tb", "team\nb", String(repeating: "n", count: 101)] {
+            let badName = try await runCommand(
+                Binaries.path("herald"), ["keys", "create", "--role", "backend", "--name", name, "--database", database], in: directory)
+            #expect(badName.status != 0 && badName.stderr.contains("--name must be 1-100 characters"), "\(name): \(badName.stderr)")
+        }
         // A log level swift-log does not name was ignored (the server ran at info).
         let badLevel = try await runCommand(Binaries.path("herald"), ["migrate", "--database", database, "--log-level", "loud"], in: directory)
         #expect(badLevel.status == 1 && badLevel.stderr.contains("herald: error: log_level must be one of trace,"), "\(badLevel.stderr)")
