@@ -24,6 +24,8 @@ public struct FeedMaintenance: Service {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 do {
                     try await runOnce()
+                } catch _ where Task.isCancelled {
+                    break // ending, not a failure
                 } catch {
                     logger.warning("feed maintenance failed: \(error)")
                 }

@@ -48,6 +48,8 @@ public struct StorageMaintenance: Service {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 try await runOnce()
+            } catch _ where Task.isCancelled {
+                break // ending, not a failure
             } catch {
                 logger.warning("storage maintenance failed, trying again next pass: \(error)")
             }

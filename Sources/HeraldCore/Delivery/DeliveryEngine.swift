@@ -154,6 +154,10 @@ public final class DeliveryEngine: Service {
                         }
                     }
                     await progress.wait(patience: configuration.batchPatience)
+                } catch _ where Task.isCancelled {
+                    // The process is ending (a server that could not start cancels its services):
+                    // not a storage failure, and nothing to report.
+                    break
                 } catch {
                     // Storage is unavailable: leased work stays safe in the queue; back off and retry,
                     // never longer than a second, so delivery resumes soon after storage returns.

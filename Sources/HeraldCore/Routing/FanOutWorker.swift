@@ -44,6 +44,8 @@ public final class FanOutWorker: Service {
                     try await self.drain()
                     failures = 0
                     await self.signal.wait(timeout: self.interval)
+                } catch _ where Task.isCancelled {
+                    break // ending, not a storage error
                 } catch {
                     // A page is one transaction: nothing is half-written, the job resumes from its cursor.
                     failures += 1

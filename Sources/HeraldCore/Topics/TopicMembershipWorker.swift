@@ -57,6 +57,8 @@ public final class TopicMembershipWorker: Service {
                 } else {
                     pause = interval
                 }
+            } catch _ where Task.isCancelled {
+                break // ending, not a provider or storage failure
             } catch let error as RetryLater {
                 failures += 1
                 pause = min(max(error.after ?? .zero, retry.delay(afterAttempt: failures)), max(retry.maxDelay, .seconds(1)))
