@@ -20,7 +20,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Port to listen on (0 picks a free one).")
+    @Option(parsing: .unconditional, help: "Port to listen on (0 picks a free one).")
     var port: Int = 9099
 
     @Option(help: "Address to listen on.")

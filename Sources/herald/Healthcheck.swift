@@ -19,7 +19,7 @@ struct Healthcheck: AsyncParsableCommand {
     @Option(help: "Herald's base URL (default: from the configuration, e.g. http://127.0.0.1:8080).")
     var url: String?
 
-    @Option(help: "Seconds to wait for an answer.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for an answer.")
     var timeout: Int64 = 3
 
     func validate() throws {

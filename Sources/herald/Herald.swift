@@ -85,7 +85,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on (default 127.0.0.1).")
     var host: String?
 
-    @Option(help: "Port to listen on (default 8080; 0 picks a free port).")
+    @Option(parsing: .unconditional, help: "Port to listen on (default 8080; 0 picks a free port).")
     var port: Int?
 
     @Option(name: .customLong("public-base-url"), help: "Prefix for resource paths in delivered URLs.")

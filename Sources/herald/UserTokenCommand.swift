@@ -15,7 +15,7 @@ struct UserTokenCommand: AsyncParsableCommand {
     @Option(name: .customLong("user"), help: "The user id the token acts for.")
     var userID: String
 
-    @Option(help: "Seconds the token is valid.")
+    @Option(parsing: .unconditional, help: "Seconds the token is valid.")
     var ttl: Int = 3600
 
     func validate() throws {

@@ -19,7 +19,7 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Port to listen on (0 picks a free one).")
+    @Option(parsing: .unconditional, help: "Port to listen on (0 picks a free one).")
     var port: Int = 9098
 
     @Option(help: "Address to listen on.")

@@ -73,13 +73,13 @@ struct NotifSim: AsyncParsableCommand {
     @Option(help: "API key with role backend or admin (default $HERALD_API_KEY).")
     var key: String?
 
-    @Option(help: "Send this many notifications (load mode).")
+    @Option(parsing: .unconditional, help: "Send this many notifications (load mode).")
     var count: Int = 1
 
-    @Option(help: "Requests in flight at once in load mode.")
+    @Option(parsing: .unconditional, help: "Requests in flight at once in load mode.")
     var concurrency: Int = 8
 
-    @Option(help: "At most this many requests per second in load mode (default: as fast as possible).")
+    @Option(parsing: .unconditional, help: "At most this many requests per second in load mode (default: as fast as possible).")
     var rate: Double?
 
     /// `-u`, or the developer's own test account from the environment.

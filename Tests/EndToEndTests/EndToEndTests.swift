@@ -460,6 +460,21 @@ import Testing
         #expect(send.status == 64 && send.stderr.contains("--url has port 99999"), "\(send.status) \(send.stderr)")
     }
 
+    /// A negative number reaches the option's own range check: it was read as an option name
+    /// ("Missing value for '--count <count>'").
+    @Test(arguments: [
+        ("notifsim", ["-u", "u1", "--key", "hk_x", "--count", "-5"], "--count must be at least 1"),
+        ("notifsim", ["-u", "u1", "--key", "hk_x", "--concurrency", "-1"], "--concurrency must be 1-1024"),
+        ("notifsim", ["-u", "u1", "--key", "hk_x", "--rate", "-2"], "--rate must be a number of requests a second"),
+        ("herald", ["user-token", "--user", "u1", "--ttl", "-5"], "--ttl must be 1-315360000 seconds"),
+        ("herald", ["healthcheck", "--timeout", "-1"], "--timeout must be 1-3600 seconds"),
+        ("herald", ["fcm-emulator", "--port", "-1"], "--port must be 0-65535"),
+    ])
+    func negativeNumbersAreNamedByTheirRange(_ tool: String, _ arguments: [String], _ message: String) async throws {
+        let run = try await runCommand(Binaries.path(tool), arguments, in: directory, timeout: .seconds(20))
+        #expect(run.status == 64 && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+    }
+
     /// An emulator's port past 16 bits is refused: 70000 listened on 4464 (70000 - 65536).
     @Test func emulatorPortsPastSixteenBitsAreRefused() async throws {
         for command in ["fcm-emulator", "apns-emulator", "webpush-emulator"] {
