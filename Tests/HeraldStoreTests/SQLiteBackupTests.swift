@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldTestSupport
 import Synchronization
@@ -53,6 +54,33 @@ import Testing
         let live = try await store.devices(userID: "before").map(\.id)
         #expect(live.count == 200)
         #expect(try await copy.devices(userID: "before").map(\.id) == live)
+    }
+
+    /// A server that crashed leaves its last commits in the -wal file. The copy holds them, and
+    /// the source stays as it was: a read-write connection closing last would have checkpointed
+    /// the -wal into the file and deleted it.
+    @Test func theSourceIsOnlyRead() async throws {
+        let live = try DatabasePool(path: path("live.sqlite"))
+        try await live.write { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: "CREATE TABLE t (x TEXT NOT NULL)")
+            try db.execute(sql: "INSERT INTO t (x) VALUES ('in the wal')")
+        }
+        // The files as a crash leaves them: the commit is in the -wal, no process has them open.
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(atPath: path("live.sqlite") + suffix, toPath: path("crashed.sqlite") + suffix)
+        }
+        try live.close()
+        let before = try ["", "-wal"].map { try Data(contentsOf: URL(fileURLWithPath: path("crashed.sqlite") + $0)) }
+        #expect(before[1].count > 0)
+
+        _ = try await SQLiteBackup.copy(from: path("crashed.sqlite"), to: path("copy.sqlite"))
+
+        let after = try ["", "-wal"].map { try Data(contentsOf: URL(fileURLWithPath: path("crashed.sqlite") + $0)) }
+        #expect(after == before, "the source's file and its -wal are as they were")
+        let copy = try DatabaseQueue(path: path("copy.sqlite"))
+        defer { try? copy.close() }
+        #expect(try await copy.read { db in try String.fetchAll(db, sql: "SELECT x FROM t") } == ["in the wal"])
     }
 
     @Test func aMissingSourceOrAnExistingDestinationIsRefusedAndNothingIsWritten() async throws {

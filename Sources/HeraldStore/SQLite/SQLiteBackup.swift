@@ -54,8 +54,13 @@ public enum SQLiteBackup {
         defer { if !kept { unlink(temporary) } }
 
         var configuration = Configuration()
+        // Read-only: a backup must not change what it copies, and may run as a user (or from a
+        // mount) that can only read the file. A read-write connection that closed last would
+        // checkpoint a crashed server's -wal into the file and delete it; VACUUM INTO needs no
+        // write access to its source.
+        configuration.readonly = true
         // The server may hold the write lock for a moment; a read in WAL mode does not need it,
-        // but opening the file may (a checkpoint, the first connection's recovery).
+        // but opening the file may (the first connection's recovery of the -wal).
         configuration.busyMode = .timeout(5)
         let sourceBytes: Int64
         do {
