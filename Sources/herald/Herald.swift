@@ -56,10 +56,35 @@ struct CommonOptions: ParsableArguments {
         return try await HeraldConfiguration.load(configFile: file, overrides: overrides.merging(extra) { _, new in new })
     }
 
+    /// What an admin subcommand does when its SQLite file is not there.
+    enum MissingDatabase {
+        /// `herald migrate`: making it is the command's job.
+        case create
+        /// `keys create`: a key may be made before the first `serve`, but the file is named on
+        /// stderr, so a mistyped path or the wrong working directory shows.
+        case createAndSay
+        /// Listing, revoking or erasing in a database that is not there is a mistake: a new empty
+        /// file beside it would be reported as done while the server's database never saw it.
+        case refuse
+    }
+
     /// The configured storage, migrated, for the admin subcommands.
-    func openStore() async throws -> any HeraldStorage {
+    func openStore(ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
         try await reportingErrors {
             let configuration = try await load()
+            if let path = StorageLocation.sqlitePath(configuration.database), !path.isEmpty, !path.hasPrefix(":memory:"), !path.hasPrefix("file:"),
+                !FileManager.default.fileExists(atPath: path)
+            {
+                let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+                switch missing {
+                case .create: break
+                case .createAndSay: StandardStream.error.line("herald: there was no database at '\(absolute)'; created it")
+                case .refuse:
+                    throw HeraldError(
+                        .notFound, code: "not_found",
+                        "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
+                }
+            }
             let store = try StorageLocation.open(configuration.database, logger: configuration.logger())
             if let warning = NewerSchema.warning(try await store.migrate()) { StandardStream.error.write("herald: warning: \(warning)\n") }
             return store
@@ -123,7 +148,7 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        _ = try await common.openStore()
+        _ = try await common.openStore(ifMissing: .create)
         print("migrated")
     }
 }

@@ -32,7 +32,7 @@ struct Keys: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let store = try await common.openStore()
+            let store = try await common.openStore(ifMissing: .createAndSay)
             let role = Role(rawValue: role) ?? .backend
             let secret = APIKeySecret.generate()
             let record = APIKeyRecord(id: ObjectIDGenerator().next(), name: name ?? "\(role.rawValue)-key", role: role, createdAt: Date())
@@ -56,7 +56,7 @@ struct Keys: AsyncParsableCommand {
         @OptionGroup var common: CommonOptions
 
         func run() async throws {
-            let store = try await common.openStore()
+            let store = try await common.openStore(ifMissing: .refuse)
             let keys = try await reportingErrors { try await store.keys() }
             print("ID\tROLE\tNAME\tCREATED\tSTATUS")
             for key in keys {
@@ -78,7 +78,7 @@ struct Keys: AsyncParsableCommand {
             guard let keyID = ObjectID(id) else {
                 throw ValidationError("'\(id)' is not a key id (24 lowercase hex characters)")
             }
-            let store = try await common.openStore()
+            let store = try await common.openStore(ifMissing: .refuse)
             let revoked = try await reportingErrors { try await store.revokeKey(id: keyID, at: Date()) }
             guard revoked else {
                 StandardStream.error.write("herald: error: no active key with id \(id)\n")

@@ -33,7 +33,7 @@ struct Users: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let store = try await common.openStore()
+            let store = try await common.openStore(ifMissing: .refuse)
             let erased = try await reportingErrors { try await store.eraseUser(userID: id, at: Date()) }
             print(
                 "erased user \(id): \(erased.devices) devices, \(erased.subscriptions) subscriptions, \(erased.history) history items, "

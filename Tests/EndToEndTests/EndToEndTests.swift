@@ -371,6 +371,37 @@ import Testing
         await herald.expectCleanStop()
     }
 
+    /// An admin subcommand pointed at a database that is not there (a mistyped path, the wrong
+    /// working directory) made a new empty one and reported success: a key created where the
+    /// server never looks, a user "erased" from nothing. Listing, revoking and erasing now refuse
+    /// and make no file; creating a key, which may come before the first `serve`, names the file
+    /// it made.
+    @Test func adminCommandsOnAMissingDatabaseSaySo() async throws {
+        let missing = directory.appendingPathComponent("typo.sqlite").path
+        for command in [["keys", "list"], ["keys", "revoke", "0123456789abcdef01234567"], ["users", "erase", "someone"]] {
+            let result = try await runCommand(Binaries.path("herald"), command + ["--database", "sqlite:\(missing)"], in: directory)
+            #expect(result.status == 1, "\(command)")
+            #expect(
+                result.stderr
+                    == "herald: error: there is no SQLite database at '\(missing)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one\n",
+                "\(command)")
+            #expect(!FileManager.default.fileExists(atPath: missing), "\(command) made the file")
+        }
+        // The default path is relative to the working directory.
+        let defaulted = try await runCommand(Binaries.path("herald"), ["keys", "list"], in: directory)
+        #expect(
+            defaulted.status == 1 && defaulted.stderr.contains("no SQLite database at '\(directory.appendingPathComponent("herald.sqlite").path)'"),
+            "\(defaulted.stderr)")
+
+        let created = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "backend", "--database", "sqlite:\(missing)"], in: directory)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(created.stderr == "herald: there was no database at '\(missing)'; created it\n")
+        let listed = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", "sqlite:\(missing)"], in: directory)
+        #expect(listed.status == 0 && listed.stderr.isEmpty && listed.stdout.contains("\tbackend\t"), "\(listed.stderr)")
+        let migrated = try await runCommand(Binaries.path("herald"), ["migrate", "--database", "sqlite:\(missing)-2"], in: directory)
+        #expect(migrated.status == 0 && migrated.stderr.isEmpty, "herald migrate creates without a word: \(migrated.stderr)")
+    }
+
     @Test func keysCanBeListedAndRevoked() async throws {
         let key = try await createKey("backend")
         let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)
