@@ -63,28 +63,32 @@ struct CommonOptions: ParsableArguments {
         /// `keys create`: a key may be made before the first `serve`, but the file is named on
         /// stderr, so a mistyped path or the wrong working directory shows.
         case createAndSay
-        /// Listing, revoking or erasing in a database that is not there is a mistake: a new empty
+        /// Listing, revoking, erasing or reading counters in a database that is not there is a mistake: a new empty
         /// file beside it would be reported as done while the server's database never saw it.
         case refuse
+
+        /// Says so, or refuses, when `database` names a SQLite file that does not exist.
+        func check(_ database: String) throws {
+            guard let path = StorageLocation.sqlitePath(database), !path.isEmpty, !path.hasPrefix(":memory:"), !path.hasPrefix("file:"),
+                !FileManager.default.fileExists(atPath: path)
+            else { return }
+            let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+            switch self {
+            case .create: break
+            case .createAndSay: StandardStream.error.line("herald: there was no database at '\(absolute)'; created it")
+            case .refuse:
+                throw HeraldError(
+                    .notFound, code: "not_found",
+                    "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
+            }
+        }
     }
 
     /// The configured storage, migrated, for the admin subcommands.
     func openStore(ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
         try await reportingErrors {
             let configuration = try await load()
-            if let path = StorageLocation.sqlitePath(configuration.database), !path.isEmpty, !path.hasPrefix(":memory:"), !path.hasPrefix("file:"),
-                !FileManager.default.fileExists(atPath: path)
-            {
-                let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-                switch missing {
-                case .create: break
-                case .createAndSay: StandardStream.error.line("herald: there was no database at '\(absolute)'; created it")
-                case .refuse:
-                    throw HeraldError(
-                        .notFound, code: "not_found",
-                        "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
-                }
-            }
+            try missing.check(configuration.database)
             let store = try StorageLocation.open(configuration.database, logger: configuration.logger())
             if let warning = NewerSchema.warning(try await store.migrate()) { StandardStream.error.write("herald: warning: \(warning)\n") }
             return store
@@ -159,7 +163,11 @@ struct Sinks: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let configuration = try await reportingErrors { try await common.load() }
+        let configuration = try await reportingErrors {
+            let configuration = try await common.load()
+            try CommonOptions.MissingDatabase.refuse.check(configuration.database)
+            return configuration
+        }
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let counters: [SinkCounters]
         do {
