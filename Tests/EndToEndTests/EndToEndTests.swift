@@ -374,9 +374,8 @@ import Testing
     /// An admin subcommand pointed at a database that is not there (a mistyped path, the wrong
     /// working directory) made a new empty one and reported success: a key created where the
     /// server never looks, a user "erased" from nothing, sinks with nothing delivered. Listing,
-    /// revoking, erasing and `herald sinks` now refuse
-    /// and make no file; creating a key, which may come before the first `serve`, names the file
-    /// it made.
+    /// revoking, erasing and `herald sinks` now refuse and make no file; creating a key, which
+    /// may come before the first `serve`, names the file it made.
     @Test func adminCommandsOnAMissingDatabaseSaySo() async throws {
         let missing = directory.appendingPathComponent("typo.sqlite").path
         for command in [["keys", "list"], ["keys", "revoke", "0123456789abcdef01234567"], ["users", "erase", "someone"], ["sinks"]] {
