@@ -63,14 +63,14 @@ struct CommonOptions: ParsableArguments {
         /// `keys create`: a key may be made before the first `serve`, but the file is named on
         /// stderr, so a mistyped path or the wrong working directory shows.
         case createAndSay
-        /// Listing, revoking, erasing or reading counters in a database that is not there is a mistake: a new empty
-        /// file beside it would be reported as done while the server's database never saw it.
+        /// Listing, revoking, erasing or reading counters in a database that is not there is a
+        /// mistake: a new empty file beside it would be reported as done while the server's
+        /// database never saw it.
         case refuse
 
         /// Says so, or refuses, when `database` names a SQLite file that does not exist.
         func check(_ database: String) throws {
-            guard let path = StorageLocation.sqlitePath(database), !path.isEmpty, !path.hasPrefix(":memory:"), !path.hasPrefix("file:"),
-                !FileManager.default.fileExists(atPath: path)
+            guard let path = StorageLocation.sqlitePath(database), StorageLocation.isFilePath(path), !FileManager.default.fileExists(atPath: path)
             else { return }
             let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
             switch self {
@@ -163,11 +163,8 @@ struct Sinks: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let configuration = try await reportingErrors {
-            let configuration = try await common.load()
-            try CommonOptions.MissingDatabase.refuse.check(configuration.database)
-            return configuration
-        }
+        let configuration = try await reportingErrors { try await common.load() }
+        try await reportingErrors { try CommonOptions.MissingDatabase.refuse.check(configuration.database) }
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let counters: [SinkCounters]
         do {

@@ -33,7 +33,7 @@ public enum StorageLocation {
     /// Why the file system keeps SQLite from opening or creating `path`, when it can tell:
     /// SQLite's own error says only "unable to open database file" for all of these.
     static func sqliteFileProblem(_ path: String) -> String? {
-        guard !path.hasPrefix(":memory:"), !path.hasPrefix("file:") else { return nil }
+        guard isFilePath(path) else { return nil }
         let files = FileManager.default
         var isDirectory: ObjCBool = false
         if files.fileExists(atPath: path, isDirectory: &isDirectory) {
@@ -46,6 +46,12 @@ public enum StorageLocation {
             return "its directory \(directory) does not exist"
         }
         return files.isWritableFile(atPath: directory) ? nil : "this user (uid \(getuid())) may not create files in \(directory)"
+    }
+
+    /// Whether a `sqlite:` path names a file on disk: not empty, not an in-memory database, not a
+    /// `file:` URI (whose file and options SQLite reads itself).
+    public static func isFilePath(_ path: String) -> Bool {
+        !path.isEmpty && !path.hasPrefix(":memory:") && !path.hasPrefix("file:")
     }
 
     /// The file path of a `sqlite:` setting (empty when it names none), or nil for another database.
