@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A URL as Herald shows it to anyone (delivery errors readable by every backend key, logs, the
 /// portal, `herald sinks`): scheme, host, port and path only. User info and the query, where

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// How a fan-out's recipients get their rows: the stored counterpart of ``FanOutPlan``, whose
 /// closures cannot outlive the request that made them.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-public import HeraldCore
+import HeraldCore
 
 #if canImport(Glibc)
     import Glibc
