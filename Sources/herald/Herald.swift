@@ -69,17 +69,40 @@ struct CommonOptions: ParsableArguments {
         case refuse
 
         /// Says so, or refuses, when `database` names a SQLite file that does not exist.
-        func check(_ database: String) throws {
+        /// - Returns: whether it did not exist (and was said to be created).
+        @discardableResult
+        func check(_ database: String) throws -> Bool {
             guard let path = StorageLocation.sqlitePath(database), StorageLocation.isFilePath(path), !FileManager.default.fileExists(atPath: path)
-            else { return }
+            else { return false }
             let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+            try answer(
+                saying: "there was no database at '\(absolute)'; created it",
+                refusing: "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
+            return true
+        }
+
+        /// Says so, or refuses, when the database holds none of Herald's tables: a PostgreSQL
+        /// database that exists but is not Herald's (a mistyped name, the server's default
+        /// `postgres`, the application's own), or an empty SQLite file. Migrating it would fill it
+        /// with Herald's tables and answer as though the command had done its work.
+        func checkSchema(_ holdsSchema: Bool, of database: String) throws {
+            guard !holdsSchema else { return }
+            let shown =
+                StorageLocation.sqlitePath(database).map { StorageLocation.isFilePath($0) ? URL(fileURLWithPath: $0).standardizedFileURL.path : "sqlite:\($0)" }
+                ?? RedactedURL.describe(database)
+            try answer(
+                saying: "the database at '\(shown)' held no Herald tables; created them",
+                refusing:
+                    "the database at '\(shown)' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); herald serve or herald migrate creates them"
+            )
+        }
+
+        /// Nothing, a line on stderr, or an error, as the command's case asks.
+        private func answer(saying said: String, refusing refusal: String) throws {
             switch self {
             case .create: break
-            case .createAndSay: StandardStream.error.line("herald: there was no database at '\(absolute)'; created it")
-            case .refuse:
-                throw HeraldError(
-                    .notFound, code: "not_found",
-                    "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
+            case .createAndSay: StandardStream.error.line("herald: \(said)")
+            case .refuse: throw HeraldError(.notFound, code: "not_found", refusal)
             }
         }
     }
@@ -88,9 +111,20 @@ struct CommonOptions: ParsableArguments {
     func openStore(ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
         try await reportingErrors {
             let configuration = try await load()
-            try missing.check(configuration.database)
-            let store = try StorageLocation.open(configuration.database, logger: configuration.logger())
-            if let warning = NewerSchema.warning(try await store.migrate()) { StandardStream.error.write("herald: warning: \(warning)\n") }
+            let database = configuration.database
+            let created = try missing.check(database)
+            // A SQLite file is read before it is opened for writing, which would switch another
+            // program's database to WAL; one that cannot be read is left to the open to explain.
+            let file = StorageLocation.sqlitePath(database).flatMap { StorageLocation.isFilePath($0) ? $0 : nil }
+            if missing != .create, !created, let file, let holds = SQLiteStore.holdsSchema(atPath: file) { try missing.checkSchema(holds, of: database) }
+            let store = try StorageLocation.open(database, logger: configuration.logger())
+            do {
+                if missing != .create, !created, file == nil { try missing.checkSchema(try await store.holdsSchema(), of: database) }
+                if let warning = NewerSchema.warning(try await store.migrate()) { StandardStream.error.write("herald: warning: \(warning)\n") }
+            } catch {
+                await store.close()
+                throw error
+            }
             return store
         }
     }
@@ -164,7 +198,8 @@ struct Sinks: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
-        try await reportingErrors { try CommonOptions.MissingDatabase.refuse.check(configuration.database) }
+        // Refused before the server starts, which would make the database or fill it.
+        try await common.openStore(ifMissing: .refuse).close()
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let counters: [SinkCounters]
         do {

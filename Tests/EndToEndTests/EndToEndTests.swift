@@ -402,6 +402,65 @@ import Testing
         #expect(migrated.status == 0 && migrated.stderr.isEmpty, "herald migrate creates without a word: \(migrated.stderr)")
     }
 
+    /// The same commands pointed at a database that exists but is not Herald's (an empty file,
+    /// another program's SQLite file, a PostgreSQL database with a mistyped name or the
+    /// application's own) migrated it: Herald's tables created in it, and success reported.
+    /// They refuse and leave it as it was; `keys create` names it and creates them.
+    @Test func adminCommandsOnADatabaseThatIsNotHeraldsSaySo() async throws {
+        let foreign = directory.appendingPathComponent("app.db").path
+        let made = try await runCommand(
+            "/usr/bin/env",
+            ["python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE orders (id)'); c.commit()", foreign],
+            in: directory)
+        try #require(made.status == 0, "\(made.stderr)")
+        let empty = directory.appendingPathComponent("empty.sqlite").path
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        let before = try Data(contentsOf: URL(fileURLWithPath: foreign))
+        let commands = [["keys", "list"], ["keys", "revoke", "0123456789abcdef01234567"], ["users", "erase", "someone"], ["sinks"]]
+        for path in [foreign, empty] {
+            for command in commands {
+                let result = try await runCommand(Binaries.path("herald"), command + ["--database", "sqlite:\(path)"], in: directory)
+                #expect(result.status == 1, "\(command)")
+                #expect(
+                    result.stderr
+                        == "herald: error: the database at '\(path)' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); herald serve or herald migrate creates them\n",
+                    "\(command): \(result.stderr)")
+            }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == before, "another program's database is left as it was")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: foreign + "-wal") && !FileManager.default.fileExists(atPath: empty + "-wal"))
+
+        let created = try await runCommand(Binaries.path("herald"), ["keys", "create", "--role", "backend", "--database", "sqlite:\(empty)"], in: directory)
+        #expect(created.status == 0 && created.stderr == "herald: the database at '\(empty)' held no Herald tables; created them\n", "\(created.stderr)")
+        let listed = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", "sqlite:\(empty)"], in: directory)
+        #expect(listed.status == 0 && listed.stderr.isEmpty && listed.stdout.contains("\tbackend\t"), "\(listed.stderr)")
+
+        guard PostgresTestDatabase.serverURL != nil else { return }
+        let postgres = try await PostgresTestDatabase.create()
+        let shown = try #require(postgres.firstMatch(of: /^postgres(ql)?:\/\/(?:[^@\/]*@)?([^?]*)/).map { "postgres://\($0.2)" })
+        // Twice: the second refusal shows the first created nothing.
+        for command in commands + [["keys", "list"]] {
+            let result = try await runCommand(
+                Binaries.path("herald"), command + ["--database", postgres, "--log-level", "error"], in: directory, timeout: .seconds(60))
+            #expect(result.status == 1, "\(command): \(result.stderr)")
+            #expect(
+                result.stderr.contains("herald: error: the database at '\(shown)") && result.stderr.contains("holds no Herald tables"),
+                "\(command): \(result.stderr)")
+            #expect(!result.stderr.contains("@"), "no credentials shown: \(result.stderr)")
+        }
+        let createdThere = try await runCommand(
+            Binaries.path("herald"), ["keys", "create", "--role", "admin", "--database", postgres, "--log-level", "error"], in: directory,
+            timeout: .seconds(60))
+        #expect(createdThere.status == 0, "\(createdThere.stderr)")
+        #expect(
+            createdThere.stderr.contains("herald: the database at '\(shown)") && createdThere.stderr.contains("held no Herald tables; created them"),
+            "\(createdThere.stderr)")
+        let listedThere = try await runCommand(
+            Binaries.path("herald"), ["keys", "list", "--database", postgres, "--log-level", "error"], in: directory, timeout: .seconds(60))
+        #expect(listedThere.status == 0 && listedThere.stdout.contains("\tadmin\t"), "\(listedThere.stderr)")
+    }
+
     @Test func keysCanBeListedAndRevoked() async throws {
         let key = try await createKey("backend")
         let list = try await runCommand(Binaries.path("herald"), ["keys", "list", "--database", database], in: directory)

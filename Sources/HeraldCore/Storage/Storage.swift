@@ -284,6 +284,11 @@ public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, Delive
     /// - Returns: the migrations the database has that this build does not know, sorted: a
     ///   newer Herald migrated it (the older side of a rolling update, or a rollback).
     @discardableResult func migrate() async throws -> [String]
+    /// Whether the database holds Herald's schema (a migration recorded): false for a new,
+    /// empty database, or another program's, until ``migrate()`` runs. The admin commands that
+    /// only read or change what is there refuse one, rather than fill a mistyped database with
+    /// Herald's tables and report success.
+    func holdsSchema() async throws -> Bool
     /// Whether storage answers now (for `/health/ready`).
     func ping() async throws
     /// Releases connections; the store is not used afterwards.

@@ -73,27 +73,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 
     @discardableResult public func migrate() async throws -> [String] {
         let commits: String?
-        var unknown: [String] = []
-        // The first connection includes the TCP connect and authentication (SCRAM hashes on
-        // both ends), which on a loaded machine can outlast one acquire timeout, and so can the
-        // pool's direct check that follows (then the database is marked unreachable for
-        // slowness, and probed): a server that is reachable but slow gets more time at startup;
-        // one that refuses or breaks connections fails at once.
-        let patience = ContinuousClock.now + Self.startupPatience
+        let unknown: [String]
         do {
-            while true {
-                do {
-                    unknown = try await transaction { session in try await PostgresSchema.migrate(session) }
-                    break
-                } catch let error as HeraldError
-                    where error.code == "storage_unavailable" && ContinuousClock.now < patience
-                    && (error == PostgresPool.busy && pool.isReachable || error == PostgresPool.replaced || pool.isUnreachableForSlowness)
-                {
-                    logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
-                    // While it is marked unreachable every call fails at once: wait for the probe.
-                    if !pool.isReachable { try await Task.sleep(for: pool.probeInterval) }
-                }
-            }
+            unknown = try await patientlyAtStartup { try await self.transaction { session in try await PostgresSchema.migrate(session) } }
             commits = try await withConnection { session in
                 try await session.row("SHOW synchronous_commit")?.first?.decode(String.self)
             }
@@ -115,6 +97,40 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
             )
         }
         return unknown
+    }
+
+    public func holdsSchema() async throws -> Bool {
+        do {
+            return try await patientlyAtStartup {
+                try await self.withConnection { session in
+                    try await session.row("SELECT to_regclass('herald_migrations') IS NOT NULL")?.first?.decode(Bool.self) == true
+                }
+            }
+        } catch {
+            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot read PostgreSQL at \(address): \(Self.describe(error))")
+        }
+    }
+
+    /// Runs `body`, the first use of the pool, again while the server is reachable but lends no
+    /// connection in time. The first connection includes the TCP connect and authentication
+    /// (SCRAM hashes on both ends), which on a loaded machine can outlast one acquire timeout,
+    /// and so can the pool's direct check that follows (then the database is marked unreachable
+    /// for slowness, and probed): a server that is reachable but slow gets more time at
+    /// startup; one that refuses or breaks connections fails at once.
+    private func patientlyAtStartup<T>(_ body: () async throws -> T) async throws -> T {
+        let patience = ContinuousClock.now + Self.startupPatience
+        while true {
+            do {
+                return try await body()
+            } catch let error as HeraldError
+                where error.code == "storage_unavailable" && ContinuousClock.now < patience
+                && (error == PostgresPool.busy && pool.isReachable || error == PostgresPool.replaced || pool.isUnreachableForSlowness)
+            {
+                logger.info("PostgreSQL at \(address) lent no connection in time; trying again")
+                // While it is marked unreachable every call fails at once: wait for the probe.
+                if !pool.isReachable { try await Task.sleep(for: pool.probeInterval) }
+            }
+        }
     }
 
     /// How long an operation waits for a pooled connection by default: a busy pool is not an

@@ -93,6 +93,21 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         return try await writer.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).sorted() }
     }
 
+    public func holdsSchema() async throws -> Bool {
+        try await writer.read { db in try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty }
+    }
+
+    /// ``holdsSchema()`` for the file at `path`, read through a read-only connection: opening a
+    /// store switches the file to WAL, which would change another program's database that a
+    /// mistyped setting names. Nil when it cannot be read (not a database, not readable).
+    public static func holdsSchema(atPath path: String) -> Bool? {
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let reader = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        defer { try? reader.close() }
+        return try? reader.read { db in try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty }
+    }
+
     /// Closes the connections (checkpointing the WAL). A connection still in use keeps the
     /// database open; later use throws.
     public func close() async {
