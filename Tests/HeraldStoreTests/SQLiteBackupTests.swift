@@ -61,8 +61,9 @@ import Testing
     /// the -wal into the file and deleted it.
     @Test func theSourceIsOnlyRead() async throws {
         let live = try DatabasePool(path: path("live.sqlite"))
+        try await live.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        try SQLiteSchema.migrator.migrate(live)
         try await live.write { db in
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             try db.execute(sql: "CREATE TABLE t (x TEXT NOT NULL)")
             try db.execute(sql: "INSERT INTO t (x) VALUES ('in the wal')")
         }
@@ -99,6 +100,19 @@ import Testing
         // A file that is not a database is named, not copied.
         try Data("not a database".utf8).write(to: URL(fileURLWithPath: path("text.sqlite")))
         await #expect(throws: HeraldError.self) { _ = try await SQLiteBackup.copy(from: path("text.sqlite"), to: path("out.sqlite")) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".partial") || $0 == "out.sqlite" }.isEmpty)
+
+        // Nor is an empty file or another program's database: the copy would restore nothing.
+        #expect(FileManager.default.createFile(atPath: path("empty.sqlite"), contents: Data()))
+        let foreign = try DatabaseQueue(path: path("app.db"))
+        try await foreign.write { db in try db.execute(sql: "CREATE TABLE orders (id INTEGER)") }
+        try foreign.close()
+        for source in ["empty.sqlite", "app.db"] {
+            let notHeralds = await #expect(throws: HeraldError.self) { _ = try await SQLiteBackup.copy(from: path(source), to: path("out.sqlite")) }
+            #expect(
+                notHeralds?.message
+                    == "'\(path(source))' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); nothing was copied")
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".partial") || $0 == "out.sqlite" }.isEmpty)
     }
 }

@@ -30,8 +30,8 @@ public enum SQLiteBackup {
     /// then renamed: a copy cut short never stands under the name asked for.
     /// - Parameter progress: called about every `interval` with the bytes written so far and
     ///   the source's size.
-    /// - Throws: ``HeraldError`` naming the path for a missing source, an existing destination,
-    ///   or a copy that fails.
+    /// - Throws: ``HeraldError`` naming the path for a missing source or one without Herald's
+    ///   tables, an existing destination, or a copy that fails.
     public static func copy(
         from source: String, to destination: String, interval: Duration = .seconds(2),
         progress: @escaping @Sendable (_ written: Int64, _ total: Int64) -> Void = { _, _ in }
@@ -67,6 +67,13 @@ public enum SQLiteBackup {
             let database = try DatabaseQueue(path: source, configuration: configuration)
             defer { try? database.close() }
             sourceBytes = try await database.read { db in
+                // An empty file or another program's database, named by a mistyped setting, would
+                // give a copy that restores nothing while saying it backed Herald up.
+                guard try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty else {
+                    throw HeraldError(
+                        .notFound, code: "not_found",
+                        "'\(source)' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); nothing was copied")
+                }
                 let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
                 let size = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 0
                 return pages.multipliedReportingOverflow(by: size).overflow ? .max : pages * size
