@@ -54,4 +54,28 @@ import Testing
         for holder in holders { try await holder.value }
         #expect(try await store.settings(userID: "u") == UserSettings(), "the schema is in place")
     }
+
+    /// A server that refuses the login (a database that does not exist, a role it does not
+    /// know) looked like a slow one: PostgresNIO's pool logs the refusal and keeps the request
+    /// waiting, so start-up waited out its patience and then said only that the database was
+    /// unreachable. The check for an outage now logs in on a connection of its own, and the
+    /// error carries the server's words.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aRefusedLoginIsNamed() async throws {
+        let server = try #require(PostgresTestDatabase.serverURL)
+        let base = try #require(server.firstMatch(of: /^(postgres(?:ql)?:\/\/)([^@\/]*@)?([^\/?]*)/))
+        let missing = "herald_missing_\(UInt32.random(in: 0...UInt32.max))"
+        let cases = [
+            ("\(base.1)\(base.2 ?? "")\(base.3)/\(missing)", "database \"\(missing)\" does not exist"),
+            ("\(base.1)nobody_\(missing)@\(base.3)/postgres", "role \"nobody_\(missing)\" does not exist"),
+        ]
+        for (url, said) in cases {
+            let store = try PostgresStore(url: url)
+            TestResources.register { await store.close() }
+            for attempt in [{ _ = try await store.migrate() }, { _ = try await store.holdsSchema() }] as [@Sendable () async throws -> Void] {
+                let error = await #expect(throws: HeraldError.self) { try await attempt() }
+                #expect(error?.message.contains("the server refused the connection: \(said)") == true, "\(error?.message ?? "")")
+            }
+        }
+    }
 }

@@ -26,12 +26,16 @@ final class PostgresPool: Sendable {
         /// The database was marked unreachable because nothing answered in time, not because a
         /// connection was refused or broke.
         var unreachableForSlowness = false
+        /// What the server answered, when it refused the login (see ``PostgresPool/loginRefusal()``).
+        var unreachableReason: String?
         var probe: Task<Void, Never>?
         var checking = false
         var closed = false
     }
 
     let configuration: PostgresClient.Configuration
+    /// The same settings for one connection of its own (nil: no login check).
+    let direct: PostgresConnection.Configuration?
     let logger: Logger
     let acquireTimeout: Duration
     let probeInterval: Duration
@@ -42,9 +46,10 @@ final class PostgresPool: Sendable {
     init(
         configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout,
         probeInterval: Duration = .milliseconds(200),
-        closeGrace: Duration = .milliseconds(500)
+        closeGrace: Duration = .milliseconds(500), direct: PostgresConnection.Configuration? = nil
     ) {
         self.configuration = configuration
+        self.direct = direct
         self.logger = logger
         self.acquireTimeout = acquireTimeout
         self.probeInterval = probeInterval
@@ -59,6 +64,10 @@ final class PostgresPool: Sendable {
     /// Whether the database is marked unreachable only because no connection came in time: at
     /// startup, on a loaded machine, more likely slow than down (see ``PostgresStore/migrate()``).
     var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableForSlowness } }
+
+    /// What the server said when it refused the login, while the database is marked unreachable
+    /// for that.
+    var unreachableReason: String? { state.withLock { $0.unreachableSince == nil ? nil : $0.unreachableReason } }
 
     /// The pool requests go to now; a fresh one after an outage.
     var client: PostgresClient { state.withLock { $0.client } }
@@ -221,6 +230,7 @@ final class PostgresPool: Sendable {
             // PostgresNIO's pool keeps a request waiting while its connections are refused, so
             // without the refusal a closed port would look like a slow server.
             var failure = await self.refusal()
+            if failure == nil { failure = await self.loginRefusal() }
             if failure == nil {
                 switch await self.connectsFresh() {
                 case .success(let (_, runner)):
@@ -274,6 +284,40 @@ final class PostgresPool: Sendable {
         }
     }
 
+    /// What the server answers a connection of its own when it refuses the login: a database
+    /// that does not exist, a role or password it does not take. PostgresNIO's pool logs that
+    /// answer and keeps the request waiting, so without this a mistyped database name looked
+    /// like a slow server: `herald serve` waited out its start-up patience and then said only
+    /// that the database was unreachable. Nil when the login succeeds, or no answer comes in
+    /// `acquireTimeout`.
+    private func loginRefusal() async -> (any Error)? {
+        guard var direct else { return nil }
+        direct.options.connectTimeout = TimeAmount(acquireTimeout)
+        // The connect timeout covers the TCP connect alone; a server that takes the connection
+        // and never answers the login must not hold up the check, which waits no longer than
+        // the pool would. A connection that comes after that is closed.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let answer = loop.makePromise(of: (any Error)?.self)
+        let answered = NIOLoopBoundBox.makeBoxSendingValue(false, eventLoop: loop)
+        let finish: @Sendable ((any Error)?) -> Void = { refusal in
+            guard !answered.value else { return }
+            answered.value = true
+            answer.succeed(refusal)
+        }
+        let timer = loop.scheduleTask(in: TimeAmount(acquireTimeout)) { finish(nil) }
+        PostgresConnection.connect(on: loop, configuration: direct, id: 0, logger: logger).hop(to: loop).whenComplete { result in
+            timer.cancel()
+            switch result {
+            case .success(let connection):
+                finish(nil)
+                let _: EventLoopFuture<Void> = connection.close()
+            case .failure(let error):
+                finish((error as? PSQLError)?.serverInfo?[.sqlState] != nil ? error : nil)
+            }
+        }
+        return (try? await answer.futureResult.get()) ?? nil
+    }
+
     /// Marks the database unreachable and starts the probe, unless `client` (the pool an
     /// operation failed on) has been replaced since: false then.
     @discardableResult
@@ -283,10 +327,11 @@ final class PostgresPool: Sendable {
             guard !state.closed, state.unreachableSince == nil else { return (true, false) }
             state.unreachableSince = Date()
             state.unreachableForSlowness = error is AcquireTimeout
+            state.unreachableReason = (error as? PSQLError)?.serverInfo?[.message]
             return (true, true)
         }
         guard startProbe else { return current }
-        logger.error("the database is unreachable; answering 503 until it is back: \(String(describing: error))")
+        logger.error("the database is unreachable; answering 503 until it is back: \(PostgresStore.describe(error))")
         let probe = Task { await self.probeUntilReachable() }
         state.withLock { $0.probe = probe }
         return true

@@ -47,7 +47,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     ) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
-        let pool = PostgresPool(configuration: configuration, logger: logger, acquireTimeout: acquireTimeout)
+        let pool = PostgresPool(
+            configuration: configuration, logger: logger, acquireTimeout: acquireTimeout, direct: Self.directConfiguration(url: url, from: configuration))
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
@@ -82,7 +83,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         } catch {
             // PSQLError's description hides details on purpose; the server's message and the
             // address (never the password) are what an operator needs here.
-            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot migrate PostgreSQL at \(address): \(Self.describe(error))")
+            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot migrate PostgreSQL at \(address): \(describeAtStartup(error))")
         }
         // A 2xx means committed to disk. With `synchronous_commit = off` (the server's, the
         // database's or the role's default) PostgreSQL answers COMMIT before its WAL is flushed,
@@ -107,8 +108,15 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 }
             }
         } catch {
-            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot read PostgreSQL at \(address): \(Self.describe(error))")
+            throw HeraldError(.unavailable, code: "storage_unavailable", "cannot read PostgreSQL at \(address): \(describeAtStartup(error))")
         }
+    }
+
+    /// `error`, or, when the server refused the login, its words (a database that does not
+    /// exist, a role or password it does not take), which the pool's own error does not carry:
+    /// for the operator starting Herald, never in an answer to a request.
+    private func describeAtStartup(_ error: any Error) -> String {
+        pool.unreachableReason.map { "the server refused the connection: \($0)" } ?? Self.describe(error)
     }
 
     /// Runs `body`, the first use of the pool, again while the server is reachable but lends no
@@ -185,6 +193,21 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls
         )
+    }
+
+    /// The same settings for one connection outside the pool (``PostgresPool``'s check for a
+    /// server that refuses the login); nil for a Unix socket, or when no TLS context can be made.
+    static func directConfiguration(url: String, from client: PostgresClient.Configuration) -> PostgresConnection.Configuration? {
+        guard let host = client.host, let port = client.port else { return nil }
+        let tls: PostgresConnection.Configuration.TLS
+        switch URLComponents(string: url)?.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+        case "disable": tls = .disable
+        case let mode:
+            guard let context = try? NIOSSLContext(configuration: .makeClientConfiguration()) else { return nil }
+            tls = mode == "require" ? .require(context) : .prefer(context)
+        }
+        return PostgresConnection.Configuration(
+            host: host, port: port, username: client.username, password: client.password, database: client.database, tls: tls)
     }
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
