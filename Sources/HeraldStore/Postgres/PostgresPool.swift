@@ -288,8 +288,8 @@ final class PostgresPool: Sendable {
     /// that does not exist, a role or password it does not take. PostgresNIO's pool logs that
     /// answer and keeps the request waiting, so without this a mistyped database name looked
     /// like a slow server: `herald serve` waited out its start-up patience and then said only
-    /// that the database was unreachable. Nil when the login succeeds, or no answer comes in
-    /// `acquireTimeout`.
+    /// that the database was unreachable. Nil when the login succeeds, fails for a passing
+    /// reason (``isLoginRefusal(_:)``), or no answer comes in `acquireTimeout`.
     private func loginRefusal() async -> (any Error)? {
         guard var direct else { return nil }
         direct.options.connectTimeout = TimeAmount(acquireTimeout)
@@ -312,10 +312,19 @@ final class PostgresPool: Sendable {
                 finish(nil)
                 let _: EventLoopFuture<Void> = connection.close()
             case .failure(let error):
-                finish((error as? PSQLError)?.serverInfo?[.sqlState] != nil ? error : nil)
+                finish(Self.isLoginRefusal(error) ? error : nil)
             }
         }
         return (try? await answer.futureResult.get()) ?? nil
+    }
+
+    /// Whether the server refused a login for good: an unknown or unauthenticated role (class
+    /// 28), a database that does not exist (3D000) or may not be connected to (42501). Not a
+    /// server starting up or shutting down (57P03, 57P01) or out of connection slots (53300),
+    /// which start-up waits out.
+    static func isLoginRefusal(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("28") || state == "3D000" || state == "42501"
     }
 
     /// Marks the database unreachable and starts the probe, unless `client` (the pool an
