@@ -56,25 +56,29 @@ import Testing
     }
 
     /// A server that refuses the login (a database that does not exist, a role it does not
-    /// know) looked like a slow one: PostgresNIO's pool logs the refusal and keeps the request
-    /// waiting, so start-up waited out its patience and then said only that the database was
-    /// unreachable. The check for an outage now logs in on a connection of its own, and the
-    /// error carries the server's words.
+    /// know, no TLS where it is required) looked like a slow one: PostgresNIO's pool logs the
+    /// refusal and keeps the request waiting, so start-up waited out its patience and then said
+    /// only that the database was unreachable. The check for an outage now logs in on a
+    /// connection of its own, and the error says why, as it does for an address that refuses
+    /// connections.
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aRefusedLoginIsNamed() async throws {
         let server = try #require(PostgresTestDatabase.serverURL)
         let base = try #require(server.firstMatch(of: /^(postgres(?:ql)?:\/\/)([^@\/]*@)?([^\/?]*)/))
         let missing = "herald_missing_\(UInt32.random(in: 0...UInt32.max))"
         let cases = [
-            ("\(base.1)\(base.2 ?? "")\(base.3)/\(missing)", "database \"\(missing)\" does not exist"),
-            ("\(base.1)nobody_\(missing)@\(base.3)/postgres", "role \"nobody_\(missing)\" does not exist"),
+            ("\(base.1)\(base.2 ?? "")\(base.3)/\(missing)", "the server refused the connection: database \"\(missing)\" does not exist"),
+            ("\(base.1)nobody_\(missing)@\(base.3)/postgres", "the server refused the connection: role \"nobody_\(missing)\" does not exist"),
+            // scripts/test's server offers no TLS.
+            ("\(base.1)\(base.2 ?? "")\(base.3)/postgres?sslmode=require", "the server does not offer TLS, which sslmode=require asks for"),
+            ("postgres://herald@127.0.0.1:1/herald", "nothing accepts connections at 127.0.0.1:1 (Connection refused)"),
         ]
         for (url, said) in cases {
             let store = try PostgresStore(url: url)
             TestResources.register { await store.close() }
             for attempt in [{ _ = try await store.migrate() }, { _ = try await store.holdsSchema() }] as [@Sendable () async throws -> Void] {
                 let error = await #expect(throws: HeraldError.self) { try await attempt() }
-                #expect(error?.message.contains("the server refused the connection: \(said)") == true, "\(error?.message ?? "")")
+                #expect(error?.message.hasSuffix(": \(said)") == true, "\(error?.message ?? "")")
             }
         }
     }

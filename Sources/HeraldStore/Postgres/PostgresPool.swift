@@ -318,12 +318,32 @@ final class PostgresPool: Sendable {
         return (try? await answer.futureResult.get()) ?? nil
     }
 
+    /// Why the database turned the check away, in words for the operator: the server's own, or
+    /// what the address did. Nil when nothing answered in time.
+    static func refusalReason(_ error: any Error) -> String? {
+        if let error = error as? PSQLError {
+            if error.code == .sslUnsupported { return "the server does not offer TLS, which sslmode=require asks for" }
+            return error.serverInfo?[.message].map { "the server refused the connection: \($0)" }
+        }
+        if let error = error as? NIOConnectionError {
+            if let lookup = error.dnsAError ?? error.dnsAAAAError { return "the host name \(error.host) does not resolve (\(lookup))" }
+            if let first = error.connectionErrors.first {
+                let why = (first.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(first.error)"
+                return "nothing accepts connections at \(error.host):\(error.port) (\(why))"
+            }
+        }
+        return nil
+    }
+
     /// Whether the server refused a login for good: an unknown or unauthenticated role (class
-    /// 28), a database that does not exist (3D000) or may not be connected to (42501). Not a
+    /// 28), a database that does not exist (3D000) or may not be connected to (42501), no TLS
+    /// where `sslmode=require` asks for it. Not a
     /// server starting up or shutting down (57P03, 57P01) or out of connection slots (53300),
     /// which start-up waits out.
     static func isLoginRefusal(_ error: any Error) -> Bool {
-        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        guard let error = error as? PSQLError else { return false }
+        if error.code == .sslUnsupported { return true }
+        guard let state = error.serverInfo?[.sqlState] else { return false }
         return state.hasPrefix("28") || state == "3D000" || state == "42501"
     }
 
@@ -336,7 +356,7 @@ final class PostgresPool: Sendable {
             guard !state.closed, state.unreachableSince == nil else { return (true, false) }
             state.unreachableSince = Date()
             state.unreachableForSlowness = error is AcquireTimeout
-            state.unreachableReason = (error as? PSQLError)?.serverInfo?[.message]
+            state.unreachableReason = Self.refusalReason(error)
             return (true, true)
         }
         guard startProbe else { return current }

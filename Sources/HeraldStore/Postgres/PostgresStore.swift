@@ -112,11 +112,13 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         }
     }
 
-    /// `error`, or, when the server refused the login, its words (a database that does not
-    /// exist, a role or password it does not take), which the pool's own error does not carry:
-    /// for the operator starting Herald, never in an answer to a request.
+    /// `error`, or, when the database was turned away for good, why (the server's words for a
+    /// database that does not exist or a role or password it does not take; no TLS where it is
+    /// required; an address that refuses connections or a name that does not resolve), which
+    /// the pool's own error does not carry: for the operator starting Herald, never in an
+    /// answer to a request.
     private func describeAtStartup(_ error: any Error) -> String {
-        pool.unreachableReason.map { "the server refused the connection: \($0)" } ?? Self.describe(error)
+        pool.unreachableReason ?? Self.describe(error)
     }
 
     /// Runs `body`, the first use of the pool, again while the server is reachable but lends no
