@@ -26,7 +26,7 @@ final class PostgresPool: Sendable {
         /// The database was marked unreachable because nothing answered in time, not because a
         /// connection was refused or broke.
         var unreachableForSlowness = false
-        /// What the server answered, when it refused the login (see ``PostgresPool/loginRefusal()``).
+        /// Why, when the check was turned away for good (``PostgresPool/refusalReason(_:)``).
         var unreachableReason: String?
         var probe: Task<Void, Never>?
         var checking = false
@@ -65,8 +65,8 @@ final class PostgresPool: Sendable {
     /// startup, on a loaded machine, more likely slow than down (see ``PostgresStore/migrate()``).
     var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableForSlowness } }
 
-    /// What the server said when it refused the login, while the database is marked unreachable
-    /// for that.
+    /// Why the database is marked unreachable, when the check was turned away for good rather
+    /// than left without an answer: for start-up's error message.
     var unreachableReason: String? { state.withLock { $0.unreachableSince == nil ? nil : $0.unreachableReason } }
 
     /// The pool requests go to now; a fresh one after an outage.
@@ -285,7 +285,7 @@ final class PostgresPool: Sendable {
     }
 
     /// What the server answers a connection of its own when it refuses the login: a database
-    /// that does not exist, a role or password it does not take. PostgresNIO's pool logs that
+    /// that does not exist, a role or password it does not take, no TLS where it is required. PostgresNIO's pool logs that
     /// answer and keeps the request waiting, so without this a mistyped database name looked
     /// like a slow server: `herald serve` waited out its start-up patience and then said only
     /// that the database was unreachable. Nil when the login succeeds, fails for a passing
@@ -337,9 +337,8 @@ final class PostgresPool: Sendable {
 
     /// Whether the server refused a login for good: an unknown or unauthenticated role (class
     /// 28), a database that does not exist (3D000) or may not be connected to (42501), no TLS
-    /// where `sslmode=require` asks for it. Not a
-    /// server starting up or shutting down (57P03, 57P01) or out of connection slots (53300),
-    /// which start-up waits out.
+    /// where `sslmode=require` asks for it. Not a server starting up or shutting down (57P03,
+    /// 57P01) or out of connection slots (53300), which start-up waits out.
     static func isLoginRefusal(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError else { return false }
         if error.code == .sslUnsupported { return true }
