@@ -74,10 +74,10 @@ struct CommonOptions: ParsableArguments {
         func check(_ database: String) throws -> Bool {
             guard let path = StorageLocation.sqlitePath(database), StorageLocation.isFilePath(path), !FileManager.default.fileExists(atPath: path)
             else { return false }
-            let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+            let shown = Self.shown(database)
             try answer(
-                saying: "there was no database at '\(absolute)'; created it",
-                refusing: "there is no SQLite database at '\(absolute)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
+                saying: "there was no database at '\(shown)'; created it",
+                refusing: "there is no SQLite database at '\(shown)' (database, HERALD_DATABASE, --database); herald serve or herald migrate creates one")
             return true
         }
 
@@ -87,14 +87,20 @@ struct CommonOptions: ParsableArguments {
         /// with Herald's tables and answer as though the command had done its work.
         func checkSchema(_ holdsSchema: Bool, of database: String) throws {
             guard !holdsSchema else { return }
-            let shown =
-                StorageLocation.sqlitePath(database).map { StorageLocation.isFilePath($0) ? URL(fileURLWithPath: $0).standardizedFileURL.path : "sqlite:\($0)" }
-                ?? RedactedURL.describe(database)
+            let shown = Self.shown(database)
             try answer(
                 saying: "the database at '\(shown)' held no Herald tables; created them",
                 refusing:
                     "the database at '\(shown)' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); herald serve or herald migrate creates them"
             )
+        }
+
+        /// The database as these messages name it: a SQLite file by its absolute path (a
+        /// relative one is what goes wrong in the wrong directory), PostgreSQL without its
+        /// credentials.
+        private static func shown(_ database: String) -> String {
+            guard let path = StorageLocation.sqlitePath(database) else { return RedactedURL.describe(database) }
+            return StorageLocation.isFilePath(path) ? URL(fileURLWithPath: path).standardizedFileURL.path : "sqlite:\(path)"
         }
 
         /// Nothing, a line on stderr, or an error, as the command's case asks.
@@ -108,9 +114,11 @@ struct CommonOptions: ParsableArguments {
     }
 
     /// The configured storage, migrated, for the admin subcommands.
-    func openStore(ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
+    /// - Parameter loaded: the configuration, when the command has loaded it already.
+    func openStore(_ loaded: HeraldConfiguration? = nil, ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
         try await reportingErrors {
-            let configuration = try await load()
+            let configuration: HeraldConfiguration
+            if let loaded { configuration = loaded } else { configuration = try await load() }
             let database = configuration.database
             let created = try missing.check(database)
             // A SQLite file is read before it is opened for writing, which would switch another
@@ -199,7 +207,7 @@ struct Sinks: AsyncParsableCommand {
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
         // Refused before the server starts, which would make the database or fill it.
-        try await common.openStore(ifMissing: .refuse).close()
+        try await common.openStore(configuration, ifMissing: .refuse).close()
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let counters: [SinkCounters]
         do {

@@ -285,11 +285,12 @@ final class PostgresPool: Sendable {
     }
 
     /// What the server answers a connection of its own when it refuses the login: a database
-    /// that does not exist, a role or password it does not take, no TLS where it is required. PostgresNIO's pool logs that
-    /// answer and keeps the request waiting, so without this a mistyped database name looked
-    /// like a slow server: `herald serve` waited out its start-up patience and then said only
-    /// that the database was unreachable. Nil when the login succeeds, fails for a passing
-    /// reason (``isLoginRefusal(_:)``), or no answer comes in `acquireTimeout`.
+    /// that does not exist, a role or password it does not take, no TLS where it is required.
+    /// PostgresNIO's pool logs that answer and keeps the request waiting, so without this a
+    /// mistyped database name looked like a slow server: `herald serve` waited out its start-up
+    /// patience and then said only that the database was unreachable. Nil when the login
+    /// succeeds, fails for a passing reason (``isLoginRefusal(_:)``), or no answer comes in
+    /// `acquireTimeout`.
     private func loginRefusal() async -> (any Error)? {
         guard var direct else { return nil }
         direct.options.connectTimeout = TimeAmount(acquireTimeout)

@@ -69,7 +69,7 @@ public enum SQLiteBackup {
             sourceBytes = try await database.read { db in
                 // An empty file or another program's database, named by a mistyped setting, would
                 // give a copy that restores nothing while saying it backed Herald up.
-                guard try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty else {
+                guard try SQLiteSchema.isPresent(in: db) else {
                     throw HeraldError(
                         .notFound, code: "not_found",
                         "'\(source)' holds no Herald tables: it is empty or another program's (database, HERALD_DATABASE, --database); nothing was copied")

@@ -5,6 +5,12 @@ import HeraldCore
 /// Versioned schema migrations for the SQLite store. Append new migrations; never edit one
 /// that has shipped.
 enum SQLiteSchema {
+    /// Whether `db` holds Herald's schema: any of its migrations recorded (none in an empty
+    /// database or another program's).
+    static func isPresent(in db: Database) throws -> Bool {
+        try !migrator.appliedIdentifiers(db).isEmpty
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-core") { db in

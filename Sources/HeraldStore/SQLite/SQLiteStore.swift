@@ -94,7 +94,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     }
 
     public func holdsSchema() async throws -> Bool {
-        try await writer.read { db in try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty }
+        try await writer.read { db in try SQLiteSchema.isPresent(in: db) }
     }
 
     /// ``holdsSchema()`` for the file at `path`, read through a read-only connection: opening a
@@ -105,7 +105,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         configuration.readonly = true
         guard let reader = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
         defer { try? reader.close() }
-        return try? reader.read { db in try !SQLiteSchema.migrator.appliedIdentifiers(db).isEmpty }
+        return try? reader.read { db in try SQLiteSchema.isPresent(in: db) }
     }
 
     /// Closes the connections (checkpointing the WAL). A connection still in use keeps the
