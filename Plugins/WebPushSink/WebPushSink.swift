@@ -28,6 +28,15 @@ public final class WebPushSink: ReleasingSink {
         /// loopback) are accepted: for a push service emulator on this machine, never in
         /// production, where a subscription is whatever a client sent (``PushServiceHost``).
         public var allowsPrivateEndpoints = false
+        /// Push services whose refusal of several subscriptions, with no send accepted between,
+        /// proves the VAPID key or subject wrong (``CredentialRefusals``): the browsers' own. A
+        /// refusal anywhere else is about that subscription alone.
+        public var credentialWitnesses: Set<String> = Self.browserPushServices
+
+        /// Chrome's, Firefox's, Safari's and Edge's push services.
+        public static let browserPushServices: Set<String> = [
+            "fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com", ".notify.windows.com",
+        ]
 
         public init(vapid: VAPIDKey, subject: String) {
             self.vapid = vapid
@@ -42,7 +51,8 @@ public final class WebPushSink: ReleasingSink {
     private let clients: SinkHTTPClients
     private let logger: Logger
     private let clock: @Sendable () -> Date
-    private let credentialFault = Mutex<String?>(nil)
+    /// Refusals that may mean the VAPID key: the sink is degraded only when they prove it.
+    private let refusals: CredentialRefusals
     private let vapidHeaders = VAPIDHeaders()
     private let resolver: PushServiceResolver
     /// Push services that answer none of their sends: held, so they cannot hold this sink.
@@ -79,6 +89,7 @@ public final class WebPushSink: ReleasingSink {
             ?? SinkHTTPClients(count: SinkHTTPClients.connections(forConcurrency: configuration.maxConcurrency), maxConcurrency: configuration.maxConcurrency)
         self.logger = logger
         self.clock = clock
+        self.refusals = CredentialRefusals(witnesses: configuration.credentialWitnesses)
     }
 
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.
@@ -87,7 +98,7 @@ public final class WebPushSink: ReleasingSink {
     }
 
     public func health() async -> SinkHealth {
-        credentialFault.withLock { $0 }.map { .degraded(reason: $0) } ?? .ok
+        refusals.fault.map { .degraded(reason: $0) } ?? .ok
     }
 
     // MARK: Devices
@@ -284,9 +295,10 @@ public final class WebPushSink: ReleasingSink {
         }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
+        let host = subscription.endpoint.host ?? ""
         let port = subscription.endpoint.port ?? VAPIDKey.defaultPort(scheme: subscription.endpoint.scheme ?? "https")
         let silenceKeys =
-            [origin] + resolver.knownAddresses(of: subscription.endpoint.host ?? "").map { SilentPushServices.key(address: $0, port: port) }
+            [origin] + resolver.knownAddresses(of: host).map { SilentPushServices.key(address: $0, port: port) }
         if let until = silentServices.heldUntil(anyOf: silenceKeys, now: now) {
             return .retry(
                 after: .saturating(seconds: until.timeIntervalSince(now)),
@@ -318,20 +330,27 @@ public final class WebPushSink: ReleasingSink {
             let reason = "push service \(origin) answered \(status)"
             switch status {
             case 200..<300:
-                credentialFault.withLock { $0 = nil }
+                refusals.accepted(by: host)
                 return .delivered
             case 404, 410:
                 return .recipientGone(reason: "\(reason): the subscription is gone")
             case 413:
-                return .failed(reason: "\(reason): the payload is too large")
+                return .failed(reason: "\(reason): the payload is too large", scope: .message)
             case 401, 403:
-                // The push service refused the VAPID signature: a credential fault, never the
-                // subscription's; keep it and retry.
-                let fault = "\(reason): the VAPID key or subject of sink '\(name)' was refused"
+                // The push service refused the VAPID signature for this subscription: made for
+                // another application server key, or at a server that refuses everyone. It says
+                // something of the sink's own key only when a browser's push service refuses
+                // several subscriptions and accepts none (``CredentialRefusals``).
                 vapidHeaders.forget(subscription.endpoint)
-                credentialFault.withLock { $0 = fault }
-                logger.error("\(fault)")
-                return .retry(after: nil, reason: fault)
+                let refusal = "\(reason): the push service refused the VAPID signature for this subscription"
+                if let fault = refusals.refused(
+                    endpoint: subscription.endpoint.absoluteString, by: host, reason: "\(reason): the VAPID key or subject of sink '\(name)' was refused",
+                    at: now)
+                {
+                    logger.error("\(fault)")
+                    return .retry(after: nil, reason: fault, scope: .credentials)
+                }
+                return .failed(reason: refusal, scope: .recipient)
             case 429, 500...599:
                 return .retry(after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason)
             default:

@@ -39,6 +39,12 @@ public struct HeraldServer: Sendable {
     let eventLimiter: TokenBuckets
     /// Whose `X-Forwarded-For` names the client (`server.trusted_proxies`).
     let trustedProxies: TrustedProxies
+    /// Users whose tokens were ended (erasure, sign-out), as this process last read them.
+    let endedTokens: EndedTokens
+    /// Failed credential checks per client address (`auth.failed_attempts_per_minute`).
+    let failedAuth: FailedAuthLimiter
+    /// Device registrations per user and per API key (`devices.registrations_per_*`).
+    let registrations: RegistrationLimiter
     /// Open HTTP connections, ended when a graceful shutdown's drain runs out.
     let connections = OpenConnections()
     /// Live streams (`GET /api/stream`) open in this process.
@@ -115,7 +121,10 @@ public struct HeraldServer: Sendable {
                     types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
                     eventLimiter: TokenBuckets(capacity: configuration.eventsPerUserPerHour, period: 3_600),
                     trustedProxies: try TrustedProxies.configured(configuration.trustedProxies),
-                    streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser),
+                    endedTokens: EndedTokens(store: store), failedAuth: FailedAuthLimiter(perMinute: configuration.failedAuthPerMinute),
+                    registrations: RegistrationLimiter(
+                        perUser: configuration.registrationsPerUserPerMinute, perKey: configuration.registrationsPerKeyPerMinute),
+                    streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser, maxTotal: configuration.resolvedMaxStreamsTotal),
                     membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
                     fanOut: fanOut
                 )
@@ -233,7 +242,9 @@ public struct HeraldServer: Sendable {
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: ExpectContinueMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
-        router.add(middleware: AuthMiddleware(keys: store, userTokens: userTokens))
+        router.add(
+            middleware: AuthMiddleware(
+                keys: store, userTokens: userTokens, endedTokens: endedTokens, failures: failedAuth, proxies: trustedProxies))
         if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
         OperationsRoutes(
             store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics,
@@ -242,9 +253,9 @@ public struct HeraldServer: Sendable {
         .register(on: router, table: routes)
         UserRoutes(
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
-            timestamps: configuration.timestamps, handOff: service.handOff
+            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations
         ).register(on: router, table: routes)
-        NotificationRoutes(service: service, store: store).register(on: router, table: routes)
+        NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
@@ -255,8 +266,9 @@ public struct HeraldServer: Sendable {
         EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
             .register(on: router, table: routes)
         DeviceAuthRoutes(
-            store: store, userTokens: userTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
-            proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime
+            store: store, userTokens: userTokens, endedTokens: endedTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
+            failures: failedAuth, proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime,
+            secretClaimUntil: configuration.deviceSecretClaimUntil
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)

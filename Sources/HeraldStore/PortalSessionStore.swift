@@ -1,8 +1,9 @@
 public import Foundation
 public import HeraldCore
 
-/// Everything the server stores: Herald's storage plus the web portal's sessions.
-public typealias ServerStorage = HeraldStorage & PortalSessionStore
+/// Everything the server stores: Herald's storage plus the web portal's sessions and what
+/// guards users' tokens.
+public typealias ServerStorage = HeraldStorage & PortalSessionStore & UserCredentialStore
 
 /// Message Hub portal sessions, shared by every Herald process on the database.
 public protocol PortalSessionStore: Sendable {

@@ -115,7 +115,7 @@ struct CommonOptions: ParsableArguments {
 
     /// The configured storage, migrated, for the admin subcommands.
     /// - Parameter loaded: the configuration, when the command has loaded it already.
-    func openStore(_ loaded: HeraldConfiguration? = nil, ifMissing missing: MissingDatabase) async throws -> any HeraldStorage {
+    func openStore(_ loaded: HeraldConfiguration? = nil, ifMissing missing: MissingDatabase) async throws -> any ServerStorage {
         try await reportingErrors {
             let configuration: HeraldConfiguration
             if let loaded { configuration = loaded } else { configuration = try await load() }

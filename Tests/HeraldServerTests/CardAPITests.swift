@@ -314,13 +314,21 @@ import Testing
         }
         try await open.test { client in
             var users: [String] = []
+            var secret: String?
             for _ in 0..<3 {
-                let response = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "phone-1", "platform": "android"])
-                #expect(response.status == .ok)
+                var body: [String: Any] = ["device_id": "phone-1-0123456789", "platform": "android"]
+                if let secret { body["device_secret"] = secret }
+                let response = try await client.call(.post, "/api/auth/device", headers(), json: body)
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
                 users.append(response.object["user_id"] as? String ?? "")
+                secret = secret ?? response.object["device_secret"] as? String
             }
             #expect(Set(users).count == 1 && users[0].hasPrefix("dev_"), "the same device gets the same user: \(users)")
-            let limited = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "phone-2", "platform": "android"])
+            for n in 2...3 {
+                let other = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "phone-\(n)-0123456789", "platform": "android"])
+                #expect(other.status == .ok, "sign-ups with a secret did not count against the limit")
+            }
+            let limited = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "phone-4-0123456789", "platform": "android"])
             #expect(limited.status == .tooManyRequests)
             #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
         }

@@ -423,7 +423,7 @@ import Testing
             target: .users(["ivy"]))
         let delivery = Delivery(
             id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "ivy", device: device), distribution: .alert, attempt: 1)
-        guard case .failed(let reason) = (await production.deliver([delivery])).first else {
+        guard case .failed(let reason, _) = (await production.deliver([delivery])).first else {
             Issue.record("a stored private endpoint was not failed")
             await f.stop()
             return
@@ -472,7 +472,7 @@ import Testing
         }
         let inside = try delivery(to: "https://Push.Inside.Example:8443/push/named")
         for _ in 0..<2 {
-            guard case .failed(let reason) = (await production.deliver([inside])).first else {
+            guard case .failed(let reason, _) = (await production.deliver([inside])).first else {
                 Issue.record("an endpoint resolving to 127.0.0.1 was not failed")
                 break
             }
@@ -482,13 +482,13 @@ import Testing
 
         let flaky = try delivery(to: "https://push.flaky.example/push/named")
         let first = (await production.deliver([flaky])).first
-        guard case .retry(let after, let reason) = first else {
+        guard case .retry(let after, let reason, _) = first else {
             Issue.record("a name that did not resolve was not retried: \(String(describing: first))")
             await f.stop()
             return
         }
         #expect(after == nil && reason.contains("did not resolve"), "\(reason)")
-        guard case .failed(let reason) = (await production.deliver([flaky])).first else {
+        guard case .failed(let reason, _) = (await production.deliver([flaky])).first else {
             Issue.record("a name that resolved to 127.0.0.1 on its second lookup was not failed")
             await f.stop()
             return
@@ -660,7 +660,7 @@ import Testing
         let outcomes = await sink.deliver([
             Delivery(id: 1, sink: "webpush", notification: n, recipient: DeliveryRecipient(userID: "u", device: device), distribution: .alert, attempt: 1)
         ])
-        guard case .retry(let after, let reason) = outcomes.first else {
+        guard case .retry(let after, let reason, _) = outcomes.first else {
             Issue.record("\(outcomes)")
             return
         }

@@ -130,7 +130,7 @@ import Testing
             await sink(receiver).deliver([delivery(id: 1)])
             + (await sink(receiver).deliver([delivery(id: 2)]))
             + (await sink(receiver).deliver([delivery(id: 3)]))
-        guard case .retry(nil, let first) = outcomes[0], case .retry(let after, _) = outcomes[1], case .failed(let reason) = outcomes[2] else {
+        guard case .retry(nil, let first, _) = outcomes[0], case .retry(let after, _, _) = outcomes[1], case .failed(let reason, _) = outcomes[2] else {
             Issue.record("unexpected outcomes \(outcomes)")
             return
         }
@@ -148,7 +148,7 @@ import Testing
         let sink = sink(receiver)
         receiver.answer(410)
         let first = await sink.deliver([delivery(id: 1)])
-        guard case .retry(_, let reason) = first.first else {
+        guard case .retry(_, let reason, _) = first.first else {
             Issue.record("\(first)")
             return
         }
@@ -169,7 +169,7 @@ import Testing
         let sink = sink(receiver)
         receiver.answer(status, headers: ["Location": "/hook?moved=1"])
         let outcome = await sink.deliver([delivery(id: 1)])
-        guard case .retry(_, let reason) = outcome.first else {
+        guard case .retry(_, let reason, _) = outcome.first else {
             Issue.record("\(status): \(outcome)")
             await receiver.stop()
             return
@@ -192,7 +192,7 @@ import Testing
         receiver.answer(200, body: page)
         receiver.answer(400, body: page)
         #expect(await sink.deliver([delivery(id: 1)]) == [.delivered])
-        guard case .failed(let reason) = (await sink.deliver([delivery(id: 2)])).first else {
+        guard case .failed(let reason, _) = (await sink.deliver([delivery(id: 2)])).first else {
             Issue.record("a long 400 page is still a 400")
             await receiver.stop()
             return

@@ -103,6 +103,10 @@ public final class CircuitBreakers: Sendable {
                 switch outcome {
                 case .delivered:
                     state.consecutiveFailures = 0
+                case .retry(_, _, let scope) where !scope.countsAgainstProvider:
+                    // One message or one address (a 429 for this message, a subscription's own
+                    // push service): says nothing of the provider.
+                    break
                 case .retry:
                     state.consecutiveFailures += 1
                     if !state.isOpen && state.consecutiveFailures >= configuration.failures {

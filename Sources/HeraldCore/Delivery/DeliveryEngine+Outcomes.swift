@@ -89,11 +89,11 @@ extension DeliveryEngine {
         switch outcome {
         case .delivered:
             return DeliveryUpdate(id: delivery.id, state: .delivered, attempts: delivery.attempt)
-        case .failed(let reason):
+        case .failed(let reason, _):
             return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason)
         case .recipientGone(let reason):
             return DeliveryUpdate(id: delivery.id, state: .failed, attempts: delivery.attempt, lastError: reason, removeDevice: delivery.recipient.device?.id)
-        case .retry(let after, let reason):
+        case .retry(let after, let reason, _):
             guard delivery.attempt < configuration.retry.maxAttempts else {
                 return DeliveryUpdate(
                     id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "gave up after \(delivery.attempt) attempts: \(reason)")

@@ -64,11 +64,41 @@ public struct Delivery: Sendable, Equatable {
 public enum DeliveryOutcome: Sendable, Equatable {
     case delivered
     /// A transient failure: try again, no sooner than `after` when the provider said so.
-    case retry(after: Duration?, reason: String)
+    /// `scope` says what the failure is about; by default the provider (it may be down).
+    case retry(after: Duration?, reason: String, scope: OutcomeScope = .provider)
     /// A permanent failure (for example a payload the provider refuses): never retried.
-    case failed(reason: String)
+    case failed(reason: String, scope: OutcomeScope = .message)
     /// The provider says the token is gone: the device is removed at once.
     case recipientGone(reason: String)
+
+    /// Whom the outcome is about; nil for a delivery that went through.
+    public var scope: OutcomeScope? {
+        switch self {
+        case .delivered: nil
+        case .retry(_, _, let scope), .failed(_, let scope): scope
+        case .recipientGone: .recipient
+        }
+    }
+}
+
+/// How far one provider answer reaches (docs/sinks.md, "Outcomes and their scope"). A sink says
+/// it with each failure, so that one user's address can never pass for the operator's fault:
+/// anyone who may register a device chooses its address, and with Web Push its whole endpoint.
+public enum OutcomeScope: String, Sendable, Equatable, CaseIterable {
+    /// This device or address: its delivery fails (or the device goes); the sink is fine.
+    case recipient
+    /// This message: retried on its own backoff, other messages keep flowing.
+    case message
+    /// The provider's service is down or overloaded for everyone: what a circuit counts.
+    case provider
+    /// The operator's key or account was refused: the sink reports itself degraded. Only an
+    /// answer that proves it (the provider Herald was configured for refusing the key, on its
+    /// own token endpoint or on several distinct recipients with no success between) says so.
+    case credentials
+
+    /// Whether a failure of this scope says something about the provider as a whole, and so
+    /// may open the sink's circuit.
+    public var countsAgainstProvider: Bool { self == .provider || self == .credentials }
 }
 
 /// Where a sink hands over outcomes as they become known

@@ -3,21 +3,58 @@ import HeraldCore
 public import JWTKit
 
 /// The claims of a user token: `sub` is the user id, `exp` must be in the future and `nbf`,
-/// when given, in the past (RFC 7519 §4.1.5: a token is not accepted before it).
+/// when given, in the past (RFC 7519 §4.1.5: a token is not accepted before it). `iat` says when
+/// it was issued: a token issued before its user's tokens were ended (an erasure, a sign-out) is
+/// refused, and so is one without `iat` once that happened (docs/security.md). Tokens Herald
+/// mints for a device (`POST /api/auth/device`) say so in `kind` and name the device.
 public struct UserTokenClaims: JWTPayload {
     public var sub: SubjectClaim
     public var exp: ExpirationClaim
     public var nbf: NotBeforeClaim?
+    public var iat: IssuedAtClaim?
+    /// ``UserToken/Kind/device`` for the tokens Herald mints; absent in a backend's.
+    public var kind: String?
+    /// The device a device token was issued to.
+    public var deviceID: String?
 
-    public init(sub: String, exp: Date) {
+    enum CodingKeys: String, CodingKey {
+        case sub, exp, nbf, iat, kind
+        case deviceID = "device_id"
+    }
+
+    public init(sub: String, exp: Date, iat: Date, kind: UserToken.Kind = .backend, deviceID: String? = nil) {
         self.sub = SubjectClaim(value: sub)
         self.exp = ExpirationClaim(value: exp)
+        // Whole seconds, as `exp` (see ``UserTokenVerifier/init(secret:)``), rounded down: a
+        // token is never dated after it was made, so an ending at the same instant takes it.
+        self.iat = IssuedAtClaim(value: Date(timeIntervalSince1970: iat.timeIntervalSince1970.rounded(.down)))
+        self.kind = kind == .device ? UserToken.Kind.device.rawValue : nil
+        self.deviceID = deviceID
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
         try nbf?.verifyNotBefore()
     }
+}
+
+/// A user token whose signature and times were checked.
+public struct UserToken: Sendable, Equatable {
+    /// Who minted it.
+    public enum Kind: String, Sendable {
+        /// The user's backend, with `user_token_secret`.
+        case backend
+        /// Herald, at `POST /api/auth/device`: never accepted there as a `proof`.
+        case device
+    }
+
+    public var userID: String
+    public var kind: Kind
+    /// Nil when the token has no `iat`.
+    public var issuedAt: Date?
+    public var expires: Date
+    /// The device a device token was issued to.
+    public var deviceID: String?
 }
 
 /// Verifies HS256 user tokens minted by a backend with `user_token_secret`.
@@ -39,9 +76,9 @@ public struct UserTokenVerifier: Sendable {
             serializer: DefaultJWTSerializer(jsonEncoder: encoder))
     }
 
-    /// - Returns: the user id the token was issued for.
+    /// - Returns: the token's user, kind and times.
     /// - Throws: a 401 ``HeraldError`` for a forged, malformed or expired token.
-    public func userID(from token: String) async throws -> String {
+    public func verify(_ token: String) async throws -> UserToken {
         let claims: UserTokenClaims
         do {
             claims = try await keys.verify(token, as: UserTokenClaims.self)
@@ -59,7 +96,14 @@ public struct UserTokenVerifier: Sendable {
         } catch let error as HeraldError {
             throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid: \(error.message)")
         }
-        return claims.sub.value
+        let kind: UserToken.Kind
+        switch claims.kind {
+        case nil: kind = .backend
+        case UserToken.Kind.device.rawValue?: kind = .device
+        case let other?:
+            throw HeraldError(.unauthorized, code: "invalid_token", "the user token is not valid: unknown kind '\(other.prefix(32))'")
+        }
+        return UserToken(userID: claims.sub.value, kind: kind, issuedAt: claims.iat?.value, expires: claims.exp.value, deviceID: claims.deviceID)
     }
 
     /// RFC 7515 §4.1.11: a token naming extensions its reader must understand (`crit`) is
@@ -78,8 +122,14 @@ public struct UserTokenVerifier: Sendable {
         }
     }
 
-    /// Signs a token; for tests and for backends that embed Herald's library.
-    public func sign(userID: String, expires: Date) async throws -> String {
-        try await keys.sign(UserTokenClaims(sub: userID, exp: expires))
+    /// Signs a backend's token, issued now; for `herald user-token`, tests and backends that
+    /// embed Herald's library.
+    public func sign(userID: String, expires: Date, issued: Date = Date()) async throws -> String {
+        try await keys.sign(UserTokenClaims(sub: userID, exp: expires, iat: issued))
+    }
+
+    /// Signs a device token: what `POST /api/auth/device` answers.
+    public func signDevice(userID: String, deviceID: String, expires: Date, issued: Date = Date()) async throws -> String {
+        try await keys.sign(UserTokenClaims(sub: userID, exp: expires, iat: issued, kind: .device, deviceID: deviceID))
     }
 }

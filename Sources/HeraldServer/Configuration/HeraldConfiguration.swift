@@ -101,6 +101,22 @@ public struct HeraldConfiguration: Sendable {
     public var streamHeartbeat: Duration = .seconds(15)
     /// Live streams a user may hold open; opening one more closes their oldest.
     public var maxStreamsPerUser = 5
+    /// Live streams open at once in one process, all users together; nil: half of
+    /// `server.max_connections`, so streams never take every connection.
+    public var maxStreamsTotal: Int?
+    /// Failed credential checks (a wrong key, a forged token, a bad proof or device secret) one
+    /// client address may make per minute; past it, its requests with credentials are 429.
+    public var failedAuthPerMinute = 60
+    /// Until when an anonymous user that existed before device secrets may be claimed by the
+    /// first device that signs in for it; nil: 30 days after the upgrade that added them.
+    public var deviceSecretClaimUntil: Date?
+    /// Device registrations (and unregistrations) one user may make per minute.
+    public var registrationsPerUserPerMinute = 30
+    /// Device registrations one API key may make per minute, for all the users it acts for.
+    public var registrationsPerKeyPerMinute = 60_000
+
+    /// ``maxStreamsTotal`` as configured, or its default.
+    public var resolvedMaxStreamsTotal: Int { maxStreamsTotal ?? max(1, maxConnections / 2) }
 
     public init() {}
 
@@ -196,6 +212,26 @@ public struct HeraldConfiguration: Sendable {
         streamHeartbeat = try reader.duration(forKey: "stream.heartbeat", in: 1...300) ?? streamHeartbeat
         maxStreamsPerUser = try reader.requiredInt(forKey: "stream.max_per_user", default: maxStreamsPerUser)
         guard (1...100).contains(maxStreamsPerUser) else { throw Self.invalid("stream.max_per_user", "must be 1-100") }
+        maxStreamsTotal = try reader.optionalInt(forKey: "stream.max_total") ?? maxStreamsTotal
+        if let total = maxStreamsTotal, !(1...maxConnections).contains(total) {
+            throw Self.invalid("stream.max_total", "must be 1-\(maxConnections) (server.max_connections)")
+        }
+        failedAuthPerMinute = try reader.requiredInt(forKey: "auth.failed_attempts_per_minute", default: failedAuthPerMinute)
+        guard (1...1_000_000).contains(failedAuthPerMinute) else { throw Self.invalid("auth.failed_attempts_per_minute", "must be 1-1000000") }
+        if let text = try reader.optionalString(forKey: "auth.device_secret_claim_until") {
+            guard let date = Timestamp.parse(text) else {
+                throw Self.invalid("auth.device_secret_claim_until", "must be an RFC 3339 instant with an offset (2027-01-31T00:00:00Z), not '\(text)'")
+            }
+            deviceSecretClaimUntil = date
+        }
+        registrationsPerUserPerMinute = try reader.requiredInt(forKey: "devices.registrations_per_user_per_minute", default: registrationsPerUserPerMinute)
+        guard (1...100_000).contains(registrationsPerUserPerMinute) else {
+            throw Self.invalid("devices.registrations_per_user_per_minute", "must be 1-100000")
+        }
+        registrationsPerKeyPerMinute = try reader.requiredInt(forKey: "devices.registrations_per_key_per_minute", default: registrationsPerKeyPerMinute)
+        guard (1...100_000_000).contains(registrationsPerKeyPerMinute) else {
+            throw Self.invalid("devices.registrations_per_key_per_minute", "must be 1-100000000")
+        }
         sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
     }
 

@@ -19,6 +19,8 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
+    /// The device a device token was issued to (`POST /api/auth/device`), when the caller holds one.
+    public var deviceID: String?
     /// The connection, for ``remoteAddress`` (read when asked, as few routes need it: reading
     /// the address takes the channel's lock) and ``ExpectContinueMiddleware``.
     let channel: any NIOCore.Channel
@@ -29,6 +31,7 @@ public struct HeraldRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.caller = nil
+        self.deviceID = nil
         self.channel = source.channel
     }
 

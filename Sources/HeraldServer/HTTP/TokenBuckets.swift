@@ -42,12 +42,23 @@ final class TokenBuckets: Sendable {
             var bucket = refill(buckets[key] ?? Bucket(tokens: Double(capacity), updated: now), now: now)
             guard bucket.tokens >= count else {
                 buckets[key] = bucket
-                let missing = min(count, Double(capacity)) - bucket.tokens
-                return max(1, Int((missing * period / Double(capacity)).rounded(.up)))
+                return secondsUntil(count, in: bucket)
             }
             bucket.tokens -= count
             buckets[key] = bucket
             return nil
+        }
+    }
+
+    /// Whether `count` units are there for `key`, taking none.
+    /// - Returns: nil when they are, or the whole seconds until they are (at least 1).
+    func wait(_ count: Int = 1, for key: String, now: Date = Date()) -> Int? {
+        let count = Double(max(0, count))
+        return buckets.withLock { buckets in
+            guard let stored = buckets[key] else { return nil }
+            let bucket = refill(stored, now: now)
+            guard bucket.tokens < count else { return nil }
+            return secondsUntil(count, in: bucket)
         }
     }
 
@@ -71,6 +82,12 @@ final class TokenBuckets: Sendable {
         guard buckets.count > keep else { return }
         let oldest = buckets.map { ($0.key, $0.value.updated) }.sorted { $0.1 < $1.1 }.prefix(buckets.count - keep)
         for (key, _) in oldest { buckets[key] = nil }
+    }
+
+    /// Whole seconds (at least 1) until `bucket` holds `count` units, or a full bucket.
+    private func secondsUntil(_ count: Double, in bucket: Bucket) -> Int {
+        let missing = min(count, Double(capacity)) - bucket.tokens
+        return max(1, Int((missing * period / Double(capacity)).rounded(.up)))
     }
 
     private func refill(_ bucket: Bucket, now: Date) -> Bucket {

@@ -26,6 +26,13 @@ struct TrustedProxies: Sendable {
 
     private let ranges: [Range]
 
+    /// No proxy is trusted: every request's client is its peer.
+    static let none = TrustedProxies(ranges: [])
+
+    private init(ranges: [Range]) {
+        self.ranges = ranges
+    }
+
     /// - Throws: the entry that is not an IPv4 or IPv6 address, with an optional `/prefix`.
     init(_ entries: [String]) throws {
         ranges = try entries.map { entry in

@@ -10,38 +10,55 @@ final class LiveStreams: Sendable {
 
     private struct State {
         var nextID = 0
+        var total = 0
         /// Oldest first.
         var byUser: [String: [(id: Int, inbox: StreamInbox)]] = [:]
     }
 
     private let state = Mutex(State())
     let maxPerUser: Int
+    /// Streams open at once, all users together (`stream.max_total`): each holds a connection,
+    /// and users are many, so without it streams could take every connection the server has.
+    let maxTotal: Int
 
-    init(maxPerUser: Int) {
+    init(maxPerUser: Int, maxTotal: Int = .max) {
         self.maxPerUser = max(1, maxPerUser)
+        self.maxTotal = max(1, maxTotal)
     }
 
     /// Registers a stream for `userID`; past ``maxPerUser`` the user's oldest is closed.
-    func open(userID: String) -> Opened {
+    /// - Returns: nil when ``maxTotal`` streams are open and the user has none to replace: a
+    ///   full server turns a new stream away rather than closing someone else's.
+    func open(userID: String) -> Opened? {
         let inbox = StreamInbox()
-        let (id, evicted) = state.withLock { state -> (Int, [StreamInbox]) in
-            defer { state.nextID += 1 }
+        let opened = state.withLock { state -> (Int, [StreamInbox])? in
             var streams = state.byUser[userID] ?? []
+            guard state.total < maxTotal || streams.count >= maxPerUser else { return nil }
+            defer { state.nextID += 1 }
             streams.append((state.nextID, inbox))
             let excess = max(0, streams.count - maxPerUser)
             let evicted = streams.prefix(excess).map(\.inbox)
             streams.removeFirst(excess)
             state.byUser[userID] = streams
+            state.total += 1 - excess
             return (state.nextID, evicted)
         }
+        guard let (id, evicted) = opened else { return nil }
         for old in evicted { old.close() }
         return Opened(id: id, userID: userID, inbox: inbox)
+    }
+
+    /// Whether ``open(userID:)`` would open a stream for `userID` now.
+    func hasRoom(userID: String) -> Bool {
+        state.withLock { $0.total < maxTotal || ($0.byUser[userID]?.count ?? 0) >= maxPerUser }
     }
 
     func close(_ stream: Opened) {
         state.withLock { state in
             guard var streams = state.byUser[stream.userID] else { return }
+            let before = streams.count
             streams.removeAll { $0.id == stream.id }
+            state.total -= before - streams.count
             state.byUser[stream.userID] = streams.isEmpty ? nil : streams
         }
         stream.inbox.close()
@@ -59,11 +76,11 @@ final class LiveStreams: Sendable {
     /// Ends every stream (a shutdown).
     func closeAll() {
         let inboxes = state.withLock { state in
-            defer { state.byUser = [:] }
+            defer { (state.byUser, state.total) = ([:], 0) }
             return state.byUser.values.flatMap { $0.map(\.inbox) }
         }
         for inbox in inboxes { inbox.close() }
     }
 
-    var count: Int { state.withLock { $0.byUser.values.reduce(0) { $0 + $1.count } } }
+    var count: Int { state.withLock { $0.total } }
 }

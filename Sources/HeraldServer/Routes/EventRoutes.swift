@@ -77,12 +77,8 @@ struct EventRoutes {
         let events = try fields.enumerated().map { index, event in try event.event(userID: userID, path: "events[\(index)]") }
         let counted = context.caller?.isUserToken == true
         if counted, let wait = limiter.take(events.count, for: userID) {
-            var response = ErrorMiddleware<HeraldRequestContext>.response(
-                status: .tooManyRequests, code: "rate_limited",
-                message: "this user may post \(limiter.capacity) engagement events an hour; none of these \(events.count) was stored; retry in \(wait) s"
-            )
-            response.headers[.retryAfter] = String(wait)
-            return response
+            return RateLimitedAnswer.response(
+                wait: wait, "this user may post \(limiter.capacity) engagement events an hour; none of these \(events.count) was stored; retry in \(wait) s")
         }
         let stored: [EngagementEvent]
         do {

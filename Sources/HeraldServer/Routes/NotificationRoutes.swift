@@ -1,18 +1,22 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldStore
 import Hummingbird
 
-/// The backend-facing endpoints: send, inspect a notification, set user attributes, erase a user.
+/// The backend-facing endpoints: send, inspect a notification, set user attributes, erase a
+/// user or end their tokens.
 struct NotificationRoutes {
     let service: NotificationService
-    let store: any (NotificationStore & UserStore)
+    let store: any (NotificationStore & UserStore & UserCredentialStore)
+    let endedTokens: EndedTokens
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications", send)
         table.add(router, .get, "/api/notifications/{id}", status)
         table.add(router, .put, "/api/users/{id}", putUser)
         table.add(router, .delete, "/api/users/{id}", eraseUser)
+        table.add(router, .post, "/api/users/{id}/sign-out", signOut)
     }
 
     @Sendable func send(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -130,7 +134,10 @@ struct NotificationRoutes {
     @Sendable func eraseUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
         let userID = try Self.pathUserID(context)
-        let erased = try await store.eraseUser(userID: userID, at: Date())
+        let now = Date()
+        let erased = try await store.eraseUser(userID: userID, at: now)
+        // The erasure ended their tokens in the store; this process refuses them at once.
+        endedTokens.ended(userID: userID, before: now)
         // Deliveries this process accepted and holds for its workers are failed in the store
         // now, but would still be sent from memory.
         service.handOff?.withdraw { $0.recipient.userID == userID }
@@ -140,6 +147,22 @@ struct NotificationRoutes {
             var erased: UserErasure
         }
         return try JSONBody.response(Body(id: userID, erased: erased))
+    }
+
+    /// `POST /api/users/{id}/sign-out`: ends every user and device token issued for the user
+    /// so far, on every process within ``EndedTokens/lifetime``, keeping their data. Their
+    /// devices stay registered; an app signs in again with a fresh proof (or its device secret).
+    @Sendable func signOut(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let userID = try Self.pathUserID(context)
+        let now = Date()
+        try await store.endTokens(userID: userID, issuedBefore: now)
+        endedTokens.ended(userID: userID, before: now)
+        struct Body: Encodable {
+            var id: String
+            var tokens_ended_before: String
+        }
+        return try JSONBody.response(Body(id: userID, tokens_ended_before: Timestamp.format(now)))
     }
 
     @Sendable func putUser(_ request: Request, context: HeraldRequestContext) async throws -> Response {

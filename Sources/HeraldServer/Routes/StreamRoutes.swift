@@ -18,6 +18,9 @@ struct StreamRoutes {
     /// History rows read per query while catching up.
     static let page = 200
 
+    /// Seconds a client turned away by `stream.max_total` is asked to wait.
+    static let fullRetryAfter = 30
+
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/api/stream", stream)
     }
@@ -34,10 +37,22 @@ struct StreamRoutes {
         } else {
             session.cursor = try await store.lastHistorySequence(userID: userID)
         }
+        guard streams.hasRoom(userID: userID) else {
+            var response = ErrorMiddleware<HeraldRequestContext>.response(
+                status: .serviceUnavailable, code: "too_many_streams",
+                message: "this server holds as many live streams as it may (stream.max_total); retry later or poll")
+            response.headers[.retryAfter] = String(Self.fullRetryAfter)
+            return response
+        }
         let body = ResponseBody { [streams, heartbeat, session] writer in
             // Registered while the body is written, so an answer never sent leaves nothing behind;
             // anything committed before is read by the catch-up below.
-            let opened = streams.open(userID: userID)
+            guard let opened = streams.open(userID: userID) else {
+                // Filled up since the check above: end at once, asking the client to wait.
+                try await writer.write(ByteBuffer(string: ": server full\nretry: \(Self.fullRetryAfter * 1000)\n\n"))
+                try await writer.finish(nil)
+                return
+            }
             defer { streams.close(opened) }
             var session = session
             try await withGracefulShutdownHandler {

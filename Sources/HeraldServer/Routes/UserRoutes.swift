@@ -16,6 +16,7 @@ struct UserRoutes {
     /// This process's deliveries accepted and waiting in memory for a worker
     /// (``NotificationService/handOff``): a device removed or moved takes its copies back.
     let handOff: DeliveryHandOff?
+    let registrations: RegistrationLimiter
 
     static let maxReadIDs = 1_000
 
@@ -30,6 +31,7 @@ struct UserRoutes {
 
     @Sendable func registerDevice(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
+        if let refusal = limitRegistrations(userID: userID, context: context) { return refusal }
         let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
         var registration = try body.registration()
         if let sink = try pushSink(for: registration) {
@@ -64,6 +66,7 @@ struct UserRoutes {
 
     @Sendable func unregisterDevice(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
+        if let refusal = limitRegistrations(userID: userID, context: context) { return refusal }
         let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
         var registration = try body.registration()
         if let sink = try pushSink(for: registration) { try sink.prepare(&registration) } else { try registration.validateCommonFields() }
@@ -76,6 +79,12 @@ struct UserRoutes {
             }
         }
         return Response(status: .noContent)
+    }
+
+    /// 429 past `devices.registrations_per_user_per_minute` or `…_per_key_per_minute`.
+    private func limitRegistrations(userID: String, context: HeraldRequestContext) -> Response? {
+        guard let wait = registrations.take(userID: userID, caller: context.caller) else { return nil }
+        return RateLimitedAnswer.response(wait: wait, "too many device registrations for this user or key; retry in \(wait) s (devices.registrations_per_*)")
     }
 
     /// The push sink that will serve the device, which validates it; nil when none is

@@ -334,6 +334,16 @@ enum PostgresSchema {
                 #"CREATE INDEX user_cards_pool ON user_cards(user_id, score DESC, card_id COLLATE "C") WHERE seen_index IS NULL"#,
             ]
         ),
+        // As SQLite's v16: ended tokens, anonymous devices' secrets, and since when.
+        (
+            "v13-user-credentials",
+            UserCredentialSQL.tables + [
+                """
+                INSERT INTO herald_facts (name, value)
+                VALUES ('\(UserCredentialSQL.secretsSince)', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
+                """
+            ]
+        ),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

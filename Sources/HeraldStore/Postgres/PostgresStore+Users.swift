@@ -161,6 +161,8 @@ extension PostgresStore {
             erased.events = try await session.rows("DELETE FROM events WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM users WHERE id = \(userID)")
+            // Every token issued for them so far ends with their data (docs/security.md).
+            try await Self.endTokens(session, userID: userID, issuedBefore: date)
             try await session.announce(.attributes(users: [userID]))
             return erased
         }

@@ -341,6 +341,13 @@ enum SQLiteSchema {
                     WHERE \(hex) AND address_key <> lower(address_key)
                     """)
         }
+        // Tokens a user's erasure or sign-out ended, anonymous devices' secrets, and when this
+        // database began keeping them (docs/security.md).
+        migrator.registerMigration("v16-user-credentials") { db in
+            for statement in UserCredentialSQL.tables { try db.execute(sql: statement) }
+            try db.execute(
+                sql: "INSERT INTO herald_facts (name, value) VALUES (?, ?)", arguments: [UserCredentialSQL.secretsSince, Timestamp.microseconds(Date())])
+        }
         return migrator
     }
 }

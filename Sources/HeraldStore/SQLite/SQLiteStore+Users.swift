@@ -220,6 +220,8 @@ extension SQLiteStore {
             erased.cards = db.changesCount
             try db.execute(sql: "DELETE FROM card_users WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
+            // Every token issued for them so far ends with their data (docs/security.md).
+            try Self.endTokens(db, userID: userID, issuedBefore: date)
             return erased
         }
         changes.send(.attributes(users: [userID]))
