@@ -182,7 +182,9 @@ public final class APNsSink: ReleasingSink {
     }
 
     private func send(_ delivery: Delivery, refreshed: Bool) async -> DeliveryOutcome {
-        guard let device = delivery.recipient.device, let token = device.token else { return .failed(reason: "the device has no APNs token") }
+        guard let device = delivery.recipient.device, let token = device.token else {
+            return .failed(reason: "the device has no APNs token", scope: .recipient)
+        }
         let environment = device.options["environment"].flatMap(Environment.init(rawValue:)) ?? configuration.defaultEnvironment
         let explicitEnvironment = device.options["environment_default"] == nil
         let base = environment == .production ? configuration.productionEndpoint : configuration.sandboxEndpoint
@@ -213,7 +215,7 @@ public final class APNsSink: ReleasingSink {
                     // The device never said which environment it is in: this may be a sandbox
                     // token sent to production, a configuration fault, so the device is kept.
                     logger.error("\(text) for a device registered without apns_environment: check sinks.\(name).environment; the device is kept")
-                    return .failed(reason: "\(text) (the device's environment was the default; kept)")
+                    return .failed(reason: "\(text) (the device's environment was the default; kept)", scope: .recipient)
                 }
                 return .recipientGone(reason: text)
             case (403, "ExpiredProviderToken") where !refreshed:
@@ -223,14 +225,18 @@ public final class APNsSink: ReleasingSink {
                 let fault = "\(text): the key, key id or team id of sink '\(name)' was refused"
                 credentialFault.withLock { $0 = fault }
                 logger.error("\(fault)")
-                return .retry(after: after, reason: fault)
-            case (429, _), (500...599, _):
-                return .retry(after: after, reason: text)
+                // APNs checks the provider token before the device: a 403 is the operator's key.
+                return .retry(after: after, reason: fault, scope: .credentials)
+            case (429, _):
+                // TooManyRequests: too many pushes to this one device token.
+                return .retry(after: after, reason: text, scope: .recipient)
+            case (500...599, _):
+                return .retry(after: after, reason: text, scope: .provider)
             default:
-                return .failed(reason: text)
+                return .failed(reason: text, scope: .message)
             }
         } catch {
-            return .retry(after: nil, reason: "APNs (\(environment.rawValue)) did not answer: \(error)")
+            return .retry(after: nil, reason: "APNs (\(environment.rawValue)) did not answer: \(error)", scope: .provider)
         }
     }
 }

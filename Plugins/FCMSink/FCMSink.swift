@@ -163,7 +163,7 @@ public final class FCMSink: ReleasingSink {
         }
         return results.map { result in
             if !proven, case .senderMismatch(let reason) = result {
-                return .retry(after: nil, reason: "\(reason) (check the credentials of sink '\(name)'; device kept)")
+                return .retry(after: nil, reason: "\(reason) (check the credentials of sink '\(name)'; device kept)", scope: .credentials)
             }
             return Self.outcome(result)
         }
@@ -236,9 +236,10 @@ public final class FCMSink: ReleasingSink {
         switch result {
         case .sent: .delivered
         case .unregistered(let reason), .senderMismatch(let reason): .recipientGone(reason: reason)
-        case .payloadFault(let reason), .refused(let reason): .failed(reason: reason)
-        case .unauthorized(let reason): .retry(after: nil, reason: reason)
-        case .transient(let after, let reason): .retry(after: after, reason: reason)
+        case .payloadFault(let reason), .refused(let reason): .failed(reason: reason, scope: .message)
+        // FCM refused the access token Herald got with the operator's service account.
+        case .unauthorized(let reason): .retry(after: nil, reason: reason, scope: .credentials)
+        case .transient(let after, let reason): .retry(after: after, reason: reason, scope: .provider)
         }
     }
 

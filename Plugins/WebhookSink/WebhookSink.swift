@@ -178,9 +178,12 @@ public final class WebhookSink: ReleasingSink {
                 return .retry(after: nil, reason: "\(reason)\(location); redirects are not followed: set the sink's url to the new address")
             case 429, 500...599:
                 let after = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }
-                return .retry(after: after, reason: reason)
+                return .retry(after: after, reason: reason, scope: .provider)
+            case 401, 403:
+                // The operator's own endpoint refused the signature: the signing secret.
+                return .failed(reason: "\(reason): check the signing secret of sink '\(name)'", scope: .credentials)
             default:
-                return .failed(reason: reason)
+                return .failed(reason: reason, scope: .message)
             }
         } catch {
             return .retry(after: nil, reason: "\(shownURL) did not answer: \(error)")

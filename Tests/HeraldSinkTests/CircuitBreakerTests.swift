@@ -6,6 +6,8 @@ import HeraldTestSupport
 import Synchronization
 import Testing
 
+@testable import HeraldCore
+
 /// A sink that keeps failing stops being called: its deliveries wait without spending attempts,
 /// one probe goes out after 30 s (doubling to 5 min), and one success closes the circuit. The
 /// other sinks are not held up.
@@ -67,6 +69,22 @@ import Testing
         let states = try await notifications.asyncMap { try await store.status(of: $0)?.deliveries.first { $0.sink == "webhook:down" }?.state }
         #expect(states.allSatisfy { $0 == .delivered }, "nothing failed because the sink was down: \(states)")
         #expect(engine.circuits.state(of: "webhook:down").timesOpened == 1)
+    }
+
+    /// A failure about one message or one address (a device's own rate limit, a subscription's
+    /// push service) says nothing of the provider: however many, it never opens the circuit.
+    @Test func onlyFailuresScopedToTheProviderOpenTheCircuit() {
+        let circuits = CircuitBreakers()
+        let now = Date()
+        for scope in [OutcomeScope.message, .recipient] {
+            let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "429", scope: scope), count: 50)
+            #expect(circuits.observe("apns", outcomes: outcomes, at: now) == false, "\(scope)")
+            #expect(!circuits.state(of: "apns").isOpen && circuits.state(of: "apns").consecutiveFailures == 0)
+        }
+        for scope in [OutcomeScope.provider, .credentials] {
+            let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "503", scope: scope), count: 5)
+            #expect(circuits.observe(scope.rawValue, outcomes: outcomes, at: now), "\(scope) opens it")
+        }
     }
 }
 

@@ -30,7 +30,7 @@ import Testing
         ///   refused), with `http` as the sink's client; without it private endpoints are allowed.
         static func start(
             ownClient: Bool = false, timeout: Duration = .seconds(15), clock: @escaping @Sendable () -> Date = { Date() },
-            resolver: PushServiceResolver? = nil, http: HTTPClient? = nil
+            resolver: PushServiceResolver? = nil, http: HTTPClient? = nil, witnesses: Set<String>? = nil
         ) async throws -> Fixture {
             let emulator = WebPushEmulator()
             let port = Mutex<Int?>(nil)
@@ -39,6 +39,7 @@ import Testing
             var sinkConfiguration = WebPushSink.Configuration(vapid: .generate(), subject: "mailto:ops@example.com")
             sinkConfiguration.allowsPrivateEndpoints = resolver == nil // the emulator is on loopback
             sinkConfiguration.timeout = timeout
+            if let witnesses { sinkConfiguration.credentialWitnesses = witnesses }
             let sink =
                 if let resolver {
                     WebPushSink(
@@ -72,6 +73,18 @@ import Testing
             var registration = DeviceRegistration(address: DeviceAddress(provider: "webpush", value: subscription, key: ""), addressField: "web_push")
             try sink.prepare(&registration)
             _ = try await store.registerDevice(userID: user, registration: registration, newID: ids.next(), at: Date())
+        }
+
+        /// Sends one alert to each of `user`'s devices through the sink itself, for its outcomes.
+        func sendDirectly(to user: String) async throws -> [DeliveryOutcome] {
+            let notification = HeraldNotification(
+                id: ids.next(), type: "generic", title: "t", body: "b", url: nil, timestamp: Date(), target: .users([user]))
+            let deliveries = try await store.devices(userID: user).enumerated().map { index, device in
+                Delivery(
+                    id: Int64(index + 1), sink: "webpush", notification: notification, recipient: DeliveryRecipient(userID: user, device: device),
+                    distribution: .alert, attempt: 1)
+            }
+            return await sink.deliver(deliveries)
         }
 
         func deliverAll() async throws {
@@ -710,6 +723,55 @@ import Testing
         let big = try NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://app.example"))
             .validate(tooLarge, id: ObjectIDGenerator().next(), now: Date())
         #expect(throws: HeraldError.self) { try f.sink.validate(big) }
+        await f.stop()
+    }
+
+    /// Anyone who may register a device chooses its endpoint: one that answers 401 or 403 is
+    /// about that subscription, never the operator's VAPID key (docs/security.md).
+    @Test func oneSubscriptionRefusingTheSignatureFailsOnlyThatDelivery() async throws {
+        let f = try await Fixture.start()
+        let hostile = try await RawAnswerServer.start("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        for n in 0..<5 { try await f.register("mallory", "m\(n)", endpoint: hostile.url + "push/m\(n)") }
+        let outcomes = try await f.sendDirectly(to: "mallory")
+        #expect(outcomes.count == 5)
+        for outcome in outcomes {
+            guard case .failed(let reason, let scope) = outcome else {
+                Issue.record("\(outcome)")
+                continue
+            }
+            #expect(scope == .recipient && reason.contains("401"), "\(reason)")
+        }
+        #expect(await f.sink.health() == .ok, "five refusals at a host nobody trusts to judge the key degraded the sink")
+        try await f.register("ana", "browser-ana")
+        #expect(try await f.sendDirectly(to: "ana") == [.delivered])
+        try await hostile.stop()
+        await f.stop()
+    }
+
+    /// A wrong key is refused at every subscription of a browser's push service: several
+    /// refusals there with no send accepted between degrade the sink, and a send it accepts
+    /// clears it.
+    @Test func aPushServiceRefusingSeveralSubscriptionsProvesTheKeyWrong() async throws {
+        let refusing = try await RawAnswerServer.start("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        let f = try await Fixture.start(witnesses: ["127.0.0.1"])
+        try await f.register("u", "s0", endpoint: refusing.url + "push/s0")
+        try await f.register("u", "s1", endpoint: refusing.url + "push/s1")
+        _ = try await f.sendDirectly(to: "u")
+        #expect(await f.sink.health() == .ok, "two subscriptions prove nothing yet")
+        try await f.register("u", "s2", endpoint: refusing.url + "push/s2")
+        let outcomes = try await f.sendDirectly(to: "u")
+        #expect(outcomes.contains { $0.scope == .credentials }, "\(outcomes)")
+        guard case .degraded(let reason) = await f.sink.health() else {
+            Issue.record("three refusals at a witness left the sink ok")
+            await f.stop()
+            return
+        }
+        #expect(reason.contains("VAPID key or subject") && reason.contains("3 distinct subscriptions"), "\(reason)")
+        // The emulator, at the same host, accepts a send: the key works after all.
+        try await f.register("ana", "browser-ana")
+        _ = try await f.sendDirectly(to: "ana")
+        #expect(await f.sink.health() == .ok)
+        try await refusing.stop()
         await f.stop()
     }
 }
