@@ -81,4 +81,24 @@ import Testing
         #expect(try titles(huge) == ["everyone"])
         #expect(documents.cached.bytes <= 4096)
     }
+
+    /// Made-up regions and versions are the same few documents: a client sending a new one at
+    /// every poll neither grows the cache nor pushes out the document everyone else is served.
+    @Test func madeUpRegionsAndVersionsCannotFlushEveryonesDocument() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        try await store.addFeedMessage(message("canada", expiresIn: 100))
+        try await store.addFeedMessage(message("quebec", expiresIn: 100, regions: ["QC"]))
+        let snapshot = FeedSnapshot()
+        try await snapshot.reload(from: store)
+        let documents = FeedDocuments(snapshot: snapshot, maxCachedBytes: 64 * 1024, maxQueryBytes: 2048)
+        let popular = try documents.document(for: FeedQuery(region: "QC"), at: t0)
+        for n in 0..<2_000 {
+            let query = FeedQuery(region: "Z\(n)", version: SemanticVersion("\(n % 40).\(n).0"))
+            #expect(try titles(documents.document(for: query, at: t0)) == ["canada"])
+        }
+        #expect(documents.cached.documents == 2, "2 000 made-up queries made \(documents.cached.documents) documents")
+        let again = try documents.document(for: FeedQuery(region: "QC"), at: t0)
+        #expect(again.tag == popular.tag && again.body == popular.body)
+    }
 }

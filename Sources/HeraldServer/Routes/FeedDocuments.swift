@@ -5,8 +5,15 @@ import Synchronization
 
 /// `/feed/index.json` as encoded for each query, with its entity tag, kept until the snapshot
 /// reloads or the first message in it expires. A poll that changes nothing (the common case: a
-/// 304) then costs a lookup instead of encoding and hashing the whole document, and live streams
-/// compare versions the same way.
+/// 304) then costs two lookups instead of encoding and hashing the whole document, and live
+/// streams compare versions the same way.
+///
+/// A query's `region` and `version` are whatever a client sent, so documents are filed by what
+/// they hold (the eligible messages, in order), not by the query: any number of made-up regions
+/// and versions map onto the few documents the feed's messages can make, and cannot push
+/// everyone else's out of the cache (docs/security.md, "Shared state"). Which document a query
+/// gets is remembered separately; flooding that table costs its owner a filter of the feed, not
+/// an encoding.
 final class FeedDocuments: Sendable {
     struct Document: Sendable {
         let body: ByteBuffer
@@ -17,15 +24,36 @@ final class FeedDocuments: Sendable {
         let validUntil: Date
     }
 
-    let snapshot: FeedSnapshot
-    /// Bounds the memory a flood of distinct `region`/`version` queries can take: past it the
-    /// cache starts over (every cached document is rebuilt on its next request).
-    let maxCachedBytes: Int
-    private let cache = Mutex<(documents: [FeedQuery: Document], bytes: Int)>(([:], 0))
+    /// The messages a document holds, in order: what makes two documents the same.
+    private typealias Contents = [ObjectID]
 
-    init(snapshot: FeedSnapshot, maxCachedBytes: Int = 16 << 20) {
+    private struct Filed {
+        let contents: Contents
+        let generation: UInt64
+        let validUntil: Date
+    }
+
+    private struct Cache {
+        var documents: [Contents: Document] = [:]
+        var bytes = 0
+        var queries: [FeedQuery: Filed] = [:]
+        var queryBytes = 0
+        /// The snapshot's generation every document was built from.
+        var generation: UInt64 = 0
+    }
+
+    let snapshot: FeedSnapshot
+    /// Bounds the memory documents take: past it the cache starts over (every cached document
+    /// is rebuilt on its next request).
+    let maxCachedBytes: Int
+    /// Bounds the table of queries (their regions are client-chosen text) the same way.
+    let maxQueryBytes: Int
+    private let cache = Mutex(Cache())
+
+    init(snapshot: FeedSnapshot, maxCachedBytes: Int = 16 << 20, maxQueryBytes: Int = 4 << 20) {
         self.snapshot = snapshot
         self.maxCachedBytes = maxCachedBytes
+        self.maxQueryBytes = maxQueryBytes
     }
 
     /// What the cache holds now: documents and the bytes counted against the budget.
@@ -35,33 +63,59 @@ final class FeedDocuments: Sendable {
         // Read before the messages: a reload in between leaves a document filed under the older
         // generation, rebuilt on the next request, never a stale one under the newer.
         let generation = snapshot.generation
-        if let cached = cache.withLock({ $0.documents[query] }), cached.generation == generation, now < cached.validUntil {
-            return cached
+        if let document = cache.withLock({ cache -> Document? in
+            guard let filed = cache.queries[query], filed.generation == generation, now < filed.validUntil else { return nil }
+            return cache.documents[filed.contents]
+        }) {
+            return document
         }
         let messages = snapshot.eligible(at: now, for: query)
+        let contents = messages.map(\.id)
+        let validUntil = messages.lazy.map(\.expiresAt).min() ?? .distantFuture
+        let filed = Filed(contents: contents, generation: generation, validUntil: validUntil)
+        if let document = cache.withLock({ cache -> Document? in
+            guard let document = cache.documents[contents], document.generation == generation, now < document.validUntil else { return nil }
+            Self.file(query, filed, in: &cache, budget: maxQueryBytes)
+            return document
+        }) {
+            return document
+        }
         let data = try JSONBody.encoder().encode(FeedRoutes.Document(messages: messages.map(FeedRoutes.Item.init)))
-        let document = Document(
-            body: ByteBuffer(bytes: data), tag: EntityTag.of(data), generation: generation,
-            validUntil: messages.lazy.map(\.expiresAt).min() ?? .distantFuture
-        )
-        let cost = Self.cost(document, query)
+        let document = Document(body: ByteBuffer(bytes: data), tag: EntityTag.of(data), generation: generation, validUntil: validUntil)
+        let cost = Self.cost(document, contents)
         cache.withLock { cache in
-            let replaced = cache.documents[query].map { Self.cost($0, query) } ?? 0
+            // Documents of an older snapshot, or past their first expiry, are never served again.
+            if cache.generation != generation { cache = Cache(generation: generation) }
+            if cache.documents.values.contains(where: { now >= $0.validUntil }) {
+                cache.documents = cache.documents.filter { now < $0.value.validUntil }
+                cache.bytes = cache.documents.reduce(0) { $0 + Self.cost($1.value, $1.key) }
+            }
+            let replaced = cache.documents[contents].map { Self.cost($0, contents) } ?? 0
             if cache.bytes - replaced + cost > maxCachedBytes {
-                cache = ([:], 0)
+                cache = Cache(generation: generation)
             } else {
                 cache.bytes -= replaced
             }
             guard cost <= maxCachedBytes else { return }
-            cache.documents[query] = document
+            cache.documents[contents] = document
             cache.bytes += cost
+            Self.file(query, filed, in: &cache, budget: maxQueryBytes)
         }
         return document
     }
 
-    /// What a cached document counts against the budget: its body, and the region, which is
-    /// whatever a client sent.
-    private static func cost(_ document: Document, _ query: FeedQuery) -> Int {
-        document.body.readableBytes + (query.region?.utf8.count ?? 0)
+    /// What a cached document counts against the budget.
+    private static func cost(_ document: Document, _ contents: Contents) -> Int {
+        document.body.readableBytes + 12 * contents.count
+    }
+
+    /// Remembers which document `query` gets, within `budget` bytes of queries.
+    private static func file(_ query: FeedQuery, _ filed: Filed, in cache: inout Cache, budget: Int) {
+        func cost(_ filed: Filed) -> Int { (query.region?.utf8.count ?? 0) + 32 + 12 * filed.contents.count }
+        guard cost(filed) <= budget else { return }
+        let replaced = cache.queries[query].map(cost) ?? 0
+        if cache.queryBytes - replaced + cost(filed) > budget { (cache.queries, cache.queryBytes) = ([:], replaced) }
+        cache.queries[query] = filed
+        cache.queryBytes += cost(filed) - replaced
     }
 }
