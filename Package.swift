@@ -332,6 +332,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/HeraldTestSupport",
             swiftSettings: swiftSettings
@@ -380,9 +381,11 @@ let package = Package(
         .testTarget(
             name: "HeraldWebPushSinkTests",
             dependencies: [
-                "HeraldWebPushSink", "HeraldWebPushEmulator", "HeraldCore", "HeraldTestSupport", "HeraldStore", "HeraldHistorySink",
+                "HeraldWebPushSink", "HeraldWebPushEmulator", "HeraldEmulatorSupport", "HeraldCore", "HeraldTestSupport", "HeraldStore",
+                "HeraldHistorySink",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

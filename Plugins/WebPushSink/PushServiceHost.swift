@@ -37,6 +37,14 @@ enum PushServiceHost {
         return name
     }
 
+    /// An address (4 or 16 bytes) as text: dotted IPv4, or IPv6 as eight groups of hex.
+    static func text(address: [UInt8]) -> String {
+        address.count == 4
+            ? address.map(String.init).joined(separator: ".")
+            : stride(from: 0, to: address.count - 1, by: 2).map { String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16) }.joined(
+                separator: ":")
+    }
+
     /// The address `name` spells (4 or 16 bytes), or nil for a name to resolve.
     static func literalAddress(_ name: String) -> [UInt8]? {
         ipv4(name) ?? ipv6(name)
@@ -113,9 +121,9 @@ enum HostJudgement: Equatable, Sendable {
 
 /// Judges an endpoint's host by the addresses it resolves to, before the HTTP client connects:
 /// a name such as one in `/etc/hosts` or a public DNS name pointing at 127.0.0.1 reaches the
-/// operator's network as surely as the literal address. The client resolves the name again when
-/// it connects, so a DNS server that answers differently the second time (rebinding) is not
-/// stopped here: an egress rule is the operator's backstop (docs/webpush.md).
+/// operator's network as surely as the literal address. The sink then connects to an address
+/// this lookup judged (``PinnedPushClients``), never resolving the name again, so a DNS server
+/// that answers differently the second time (rebinding) cannot turn a send inward.
 final class PushServiceResolver: Sendable {
     /// The addresses (4 or 16 bytes each) a name resolves to; none when it does not resolve.
     typealias Resolve = @Sendable (String) async -> [[UInt8]]
@@ -124,6 +132,9 @@ final class PushServiceResolver: Sendable {
         var isPrivate: Bool
         var until: ContinuousClock.Instant
         var addresses: [[UInt8]]
+        /// The host accepted a send: it carries live subscriptions, and keeps its verdict
+        /// when made-up names fill the table.
+        var carriesSubscriptions = false
     }
 
     private let resolve: Resolve
@@ -134,7 +145,7 @@ final class PushServiceResolver: Sendable {
     /// Push services are a handful of hosts: a verdict is kept for a minute (`lifetime`), so a
     /// push costs no lookup; verdicts past their use are dropped when subscriptions name more
     /// hosts than this, and every verdict if none is.
-    private static let remembered = 1_024
+    static let remembered = 1_024
     /// How long past its lifetime a verdict is still answered while a new lookup of the name
     /// runs (or cannot start: every lookup slot taken by slow names). Sends to a known push
     /// service never wait on DNS, so names whose DNS servers never answer, which anyone who may
@@ -176,14 +187,31 @@ final class PushServiceResolver: Sendable {
         let isPrivate = addresses.contains(where: PushServiceHost.isPrivate(address:))
         let now = ContinuousClock.now
         verdicts.withLock { verdicts in
-            if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.until + Self.staleLifetime > now } }
+            let carried = verdicts[name]?.carriesSubscriptions ?? false
+            if verdicts.count >= Self.remembered {
+                verdicts = verdicts.filter { $0.value.carriesSubscriptions || $0.value.until + Self.staleLifetime > now }
+            }
+            // Registrations can name any number of hosts: those that took sends stay.
+            if verdicts.count >= Self.remembered { verdicts = verdicts.filter { $0.value.carriesSubscriptions } }
             if verdicts.count >= Self.remembered { verdicts.removeAll() }
-            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + lifetime, addresses: addresses)
+            verdicts[name] = Verdict(isPrivate: isPrivate, until: now + lifetime, addresses: addresses, carriesSubscriptions: carried)
         }
         // After the verdict is stored, so a caller arriving now finds one or the other.
         lookups.withLock { $0[name] = nil }
         return isPrivate ? .privateHost : .publicHost
     }
+
+    /// `host` accepted a send: its verdict outlasts names nobody sends to.
+    func carriesSubscriptions(_ host: String) {
+        let name = PushServiceHost.normalized(host)
+        verdicts.withLock { $0[name]?.carriesSubscriptions = true }
+    }
+
+    /// Verdicts remembered now, for tests.
+    var rememberedCount: Int { verdicts.withLock { $0.count } }
+
+    /// Whether `host` has a verdict remembered (fresh or stale), for tests.
+    func remembers(_ host: String) -> Bool { verdicts.withLock { $0[PushServiceHost.normalized(host)] != nil } }
 
     /// The judgement of a normalized `name` without a lookup: from its spelling, or remembered
     /// within its lifetime.

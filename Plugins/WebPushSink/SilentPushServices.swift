@@ -41,11 +41,7 @@ final class SilentPushServices: Sendable {
     /// whatever the port; a loopback or private one (allowed by `allow_private_endpoints`, where
     /// one machine often runs several services) with its port.
     static func key(address: [UInt8], port: Int) -> String {
-        let text =
-            address.count == 4
-            ? address.map(String.init).joined(separator: ".")
-            : stride(from: 0, to: address.count - 1, by: 2).map { String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16) }.joined(
-                separator: ":")
+        let text = PushServiceHost.text(address: address)
         return PushServiceHost.isPrivate(address: address) ? "address \(text) port \(port)" : "address \(text)"
     }
 

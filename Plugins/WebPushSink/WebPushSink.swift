@@ -57,6 +57,9 @@ public final class WebPushSink: ReleasingSink {
     private let resolver: PushServiceResolver
     /// Push services that answer none of their sends: held, so they cannot hold this sink.
     let silentServices = SilentPushServices()
+    /// Clients that connect to the address a host was judged by (nil with allow_private_endpoints).
+    let pinned: PinnedPushClients?
+    private let connectAddress: @Sendable ([UInt8]) -> String
 
     /// - Parameter http: a client the caller owns; by default the sink makes its own
     ///   (``SinkHTTPClients``: no redirects, one per 100 of `maxConcurrency`, since a push
@@ -72,11 +75,21 @@ public final class WebPushSink: ReleasingSink {
     /// - Parameter resolver: how an endpoint's host name is judged before each send.
     /// - Parameter admissionLookupLimit: how long a registration waits for the resolver.
     /// - Parameter sendLookupLimit: how long a send waits for it.
+    /// - Parameter pinnedConfiguration: the clients that connect to judged addresses
+    ///   (``PinnedPushClients``) are made with it; by default the sink's own clients' configuration.
+    /// - Parameter connectAddress: where a judged address is connected: the address itself.
+    ///   Tests stand a loopback listener in for a public address with it.
     init(
         name: String, configuration: Configuration, http: HTTPClient?, logger: Logger, clock: @escaping @Sendable () -> Date, resolver: PushServiceResolver,
-        admissionLookupLimit: Duration = .seconds(1), sendLookupLimit: Duration = .seconds(5)
+        admissionLookupLimit: Duration = .seconds(1), sendLookupLimit: Duration = .seconds(5), pinnedConfiguration: HTTPClient.Configuration? = nil,
+        connectAddress: @escaping @Sendable ([UInt8]) -> String = PushServiceHost.text(address:)
     ) {
         self.resolver = resolver
+        self.connectAddress = connectAddress
+        // Without the judging (allow_private_endpoints) there is no address to hold a host to.
+        self.pinned =
+            configuration.allowsPrivateEndpoints
+            ? nil : PinnedPushClients(base: pinnedConfiguration ?? SinkHTTPClients.configuration(maxConcurrency: configuration.maxConcurrency))
         self.admissionLookupLimit = admissionLookupLimit
         self.sendLookupLimit = sendLookupLimit
         self.name = name
@@ -95,6 +108,7 @@ public final class WebPushSink: ReleasingSink {
     /// Closes the HTTP client the sink owns; the sink is not used afterwards.
     public func shutdown() async {
         await clients.shutdown()
+        await pinned?.shutdown()
     }
 
     public func health() async -> SinkHealth {
@@ -321,9 +335,20 @@ public final class WebPushSink: ReleasingSink {
             ])
             headers.add(contentsOf: Self.headers(for: delivery, now: now, defaultTTL: configuration.ttl))
             // The status is the answer; the body is read (and dropped) for the connection's sake.
-            let response = try await clients.next().post(
-                subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0,
-                timeout: configuration.timeout)
+            let post = { @Sendable [headers] (client: HTTPClient) in
+                try await client.post(
+                    subscription.endpoint.absoluteString, headers: headers, body: ByteBuffer(data: body), keep: 0, timeout: self.configuration.timeout)
+            }
+            let response: SinkHTTPAnswer
+            if let pinned, PushServiceHost.spelledVerdict(host) == nil {
+                // A name: sent to an address its judging lookup gave, never looked up again.
+                guard let address = resolver.knownAddresses(of: host).first else {
+                    return .retry(after: Self.busyResolverDelay, reason: "the endpoint's host name is to be judged again", scope: .recipient)
+                }
+                response = try await pinned.withClient(host: host, address: connectAddress(address), post)
+            } else {
+                response = try await post(clients.next())
+            }
             let status = response.status
             silentServices.answered(silenceKeys)
             // The endpoint's path identifies the subscription: only its origin is ever shown.
@@ -331,6 +356,7 @@ public final class WebPushSink: ReleasingSink {
             switch status {
             case 200..<300:
                 refusals.accepted(by: host)
+                resolver.carriesSubscriptions(host)
                 return .delivered
             case 404, 410:
                 return .recipientGone(reason: "\(reason): the subscription is gone")

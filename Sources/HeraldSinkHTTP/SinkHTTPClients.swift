@@ -34,6 +34,12 @@ public final class SinkHTTPClients: Sendable {
     /// - Parameter caFile: extra certificates (PEM) to trust, for an emulator's; verification
     ///   stays on.
     public static func makeClient(maxConcurrency: Int, trusting caFile: String? = nil) -> HTTPClient {
+        HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(maxConcurrency: maxConcurrency, trusting: caFile))
+    }
+
+    /// The configuration of ``makeClient(maxConcurrency:trusting:)``'s clients, for a sink that
+    /// makes more of them itself.
+    public static func configuration(maxConcurrency: Int, trusting caFile: String? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, maxConcurrency)
         configuration.httpVersion = .automatic
@@ -41,7 +47,7 @@ public final class SinkHTTPClients: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         configuration.tlsConfiguration = tls
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        return configuration
     }
 
     /// `count` clients of the sink's own, closed by ``shutdown()``.

@@ -1,26 +1,45 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
+import Synchronization
 
 /// A loopback server that answers any request with fixed bytes and closes the connection:
 /// answers no HTTP server library would send, from no server task that could stop mid-write.
 public struct RawAnswerServer {
     let channel: any Channel
+    private let accepted: Accepted
 
-    public var url: String { "http://127.0.0.1:\(channel.localAddress?.port ?? 0)/" }
+    public var url: String { "http://127.0.0.1:\(port)/" }
+    public var port: Int { channel.localAddress?.port ?? 0 }
+    /// Connections accepted so far.
+    public var connections: Int { accepted.count.load(ordering: .relaxed) }
 
     /// - Parameter closes: whether the connection is closed after the answer (or left open, the
     ///   rest of a body it announces never coming).
-    public static func start(_ answer: String, closes: Bool = true) async throws -> RawAnswerServer {
+    /// - Parameter host: a loopback address to listen on (127.0.0.0/8).
+    /// - Parameter tls: serves TLS with this context (a certificate of the test's own).
+    public static func start(
+        _ answer: String, closes: Bool = true, host: String = "127.0.0.1", port: Int = 0, tls: NIOSSLContext? = nil
+    ) async throws -> RawAnswerServer {
+        let accepted = Accepted()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Answerer(answer: answer, closes: closes)) }
+                accepted.count.add(1, ordering: .relaxed)
+                return channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                    try channel.pipeline.syncOperations.addHandler(Answerer(answer: answer, closes: closes))
+                }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
-        return RawAnswerServer(channel: channel)
+            .bind(host: host, port: port).get()
+        return RawAnswerServer(channel: channel, accepted: accepted)
     }
 
     public func stop() async throws {
         try await channel.close()
+    }
+
+    private final class Accepted: Sendable {
+        let count = Atomic<Int>(0)
     }
 
     private final class Answerer: ChannelInboundHandler {

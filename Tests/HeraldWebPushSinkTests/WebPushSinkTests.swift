@@ -1,11 +1,13 @@
 import AsyncHTTPClient
 import Foundation
 import HeraldCore
+import HeraldEmulatorSupport
 import HeraldHistorySink
 import HeraldStore
 import HeraldTestSupport
 import HeraldWebPushEmulator
 import Logging
+import NIOSSL
 import Synchronization
 import Testing
 
@@ -42,9 +44,12 @@ import Testing
             if let witnesses { sinkConfiguration.credentialWitnesses = witnesses }
             let sink =
                 if let resolver {
+                    // Sends go to the address a name was judged by: the public addresses the
+                    // tests' resolvers answer stand for listeners on loopback.
                     WebPushSink(
                         name: "webpush", configuration: sinkConfiguration, http: http ?? Self.http, logger: Logger(label: "test"), clock: clock,
-                        resolver: resolver)
+                        resolver: resolver, pinnedConfiguration: HTTPClient.Configuration(redirectConfiguration: .disallow),
+                        connectAddress: { _ in "127.0.0.1" })
                 } else {
                     WebPushSink(configuration: sinkConfiguration, http: ownClient ? nil : Self.http, clock: clock)
                 }
@@ -773,5 +778,82 @@ import Testing
         #expect(await f.sink.health() == .ok)
         try await refusing.stop()
         await f.stop()
+    }
+
+    /// DNS rebinding: a name that resolves to a public address when the sink judges it, and to
+    /// 127.0.0.1 when a connection is opened, must not reach 127.0.0.1. The sink connects to the
+    /// address it judged (TLS still verifying the name's certificate); here a listener on
+    /// 127.0.0.2 stands for that public address, and the client's own resolution of the name
+    /// (what a rebinding DNS server would answer next) points at 127.0.0.1.
+    @Test func aNameIsSentToTheAddressItWasJudgedByNotOneLookedUpLater() async throws {
+        let name = "push.rebind.test"
+        let certificate = try SelfSignedCertificate(commonName: name, dnsNames: [name])
+        let directory = try TestResources.temporaryDirectory("herald-rebind")
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        try certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        let tls = try NIOSSLContext(
+            configuration: .makeServerConfiguration(
+                certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(certificate.certificatePEM.utf8), format: .pem))],
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem))))
+        // The push service at the judged address, and the operator's service on one port.
+        var pushService: RawAnswerServer?
+        var inside: RawAnswerServer?
+        for _ in 0..<20 where inside == nil {
+            let candidate = try await RawAnswerServer.start("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", host: "127.0.0.2", tls: tls)
+            if let listener = try? await RawAnswerServer.start("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", port: candidate.port) {
+                (pushService, inside) = (candidate, listener)
+            } else {
+                try await candidate.stop()
+            }
+        }
+        let service = try #require(pushService)
+        let operators = try #require(inside)
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        var trust = TLSConfiguration.makeClientConfiguration()
+        trust.additionalTrustRoots = [.file(caFile)]
+        configuration.tlsConfiguration = trust
+        configuration.dnsOverride = [name: "127.0.0.1"]
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        TestResources.register { try? await http.shutdown() }
+        let judged: [UInt8] = [93, 184, 216, 34]
+        let resolver = PushServiceResolver { $0 == name ? [judged] : [] }
+        let sink = WebPushSink(
+            name: "webpush", configuration: .init(vapid: .generate(), subject: "mailto:ops@example.com"), http: http, logger: Logger(label: "test"),
+            clock: { Date() }, resolver: resolver, pinnedConfiguration: configuration,
+            connectAddress: { $0 == judged ? "127.0.0.2" : "192.0.2.1" })
+        TestResources.register { await sink.shutdown() }
+        let keys = try #require(WebPushEmulator().subscribe("r")["keys"] as? [String: String])
+        let object: [String: Any] = ["endpoint": "https://\(name):\(service.port)/push/r", "keys": keys]
+        var registration = DeviceRegistration(
+            address: DeviceAddress(
+                provider: "webpush", value: try JSONDecoder().decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: object)), key: ""),
+            addressField: "web_push")
+        try sink.prepare(&registration)
+        try await sink.admit(registration)
+        let device = Device(id: ObjectIDGenerator().next(), userID: "r", address: registration.address, createdAt: Date(), updatedAt: Date())
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "generic", title: "t", body: "b", url: nil, timestamp: Date(), target: .users(["r"]))
+        let outcomes = await sink.deliver([
+            Delivery(id: 1, sink: "webpush", notification: notification, recipient: .init(userID: "r", device: device), distribution: .alert, attempt: 1)
+        ])
+        #expect(outcomes == [.delivered], "\(outcomes)")
+        #expect(operators.connections == 0, "the send reached the address the name rebound to")
+        #expect(service.connections >= 1)
+        try await service.stop()
+        try await operators.stop()
+    }
+
+    /// Registrations may name any number of hosts, each looked up and remembered: a flood of
+    /// made-up names must not push out the verdict of a push service that carries live
+    /// subscriptions (its sends would wait on DNS again, or on a slow server's lookups).
+    @Test func madeUpHostsCannotFlushAPushServicesVerdict() async {
+        let resolver = PushServiceResolver { _ in [[93, 184, 216, 34]] }
+        #expect(await resolver.judgement(of: "fcm.googleapis.com") == .publicHost)
+        resolver.carriesSubscriptions("fcm.googleapis.com")
+        #expect(await resolver.judgement(of: "idle.example") == .publicHost)
+        for n in 0..<(PushServiceResolver.remembered + 50) { _ = await resolver.judgement(of: "made-up-\(n).example") }
+        #expect(resolver.rememberedCount <= PushServiceResolver.remembered)
+        #expect(resolver.remembers("fcm.googleapis.com"), "the push service's verdict was flushed")
+        #expect(!resolver.remembers("idle.example"), "a host nobody sends to may go")
     }
 }
