@@ -272,8 +272,10 @@ public struct HeraldServer: Sendable {
         ).register(on: router, table: routes)
         StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
             .register(on: router, table: routes)
-        PortalRoutes(pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids).register(
-            on: router, table: routes)
+        PortalRoutes(
+            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids,
+            secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://")
+        ).register(on: router, table: routes)
         return router
     }
 

@@ -58,8 +58,8 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
         let (caFile, keyFile, host) = (caFile, keyFile, host)
         try await emulator.run { port in
             do {
-                if let caFile { try emulator.certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
-                if let keyFile { try emulator.providerKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8) }
+                if let caFile { try PrivateFile.write(emulator.certificate.certificatePEM, to: caFile, mode: 0o644) }
+                if let keyFile { try PrivateFile.write(emulator.providerKeyPEM, to: keyFile) }
             } catch {
                 StandardStream.error.write("herald: error: cannot write the emulator's files: \(error)\n")
             }

@@ -61,10 +61,8 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         let (file, caFile) = (serviceAccountFile, caFile)
         try await emulator.run { port in
             do {
-                if let file { try emulator.serviceAccountJSON().write(to: URL(fileURLWithPath: file)) }
-                if let caFile, let certificate = emulator.certificate {
-                    try certificate.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-                }
+                if let file { try PrivateFile.write(emulator.serviceAccountJSON(), to: file) }
+                if let caFile, let certificate = emulator.certificate { try PrivateFile.write(certificate.certificatePEM, to: caFile, mode: 0o644) }
             } catch {
                 StandardStream.error.write("herald: error: cannot write the emulator's files: \(error)\n")
             }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import HeraldWebPushSink
 
 struct VAPIDCommand: AsyncParsableCommand {
@@ -12,10 +13,21 @@ struct VAPIDCommand: AsyncParsableCommand {
             abstract: "Print a new VAPID key pair: the private key for sinks.<name>.vapid_private_key, the public key for the web app's applicationServerKey."
         )
 
+        @Option(help: "Also write the pair to this file (created 0600; never through a symbolic link).")
+        var out: String?
+
         func run() async throws {
             let key = VAPIDKey.generate()
-            print("private_key: \(key.privateKeyBase64URL)")
-            print("public_key: \(key.publicKeyBase64URL)")
+            let text = "private_key: \(key.privateKeyBase64URL)\npublic_key: \(key.publicKeyBase64URL)\n"
+            if let out {
+                do {
+                    try PrivateFile.write(text, to: out)
+                } catch {
+                    StandardStream.error.write("herald: error: \(error)\n")
+                    throw ExitCode.failure
+                }
+            }
+            print(text, terminator: "")
         }
     }
 }

@@ -47,7 +47,7 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
                 do {
                     let data = try JSONSerialization.data(
                         withJSONObject: emulator.subscribe("browser-1"), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                    try data.write(to: URL(fileURLWithPath: file))
+                    try PrivateFile.write(data, to: file)
                 } catch {
                     StandardStream.error.write("herald: error: cannot write \(file): \(error)\n")
                 }

@@ -39,4 +39,32 @@ import Testing
         #expect(try Self.mode(file) == 0o644, "the operator's mode is kept")
         await open.expectCleanStop()
     }
+
+    /// Files with keys in them (`herald vapid generate --out`, the emulators' keys) are the
+    /// owner's alone, an existing one tightened before the key goes in, and never written
+    /// through a symbolic link planted at the path.
+    @Test func keyFilesAreTheOwnersAloneAndNeverFollowALink() async throws {
+        let herald = Binaries.path("herald")
+        let fresh = directory.appendingPathComponent("vapid.txt").path
+        let written = try await runCommand(herald, ["vapid", "generate", "--out", fresh], in: directory)
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(try Self.mode(fresh) == 0o600)
+        #expect(try String(contentsOfFile: fresh, encoding: .utf8).contains("private_key: "))
+
+        let open = directory.appendingPathComponent("open.txt").path
+        #expect(
+            FileManager.default.createFile(
+                atPath: open, contents: Data("old and longer than a key pair ".utf8 + Data(count: 400)), attributes: [.posixPermissions: 0o644]))
+        #expect(try await runCommand(herald, ["vapid", "generate", "--out", open], in: directory).status == 0)
+        #expect(try Self.mode(open) == 0o600, "an existing file readable by others was tightened")
+        #expect(try String(contentsOfFile: open, encoding: .utf8).hasPrefix("private_key: "), "and its old content replaced")
+
+        let target = directory.appendingPathComponent("operators-file").path
+        try "keep me".write(toFile: target, atomically: true, encoding: .utf8)
+        let link = directory.appendingPathComponent("planted.p8").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let refused = try await runCommand(herald, ["vapid", "generate", "--out", link], in: directory)
+        #expect(refused.status != 0 && refused.stderr.contains("symbolic link"), "\(refused.stderr)")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep me", "the link's target was overwritten")
+    }
 }

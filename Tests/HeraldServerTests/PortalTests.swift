@@ -71,8 +71,17 @@ import Testing
             #expect(page.headers[HTTPField.Name("Content-Security-Policy")!]?.contains("frame-ancestors 'none'") == true)
             #expect(!String(buffer: page.body).contains(herald.admin), "the key never appears in a page")
 
-            let (_, plain) = try await signIn(client, key: herald.admin)
+            // public_base_url is https: Secure whatever a proxy says (or does not say).
+            let (_, direct) = try await signIn(client, key: herald.admin)
+            #expect(cookie(direct, "herald_session")?.contains("Secure") == true, "an https deployment's cookie went out without Secure")
+        }
+        // On a plain-http address (a developer's machine), Secure only when a proxy says TLS.
+        let local = try await TestHerald.make { $0.publicBaseURL = "http://127.0.0.1:8080" }
+        try await local.test { (client: any TestClientProtocol) async throws in
+            let (_, plain) = try await signIn(client, key: local.admin)
             #expect(cookie(plain, "herald_session")?.contains("Secure") == false, "Secure only when the browser came over TLS")
+            let (_, proxied) = try await signIn(client, key: local.admin, forwardedProto: "https")
+            #expect(cookie(proxied, "herald_session")?.contains("Secure") == true)
         }
     }
 

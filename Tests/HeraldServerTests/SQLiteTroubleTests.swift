@@ -61,6 +61,8 @@ import Testing
             #expect(send.status == .serviceUnavailable, "\(String(buffer: send.body))")
             #expect(send.headers[.retryAfter] == "1")
             #expect(send.errorCode == "storage_unavailable")
+            // An API client learns nothing of the server's file system.
+            #expect(!send.errorMessage.contains(path) && !send.errorMessage.contains("/"), "\(send.errorMessage)")
             let ready = try await client.call(.get, "/health/ready", headers(contentType: nil))
             #expect(ready.status == .serviceUnavailable)
         }

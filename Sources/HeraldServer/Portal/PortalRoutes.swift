@@ -13,6 +13,11 @@ struct PortalRoutes {
     let service: NotificationService
     let circuits: CircuitBreakers
     let ids: ObjectIDGenerator
+    /// Whether Herald's public address is `https`: then every portal cookie is `Secure`,
+    /// whatever a proxy says, so a browser never sends it over plain HTTP.
+    let secureCookies: Bool
+
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto") ?? .via
 
     /// Recorded as undocumented: openapi.yaml describes the JSON API, not the portal's pages (the
     /// table still answers another method on these paths with 405 and `Allow`).
@@ -83,9 +88,11 @@ struct PortalRoutes {
         try await withSession(request, form: nil, admin: admin) { session, _ in try await body(session) }
     }
 
-    /// `Secure` only when the browser reached Herald over TLS (a proxy in front says so).
+    /// `Secure` when `public_base_url` is `https`, or the browser reached Herald over TLS (a
+    /// proxy in front says so).
     func cookie(_ name: String, _ value: String, path: String = "/portal", maxAge: Int, request: Request) -> String {
-        let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" ? "; Secure" : ""
+        let forwardedTLS = request.headers[Self.forwardedProto]?.lowercased() == "https"
+        let secure = secureCookies || forwardedTLS ? "; Secure" : ""
         return "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure)"
     }
 

@@ -81,10 +81,12 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     let file: String?
 
     /// A database file deleted under a running server would take every later write with it
-    /// (to an unlinked inode): refuse instead, so nothing is answered 2xx and then lost.
+    /// (to an unlinked inode): refuse instead, so nothing is answered 2xx and then lost. The
+    /// answer goes to API clients: it names no path (the operator's start-up log names the
+    /// database).
     static func checkFile(_ path: String?) throws {
         guard let path, !FileManager.default.fileExists(atPath: path) else { return }
-        throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file \(path) is gone")
+        throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file is gone (deleted or moved while Herald ran)")
     }
 
     @discardableResult public func migrate() async throws -> [String] {
