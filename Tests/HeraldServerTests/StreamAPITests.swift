@@ -155,6 +155,33 @@ import Testing
         }
     }
 
+    /// Users are many and each stream holds a connection: past `stream.max_total` a new stream
+    /// is turned away (503 with Retry-After) rather than taking the connections API calls need
+    /// or closing someone else's; a user replacing their own stream still may.
+    @Test func theServerHoldsNoMoreStreamsThanItsTotal() async throws {
+        let herald = try await Self.make { configuration in
+            configuration.maxStreamsPerUser = 1
+            configuration.maxStreamsTotal = 2
+        }
+        _ = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            func auth(_ user: String) async throws -> [(String, String)] { [("Authorization", "Bearer \(try await herald.userToken(user))")] }
+            let ada = try await EventStreamReader.open(base + "/api/stream", headers: try await auth("ada"), client: client)
+            let bob = try await EventStreamReader.open(base + "/api/stream", headers: try await auth("bob"), client: client)
+            var request = HTTPClientRequest(url: base + "/api/stream")
+            for (name, value) in try await auth("cyd") { request.headers.add(name: name, value: value) }
+            let full = try await client.execute(request, timeout: .seconds(10))
+            let body = String(buffer: try await full.body.collect(upTo: 1 << 16))
+            #expect(full.status.code == 503 && body.contains("too_many_streams") && full.headers.first(name: "Retry-After") != nil, "\(full.status) \(body)")
+            #expect(try await ada.ends(within: .milliseconds(500)) == false, "nobody else's stream was closed for it")
+            // Ada replaces her own stream: still allowed at the total.
+            let again = try await EventStreamReader.open(base + "/api/stream", headers: try await auth("ada"), client: client)
+            #expect(try await ada.ends(within: .seconds(5)), "her older stream made way")
+            for stream in [bob, again] { stream.cancel() }
+        }
+    }
+
     @Test func badRequestsAreRefusedBeforeStreaming() async throws {
         let herald = try await Self.make()
         _ = try await herald.serve { base in
@@ -214,6 +241,12 @@ import Testing
             (["HERALD_STREAM_HEARTBEAT": "soon"], "stream.heartbeat"),
             (["HERALD_STREAM_MAX_PER_USER": "0"], "stream.max_per_user"),
             (["HERALD_STREAM_MAX_PER_USER": "many"], "stream.max_per_user"),
+            (["HERALD_STREAM_MAX_TOTAL": "0"], "stream.max_total"),
+            (["HERALD_STREAM_MAX_TOTAL": "5000"], "stream.max_total"),
+            (["HERALD_AUTH_FAILED_ATTEMPTS_PER_MINUTE": "0"], "auth.failed_attempts_per_minute"),
+            (["HERALD_AUTH_DEVICE_SECRET_CLAIM_UNTIL": "next week"], "auth.device_secret_claim_until"),
+            (["HERALD_DEVICES_REGISTRATIONS_PER_USER_PER_MINUTE": "0"], "devices.registrations_per_user_per_minute"),
+            (["HERALD_DEVICES_REGISTRATIONS_PER_KEY_PER_MINUTE": "-1"], "devices.registrations_per_key_per_minute"),
             (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
         ] as [([String: String], String)])
     func badStreamAndMembershipSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {

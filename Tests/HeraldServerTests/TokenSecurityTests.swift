@@ -177,4 +177,29 @@ import Testing
             #expect(try await get(herald.backend).0 == 429)
         }
     }
+
+    /// Each registration may name a new host for Herald to look up and remember: a user, or a
+    /// key, registering without end is turned away with 429 and Retry-After.
+    @Test func deviceRegistrationsAreLimitedPerUserAndPerKey() async throws {
+        let herald = try await TestHerald.make {
+            $0.registrationsPerUserPerMinute = 3
+            $0.registrationsPerKeyPerMinute = 5
+        }
+        let token = try await herald.userToken("reg")
+        try await herald.test { client in
+            for n in 0..<3 {
+                #expect(try await client.call(.post, "/api/notifications/register", headers(token), json: ["fcm_token": "t\(n)"]).status == .ok)
+            }
+            let limited = try await client.call(.post, "/api/notifications/register", headers(token), json: ["fcm_token": "t9"])
+            #expect(limited.status == .tooManyRequests && limited.errorCode == "rate_limited" && limited.headers[.retryAfter] != nil)
+            // The key acting for many users: its own allowance (each user has room).
+            for n in 0..<5 {
+                let user = "k\(n)"
+                #expect(
+                    try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": user]).status == .ok)
+            }
+            let keyLimited = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "k9"), json: ["fcm_token": "k9"])
+            #expect(keyLimited.status == .tooManyRequests)
+        }
+    }
 }
