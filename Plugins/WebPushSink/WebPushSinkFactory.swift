@@ -8,7 +8,9 @@ extension SinkFactory {
     /// `max_concurrency` (1-1024, default 64), `timeout` (seconds a send may take, 0.1-300,
     /// default 15), `allow_private_endpoints` (default false:
     /// subscriptions at loopback, private or link-local addresses are refused; true for a push
-    /// service emulator on this machine).
+    /// service emulator on this machine), `credential_witnesses` (push service hosts whose
+    /// refusals can prove the VAPID key wrong; `.suffix` entries match subdomains; default the
+    /// browsers' own, ``WebPushSink/Configuration/browserPushServices``).
     public static let webpush = SinkFactory(type: "webpush") { context in
         let settings = context.settings
         let vapid: VAPIDKey
@@ -28,6 +30,12 @@ extension SinkFactory {
         guard timeout >= 0.1, timeout <= 300 else { throw settings.invalid("timeout", "must be a number of seconds, 0.1-300") }
         configuration.timeout = .saturating(seconds: timeout)
         configuration.allowsPrivateEndpoints = try settings.bool("allow_private_endpoints") ?? false
+        if let witnesses = try settings.stringList("credential_witnesses") {
+            guard !witnesses.isEmpty, witnesses.allSatisfy({ !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }) else {
+                throw settings.invalid("credential_witnesses", "must list push service host names (fcm.googleapis.com, .notify.windows.com)")
+            }
+            configuration.credentialWitnesses = Set(witnesses.map { $0.lowercased() })
+        }
         return WebPushSink(name: context.name, configuration: configuration, logger: context.logger)
     }
 }

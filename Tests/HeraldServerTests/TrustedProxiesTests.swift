@@ -67,7 +67,9 @@ import Testing
                 return try await client.execute(uri: "/api/auth/device", method: .post, headers: fields, body: body).status
             }
             var answers: [HTTPResponse.Status] = []
-            for (device, address) in [("a1", "198.51.100.1"), ("a2", "198.51.100.1"), ("a3", "198.51.100.1"), ("b1", "198.51.100.2")] {
+            for (device, address) in [("a1", "198.51.100.1"), ("a2", "198.51.100.1"), ("a3", "198.51.100.1"), ("b1", "198.51.100.2")].map({
+                ("install-\($0.0)-0123456789", $0.1)
+            }) {
                 answers.append(try await signUp(device, from: address))
             }
             // The client's third in a minute waits; another client behind the proxy has its own
