@@ -148,6 +148,7 @@ enum StoredRecords {
             options: try row.json([String: String].self, prefix + "options") ?? [:],
             platform: try row.optionalText(prefix + "platform"), appVersion: try row.optionalText(prefix + "app_version"),
             region: try row.optionalText(prefix + "region"), locale: try row.optionalText(prefix + "locale"),
+            installationID: try row.optionalText(prefix + "installation_id"),
             createdAt: try row.date(prefix + "created_at"), updatedAt: try row.date(prefix + "updated_at")
         )
     }
@@ -171,8 +172,8 @@ enum StoredRecords {
     /// as `<prefix><column>`.
     static func deviceColumns(of table: String, prefix: String = "") -> String {
         [
-            "id", "user_id", "provider", "address_key", "address_json", "app", "options", "platform", "app_version", "region", "locale", "created_at",
-            "updated_at",
+            "id", "user_id", "provider", "address_key", "address_json", "app", "options", "platform", "app_version", "region", "locale",
+            "installation_id", "created_at", "updated_at",
         ].map { "\(table).\($0) AS \(prefix)\($0)" }.joined(separator: ", ")
     }
 

@@ -51,8 +51,11 @@ import Testing
             // Exchanged again as a proof: refused, so a leaked token cannot be renewed forever.
             let renewed = try await client.call(.post, "/api/auth/device", headers(), json: ["device_id": "phone-a", "proof": token])
             #expect(renewed.status == .unauthorized && renewed.errorCode == "invalid_proof", "\(renewed.status) \(renewed.errorMessage)")
-            // The token itself still works for the user's own endpoints.
+            // The token itself still works for the user's own endpoints, and a device registered
+            // with it records the installation that signed in.
             #expect(try await client.call(.get, "/api/notifications/history", headers(token)).status == .ok)
+            #expect(try await client.call(.post, "/api/notifications/register", headers(token), json: ["fcm_token": "alice-phone"]).status == .ok)
+            #expect(try await herald.server.store.devices(userID: "alice").first?.installationID == "phone-a")
         }
     }
 

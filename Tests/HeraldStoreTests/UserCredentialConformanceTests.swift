@@ -65,4 +65,23 @@ import Testing
         #expect(try await store.holdsData(userID: "dev_events"))
         #expect(try await store.holdsData(userID: "dev_x") == false, "others' rows are not theirs")
     }
+
+    /// A registration made with a device token records its installation; the backend
+    /// registering the device again keeps it, and a device moving to another user keeps nothing
+    /// of the old one's.
+    @Test(arguments: StoreKind.allCases)
+    func aDeviceRemembersTheInstallationThatRegisteredIt(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let ids = ObjectIDGenerator()
+        func register(_ user: String, installation: String?) async throws -> Device {
+            var registration = DeviceRegistration(address: DeviceAddress(provider: "fcm", value: .string("tok-1"), key: "tok-1"))
+            registration.installationID = installation
+            return try await store.registerDevice(userID: user, registration: registration, newID: ids.next(), at: t0)
+        }
+        #expect(try await register("ana", installation: "install-ana-phone").installationID == "install-ana-phone")
+        #expect(try await register("ana", installation: nil).installationID == "install-ana-phone", "a backend's registration keeps it")
+        #expect(try await store.devices(userID: "ana").first?.installationID == "install-ana-phone")
+        #expect(try await register("ana", installation: "install-ana-tablet").installationID == "install-ana-tablet")
+        #expect(try await register("bob", installation: nil).installationID == nil, "moved to bob: ana's installation is not his")
+    }
 }

@@ -51,12 +51,15 @@ public struct Device: Sendable, Equatable {
     public var appVersion: String?
     public var region: String?
     public var locale: String?
+    /// The app installation that registered the device with a device token (its `device_id`
+    /// claim), telling a user's devices apart; nil when a backend registered it.
+    public var installationID: String?
     public var createdAt: Date
     public var updatedAt: Date
 
     public init(
         id: ObjectID, userID: String, address: DeviceAddress, app: String? = nil, options: [String: String] = [:], platform: String? = nil,
-        appVersion: String? = nil, region: String? = nil, locale: String? = nil, createdAt: Date, updatedAt: Date
+        appVersion: String? = nil, region: String? = nil, locale: String? = nil, installationID: String? = nil, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.userID = userID
@@ -67,6 +70,7 @@ public struct Device: Sendable, Equatable {
         self.appVersion = appVersion
         self.region = region
         self.locale = locale
+        self.installationID = installationID
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
@@ -92,6 +96,9 @@ public struct DeviceRegistration: Sendable, Equatable {
     public var appVersion: String?
     public var region: String?
     public var locale: String?
+    /// The `device_id` of the device token the registration was made with (set by the server,
+    /// never from the request body).
+    public var installationID: String?
 
     public init(
         address: DeviceAddress, addressField: String = "address", app: String? = nil, options: [String: String] = [:], platform: String? = nil,

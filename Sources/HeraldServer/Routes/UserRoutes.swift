@@ -34,6 +34,8 @@ struct UserRoutes {
         if let refusal = limitRegistrations(userID: userID, context: context) { return refusal }
         let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
         var registration = try body.registration()
+        // A device token names the installation that signed in: its devices tell apart.
+        registration.installationID = context.deviceID
         if let sink = try pushSink(for: registration) {
             // The provider's sink checks the address and may fill in defaults.
             try sink.prepare(&registration)

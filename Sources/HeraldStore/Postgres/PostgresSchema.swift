@@ -344,6 +344,7 @@ enum PostgresSchema {
                 """
             ]
         ),
+        ("v14-device-installations", [DeviceInstallationSQL.column]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -154,22 +154,25 @@ extension PostgresStore {
                     id: request.newID.hex, user_id: request.userID, provider: address.provider, address_key: address.key,
                     address_json: request.stored.json, app: registration.app, options: request.stored.options,
                     platform: registration.platform, app_version: registration.appVersion, region: registration.region,
-                    locale: registration.locale, at: PostgresStore.micros(request.at))
+                    locale: registration.locale, installation_id: registration.installationID, at: PostgresStore.micros(request.at))
             }
             let json = try StoredJSON.encode(rows)
             query = """
                 WITH given AS (
                     SELECT * FROM json_to_recordset(\(json)::json) AS r(id text, user_id text, provider text, address_key text,
-                        address_json text, app text, options text, platform text, app_version text, region text, locale text, at int8)
+                        address_json text, app text, options text, platform text, app_version text, region text, locale text,
+                        installation_id text, at int8)
                 ), device AS (
                     INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
-                        created_at, updated_at)
-                    SELECT id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale, at, at
+                        installation_id, created_at, updated_at)
+                    SELECT id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
+                        installation_id, at, at
                     FROM given ORDER BY provider, address_key
                     ON CONFLICT (provider, address_key) DO UPDATE SET user_id = excluded.user_id, address_json = excluded.address_json,
                         app = excluded.app, options = excluded.options, platform = COALESCE(excluded.platform, devices.platform),
                         app_version = COALESCE(excluded.app_version, devices.app_version), region = COALESCE(excluded.region, devices.region),
-                        locale = COALESCE(excluded.locale, devices.locale), updated_at = excluded.updated_at
+                        locale = COALESCE(excluded.locale, devices.locale), updated_at = excluded.updated_at,
+                        \(unescaped: DeviceInstallationSQL.update(given: "excluded.installation_id", owner: "excluded.user_id"))
                     RETURNING *
                 ), moved AS (
                     UPDATE deliveries SET state = 'failed', last_error = 'device was registered by another user', next_attempt_at = NULL,
@@ -187,7 +190,7 @@ extension PostgresStore {
         /// One registration as `json_to_recordset` reads it: an absent key is NULL.
         private struct Row: Encodable {
             var id, user_id, provider, address_key: String
-            var address_json, app, options, platform, app_version, region, locale: String?
+            var address_json, app, options, platform, app_version, region, locale, installation_id: String?
             var at: Int64
         }
     }

@@ -348,6 +348,9 @@ enum SQLiteSchema {
             try db.execute(
                 sql: "INSERT INTO herald_facts (name, value) VALUES (?, ?)", arguments: [UserCredentialSQL.secretsSince, Timestamp.microseconds(Date())])
         }
+        migrator.registerMigration("v17-device-installations") { db in
+            try db.execute(sql: DeviceInstallationSQL.column)
+        }
         return migrator
     }
 }

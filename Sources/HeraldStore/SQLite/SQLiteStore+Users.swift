@@ -83,23 +83,24 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     UPDATE devices SET user_id = ?, address_json = ?, app = ?, options = ?, platform = COALESCE(?, platform),
-                        app_version = COALESCE(?, app_version), region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?
+                        app_version = COALESCE(?, app_version), region = COALESCE(?, region), locale = COALESCE(?, locale), updated_at = ?,
+                        \(DeviceInstallationSQL.update(given: "?", owner: "?"))
                     WHERE id = ?
                     """
             ).execute(arguments: [
                 userID, stored.json, registration.app, stored.options, registration.platform, registration.appVersion, registration.region,
-                registration.locale, now, deviceID,
+                registration.locale, now, registration.installationID, userID, deviceID,
             ])
         } else {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO devices (id, user_id, provider, address_key, address_json, app, options, platform, app_version, region, locale,
-                        created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        installation_id, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 newID.hex, userID, address.provider, address.key, stored.json, registration.app, stored.options, registration.platform,
-                registration.appVersion, registration.region, registration.locale, now, now,
+                registration.appVersion, registration.region, registration.locale, registration.installationID, now, now,
             ])
         }
         guard let row = try Row.fetchOne(find, arguments: [address.provider, address.key]) else {
