@@ -7,12 +7,19 @@ import HeraldStore
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Manage users' data.", subcommands: [Erase.self, SignOut.self])
 
-    /// A user id as the API takes one, or the command-line's error naming what is wrong.
-    static func validate(_ id: String) throws {
-        do {
-            try UserID.validate(id, field: "user id")
-        } catch let error as HeraldError {
-            throw ValidationError(error.message)
+    /// The database options and one user's id, checked as the API checks one.
+    struct UserArguments: ParsableArguments {
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: "The user's id, as your backend names them.")
+        var id: String
+
+        func validate() throws {
+            do {
+                try UserID.validate(id, field: "user id")
+            } catch let error as HeraldError {
+                throw ValidationError(error.message)
+            }
         }
     }
 
@@ -29,15 +36,10 @@ struct Users: AsyncParsableCommand {
                 """
         )
 
-        @OptionGroup var common: CommonOptions
-
-        @Argument(help: "The user's id, as your backend names them.")
-        var id: String
-
-        func validate() throws { try Users.validate(id) }
+        @OptionGroup var user: UserArguments
 
         func run() async throws {
-            let store = try await common.openStore(ifMissing: .refuse)
+            let (store, id) = (try await user.common.openStore(ifMissing: .refuse), user.id)
             let erased = try await reportingErrors { try await store.eraseUser(userID: id, at: Date()) }
             print(
                 "erased user \(id): \(erased.devices) devices, \(erased.subscriptions) subscriptions, \(erased.history) history items, "
@@ -58,15 +60,10 @@ struct Users: AsyncParsableCommand {
                 """
         )
 
-        @OptionGroup var common: CommonOptions
-
-        @Argument(help: "The user's id, as your backend names them.")
-        var id: String
-
-        func validate() throws { try Users.validate(id) }
+        @OptionGroup var user: UserArguments
 
         func run() async throws {
-            let store = try await common.openStore(ifMissing: .refuse)
+            let (store, id) = (try await user.common.openStore(ifMissing: .refuse), user.id)
             let now = Date()
             try await reportingErrors { try await store.endTokens(userID: id, issuedBefore: now) }
             print("signed out user \(id): tokens issued before \(Timestamp.format(now)) are refused")
