@@ -274,7 +274,7 @@ public struct HeraldServer: Sendable {
             .register(on: router, table: routes)
         PortalRoutes(
             pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids,
-            secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://")
+            secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies
         ).register(on: router, table: routes)
         return router
     }

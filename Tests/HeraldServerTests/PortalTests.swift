@@ -85,6 +85,20 @@ import Testing
         }
     }
 
+    /// The sign-in form checks an API key: wrong keys count with the API's failed credential
+    /// checks, so the form is no way around `auth.failed_attempts_per_minute`.
+    @Test func wrongKeysAtTheSignInFormAreLimitedPerAddress() async throws {
+        let herald = try await TestHerald.make { $0.failedAuthPerMinute = 2 }
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            for _ in 0..<2 {
+                #expect(try await signIn(client, key: "hk_" + String(repeating: "9", count: 48)).1.status == .unauthorized)
+            }
+            let (session, limited) = try await signIn(client, key: herald.admin)
+            #expect(session == nil && limited.status == .tooManyRequests && limited.headers[.retryAfter] != nil, "\(limited.status)")
+            #expect(String(buffer: limited.body).contains("Too many failed sign-ins"))
+        }
+    }
+
     @Test func formsWithoutTheSessionsTokenAreRefused() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { (client: any TestClientProtocol) async throws in

@@ -16,6 +16,9 @@ struct PortalRoutes {
     /// Whether Herald's public address is `https`: then every portal cookie is `Secure`,
     /// whatever a proxy says, so a browser never sends it over plain HTTP.
     let secureCookies: Bool
+    /// A wrong key at the sign-in form counts as a failed credential check (``AuthMiddleware``).
+    let failures: FailedAuthLimiter
+    let proxies: TrustedProxies
 
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto") ?? .via
 
@@ -24,7 +27,7 @@ struct PortalRoutes {
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/portal/", documented: false) { request, _ in try await home(request) }
         table.add(router, .get, "/portal/login", documented: false) { request, _ in loginPage(request, error: nil) }
-        table.add(router, .post, "/portal/login", documented: false) { request, _ in try await login(request) }
+        table.add(router, .post, "/portal/login", documented: false) { request, context in try await login(request, context: context) }
         table.add(router, .post, "/portal/logout", documented: false) { request, _ in try await logout(request) }
         table.add(router, .get, "/portal/send", documented: false) { request, _ in
             try await withSession(request) { try await sendPage($0, values: [:], errors: [:]) }
@@ -111,13 +114,20 @@ struct PortalRoutes {
         return response
     }
 
-    func login(_ request: Request) async throws -> Response {
+    func login(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let form = try await PortalForm(request)
         guard let expected = request.cookies[PortalSessions.loginCookie]?.value, PortalSessions.sameToken(form["csrf"] ?? "", expected) else {
             return loginPage(request, error: "The sign-in form expired. Please try again.", status: .forbidden)
         }
+        let client = FailedAuthLimiter.client(of: request, context: context, proxies: proxies)
+        if let wait = failures.wait(client) {
+            var page = loginPage(request, error: "Too many failed sign-ins from this address. Try again in \(wait) s.", status: .tooManyRequests)
+            page.headers[.retryAfter] = String(wait)
+            return page
+        }
         let secret = form.text("key") ?? ""
         guard secret.hasPrefix(APIKeySecret.prefix), let key = try await store.key(secretHash: APIKeySecret.hash(secret)) else {
+            failures.record(HeraldError(.unauthorized, code: "invalid_credentials", "unknown key"), client: client)
             return loginPage(request, error: "That key is unknown or revoked.", status: .unauthorized)
         }
         guard key.role == .communicator || key.role == .admin else {
