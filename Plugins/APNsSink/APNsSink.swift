@@ -221,6 +221,12 @@ public final class APNsSink: ReleasingSink {
             case (403, "ExpiredProviderToken") where !refreshed:
                 _ = try await tokens.expired(provider)
                 return await send(delivery, refreshed: true)
+            case (403, _) where explicitEnvironment && environment != configuration.defaultEnvironment:
+                // The device chose the other environment at registration (anyone who registers a
+                // device may): a key refused there says nothing of the sink's own environment.
+                return .failed(
+                    reason: "\(text): the key of sink '\(name)' is refused in the \(environment.rawValue) environment this device registered for",
+                    scope: .recipient)
             case (403, _):
                 let fault = "\(text): the key, key id or team id of sink '\(name)' was refused"
                 credentialFault.withLock { $0 = fault }

@@ -21,6 +21,9 @@ public final class APNsEmulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
+        /// The common name of its self-signed certificate: two emulators a client trusts at once
+        /// (one standing for each APNs environment) need two names.
+        public var certificateName = "Herald APNs emulator"
         public var keyID = "HERALDKEY1"
         public var teamID = "HERALDTEAM"
         public var topic = "com.example.herald"
@@ -53,7 +56,7 @@ public final class APNsEmulator: Sendable {
 
     public init(configuration: Configuration = .init(), print: RequestLog = .quiet) throws {
         self.configuration = configuration
-        self.certificate = try SelfSignedCertificate(commonName: "Herald APNs emulator")
+        self.certificate = try SelfSignedCertificate(commonName: configuration.certificateName)
         self.providerKey = P256.Signing.PrivateKey()
         self.print = print
     }

@@ -39,17 +39,20 @@ import Testing
         }
 
         /// - Parameter productionEndpoint: where production devices go (the emulator by default).
-        static func start(defaultEnvironment: APNsSink.Environment = .production, productionEndpoint: String? = nil) async throws -> Fixture {
+        /// - Parameter sandbox: another APNs emulator (another key) to stand for the sandbox.
+        static func start(
+            defaultEnvironment: APNsSink.Environment = .production, productionEndpoint: String? = nil, sandbox: APNsEmulator? = nil
+        ) async throws -> Fixture {
             let emulator = try APNsEmulator()
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<300 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
             let directory = try TestResources.temporaryDirectory("herald-apns")
             let ca = directory.appendingPathComponent("ca.pem").path
-            try emulator.certificate.certificatePEM.write(toFile: ca, atomically: true, encoding: .utf8)
+            try (emulator.certificate.certificatePEM + "\n" + (sandbox?.certificate.certificatePEM ?? "")).write(toFile: ca, atomically: true, encoding: .utf8)
             var configuration = APNsSink.Configuration(key: emulator.providerKey, keyID: "HERALDKEY1", teamID: "HERALDTEAM", topic: "com.example.herald")
             configuration.productionEndpoint = productionEndpoint ?? emulator.baseURL
-            configuration.sandboxEndpoint = emulator.baseURL
+            configuration.sandboxEndpoint = sandbox?.baseURL ?? emulator.baseURL
             configuration.caFile = ca
             configuration.defaultEnvironment = defaultEnvironment
             let sink = try await APNsSink(configuration: configuration)
@@ -204,5 +207,30 @@ import Testing
         try await f.engine.drain()
         #expect(f.emulator.received.map(\.token) == ["sandbox-1"])
         await f.stop()
+    }
+
+    /// A device names its environment at registration: a key refused in the one it chose, when
+    /// that is not the sink's own, fails that device's push and never degrades the sink (anyone
+    /// who may register a device could otherwise send operators after a key that works).
+    @Test func aKeyRefusedInTheEnvironmentADeviceChoseIsThatDevicesFailure() async throws {
+        var sandboxConfiguration = APNsEmulator.Configuration()
+        sandboxConfiguration.certificateName = "Herald APNs emulator (sandbox)"
+        let sandbox = try APNsEmulator(configuration: sandboxConfiguration)
+        let sandboxPort = Mutex<Int?>(nil)
+        let sandboxRunning = Task { try await sandbox.run { bound in sandboxPort.withLock { $0 = bound } } }
+        for _ in 0..<300 where sandboxPort.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        defer { sandboxRunning.cancel() }
+        let f = try await Fixture.start(defaultEnvironment: .production, sandbox: sandbox)
+        try await f.register("mallory", "abcd01", environment: "sandbox")
+        try await f.register("ana", "abcd02")
+        let id = try await f.service.send(NotificationSubmission(type: "generic", title: "t", body: "b", userIDs: ["mallory", "ana"])).receipt.id
+        try await f.deliverAll()
+        let errors = try await f.store.status(of: id)?.deliveries.compactMap(\.lastError) ?? []
+        #expect(sandbox.received.map(\.status) == [403], "the sandbox refused the production key: \(errors)")
+        #expect(f.emulator.received.map(\.status) == [200], "the production device got its push")
+        #expect(await f.sink.health() == .ok, "one device's environment degraded the sink")
+        await f.stop()
+        sandboxRunning.cancel()
+        _ = await sandboxRunning.result
     }
 }

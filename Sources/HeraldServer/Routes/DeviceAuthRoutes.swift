@@ -99,10 +99,12 @@ struct DeviceAuthRoutes {
             }
             userID = Self.anonymousUser(deviceID: deviceID)
             if body.device_secret == nil, let refusal = limitSignUp(request, context: context) { return refusal }
-            newSecret = try await checkDeviceSecret(body.device_secret, userID: userID, now: now)
         }
-        let token = try await userTokens.signDevice(userID: userID, deviceID: deviceID, expires: expires, issued: now)
+        // Read before a new secret is stored: once stored, the answer must go out, or the
+        // device would never learn the secret its account now needs.
         let state = try await store.cardState(userID: userID)
+        if body.proof == nil { newSecret = try await checkDeviceSecret(body.device_secret, userID: userID, now: now) }
+        let token = try await userTokens.signDevice(userID: userID, deviceID: deviceID, expires: expires, issued: now)
         struct Answer: Encodable {
             var token: String
             var user_id: String
