@@ -270,8 +270,11 @@ public struct HeraldServer: Sendable {
             failures: failedAuth, proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime,
             secretClaimUntil: configuration.deviceSecretClaimUntil
         ).register(on: router, table: routes)
-        StreamRoutes(store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps)
-            .register(on: router, table: routes)
+        StreamRoutes(
+            store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps,
+            endedTokens: endedTokens
+        )
+        .register(on: router, table: routes)
         PortalRoutes(
             pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids,
             secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies

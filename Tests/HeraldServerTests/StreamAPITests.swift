@@ -182,6 +182,30 @@ import Testing
         }
     }
 
+    /// A stream outlives no token: one opened with a token that expires, or whose user is signed
+    /// out (or erased), ends at the next heartbeat.
+    @Test func aStreamEndsWithItsToken() async throws {
+        let herald = try await Self.make { $0.streamHeartbeat = .seconds(1) }
+        _ = try await herald.serve { base in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            let shortLived = try await herald.userToken("eve", expires: Date().addingTimeInterval(2))
+            let expiring = try await EventStreamReader.open(base + "/api/stream", headers: [("Authorization", "Bearer \(shortLived)")], client: client)
+            let signedOut = try await EventStreamReader.open(
+                base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("sam"))")], client: client)
+            let kept = try await EventStreamReader.open(
+                base + "/api/stream", headers: [("Authorization", "Bearer \(try await herald.userToken("kim"))")], client: client)
+            var request = HTTPClientRequest(url: base + "/api/users/sam/sign-out")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(herald.admin)")
+            #expect(try await client.execute(request, timeout: .seconds(10)).status.code == 200)
+            #expect(try await signedOut.ends(within: .seconds(10)), "a signed-out user's stream went on")
+            #expect(try await expiring.ends(within: .seconds(10)), "a stream outlived its token")
+            #expect(try await kept.ends(within: .seconds(2)) == false, "another user's stream is untouched")
+            kept.cancel()
+        }
+    }
+
     @Test func badRequestsAreRefusedBeforeStreaming() async throws {
         let herald = try await Self.make()
         _ = try await herald.serve { base in

@@ -73,7 +73,7 @@ public struct AuthMiddleware: RouterMiddleware {
             let verified = try await userTokens.verify(token)
             try await endedTokens?.check(verified)
             context.caller = .user(verified.userID)
-            context.deviceID = verified.deviceID
+            context.userToken = verified
             context.logFields.set("caller", verified.kind == .device ? "device token" : "user token")
         } else {
             throw HeraldError(.unauthorized, code: "invalid_credentials", "the bearer token is neither an API key nor a user token")

@@ -19,8 +19,11 @@ public enum Caller: Sendable, Equatable {
 public struct HeraldRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var caller: Caller?
+    /// The user or device token the caller holds, when it holds one: what a live stream checks
+    /// again at each heartbeat.
+    public var userToken: UserToken?
     /// The device a device token was issued to (`POST /api/auth/device`), when the caller holds one.
-    public var deviceID: String?
+    public var deviceID: String? { userToken?.deviceID }
     /// The connection, for ``remoteAddress`` (read when asked, as few routes need it: reading
     /// the address takes the channel's lock) and ``ExpectContinueMiddleware``.
     let channel: any NIOCore.Channel
@@ -31,7 +34,7 @@ public struct HeraldRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.caller = nil
-        self.deviceID = nil
+        self.userToken = nil
         self.channel = source.channel
     }
 

@@ -15,6 +15,9 @@ struct StreamRoutes {
     let feed: FeedDocuments
     let heartbeat: Duration
     let timestamps: TimestampStyle
+    /// A stream opened with a user or device token ends, at a heartbeat, once the token has
+    /// expired or its user's tokens were ended (docs/security.md).
+    let endedTokens: EndedTokens
     /// History rows read per query while catching up.
     static let page = 200
 
@@ -44,7 +47,8 @@ struct StreamRoutes {
             response.headers[.retryAfter] = String(Self.fullRetryAfter)
             return response
         }
-        let body = ResponseBody { [streams, heartbeat, session] writer in
+        let token = context.userToken
+        let body = ResponseBody { [streams, heartbeat, session, endedTokens] writer in
             // Registered while the body is written, so an answer never sent leaves nothing behind;
             // anything committed before is read by the catch-up below.
             guard let opened = streams.open(userID: userID) else {
@@ -69,6 +73,10 @@ struct StreamRoutes {
                     try await session.announceContent(&writer)
                     try await session.announceFeed(&writer)
                     while let kinds = await opened.inbox.next() {
+                        if kinds.contains(.heartbeat), let token, await !Self.stillValid(token, endedTokens: endedTokens) {
+                            try await writer.write(ByteBuffer(string: ": the token has ended; sign in again\n\n"))
+                            break
+                        }
                         if kinds.contains(.history) || kinds.contains(.heartbeat) { try await session.catchUp(&writer) }
                         if kinds.contains(.content) { try await session.announceContent(&writer) }
                         // The feed also changes as messages expire, which no reload announces.
@@ -87,6 +95,20 @@ struct StreamRoutes {
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
             body: body
         )
+    }
+
+    /// Whether a stream's token still holds: not expired, and its user's tokens not ended since.
+    /// A storage error keeps the stream (the next heartbeat asks again).
+    static func stillValid(_ token: UserToken, endedTokens: EndedTokens, now: Date = Date()) async -> Bool {
+        guard now < token.expires else { return false }
+        do {
+            try await endedTokens.check(token)
+            return true
+        } catch let error as HeraldError where error.kind == .unauthorized {
+            return false
+        } catch {
+            return true
+        }
     }
 
     /// What one stream has sent.
