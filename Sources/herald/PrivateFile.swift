@@ -1,6 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
+    // Foundation re-exports `stat` through CoreFoundation on Linux: named, or a clean build
+    // refuses it (MemberImportVisibility).
+    import CoreFoundation
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
