@@ -33,11 +33,11 @@ public struct ChatSink: NotificationSink {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
             switch response.status.code {
             case 200..<300: return .delivered
-            case 429, 500...599: return .retry(after: nil, reason: "chat answered \(response.status.code)")
-            default: return .failed(reason: "chat answered \(response.status.code)")
+            case 429, 500...599: return .retry(after: nil, reason: "chat answered \(response.status.code)", scope: .provider)
+            default: return .failed(reason: "chat answered \(response.status.code)", scope: .message)
             }
         } catch {
-            return .retry(after: nil, reason: "chat did not answer: \(error)")
+            return .retry(after: nil, reason: "chat did not answer: \(error)", scope: .provider)
         }
     }
 }
