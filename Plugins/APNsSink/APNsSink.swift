@@ -237,7 +237,8 @@ public final class APNsSink: ReleasingSink {
                 // TooManyRequests: too many pushes to this one device token.
                 return .retry(after: after, reason: text, scope: .recipient)
             case (500...599, _):
-                return .retry(after: after, reason: text, scope: .provider)
+                // APNs answered: it is up, and this push waits its own backoff.
+                return .retry(after: after, reason: text, scope: .message)
             default:
                 return .failed(reason: text, scope: .message)
             }

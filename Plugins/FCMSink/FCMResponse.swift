@@ -13,8 +13,11 @@ public enum FCMResult: Sendable, Equatable {
     case payloadFault(String)
     /// 401: the access token was refused.
     case unauthorized(String)
-    /// 429 or 5xx: try again, no sooner than `after` when FCM said so.
+    /// 429 or 5xx: try again, no sooner than `after` when FCM said so. FCM answered, so it is up:
+    /// this message waits its own backoff (it says nothing of the provider as a whole).
     case transient(after: Duration?, reason: String)
+    /// No answer came (refused, reset, timed out): FCM may be down, which its circuit judges.
+    case unanswered(String)
     /// Any other refusal: do not retry.
     case refused(String)
 

@@ -177,7 +177,7 @@ public final class FCMSink: ReleasingSink {
             case .sent: .valid
             case .unregistered(let reason), .senderMismatch(let reason), .payloadFault(let reason), .unauthorized(let reason), .refused(let reason):
                 .invalid(reason: reason)
-            case .transient(_, let reason): .invalid(reason: reason)
+            case .transient(_, let reason), .unanswered(let reason): .invalid(reason: reason)
             }
         }
     }
@@ -239,7 +239,10 @@ public final class FCMSink: ReleasingSink {
         case .payloadFault(let reason), .refused(let reason): .failed(reason: reason, scope: .message)
         // FCM refused the access token Herald got with the operator's service account.
         case .unauthorized(let reason): .retry(after: nil, reason: reason, scope: .credentials)
-        case .transient(let after, let reason): .retry(after: after, reason: reason, scope: .provider)
+        // FCM answered 429 or 5xx for this message (a provider under load does this while most of
+        // the service works): its own backoff, never the circuit (docs/durability.md).
+        case .transient(let after, let reason): .retry(after: after, reason: reason, scope: .message)
+        case .unanswered(let reason): .retry(after: nil, reason: reason, scope: .provider)
         }
     }
 
@@ -254,11 +257,12 @@ public final class FCMSink: ReleasingSink {
             )
             result = FCMResult.classify(status: answer.status, body: answer.body, retryAfter: answer.headers.first(name: "Retry-After"), now: clock())
         } catch let error as FCMError {
-            result = .transient(after: nil, reason: error.description)
+            // No access token could be had with the operator's service account.
+            result = .unauthorized(error.description)
         } catch {
             result =
                 blindRetry
-                ? .transient(after: nil, reason: "no answer from FCM: \(error)")
+                ? .unanswered("no answer from FCM: \(error)")
                 : .refused("no answer from FCM for a topic send (not retried: it may already be fanning out): \(error)")
         }
         counters.withLock { $0[result.counterName, default: 0] += 1 }
@@ -306,6 +310,7 @@ extension FCMResult {
         case .payloadFault: "payload_fault"
         case .unauthorized: "unauthorized"
         case .transient: "transient"
+        case .unanswered: "unanswered"
         case .refused: "refused"
         }
     }

@@ -198,6 +198,16 @@ extension FCMEmulator {
         if target.hasPrefix("mismatch-") {
             return (fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH"), validateOnly)
         }
+        if configuration.failFirst > 0, !validateOnly {
+            let id = (message["data"] as? [String: Any])?["id"] as? String ?? ""
+            let messageAttempt = state.withLock { state -> Int in
+                state.attemptsByMessage["\(target)|\(id)", default: 0] += 1
+                return state.attemptsByMessage["\(target)|\(id)"] ?? 1
+            }
+            if messageAttempt <= configuration.failFirst {
+                return (fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE"), validateOnly)
+            }
+        }
         if target.hasPrefix("flaky-") && attempt <= 2 {
             return (fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE"), validateOnly)
         }

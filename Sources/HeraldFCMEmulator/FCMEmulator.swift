@@ -40,6 +40,10 @@ public final class FCMEmulator: Sendable {
         /// Serve HTTP/2 over TLS (ALPN, HTTP/1.1 still offered) with a certificate minted at
         /// start, as Google does, instead of plain HTTP/1.1.
         public var tls = false
+        /// Every message (each notification to each token) is answered 503 UNAVAILABLE on its
+        /// first this many attempts, then accepted: a provider under load, failing part of the
+        /// time while most of the service works (`--fail-first N`).
+        public var failFirst = 0
 
         public init() {}
     }
@@ -61,6 +65,8 @@ public final class FCMEmulator: Sendable {
         /// Messages answered 200 (not validate-only), for `GET /emulator/stats`.
         var delivered = 0
         var attemptsByToken: [String: Int] = [:]
+        /// Attempts of each message, by token and the notification id in its data.
+        var attemptsByMessage: [String: Int] = [:]
         var port: Int?
         var tokenEndpointDown = false
         /// Instance ID topic membership: topic → registration tokens.

@@ -67,6 +67,7 @@ public struct HeraldServer: Sendable {
         // calls this, as Examples/ChatSink does) keeps the same memory profile.
         MallocArenas.limitToOnePerCore()
         let logger = configuration.logger(logger)
+        for warning in configuration.warnings { logger.warning("\(warning)") }
         if let limit = OpenFileLimit.raiseToHardLimit(), let warning = OpenFileLimit.warning(limit: limit, maxConnections: configuration.maxConnections) {
             logger.warning("\(warning)")
         }

@@ -14,11 +14,17 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     public var circuitOpen = false
     /// How often its circuit has opened since the process started.
     public var circuitOpened = 0
+    /// The share of the deliveries its circuit judges by (the last `circuit.window` whose outcome
+    /// speaks of the provider) that failed, and how many those are.
+    public var failureRate = 0.0
+    public var judged = 0
 
     enum CodingKeys: String, CodingKey {
         case name, kind, status, reason
         case circuitOpen = "circuit_open"
         case circuitOpened = "circuit_opened"
+        case failureRate = "failure_rate"
+        case judged = "deliveries_judged"
     }
 
     /// Asks every sink at once, in registry order; an open circuit makes a sink degraded.
@@ -32,12 +38,13 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
                     let circuit = circuits?.state(of: sink.name) ?? CircuitBreakers.State()
                     if circuit.isOpen {
                         let probe = circuit.nextProbeAt.map { " at \(Timestamp.format($0))" } ?? " now"
-                        let reason = "circuit open after \(circuit.consecutiveFailures) consecutive failures; deliveries wait, next probe\(probe)"
+                        let reason = "circuit open: \(circuit.reason ?? "its deliveries fail"); deliveries wait, next probes\(probe)"
                         health = .degraded(reason: health.reason.map { "\($0); \(reason)" } ?? reason)
                     }
                     var report = SinkHealthReport(name: sink.name, kind: sink.summary, status: health.isOK ? "ok" : "degraded", reason: health.reason)
                     report.circuitOpen = circuit.isOpen
                     report.circuitOpened = circuit.timesOpened
+                    (report.failureRate, report.judged) = (circuit.failureRate, circuit.judged)
                     return (index, report)
                 }
             }

@@ -44,9 +44,14 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Flag(help: "Do not print each message (for load tests).")
     var quiet = false
 
+    @Option(
+        name: .customLong("fail-first"), parsing: .unconditional, help: "Answer every message 503 UNAVAILABLE on its first N attempts (a provider under load).")
+    var failFirst = 0
+
     func validate() throws {
         try EmulatorPort.validate(port)
         guard (1...86_400).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1-86400 seconds") }
+        guard (0...100).contains(failFirst) else { throw ValidationError("--fail-first must be 0-100") }
     }
 
     func run() async throws {
@@ -56,6 +61,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         configuration.projectID = projectID
         configuration.tokenLifetime = tokenLifetime
         configuration.tls = tls
+        configuration.failFirst = failFirst
         if caFile != nil && !tls { throw ValidationError("--write-ca needs --tls") }
         let emulator = try FCMEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let (file, caFile) = (serviceAccountFile, caFile)

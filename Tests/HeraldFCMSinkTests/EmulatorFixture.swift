@@ -38,9 +38,11 @@ final class EmulatorFixture: Sendable {
     static func start(
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
         trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(30),
-        slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, clock: @escaping @Sendable () -> Date = { Date() }
+        slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, failFirst: Int = 0,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
+        configuration.failFirst = failFirst
         configuration.tls = tls
         configuration.quotaRetryAfter = quotaRetryAfter
         configuration.tokenLifetime = tokenLifetime

@@ -560,4 +560,29 @@ import Testing
         #expect(throws: HeraldError.self) { try f.sink.prepare(&object) }
         await f.stop()
     }
+
+    /// FCM answering 503 UNAVAILABLE to the first two attempts of every message (a provider
+    /// under load) must slow delivery down, never stop it: each message waits its own backoff
+    /// and goes through on its third try, and the circuit never opens. The old rule (five
+    /// failures in a row) opened it, and every probe, a message's first attempt, failed and
+    /// reopened it: nothing was delivered for minutes.
+    @Test func aProviderFailingEveryMessageTwiceDeliversEverything() async throws {
+        let f = try await EmulatorFixture.start(maxAttempts: 5, backoff: .milliseconds(50), failFirst: 2)
+        for user in 0..<20 { try await f.register("u\(user)", "tok-\(user)") }
+        var ids: [ObjectID] = []
+        for n in 0..<15 {
+            ids.append(try await f.send(NotificationSubmission(type: "generic", title: "n\(n)", body: "b", userIDs: (0..<20).map { "u\($0)" })))
+        }
+        try await f.deliverAll(timeout: .seconds(120))
+        var states: [DeliveryState: Int] = [:]
+        for id in ids {
+            for delivery in try #require(try await f.store.status(of: id)).deliveries where delivery.sink == f.sink.name {
+                states[delivery.state, default: 0] += 1
+            }
+        }
+        #expect(states == [.delivered: 300], "\(states)")
+        #expect(f.engine.circuits.state(of: f.sink.name).timesOpened == 0, "a provider that takes every message on its third try is not down")
+        #expect(f.emulator.received.filter { $0.status == 503 }.count == 600)
+        await f.stop()
+    }
 }

@@ -258,6 +258,15 @@ import Testing
         #expect(defaults.streamHeartbeat == .seconds(15) && defaults.maxStreamsPerUser == 5 && defaults.manageFCMMembership)
     }
 
+    /// `circuit.failures` is no longer read: a configuration that sets it is told so at start,
+    /// never silently ignored.
+    @Test func theOldCircuitSettingIsWarnedAbout() async throws {
+        let old = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_CIRCUIT_FAILURES": "5"])
+        #expect(old.warnings.count == 1 && old.warnings[0].contains("circuit.failures is no longer read"), "\(old.warnings)")
+        let current = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_CIRCUIT_SUCCESS_FLOOR": "0.1"])
+        #expect(current.warnings.isEmpty && current.delivery.circuit.successFloor == 0.1)
+    }
+
     @Test(
         arguments: [
             (["HERALD_STREAM_HEARTBEAT": "0"], "stream.heartbeat"),
@@ -271,6 +280,10 @@ import Testing
             (["HERALD_AUTH_DEVICE_SECRET_CLAIM_UNTIL": "next week"], "auth.device_secret_claim_until"),
             (["HERALD_DEVICES_REGISTRATIONS_PER_USER_PER_MINUTE": "0"], "devices.registrations_per_user_per_minute"),
             (["HERALD_DEVICES_REGISTRATIONS_PER_KEY_PER_MINUTE": "-1"], "devices.registrations_per_key_per_minute"),
+            (["HERALD_CIRCUIT_WINDOW": "0"], "circuit.window"),
+            (["HERALD_CIRCUIT_MIN_CALLS": "500"], "circuit.min_calls"),
+            (["HERALD_CIRCUIT_SUCCESS_FLOOR": "1.5"], "circuit.success_floor"),
+            (["HERALD_CIRCUIT_PROBES": "0"], "circuit.probes"),
             (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
         ] as [([String: String], String)])
     func badStreamAndMembershipSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {

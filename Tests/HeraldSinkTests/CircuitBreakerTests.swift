@@ -8,9 +8,10 @@ import Testing
 
 @testable import HeraldCore
 
-/// A sink that keeps failing stops being called: its deliveries wait without spending attempts,
-/// one probe goes out after 30 s (doubling to 5 min), and one success closes the circuit. The
-/// other sinks are not held up.
+/// A sink whose deliveries almost all fail stops being called: its deliveries wait without
+/// spending attempts, a round of probes goes out after 30 s (doubling to 5 min), and a round
+/// that gets through closes the circuit. A provider that takes some of them keeps it closed.
+/// The other sinks are not held up.
 @Suite(.cleansUp) struct CircuitBreakerTests {
     final class Clock: Sendable {
         let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
@@ -27,6 +28,9 @@ import Testing
         let sinks = try SinkRegistry([HistorySink(store: store, clock: { clock.date }), hook, other])
         var configuration = DeliveryEngineConfiguration()
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(1))
+        // Judged after 5 deliveries; one probe at a time, so each round is one delivery.
+        configuration.circuit.minimumCalls = 5
+        configuration.circuit.probes = 1
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, metrics: HeraldMetrics(), clock: { clock.date })
         let ids = ObjectIDGenerator()
         // Every delivery of the first batch fails, and the first probe too.
@@ -71,6 +75,44 @@ import Testing
         #expect(engine.circuits.state(of: "webhook:down").timesOpened == 1)
     }
 
+    /// The circuit judges a window's success rate, not failures in a row: a provider that takes
+    /// one message in ten is slow to accept, not down, and stays in use; one that takes none of
+    /// the minimum number of calls is down.
+    @Test func aProviderThatTakesSomeMessagesKeepsItsCircuitClosed() {
+        var configuration = CircuitConfiguration()
+        (configuration.window, configuration.minimumCalls, configuration.successFloor) = (100, 20, 0.05)
+        let circuits = CircuitBreakers(configuration: configuration)
+        let now = Date()
+        let failure = DeliveryOutcome.retry(after: nil, reason: "connection refused", scope: .provider)
+        for _ in 0..<30 {
+            // Nine failures in a row, then one delivered: 10 %, over the floor.
+            #expect(circuits.observe("fcm", outcomes: Array(repeating: failure, count: 9) + [.delivered], at: now) == false)
+        }
+        #expect(!circuits.state(of: "fcm").isOpen && circuits.state(of: "fcm").judged == 100)
+        #expect(abs(circuits.state(of: "fcm").failureRate - 0.9) < 0.001)
+        // Below the minimum number of calls, even all failing is not judged.
+        #expect(circuits.observe("apns", outcomes: Array(repeating: failure, count: 19), at: now) == false)
+        #expect(circuits.observe("apns", outcomes: [failure], at: now), "20 of 20 failed: down")
+        let open = circuits.state(of: "apns")
+        #expect(open.isOpen && open.reason?.contains("0 of its last 20 deliveries got through") == true, "\(open.reason ?? "")")
+    }
+
+    /// Half-open lets a round of probes through and closes on their success rate.
+    @Test func aRoundOfProbesClosesTheCircuitWhenSomeGetThrough() {
+        var configuration = CircuitConfiguration()
+        (configuration.minimumCalls, configuration.probes) = (5, 4)
+        let circuits = CircuitBreakers(configuration: configuration)
+        let now = Date()
+        let failure = DeliveryOutcome.retry(after: nil, reason: "reset", scope: .provider)
+        #expect(circuits.observe("hook", outcomes: Array(repeating: failure, count: 5), at: now))
+        #expect(circuits.probesDue(at: now.addingTimeInterval(31)) == ["hook"])
+        circuits.probesClaimed("hook", count: 4)
+        #expect(circuits.observe("hook", outcomes: [failure, failure], at: now) == false)
+        #expect(circuits.state(of: "hook").isOpen, "half the round is not in yet")
+        #expect(circuits.observe("hook", outcomes: [failure, .delivered], at: now) == false)
+        #expect(!circuits.state(of: "hook").isOpen, "one of four got through: closed")
+    }
+
     /// A failure about one message or one address (a device's own rate limit, a subscription's
     /// push service) says nothing of the provider: however many, it never opens the circuit.
     @Test func onlyFailuresScopedToTheProviderOpenTheCircuit() {
@@ -79,10 +121,10 @@ import Testing
         for scope in [OutcomeScope.message, .recipient] {
             let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "429", scope: scope), count: 50)
             #expect(circuits.observe("apns", outcomes: outcomes, at: now) == false, "\(scope)")
-            #expect(!circuits.state(of: "apns").isOpen && circuits.state(of: "apns").consecutiveFailures == 0)
+            #expect(!circuits.state(of: "apns").isOpen && circuits.state(of: "apns").judged == 0)
         }
         for scope in [OutcomeScope.provider, .credentials] {
-            let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "503", scope: scope), count: 5)
+            let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "no answer", scope: scope), count: 20)
             #expect(circuits.observe(scope.rawValue, outcomes: outcomes, at: now), "\(scope) opens it")
         }
     }

@@ -1,36 +1,57 @@
 public import Foundation
 import Synchronization
 
-/// When a sink's circuit opens and how it is probed.
+/// When a sink's circuit opens and how it is probed (docs/durability.md, "A sink that is down").
 public struct CircuitConfiguration: Sendable, Equatable {
-    /// Consecutive failed deliveries (transient: 5xx, timeouts, refused connections, 410) that
-    /// open a sink's circuit.
-    public var failures = 5
-    /// The first probe goes out this long after the circuit opens; each failed probe doubles it.
+    /// The last deliveries a circuit judges by (only those whose outcome says something of the
+    /// provider: delivered, or failed with scope `provider` or `credentials`).
+    public var window = 100
+    /// Deliveries in the window before it is judged at all.
+    public var minimumCalls = 20
+    /// The circuit opens when fewer than this share of the window was delivered: the provider is
+    /// down, not slow to accept. A provider that takes some messages keeps its circuit closed,
+    /// each failed message waiting its own backoff.
+    public var successFloor = 0.05
+    /// Deliveries let through at once while the circuit is half-open; it closes when at least
+    /// `successFloor` of them (and at least one) is delivered.
+    public var probes = 10
+    /// The first probes go out this long after the circuit opens; each failed round doubles it.
     public var probeAfter: Duration = .seconds(30)
     public var maxProbeInterval: Duration = .seconds(300)
 
     public init() {}
 }
 
-/// A circuit per sink, owned by the delivery engine: after `failures` consecutive failures a
-/// sink's deliveries stay pending, untouched (no attempt is spent: nothing fails because the
-/// sink is down), until one probe delivery succeeds. Other sinks are never held up by it.
+/// A circuit per sink, owned by the delivery engine: when almost nothing of a sink's recent
+/// deliveries gets through (``CircuitConfiguration/successFloor`` over
+/// ``CircuitConfiguration/window``), its deliveries stay pending, untouched (no attempt is spent:
+/// nothing fails because the provider is down), until a round of probes is delivered. Failures
+/// about one message or one recipient never count. Other sinks are never held up by it.
 public final class CircuitBreakers: Sendable {
     /// One sink's circuit, as `herald sinks`, the portal and /metrics show it.
     public struct State: Sendable, Equatable {
-        public var consecutiveFailures = 0
+        /// The window, oldest first: true for a delivery, false for a failure that counts.
+        var recent: [Bool] = []
         /// When the circuit opened; nil while closed.
         public var openedAt: Date?
-        /// When the next probe may go out (while open).
+        /// Why it opened, in words an operator can act on.
+        public var reason: String?
+        /// When the next round of probes may go out (while open).
         public var nextProbeAt: Date?
-        /// How long the circuit waits before the next probe.
+        /// How long the circuit waits before the next round.
         public var probeInterval: Duration = .zero
-        var probing = false
+        /// Probe deliveries claimed and not yet answered, and the answers so far.
+        var probesOutstanding = 0
+        var probeResults: [Bool] = []
         /// How often this circuit has opened.
         public var timesOpened = 0
 
         public var isOpen: Bool { openedAt != nil }
+        var probing: Bool { probesOutstanding > 0 }
+
+        /// Deliveries in the window and the share of them that failed (0 with none).
+        public var judged: Int { recent.count }
+        public var failureRate: Double { recent.isEmpty ? 0 : Double(recent.filter { !$0 }.count) / Double(recent.count) }
 
         /// A closed circuit that has never failed.
         public init() {}
@@ -44,6 +65,9 @@ public final class CircuitBreakers: Sendable {
     public init(configuration: CircuitConfiguration = .init()) {
         self.configuration = configuration
     }
+
+    /// Deliveries let through at once while half-open.
+    var probeBatch: Int { max(1, configuration.probes) }
 
     public func state(of sink: String) -> State {
         states.withLock { $0[sink] ?? State() }
@@ -59,16 +83,23 @@ public final class CircuitBreakers: Sendable {
         states.withLock { Set($0.filter { $0.value.isOpen }.keys) }
     }
 
-    /// The open sinks whose probe is due at `now`; each is marked as probing.
+    /// The open sinks whose probes are due at `now`; each is marked as probing (with one probe
+    /// outstanding until ``probesClaimed(_:count:)`` says how many were claimed).
     func probesDue(at now: Date) -> [String] {
         states.withLock { states in
             var due: [String] = []
             for (sink, state) in states where state.isOpen && !state.probing && (state.nextProbeAt ?? now) <= now {
-                states[sink]?.probing = true
+                states[sink]?.probesOutstanding = 1
+                states[sink]?.probeResults = []
                 due.append(sink)
             }
             return due.sorted()
         }
+    }
+
+    /// How many probe deliveries went out for `sink`; none: try again once one is due.
+    func probesClaimed(_ sink: String, count: Int) {
+        states.withLock { $0[sink]?.probesOutstanding = max(0, count) }
     }
 
     /// The earliest probe still to come, for an idle worker's wait.
@@ -76,52 +107,56 @@ public final class CircuitBreakers: Sendable {
         states.withLock { $0.values.filter { $0.isOpen && !$0.probing }.compactMap(\.nextProbeAt).min() }
     }
 
-    /// A probe found nothing to send: try again once the next delivery is due.
-    func probeSkipped(_ sink: String) {
-        states.withLock { $0[sink]?.probing = false }
-    }
-
     /// Counts a sink's outcomes, in order. - Returns: true when this opened the circuit.
     @discardableResult
     func observe(_ sink: String, outcomes: [DeliveryOutcome], at now: Date) -> Bool {
-        states.withLock { states in
+        let counted = outcomes.compactMap(Self.counts)
+        guard !counted.isEmpty else { return false }
+        return states.withLock { states in
             var state = states[sink] ?? State()
             defer { states[sink] = state }
             if state.probing {
-                state.probing = false
-                if outcomes.contains(.delivered) {
+                state.probeResults += counted
+                guard state.probeResults.count >= state.probesOutstanding else { return false }
+                let delivered = state.probeResults.filter { $0 }.count
+                if delivered > 0 && Double(delivered) >= configuration.successFloor * Double(state.probeResults.count) {
                     state = State(timesOpened: state.timesOpened)
                 } else {
                     let doubled = state.probeInterval * 2
                     state.probeInterval = doubled > configuration.maxProbeInterval ? configuration.maxProbeInterval : doubled
                     state.nextProbeAt = now.addingTimeInterval(state.probeInterval.seconds)
+                    state.reason = "its probes were not delivered either (\(delivered) of \(state.probeResults.count))"
+                    (state.probesOutstanding, state.probeResults) = (0, [])
                 }
                 return false
             }
-            var opened = false
-            for outcome in outcomes {
-                switch outcome {
-                case .delivered:
-                    state.consecutiveFailures = 0
-                case .retry(_, _, let scope) where !scope.countsAgainstProvider:
-                    // One message or one address (a 429 for this message, a subscription's own
-                    // push service): says nothing of the provider.
-                    break
-                case .retry:
-                    state.consecutiveFailures += 1
-                    if !state.isOpen && state.consecutiveFailures >= configuration.failures {
-                        state.openedAt = now
-                        state.probeInterval = configuration.probeAfter
-                        state.nextProbeAt = now.addingTimeInterval(configuration.probeAfter.seconds)
-                        state.timesOpened += 1
-                        opened = true
-                    }
-                case .failed, .recipientGone:
-                    // About one delivery (a payload, a token), not about the sink.
-                    break
-                }
-            }
-            return opened
+            state.recent += counted
+            if state.recent.count > max(1, configuration.window) { state.recent.removeFirst(state.recent.count - max(1, configuration.window)) }
+            guard !state.isOpen, state.recent.count >= max(1, configuration.minimumCalls) else { return false }
+            let delivered = state.recent.filter { $0 }.count
+            guard Double(delivered) < configuration.successFloor * Double(state.recent.count) else { return false }
+            state.openedAt = now
+            state.reason = "\(delivered) of its last \(state.recent.count) deliveries got through (the floor is \(Self.percent(configuration.successFloor)))"
+            state.probeInterval = configuration.probeAfter
+            state.nextProbeAt = now.addingTimeInterval(configuration.probeAfter.seconds)
+            state.timesOpened += 1
+            state.recent = []
+            return true
         }
+    }
+
+    /// Whether an outcome says something of the provider: delivered (true), failed for the
+    /// provider or the credentials (false); nil for a failure about one message or recipient.
+    static func counts(_ outcome: DeliveryOutcome) -> Bool? {
+        switch outcome {
+        case .delivered: true
+        case .retry(_, _, let scope): scope.countsAgainstProvider ? false : nil
+        case .failed, .recipientGone: nil
+        }
+    }
+
+    static func percent(_ share: Double) -> String {
+        let value = share * 100
+        return value.rounded() == value ? "\(Int(value)) %" : String(format: "%.1f %%", value)
     }
 }

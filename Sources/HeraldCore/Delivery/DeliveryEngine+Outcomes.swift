@@ -63,7 +63,7 @@ extension DeliveryEngine {
         guard !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) else { return }
         let state = circuits.state(of: name)
         logger.error(
-            "sink '\(name)' failed \(state.consecutiveFailures) deliveries in a row: its circuit is open; its deliveries wait, and one probe goes out in \(configuration.circuit.probeAfter)"
+            "the circuit of sink '\(name)' is open: \(state.reason ?? "its deliveries fail"); its deliveries wait, and \(circuits.probeBatch) probes go out in \(configuration.circuit.probeAfter)"
         )
         metrics.circuitOpened(sink: name)
     }

@@ -221,16 +221,16 @@ public final class DeliveryEngine: Service {
             await extend(handedOff.map { DeliveryLease(id: $0.id, attempt: $0.attempt) }, of: "handed off")
         }
         if claims {
-            // A sink whose circuit is open gets one probe delivery when its probe is due; the
-            // rest of its deliveries stay pending, untouched.
+            // A sink whose circuit is open gets a round of probe deliveries when its probes are
+            // due; the rest of its deliveries stay pending, untouched.
             do {
                 let limit = configuration.batchSize - batch.count
                 if limit > 0 {
                     batch += try await queue.claimDue(now: now, limit: limit, lease: configuration.lease, sinks: .excluding(heldSinks()))
                 }
                 for sink in circuits.probesDue(at: now) {
-                    let probe = try await queue.claimDue(now: now, limit: 1, lease: configuration.lease, sinks: .only(sink))
-                    if probe.isEmpty { circuits.probeSkipped(sink) }
+                    let probe = try await queue.claimDue(now: now, limit: circuits.probeBatch, lease: configuration.lease, sinks: .only(sink))
+                    circuits.probesClaimed(sink, count: probe.count)
                     batch += probe
                 }
             } catch {

@@ -115,6 +115,10 @@ public struct HeraldConfiguration: Sendable {
     /// Device registrations one API key may make per minute, for all the users it acts for.
     public var registrationsPerKeyPerMinute = 60_000
 
+    /// What the configuration asks an operator to change (settings no longer read), logged at
+    /// start.
+    public var warnings: [String] = []
+
     /// ``maxStreamsTotal`` as configured, or its default.
     public var resolvedMaxStreamsTotal: Int { maxStreamsTotal ?? max(1, maxConnections / 2) }
 
@@ -152,8 +156,25 @@ public struct HeraldConfiguration: Sendable {
         let maxRetryAfter = try reader.requiredDouble(forKey: "delivery.max_retry_after", default: delivery.maxRetryAfter.seconds)
         guard maxRetryAfter >= 1, maxRetryAfter <= 86_400 else { throw Self.invalid("delivery.max_retry_after", "must be a number of seconds, 1-86400") }
         delivery.maxRetryAfter = .saturating(seconds: maxRetryAfter)
-        delivery.circuit.failures = try reader.requiredInt(forKey: "circuit.failures", default: delivery.circuit.failures)
-        guard (1...10_000).contains(delivery.circuit.failures) else { throw Self.invalid("circuit.failures", "must be 1-10000") }
+        // Circuits used to open after `circuit.failures` failures in a row, which held a provider
+        // that fails part of the time as if it were down; they now judge a window's success rate.
+        if ((try? reader.optionalInt(forKey: "circuit.failures")) ?? nil) != nil || ((try? reader.optionalString(forKey: "circuit.failures")) ?? nil) != nil {
+            warnings.append(
+                "circuit.failures is no longer read: a circuit opens when fewer than circuit.success_floor (5 %) of its last circuit.window (100) deliveries get through; remove it (docs/durability.md)"
+            )
+        }
+        delivery.circuit.window = try reader.requiredInt(forKey: "circuit.window", default: delivery.circuit.window)
+        guard (1...100_000).contains(delivery.circuit.window) else { throw Self.invalid("circuit.window", "must be 1-100000") }
+        delivery.circuit.minimumCalls = try reader.requiredInt(forKey: "circuit.min_calls", default: delivery.circuit.minimumCalls)
+        guard (1...delivery.circuit.window).contains(delivery.circuit.minimumCalls) else {
+            throw Self.invalid("circuit.min_calls", "must be 1-\(delivery.circuit.window) (circuit.window)")
+        }
+        delivery.circuit.successFloor = try reader.requiredDouble(forKey: "circuit.success_floor", default: delivery.circuit.successFloor)
+        guard delivery.circuit.successFloor.isFinite, (0...1).contains(delivery.circuit.successFloor) else {
+            throw Self.invalid("circuit.success_floor", "must be a share between 0 and 1 (0.05 is 5 %)")
+        }
+        delivery.circuit.probes = try reader.requiredInt(forKey: "circuit.probes", default: delivery.circuit.probes)
+        guard (1...1_000).contains(delivery.circuit.probes) else { throw Self.invalid("circuit.probes", "must be 1-1000") }
         delivery.circuit.probeAfter = try reader.duration(forKey: "circuit.probe_after", in: 1...3_600) ?? delivery.circuit.probeAfter
         delivery.circuit.maxProbeInterval = try reader.duration(forKey: "circuit.max_probe_interval", in: 1...86_400) ?? delivery.circuit.maxProbeInterval
         delivery.workers = try reader.requiredInt(forKey: "delivery.workers", default: delivery.workers)
