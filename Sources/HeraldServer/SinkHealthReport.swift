@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// One sink instance's health as `GET /health/sinks`, `herald sinks`, /metrics and the portal
@@ -18,6 +19,9 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     /// speaks of the provider) that failed, and how many those are.
     public var failureRate = 0.0
     public var judged = 0
+    /// How long the sink's oldest pending delivery has waited since it was due (its accept),
+    /// in seconds; nil with none pending.
+    public var oldestWaitingSeconds: Double?
 
     enum CodingKeys: String, CodingKey {
         case name, kind, status, reason
@@ -25,11 +29,19 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
         case circuitOpened = "circuit_opened"
         case failureRate = "failure_rate"
         case judged = "deliveries_judged"
+        case oldestWaitingSeconds = "oldest_waiting_seconds"
     }
 
     /// Asks every sink at once, in registry order; an open circuit makes a sink degraded.
-    public static func collect(_ sinks: SinkRegistry, circuits: CircuitBreakers? = nil) async -> [SinkHealthReport] {
-        await withTaskGroup(of: (Int, SinkHealthReport).self) { group in
+    /// - Parameter queue: when given, each sink's oldest pending delivery is read from it (a
+    ///   storage failure leaves it out).
+    public static func collect(
+        _ sinks: SinkRegistry, circuits: CircuitBreakers? = nil, queue: (any DeliveryQueue)? = nil, now: Date = Date()
+    ) async
+        -> [SinkHealthReport]
+    {
+        let oldest = (try? await queue?.queueStats())?.oldestPendingSinceBySink ?? [:]
+        return await withTaskGroup(of: (Int, SinkHealthReport).self) { group in
             for (index, sink) in sinks.sinks.enumerated() {
                 group.addTask {
                     // A sink's reason may carry a provider's words: bounded as a delivery's are.
@@ -45,6 +57,7 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
                     report.circuitOpen = circuit.isOpen
                     report.circuitOpened = circuit.timesOpened
                     (report.failureRate, report.judged) = (circuit.failureRate, circuit.judged)
+                    report.oldestWaitingSeconds = oldest[sink.name].map { max(0, now.timeIntervalSince($0)) }
                     return (index, report)
                 }
             }

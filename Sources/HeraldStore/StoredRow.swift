@@ -122,8 +122,17 @@ enum StoredRecords {
         FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending'
         """
 
-    static func queueStats(_ row: some StoredRow) throws -> QueueStats {
-        QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"))
+    /// The oldest pending delivery's accept time, per sink: what `/health/sinks` shows as the
+    /// oldest waiting delivery's age.
+    static let oldestPendingBySinkSQL = """
+        SELECT d.sink AS sink, MIN(n.timestamp) AS oldest
+        FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending' GROUP BY d.sink
+        """
+
+    static func queueStats(_ row: some StoredRow, bySink rows: [some StoredRow]) throws -> QueueStats {
+        var bySink: [String: Date] = [:]
+        for row in rows { bySink[try row.text("sink")] = try row.date("oldest") }
+        return QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"), oldestPendingSinceBySink: bySink)
     }
 
     /// Claimed rows to deliveries, decoding each notification once.

@@ -216,7 +216,7 @@ struct Sinks: AsyncParsableCommand {
             await server.close()
             return try await reportingErrors { throw error }
         }
-        let health = await SinkHealthReport.collect(server.sinks, circuits: server.engine.circuits)
+        let health = await SinkHealthReport.collect(server.sinks, circuits: server.engine.circuits, queue: server.store)
         await server.close()
         func row(_ name: String, _ kind: String, _ state: String) -> [String] {
             let counts = counters.first { $0.sink == name }

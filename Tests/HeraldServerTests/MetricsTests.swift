@@ -32,6 +32,11 @@ import Testing
             #expect(value(text, "herald_notifications_accepted_total", ["type=\"comment\"", "target=\"user_ids\""]) == 3)
             #expect(value(text, "herald_queue_pending_deliveries") == 3)
             #expect(value(text, "herald_accept_duration_seconds_count") == 3)
+            // The sink's oldest waiting delivery, as /health/sinks shows it.
+            let waiting = try await client.call(.get, "/health/sinks", headers(herald.admin, contentType: nil))
+            let fcm = (waiting.object["sinks"] as? [[String: Any]])?.first { $0["name"] as? String == "fcm" }
+            #expect((fcm?["oldest_waiting_seconds"] as? Double).map { $0 >= 0 && $0 < 600 } == true, "\(fcm ?? [:])")
+            #expect(fcm?["failure_rate"] as? Double == 0 && fcm?["deliveries_judged"] as? Int == 0)
             #expect(value(text, "herald_deliveries_total", ["sink=\"history\"", "outcome=\"delivered\""]) == 3)
 
             // One push is retried, one reports its token gone, one is delivered.
@@ -43,6 +48,13 @@ import Testing
             #expect(value(text, "herald_delivery_retries_total", ["sink=\"fcm\""]) == 1)
             #expect(value(text, "herald_dead_tokens_removed_total", ["sink=\"fcm\""]) == 1)
             #expect(value(text, "herald_delivery_duration_seconds_count", ["sink=\"history\""]) == 3)
+            // Every answer's age since the delivery was due, by outcome.
+            #expect(value(text, "herald_delivery_age_seconds_count", ["sink=\"fcm\"", "outcome=\"retry\""]) == 1)
+            #expect(value(text, "herald_delivery_age_seconds_count", ["sink=\"fcm\"", "outcome=\"delivered\""]) == 1)
+            let after = try await client.call(.get, "/health/sinks", headers(herald.admin, contentType: nil))
+            let judged = (after.object["sinks"] as? [[String: Any]])?.first { $0["name"] as? String == "fcm" }
+            #expect(judged?["deliveries_judged"] as? Int == 2 && (judged?["failure_rate"] as? Double).map { abs($0 - 0.5) < 0.001 } == true, "\(judged ?? [:])")
+            #expect(judged?["oldest_waiting_seconds"] == nil, "none waits any more")
             #expect(value(text, "herald_queue_pending_deliveries") == 0, "the retry's device was removed, failing it")
             #expect(value(text, "herald_http_requests_total", ["route=\"/api/notifications\"", "status=\"202\""]) == 3)
             #expect(text.contains("# TYPE herald_accept_duration_seconds histogram"))

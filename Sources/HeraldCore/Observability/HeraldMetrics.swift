@@ -22,10 +22,16 @@ public struct HeraldMetrics: Sendable {
         handles.timer("herald_accept_duration_seconds", [("target", target)], factory: factory).recordNanoseconds(latency.nanoseconds)
     }
 
-    /// `count` deliveries reached a final or retry outcome; `latency` counts from the accept.
+    /// `count` deliveries reached a final or retry outcome; `latency` counts from the accept
+    /// (when the delivery was due) to the provider's answer: `herald_delivery_age_seconds`, by
+    /// sink and outcome, shows how long deliveries wait while a provider fails part of the time.
     public func delivery(sink: String, outcome: String, latency: Duration?, count: Int = 1) {
         guard count > 0 else { return }
         handles.counter("herald_deliveries_total", [("sink", sink), ("outcome", outcome)], factory: factory).increment(by: Int64(count))
+        if let latency {
+            let age = handles.timer("herald_delivery_age_seconds", [("sink", sink), ("outcome", outcome)], factory: factory)
+            for _ in 0..<count { age.recordNanoseconds(latency.nanoseconds) }
+        }
         if let latency, outcome == "delivered" {
             let timer = handles.timer("herald_delivery_duration_seconds", [("sink", sink)], factory: factory)
             for _ in 0..<count { timer.recordNanoseconds(latency.nanoseconds) }

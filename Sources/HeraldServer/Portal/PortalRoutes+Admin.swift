@@ -130,10 +130,12 @@ extension PortalRoutes {
         let text = (try request.queryText("id") ?? "").trimmingCharacters(in: .whitespaces)
         var values: [String: Any] = ["id": text]
         var sinks: [[String: Any]] = []
-        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits) {
+        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits, queue: store) {
             sinks.append([
                 "name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? "",
                 "circuit": report.circuitOpen ? "open" : "closed", "opened": report.circuitOpened,
+                "failures": report.judged == 0 ? "—" : "\(Int((report.failureRate * 100).rounded())) % of \(report.judged)",
+                "waiting": report.oldestWaitingSeconds.map { "\(Int($0.rounded())) s" } ?? "—",
             ])
         }
         values["sinks"] = sinks

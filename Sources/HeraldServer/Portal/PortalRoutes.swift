@@ -9,7 +9,7 @@ import Hummingbird
 struct PortalRoutes {
     let pages: PortalPages
     let sessions: PortalSessions
-    let store: any (TopicStore & NotificationStore & APIKeyStore)
+    let store: any (TopicStore & NotificationStore & APIKeyStore & DeliveryQueue)
     let service: NotificationService
     let circuits: CircuitBreakers
     let ids: ObjectIDGenerator

@@ -56,7 +56,7 @@ struct OperationsRoutes {
     /// Reasons can name endpoints, so it is as private as `/metrics`.
     @Sendable func sinkHealth(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         if !metricsPublic { _ = try context.requireKey([.admin]) }
-        let reports = await SinkHealthReport.collect(sinks, circuits: circuits)
+        let reports = await SinkHealthReport.collect(sinks, circuits: circuits, queue: store)
         struct Body: Encodable {
             var status: String
             var sinks: [SinkHealthReport]

@@ -121,7 +121,7 @@ extension PostgresStore {
             guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
-            return try StoredRecords.queueStats(row)
+            return try StoredRecords.queueStats(row, bySink: try await session.rows(PostgresQuery(unsafeSQL: StoredRecords.oldestPendingBySinkSQL)))
         }
     }
 

@@ -80,7 +80,7 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
-            return try StoredRecords.queueStats(row)
+            return try StoredRecords.queueStats(row, bySink: try Row.fetchAll(try db.cachedStatement(sql: StoredRecords.oldestPendingBySinkSQL)))
         }
     }
 
