@@ -277,7 +277,8 @@ public struct HeraldServer: Sendable {
         )
         .register(on: router, table: routes)
         PortalRoutes(
-            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits, ids: ids,
+            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits,
+            timeline: engine.timeline, ids: ids,
             secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies
         ).register(on: router, table: routes)
         return router

@@ -287,6 +287,11 @@ def main():
         WebDriverWait(portal.driver, 20).until(lambda d: "delivered" in d.find_element(By.ID, "deliveries").text or d.refresh())
         check("fcm" in portal.find("#summary").text, "the status lists the fcm sink")
         check("fcm" in portal.find("#sinks").text and "ok" in portal.find("#sinks").text, "the status page shows each sink's health")
+        # Each sink's last hour, drawn on the server: the fcm sink's deliveries just made show as bars.
+        charts = portal.driver.find_elements(By.CSS_SELECTOR, "#timelines svg.timeline")
+        check(len(charts) >= 2, f"a chart per sink on the status page, found {len(charts)}")
+        check(len(portal.driver.find_elements(By.CSS_SELECTOR, "#timelines svg.timeline rect.delivered")) >= 1, "the deliveries just made are drawn")
+        check(all(chart.size["width"] > 300 and chart.size["height"] > 100 for chart in charts), "the charts are drawn at a readable size")
         portal.shot("status")
         portal.sign_out()
 

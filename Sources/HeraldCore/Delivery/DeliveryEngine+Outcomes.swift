@@ -60,8 +60,17 @@ extension DeliveryEngine {
 
     /// Feeds the sink's circuit, unless each of its devices names its own service.
     func observeCircuit(of sink: any NotificationSink, named name: String, _ outcomes: [DeliveryOutcome], at answered: Date) {
-        guard !sink.capabilities.contains(.endpointPerDevice), circuits.observe(name, outcomes: outcomes, at: answered) else { return }
+        guard !sink.capabilities.contains(.endpointPerDevice) else { return }
+        let wasOpen = circuits.isOpen(name)
+        guard circuits.observe(name, outcomes: outcomes, at: answered) else {
+            if wasOpen && !circuits.isOpen(name) {
+                timeline.circuit(sink: name, opened: false, reason: nil, at: answered)
+                logger.notice("the circuit of sink '\(name)' closed: its probes got through")
+            }
+            return
+        }
         let state = circuits.state(of: name)
+        timeline.circuit(sink: name, opened: true, reason: state.reason, at: answered)
         logger.error(
             "the circuit of sink '\(name)' is open: \(state.reason ?? "its deliveries fail"); its deliveries wait, and \(circuits.probeBatch) probes go out in \(configuration.circuit.probeAfter)"
         )
@@ -81,6 +90,7 @@ extension DeliveryEngine {
         )
         let latency = Duration.saturating(seconds: max(now.timeIntervalSince(delivery.notification.timestamp), 0))
         metrics.delivery(sink: sink, outcome: outcome, latency: latency)
+        timeline.record(sink: sink, outcome: outcome, at: now)
         if result.state == .pending { metrics.retryScheduled(sink: sink) }
         if result.removeDevice != nil { metrics.deadTokenRemoved(sink: sink) }
     }

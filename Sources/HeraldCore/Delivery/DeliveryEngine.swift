@@ -42,8 +42,11 @@ public final class DeliveryEngine: Service {
     let clock: @Sendable () -> Date
     let metrics: HeraldMetrics
     let signal = WakeSignal()
-    /// Each sink's circuit: open after consecutive failures, probed, closed by one success.
+    /// Each sink's circuit: open when almost nothing gets through, probed, closed by a round
+    /// of probes that does.
     public let circuits: CircuitBreakers
+    /// Each sink's outcomes per minute over the last hour, and its circuit's changes.
+    public let timeline = DeliveryTimeline()
     /// Deliveries leased to this engine by the accepts that stored them (no claim needed).
     public let handOff: DeliveryHandOff
     /// Deliveries each sink has in hand, for batches whose workers moved on without them.

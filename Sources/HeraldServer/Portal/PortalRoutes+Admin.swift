@@ -130,8 +130,11 @@ extension PortalRoutes {
         let text = (try request.queryText("id") ?? "").trimmingCharacters(in: .whitespaces)
         var values: [String: Any] = ["id": text]
         var sinks: [[String: Any]] = []
-        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits, queue: store) {
+        let now = Date()
+        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits, queue: store, now: now) {
+            let history = timeline.history(of: report.name, now: now)
             sinks.append([
+                "chart": TimelineChart.svg(sink: report.name, minutes: history.minutes, changes: history.changes, now: now),
                 "name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? "",
                 "circuit": report.circuitOpen ? "open" : "closed", "opened": report.circuitOpened,
                 "failures": report.judged == 0 ? "—" : "\(Int((report.failureRate * 100).rounded())) % of \(report.judged)",

@@ -12,6 +12,8 @@ struct PortalRoutes {
     let store: any (TopicStore & NotificationStore & APIKeyStore & DeliveryQueue)
     let service: NotificationService
     let circuits: CircuitBreakers
+    /// Each sink's last hour, drawn on the status page.
+    let timeline: DeliveryTimeline
     let ids: ObjectIDGenerator
     /// Whether Herald's public address is `https`: then every portal cookie is `Secure`,
     /// whatever a proxy says, so a browser never sends it over plain HTTP.
