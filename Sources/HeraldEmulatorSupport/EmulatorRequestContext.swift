@@ -12,11 +12,15 @@ public struct EmulatorRequestContext: RequestContext {
     /// The TCP connection the request came over (an HTTP/2 stream's parent channel), so an
     /// emulator can count the connections a client opens.
     public let connection: ObjectIdentifier
+    /// The connection itself, so an emulator can drop it without an answer (a fault mode).
+    public let connectionChannel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         let stream = source.channel.parent?.parent != nil
         httpVersion = stream ? "2" : "1.1"
-        connection = ObjectIdentifier(stream ? source.channel.parent ?? source.channel : source.channel)
+        let channel = stream ? source.channel.parent ?? source.channel : source.channel
+        connection = ObjectIdentifier(channel)
+        connectionChannel = channel
     }
 }

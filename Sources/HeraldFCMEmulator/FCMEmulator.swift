@@ -44,6 +44,17 @@ public final class FCMEmulator: Sendable {
         /// first this many attempts, then accepted: a provider under load, failing part of the
         /// time while most of the service works (`--fail-first N`).
         public var failFirst = 0
+        /// The faults a provider under load shows, each per attempt: answered 503 UNAVAILABLE,
+        /// answered 429 with `Retry-After` (`quotaRetryAfter`), or the connection dropped with no
+        /// answer (`--fail-rate`, `--rate-limit-rate`, `--reset-rate`).
+        public var failRate = 0.0
+        public var rateLimitRate = 0.0
+        public var resetRate = 0.0
+        /// Added before every send's answer (`--latency`).
+        public var latency: Duration = .zero
+        /// A full outage from start: every send's connection is dropped with no answer for this
+        /// long (`--outage-for`; `POST /emulator/outage?seconds=N` starts one at run time).
+        public var outageFor: Duration = .zero
 
         public init() {}
     }
@@ -67,6 +78,8 @@ public final class FCMEmulator: Sendable {
         var attemptsByToken: [String: Int] = [:]
         /// Attempts of each message, by token and the notification id in its data.
         var attemptsByMessage: [String: Int] = [:]
+        /// Until when every send is dropped (an outage).
+        var outageUntil: ContinuousClock.Instant?
         var port: Int?
         var tokenEndpointDown = false
         /// Instance ID topic membership: topic → registration tokens.
@@ -177,6 +190,12 @@ public final class FCMEmulator: Sendable {
         router.get("/emulator/topics") { _, _ in try self.topics() }
         router.get("/emulator/messages") { _, _ in try self.inspection() }
         router.get("/emulator/stats") { _, _ in try self.stats() }
+        router.post("/emulator/outage") { request, _ in
+            let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 0
+            guard seconds.isFinite, (0...3_600).contains(seconds) else { return Response(status: .badRequest) }
+            self.state.withLock { $0.outageUntil = ContinuousClock.now + .seconds(seconds) }
+            return Response(status: .noContent)
+        }
         router.delete("/emulator/messages") { _, _ in
             self.reset()
             return Response(status: .noContent)

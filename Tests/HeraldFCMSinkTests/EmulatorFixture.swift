@@ -39,6 +39,7 @@ final class EmulatorFixture: Sendable {
         maxAttempts: Int = 5, backoff: Duration = .milliseconds(200), quotaRetryAfter: Int = 1, tokenLifetime: Int = 3600, tls: Bool = false,
         trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(30),
         slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, failFirst: Int = 0,
+        faults: (FCMEmulator.Configuration) -> FCMEmulator.Configuration = { $0 }, circuit: CircuitConfiguration = .init(),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
@@ -48,7 +49,7 @@ final class EmulatorFixture: Sendable {
         configuration.tokenLifetime = tokenLifetime
         configuration.slowLatency = slowLatency
         configuration.releaseSlowSendsAt = releaseSlowSendsAt
-        let emulator = try FCMEmulator(configuration: configuration)
+        let emulator = try FCMEmulator(configuration: faults(configuration))
         let port = Mutex<Int?>(nil)
         let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
         for _ in 0..<200 where port.withLock({ $0 }) == nil {
@@ -75,6 +76,7 @@ final class EmulatorFixture: Sendable {
         var engineConfiguration = DeliveryEngineConfiguration()
         engineConfiguration.retry = RetryPolicy(maxAttempts: maxAttempts, baseDelay: backoff, maxDelay: max(backoff, .seconds(5)))
         engineConfiguration.batchSize = batchSize
+        engineConfiguration.circuit = circuit
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: engineConfiguration)
         let service = NotificationService(
             validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://pong.example")),
