@@ -116,6 +116,11 @@ public final class FCMEmulator: Sendable {
     /// The port the emulator listens on, once it runs.
     public var port: Int? { state.withLock { $0.port } }
 
+    /// Drops every send for `duration` from now (zero ends an outage).
+    public func outage(for duration: Duration) {
+        state.withLock { $0.outageUntil = ContinuousClock.now + duration }
+    }
+
     public var baseURL: String { "\(certificate == nil ? "http" : "https")://\(configuration.host):\(port ?? configuration.port)" }
 
     /// A Google-style service-account JSON file for this emulator (PKCS#8 private key).
@@ -193,7 +198,7 @@ public final class FCMEmulator: Sendable {
         router.post("/emulator/outage") { request, _ in
             let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 0
             guard seconds.isFinite, (0...3_600).contains(seconds) else { return Response(status: .badRequest) }
-            self.state.withLock { $0.outageUntil = ContinuousClock.now + .seconds(seconds) }
+            self.outage(for: .seconds(seconds))
             return Response(status: .noContent)
         }
         router.delete("/emulator/messages") { _, _ in

@@ -63,13 +63,16 @@ import Testing
     func queueStatsCountPendingAndTheOldest(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         #expect(try await store.queueStats() == QueueStats(pending: 0, oldestPendingSince: nil))
-        for (offset, users) in [(0.0, ["a", "b"]), (30.0, ["c"])] {
+        for (offset, users, sink) in [(0.0, ["a", "b"], "history"), (30.0, ["c"], "hook")] {
             let at = t0.addingTimeInterval(offset)
             let n = HeraldNotification(id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(users))
             _ = try await store.accept(
-                n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }, idempotencySince: t0)
+                n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: sink, userID: $0, distribution: .alert) }, idempotencySince: t0)
         }
-        #expect(try await store.queueStats() == QueueStats(pending: 3, oldestPendingSince: t0))
+        #expect(
+            try await store.queueStats()
+                == QueueStats(pending: 3, oldestPendingSince: t0, oldestPendingSinceBySink: ["history": t0, "hook": t0.addingTimeInterval(30)]),
+            "each sink's oldest waiting delivery")
         let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 2, lease: .seconds(30))
         try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: t0.addingTimeInterval(60))
         let after = try await store.queueStats()

@@ -168,7 +168,9 @@ public protocol DeliveryQueue: Sendable {
     /// whose lease ran out (its worker died) is due again. Each claim counts an attempt, and the
     /// attempt number is the lease's token (``Delivery/attempt``).
     /// `sinks` limits the claim: deliveries of sinks whose circuit is open stay untouched (no
-    /// attempt spent), and a probe claims from one sink only.
+    /// attempt spent), and a probe claims from one sink only. Oldest due first, except that
+    /// retries take at most ``RetryShare/of(_:firstAttempts:)`` of a claim while first attempts
+    /// wait: a retry storm cannot starve new notifications.
     func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery]
     /// Records outcomes and releases their leases; removes reported-gone devices. Fenced: an
     /// outcome applies only while its delivery is still pending under the same attempt
@@ -190,6 +192,16 @@ public protocol DeliveryQueue: Sendable {
     /// that only one process writes (SQLite) returns at once: that process wakes its own workers
     /// and withdraws its own copies.
     func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws
+}
+
+/// How a claim shares its batch between first attempts and retries (docs/durability.md, "A
+/// provider that fails part of the time").
+public enum RetryShare {
+    /// Retries a claim of `limit` takes when `firstAttempts` first attempts are due: whatever
+    /// first attempts leave, and at least half the batch, so neither starves the other.
+    public static func of(_ limit: Int, firstAttempts: Int) -> Int {
+        max(limit - firstAttempts, (limit + 1) / 2)
+    }
 }
 
 /// What ``DeliveryQueue/watchForWork(_:)`` hears from other processes.

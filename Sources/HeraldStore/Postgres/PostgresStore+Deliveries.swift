@@ -24,11 +24,28 @@ extension PostgresStore {
 
         init(now: Int64, leaseUntil: Int64, limit: Int, sinks: SinkFilter) {
             let (included, names) = sinks.names
+            // First attempts and retries apart: retries take at most what first attempts leave,
+            // and at least half the batch (RetryShare). Rows looked at and not taken are locked
+            // only for this statement.
             query = """
-                WITH due AS (
-                    SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now)
-                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
-                    ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                WITH firsts AS (
+                    SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
+                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND attempts = 0
+                            AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
+                        ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                    ) f
+                ), retries AS (
+                    SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
+                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND attempts > 0
+                            AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
+                        ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                    ) r
+                ), taken AS (
+                    SELECT id FROM retries WHERE n <= GREATEST(\(limit) - (SELECT count(*) FROM firsts), (\(limit) + 1) / 2)
+                ), due AS (
+                    SELECT id FROM taken
+                    UNION ALL
+                    SELECT id FROM firsts WHERE n <= \(limit) - (SELECT count(*) FROM taken)
                 ), claimed AS (
                     UPDATE deliveries d SET next_attempt_at = \(leaseUntil), attempts = d.attempts + 1, leased = 1, updated_at = \(now)
                     FROM due WHERE d.id = due.id

@@ -7,12 +7,19 @@ extension SQLiteStore {
         try await writer.write { db in
             let nowMicros = Self.micros(now)
             let (filter, filterArguments) = Self.sinkCondition(sinks)
-            let ids = try Int64.fetchAll(
-                try db.cachedStatement(
-                    sql: "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?\(filter) ORDER BY next_attempt_at, id LIMIT ?"
-                ),
-                arguments: [nowMicros] + filterArguments + [limit]
-            )
+            func due(_ attempts: String) throws -> [Int64] {
+                try Int64.fetchAll(
+                    try db.cachedStatement(
+                        sql:
+                            "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? AND \(attempts)\(filter) ORDER BY next_attempt_at, id LIMIT ?"
+                    ),
+                    arguments: [nowMicros] + filterArguments + [limit]
+                )
+            }
+            // First attempts and retries apart: retries take a bounded share (RetryShare).
+            let firsts = try due("attempts = 0")
+            let retries = try due("attempts > 0").prefix(RetryShare.of(limit, firstAttempts: firsts.count))
+            let ids = Array(retries) + firsts.prefix(max(0, limit - retries.count))
             guard !ids.isEmpty else { return [] }
             // The lease is the next due time: a worker that dies before recording leaves the
             // delivery due again once the lease runs out. The attempt is counted at claim time so
