@@ -111,6 +111,15 @@ import Testing
         #expect(circuits.state(of: "hook").isOpen, "half the round is not in yet")
         #expect(circuits.observe("hook", outcomes: [failure, .delivered], at: now) == false)
         #expect(!circuits.state(of: "hook").isOpen, "one of four got through: closed")
+
+        // A provider back up but answering 503 for single messages (scoped to the message):
+        // it answers, so its probes complete the round and close the circuit.
+        #expect(circuits.observe("fcm", outcomes: Array(repeating: failure, count: 5), at: now))
+        #expect(circuits.probesDue(at: now.addingTimeInterval(31)) == ["fcm"])
+        circuits.probesClaimed("fcm", count: 2)
+        let answered = DeliveryOutcome.retry(after: nil, reason: "503 UNAVAILABLE", scope: .message)
+        #expect(circuits.observe("fcm", outcomes: [answered, answered], at: now) == false)
+        #expect(!circuits.state(of: "fcm").isOpen, "probes answered 503 left the circuit stuck open")
     }
 
     /// A failure about one message or one address (a device's own rate limit, a subscription's

@@ -111,12 +111,13 @@ public final class CircuitBreakers: Sendable {
     @discardableResult
     func observe(_ sink: String, outcomes: [DeliveryOutcome], at now: Date) -> Bool {
         let counted = outcomes.compactMap(Self.counts)
-        guard !counted.isEmpty else { return false }
         return states.withLock { states in
             var state = states[sink] ?? State()
             defer { states[sink] = state }
             if state.probing {
-                state.probeResults += counted
+                // Every answer completes a probe; one about a message or a recipient (a 503 for
+                // this message) shows the provider answering, so it counts as getting through.
+                state.probeResults += outcomes.map { Self.counts($0) ?? true }
                 guard state.probeResults.count >= state.probesOutstanding else { return false }
                 let delivered = state.probeResults.filter { $0 }.count
                 if delivered > 0 && Double(delivered) >= configuration.successFloor * Double(state.probeResults.count) {
@@ -130,6 +131,7 @@ public final class CircuitBreakers: Sendable {
                 }
                 return false
             }
+            guard !counted.isEmpty else { return false }
             state.recent += counted
             if state.recent.count > max(1, configuration.window) { state.recent.removeFirst(state.recent.count - max(1, configuration.window)) }
             guard !state.isOpen, state.recent.count >= max(1, configuration.minimumCalls) else { return false }

@@ -232,9 +232,15 @@ public final class DeliveryEngine: Service {
                     batch += try await queue.claimDue(now: now, limit: limit, lease: configuration.lease, sinks: .excluding(heldSinks()))
                 }
                 for sink in circuits.probesDue(at: now) {
-                    let probe = try await queue.claimDue(now: now, limit: circuits.probeBatch, lease: configuration.lease, sinks: .only(sink))
-                    circuits.probesClaimed(sink, count: probe.count)
-                    batch += probe
+                    do {
+                        let probe = try await queue.claimDue(now: now, limit: circuits.probeBatch, lease: configuration.lease, sinks: .only(sink))
+                        circuits.probesClaimed(sink, count: probe.count)
+                        batch += probe
+                    } catch {
+                        // No probe went out: the next round is due at once, not never.
+                        circuits.probesClaimed(sink, count: 0)
+                        throw error
+                    }
                 }
             } catch {
                 // Handed-off deliveries are leased to this worker already: send them anyway.
