@@ -44,8 +44,9 @@ import Testing
         #expect(Set(claimed.map(\.id)).count == 120, "each delivery claimed once")
         #expect(claimed.allSatisfy { $0.attempt == 1 }, "a repeated id in the padded list counts one attempt")
         let after = try await store.writer.write { db in Self.preparedStatements(db) }
-        // The first SELECT, then fifteen lengths in five powers of two for the UPDATE and the SELECT.
-        #expect(after - before == 11, "\(after - before) statements prepared by the claims")
+        // The two first SELECTs (first attempts, retries), then fifteen lengths in five powers of
+        // two for the UPDATE and the SELECT.
+        #expect(after - before == 12, "\(after - before) statements prepared by the claims")
         await store.close()
     }
 
