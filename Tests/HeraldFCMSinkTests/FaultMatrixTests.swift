@@ -14,57 +14,21 @@ import Testing
 @Suite(.cleansUp) struct FaultMatrixTests {
     struct Row: Sendable, CustomStringConvertible {
         let description: String
-        let faults: @Sendable (FCMEmulator.Configuration) -> FCMEmulator.Configuration
+        let faults: @Sendable (inout FCMEmulator.Configuration) -> Void
         /// The share of deliveries that must end delivered.
         let deliveredAtLeast: Double
         /// Only a provider that is down opens the circuit; one failing part of the time never does.
         var opensCircuit = false
 
         static let all: [Row] = [
-            Row(
-                description: "10 % of attempts answered 503",
-                faults: {
-                    var c = $0
-                    c.failRate = 0.1
-                    return c
-                }, deliveredAtLeast: 1),
-            Row(
-                description: "50 % of attempts answered 503",
-                faults: {
-                    var c = $0
-                    c.failRate = 0.5
-                    return c
-                }, deliveredAtLeast: 0.9),
-            Row(
-                description: "every message failing twice",
-                faults: {
-                    var c = $0
-                    c.failFirst = 2
-                    return c
-                }, deliveredAtLeast: 1),
-            Row(
-                description: "30 % of connections dropped",
-                faults: {
-                    var c = $0
-                    c.resetRate = 0.3
-                    return c
-                }, deliveredAtLeast: 0.95),
-            Row(
-                description: "a 429 storm",
-                faults: {
-                    var c = $0
-                    (c.rateLimitRate, c.quotaRetryAfter) = (0.5, 1)
-                    return c
-                }, deliveredAtLeast: 0.9),
-            Row(
-                description: "half a second of latency",
-                faults: {
-                    var c = $0
-                    c.latency = .milliseconds(500)
-                    return c
-                }, deliveredAtLeast: 1),
+            Row(description: "10 % of attempts answered 503", faults: { $0.failRate = 0.1 }, deliveredAtLeast: 1),
+            Row(description: "50 % of attempts answered 503", faults: { $0.failRate = 0.5 }, deliveredAtLeast: 0.9),
+            Row(description: "every message failing twice", faults: { $0.failFirst = 2 }, deliveredAtLeast: 1),
+            Row(description: "30 % of connections dropped", faults: { $0.resetRate = 0.3 }, deliveredAtLeast: 0.95),
+            Row(description: "a 429 storm", faults: { ($0.rateLimitRate, $0.quotaRetryAfter) = (0.5, 1) }, deliveredAtLeast: 0.9),
+            Row(description: "half a second of latency", faults: { $0.latency = .milliseconds(500) }, deliveredAtLeast: 1),
             // Started by the test and ended once the circuit has opened, however loaded the machine.
-            Row(description: "a full outage, then recovery", faults: { $0 }, deliveredAtLeast: 1, opensCircuit: true),
+            Row(description: "a full outage, then recovery", faults: { _ in }, deliveredAtLeast: 1, opensCircuit: true),
         ]
     }
 
@@ -73,7 +37,13 @@ import Testing
         // Short backoffs and probes, so a row takes seconds; five attempts, as by default.
         var circuit = CircuitConfiguration()
         (circuit.minimumCalls, circuit.probeAfter, circuit.maxProbeInterval) = (10, .milliseconds(500), .seconds(1))
-        let f = try await EmulatorFixture.start(maxAttempts: 5, backoff: .milliseconds(100), maxConcurrency: 32, faults: row.faults, circuit: circuit)
+        let f = try await EmulatorFixture.start(
+            maxAttempts: 5, backoff: .milliseconds(100), maxConcurrency: 32,
+            faults: { configuration in
+                var configuration = configuration
+                row.faults(&configuration)
+                return configuration
+            }, circuit: circuit)
         let users = (0..<20).map { "u\($0)" }
         for user in users { try await f.register(user, "tok-\(user)") }
         var ids: [ObjectID] = []
