@@ -27,6 +27,8 @@ public final class APNsEmulator: Sendable {
         public var keyID = "HERALDKEY1"
         public var teamID = "HERALDTEAM"
         public var topic = "com.example.herald"
+        /// The faults of a provider under load (`--fail-rate` and the rest).
+        public var faults = FaultModes()
         public init() {}
     }
 
@@ -54,8 +56,16 @@ public final class APNsEmulator: Sendable {
     /// Each request's line.
     let print: RequestLog
 
+    let injector: FaultInjector
+
+    /// Drops every push for `duration` from now (zero ends an outage).
+    public func outage(for duration: Duration) {
+        injector.outage(for: duration)
+    }
+
     public init(configuration: Configuration = .init(), print: RequestLog = .quiet) throws {
         self.configuration = configuration
+        self.injector = FaultInjector(configuration.faults)
         self.certificate = try SelfSignedCertificate(commonName: configuration.certificateName)
         self.providerKey = P256.Signing.PrivateKey()
         self.print = print
@@ -108,6 +118,17 @@ public final class APNsEmulator: Sendable {
         }
         // APNs refuses HTTP/1.1.
         guard context.httpVersion == "2" else { return try answer(.badRequest, "UnsupportedHTTPVersion") }
+        switch try await injector.next() {
+        case .drop?:
+            state.withLock {
+                $0.received.append(Received(token: token, status: 0, reason: "dropped", headers: headers, payload: payload, httpVersion: context.httpVersion))
+            }
+            context.requestChannel.close(promise: nil)
+            throw CancellationError()
+        case .unavailable?: return try answer(.serviceUnavailable, "ServiceUnavailable")
+        case .rateLimited?: return try answer(.tooManyRequests, "TooManyRequests")
+        case nil: break
+        }
         if let problem = APNsTokenCheck.problem(
             headers["authorization"], key: providerKey.publicKey, keyID: configuration.keyID, teamID: configuration.teamID, now: Date())
         {

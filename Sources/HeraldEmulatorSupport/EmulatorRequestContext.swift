@@ -12,8 +12,10 @@ public struct EmulatorRequestContext: RequestContext {
     /// The TCP connection the request came over (an HTTP/2 stream's parent channel), so an
     /// emulator can count the connections a client opens.
     public let connection: ObjectIdentifier
-    /// The connection itself, so an emulator can drop it without an answer (a fault mode).
-    public let connectionChannel: any Channel
+    /// The request's own channel: the connection over HTTP/1.1, the stream over HTTP/2. Closing
+    /// it drops this request with no answer and no other (a fault mode): closing an HTTP/2
+    /// connection would also lose the answers of its other streams, sent twice when retried.
+    public let requestChannel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -21,6 +23,6 @@ public struct EmulatorRequestContext: RequestContext {
         httpVersion = stream ? "2" : "1.1"
         let channel = stream ? source.channel.parent ?? source.channel : source.channel
         connection = ObjectIdentifier(channel)
-        connectionChannel = channel
+        requestChannel = source.channel
     }
 }

@@ -77,13 +77,13 @@ extension FCMEmulator {
         }
         let data = Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        if configuration.latency > .zero { try await Task.sleep(for: configuration.latency) }
-        if let fault = injectedFault(validateOnly: (root?["validate_only"] as? Bool) ?? false) {
+        let checkOnly = (root?["validate_only"] as? Bool) ?? false
+        if !checkOnly, let fault = try await injector.next() {
             switch fault {
             case .drop:
                 // No answer at all: the connection goes, as a provider that is down or resetting.
                 state.withLock { $0.received.append(Received(status: 0, body: data, at: Date(), validateOnly: false, httpVersion: context.httpVersion)) }
-                context.connectionChannel.close(promise: nil)
+                context.requestChannel.close(promise: nil)
                 throw CancellationError()
             case .unavailable:
                 let response = fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
@@ -331,23 +331,5 @@ extension FCMEmulator {
             ],
         ]
         return (try? json(["error": error], status: .badRequest)) ?? Response(status: .badRequest)
-    }
-
-    /// A fault this attempt meets, when fault modes are on (``Configuration/failRate`` and the rest).
-    enum InjectedFault { case drop, unavailable, rateLimited }
-
-    func injectedFault(validateOnly: Bool) -> InjectedFault? {
-        guard !validateOnly else { return nil }
-        let now = ContinuousClock.now
-        let outage = state.withLock { state -> Bool in
-            if state.outageUntil == nil, configuration.outageFor > .zero { state.outageUntil = now + configuration.outageFor }
-            return state.outageUntil.map { now < $0 } ?? false
-        }
-        if outage { return .drop }
-        let draw = Double.random(in: 0..<1)
-        if draw < configuration.resetRate { return .drop }
-        if draw < configuration.resetRate + configuration.failRate { return .unavailable }
-        if draw < configuration.resetRate + configuration.failRate + configuration.rateLimitRate { return .rateLimited }
-        return nil
     }
 }

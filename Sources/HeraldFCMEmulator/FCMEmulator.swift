@@ -44,17 +44,8 @@ public final class FCMEmulator: Sendable {
         /// first this many attempts, then accepted: a provider under load, failing part of the
         /// time while most of the service works (`--fail-first N`).
         public var failFirst = 0
-        /// The faults a provider under load shows, each per attempt: answered 503 UNAVAILABLE,
-        /// answered 429 with `Retry-After` (`quotaRetryAfter`), or the connection dropped with no
-        /// answer (`--fail-rate`, `--rate-limit-rate`, `--reset-rate`).
-        public var failRate = 0.0
-        public var rateLimitRate = 0.0
-        public var resetRate = 0.0
-        /// Added before every send's answer (`--latency`).
-        public var latency: Duration = .zero
-        /// A full outage from start: every send's connection is dropped with no answer for this
-        /// long (`--outage-for`; `POST /emulator/outage?seconds=N` starts one at run time).
-        public var outageFor: Duration = .zero
+        /// The faults a provider under load shows (`--fail-rate` and the rest).
+        public var faults = FaultModes()
 
         public init() {}
     }
@@ -78,8 +69,6 @@ public final class FCMEmulator: Sendable {
         var attemptsByToken: [String: Int] = [:]
         /// Attempts of each message, by token and the notification id in its data.
         var attemptsByMessage: [String: Int] = [:]
-        /// Until when every send is dropped (an outage).
-        var outageUntil: ContinuousClock.Instant?
         var port: Int?
         var tokenEndpointDown = false
         /// Instance ID topic membership: topic → registration tokens.
@@ -105,9 +94,11 @@ public final class FCMEmulator: Sendable {
     let print: RequestLog
     /// The certificate a client must trust, when it serves TLS.
     public let certificate: SelfSignedCertificate?
+    let injector: FaultInjector
 
     public init(configuration: Configuration = .init(), print: RequestLog = .quiet) throws {
         self.configuration = configuration
+        self.injector = FaultInjector(configuration.faults)
         self.certificate = configuration.tls ? try SelfSignedCertificate(commonName: "Herald FCM emulator") : nil
         self.privateKey = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
         self.print = print
@@ -118,7 +109,7 @@ public final class FCMEmulator: Sendable {
 
     /// Drops every send for `duration` from now (zero ends an outage).
     public func outage(for duration: Duration) {
-        state.withLock { $0.outageUntil = ContinuousClock.now + duration }
+        injector.outage(for: duration)
     }
 
     public var baseURL: String { "\(certificate == nil ? "http" : "https")://\(configuration.host):\(port ?? configuration.port)" }

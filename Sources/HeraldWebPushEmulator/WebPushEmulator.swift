@@ -28,6 +28,8 @@ public final class WebPushEmulator: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
+        /// The faults of a push service under load (`--fail-rate` and the rest).
+        public var faults = FaultModes()
         public init() {}
     }
 
@@ -58,9 +60,17 @@ public final class WebPushEmulator: Sendable {
     /// Each request's line.
     let print: RequestLog
 
+    let injector: FaultInjector
+
     public init(configuration: Configuration = .init(), print: RequestLog = .quiet) {
         self.configuration = configuration
         self.print = print
+        self.injector = FaultInjector(configuration.faults)
+    }
+
+    /// Drops every push for `duration` from now (zero ends an outage).
+    public func outage(for duration: Duration) {
+        injector.outage(for: duration)
     }
 
     public var port: Int? { state.withLock { $0.port } }
@@ -80,7 +90,7 @@ public final class WebPushEmulator: Sendable {
 
     /// Runs until cancelled; `onRunning` gets the bound port.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let router = Router()
+        let router = Router(context: EmulatorRequestContext.self)
         router.post("/push/{name}") { request, context in try await self.push(request, context: context) }
         router.post("/emulator/subscriptions") { request, _ in
             let name = request.uri.queryParameters.get("name").flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString.lowercased()
@@ -112,7 +122,7 @@ public final class WebPushEmulator: Sendable {
         }
     }
 
-    func push(_ request: Request, context: some RequestContext) async throws -> Response {
+    func push(_ request: Request, context: EmulatorRequestContext) async throws -> Response {
         let name = context.parameters.get("name") ?? ""
         var request = request
         let body = Data(try await request.collectBody(upTo: 8 * 1024).readableBytesView)
@@ -124,6 +134,15 @@ public final class WebPushEmulator: Sendable {
             var response = Response(status: status)
             for (field, value) in extra { if let name = HTTPField.Name(field) { response.headers[name] = value } }
             return response
+        }
+        switch try await injector.next() {
+        case .drop?:
+            state.withLock { $0.received.append(Received(subscription: name, status: 0, plaintext: nil, headers: headers, error: "dropped (fault mode)")) }
+            context.requestChannel.close(promise: nil)
+            throw CancellationError()
+        case .unavailable?: return answer(.serviceUnavailable, error: "fault mode")
+        case .rateLimited?: return answer(.tooManyRequests, error: "fault mode", extra: ["Retry-After": "2"])
+        case nil: break
         }
         guard let subscription = state.withLock({ $0.subscriptions[name] }) else { return answer(.notFound, error: "no such subscription") }
         if let problem = VAPIDCheck.problem(headers["authorization"], origin: baseURL, now: Date()) {

@@ -40,6 +40,8 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
     @Option(help: "The bundle id it expects as apns-topic.")
     var topic: String = "com.example.herald"
 
+    @OptionGroup var faults: FaultOptions
+
     @Flag(help: "Do not print each message.")
     var quiet = false
 
@@ -51,6 +53,7 @@ struct APNsEmulatorCommand: AsyncParsableCommand {
         var configuration = APNsEmulator.Configuration()
         configuration.host = host
         configuration.port = port
+        configuration.faults = faults.modes
         configuration.keyID = keyID
         configuration.teamID = teamID
         configuration.topic = topic

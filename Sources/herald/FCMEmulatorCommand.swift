@@ -48,31 +48,12 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         name: .customLong("fail-first"), parsing: .unconditional, help: "Answer every message 503 UNAVAILABLE on its first N attempts (a provider under load).")
     var failFirst = 0
 
-    @Option(name: .customLong("fail-rate"), parsing: .unconditional, help: "Share of sends (0-1) answered 503 UNAVAILABLE.")
-    var failRate = 0.0
-
-    @Option(name: .customLong("rate-limit-rate"), parsing: .unconditional, help: "Share of sends (0-1) answered 429 with Retry-After.")
-    var rateLimitRate = 0.0
-
-    @Option(name: .customLong("reset-rate"), parsing: .unconditional, help: "Share of sends (0-1) whose connection is dropped with no answer.")
-    var resetRate = 0.0
-
-    @Option(parsing: .unconditional, help: "Seconds added before every send's answer.")
-    var latency = 0.0
-
-    @Option(name: .customLong("outage-for"), parsing: .unconditional, help: "Seconds, from the first send, during which every send is dropped with no answer.")
-    var outageFor = 0.0
+    @OptionGroup var faults: FaultOptions
 
     func validate() throws {
         try EmulatorPort.validate(port)
         guard (1...86_400).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1-86400 seconds") }
         guard (0...100).contains(failFirst) else { throw ValidationError("--fail-first must be 0-100") }
-        for (name, rate) in [("--fail-rate", failRate), ("--rate-limit-rate", rateLimitRate), ("--reset-rate", resetRate)] {
-            guard rate.isFinite, (0...1).contains(rate) else { throw ValidationError("\(name) must be a share between 0 and 1") }
-        }
-        guard failRate + rateLimitRate + resetRate <= 1 else { throw ValidationError("--fail-rate, --rate-limit-rate and --reset-rate add up to more than 1") }
-        guard latency.isFinite, (0...300).contains(latency) else { throw ValidationError("--latency must be 0-300 seconds") }
-        guard outageFor.isFinite, (0...3_600).contains(outageFor) else { throw ValidationError("--outage-for must be 0-3600 seconds") }
     }
 
     func run() async throws {
@@ -83,9 +64,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         configuration.tokenLifetime = tokenLifetime
         configuration.tls = tls
         configuration.failFirst = failFirst
-        (configuration.failRate, configuration.rateLimitRate, configuration.resetRate) = (failRate, rateLimitRate, resetRate)
-        configuration.latency = .saturating(seconds: latency)
-        configuration.outageFor = .saturating(seconds: outageFor)
+        configuration.faults = faults.modes
         if caFile != nil && !tls { throw ValidationError("--write-ca needs --tls") }
         let emulator = try FCMEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let (file, caFile) = (serviceAccountFile, caFile)

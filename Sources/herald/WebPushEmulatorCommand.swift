@@ -28,6 +28,8 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("write-subscription"), help: "Write a subscription JSON to FILE once it listens.")
     var subscriptionFile: String?
 
+    @OptionGroup var faults: FaultOptions
+
     @Flag(help: "Do not print each message (for load tests).")
     var quiet = false
 
@@ -39,6 +41,7 @@ struct WebPushEmulatorCommand: AsyncParsableCommand {
         var configuration = WebPushEmulator.Configuration()
         configuration.host = host
         configuration.port = port
+        configuration.faults = faults.modes
         let emulator = WebPushEmulator(configuration: configuration, print: .standardOutput(quiet: quiet))
         let file = subscriptionFile
         let host = host

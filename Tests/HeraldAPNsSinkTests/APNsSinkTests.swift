@@ -41,9 +41,12 @@ import Testing
         /// - Parameter productionEndpoint: where production devices go (the emulator by default).
         /// - Parameter sandbox: another APNs emulator (another key) to stand for the sandbox.
         static func start(
-            defaultEnvironment: APNsSink.Environment = .production, productionEndpoint: String? = nil, sandbox: APNsEmulator? = nil
+            defaultEnvironment: APNsSink.Environment = .production, productionEndpoint: String? = nil, sandbox: APNsEmulator? = nil,
+            faults: FaultModes = .init()
         ) async throws -> Fixture {
-            let emulator = try APNsEmulator()
+            var emulatorConfiguration = APNsEmulator.Configuration()
+            emulatorConfiguration.faults = faults
+            let emulator = try APNsEmulator(configuration: emulatorConfiguration)
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<300 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
@@ -232,5 +235,28 @@ import Testing
         await f.stop()
         sandboxRunning.cancel()
         _ = await sandboxRunning.result
+    }
+
+    /// APNs failing part of the time (503s, 429s for a device, dropped connections): every push
+    /// ends delivered or dead with its reason, none twice, and the sink stays healthy.
+    @Test func apnsFailingPartOfTheTimeLosesNothing() async throws {
+        var faults = FaultModes()
+        (faults.failRate, faults.rateLimitRate, faults.resetRate) = (0.2, 0.1, 0.1)
+        let f = try await Fixture.start(faults: faults)
+        for n in 0..<10 { try await f.register("u\(n)", "abcdef0\(n)") }
+        var ids: [ObjectID] = []
+        for n in 0..<5 {
+            ids.append(
+                try await f.service.send(NotificationSubmission(type: "generic", title: "n\(n)", body: "b", userIDs: (0..<10).map { "u\($0)" })).receipt.id)
+        }
+        try await f.deliverAll()
+        let states = try await DeliveryTally.states(of: ids, sink: f.sink.name, in: f.store)
+        #expect(states[.pending, default: 0] == 0 && states.values.reduce(0, +) == 50, "\(states)")
+        let accepted = f.emulator.received.filter { $0.status == 200 }.map { "\($0.token)|\($0.headers["apns-id"] ?? "")" }
+        #expect(DeliveryTally.repeated(accepted).isEmpty, "a push delivered twice")
+        #expect(accepted.count == states[.delivered, default: 0])
+        #expect(f.emulator.received.contains { $0.status != 200 }, "the faults happened")
+        #expect(await f.sink.health() == .ok)
+        await f.stop()
     }
 }

@@ -574,12 +574,7 @@ import Testing
             ids.append(try await f.send(NotificationSubmission(type: "generic", title: "n\(n)", body: "b", userIDs: (0..<20).map { "u\($0)" })))
         }
         try await f.deliverAll(timeout: .seconds(120))
-        var states: [DeliveryState: Int] = [:]
-        for id in ids {
-            for delivery in try #require(try await f.store.status(of: id)).deliveries where delivery.sink == f.sink.name {
-                states[delivery.state, default: 0] += 1
-            }
-        }
+        let states = try await DeliveryTally.states(of: ids, sink: f.sink.name, in: f.store)
         #expect(states == [.delivered: 300], "\(states)")
         #expect(f.engine.circuits.state(of: f.sink.name).timesOpened == 0, "a provider that takes every message on its third try is not down")
         #expect(f.emulator.received.filter { $0.status == 503 }.count == 600)

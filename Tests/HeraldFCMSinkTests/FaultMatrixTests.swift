@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldEmulatorSupport
 import HeraldFCMEmulator
 import HeraldFCMSink
 import HeraldStore
@@ -21,12 +22,12 @@ import Testing
         var opensCircuit = false
 
         static let all: [Row] = [
-            Row(description: "10 % of attempts answered 503", faults: { $0.failRate = 0.1 }, deliveredAtLeast: 1),
-            Row(description: "50 % of attempts answered 503", faults: { $0.failRate = 0.5 }, deliveredAtLeast: 0.9),
+            Row(description: "10 % of attempts answered 503", faults: { $0.faults.failRate = 0.1 }, deliveredAtLeast: 1),
+            Row(description: "50 % of attempts answered 503", faults: { $0.faults.failRate = 0.5 }, deliveredAtLeast: 0.9),
             Row(description: "every message failing twice", faults: { $0.failFirst = 2 }, deliveredAtLeast: 1),
-            Row(description: "30 % of connections dropped", faults: { $0.resetRate = 0.3 }, deliveredAtLeast: 0.95),
-            Row(description: "a 429 storm", faults: { ($0.rateLimitRate, $0.quotaRetryAfter) = (0.5, 1) }, deliveredAtLeast: 0.9),
-            Row(description: "half a second of latency", faults: { $0.latency = .milliseconds(500) }, deliveredAtLeast: 1),
+            Row(description: "30 % of connections dropped", faults: { $0.faults.resetRate = 0.3 }, deliveredAtLeast: 0.95),
+            Row(description: "a 429 storm", faults: { ($0.faults.rateLimitRate, $0.quotaRetryAfter) = (0.5, 1) }, deliveredAtLeast: 0.9),
+            Row(description: "half a second of latency", faults: { $0.faults.latency = .milliseconds(500) }, deliveredAtLeast: 1),
             // Started by the test and ended once the circuit has opened, however loaded the machine.
             Row(description: "a full outage, then recovery", faults: { _ in }, deliveredAtLeast: 1, opensCircuit: true),
         ]

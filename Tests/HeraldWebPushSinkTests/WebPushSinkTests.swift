@@ -32,9 +32,11 @@ import Testing
         ///   refused), with `http` as the sink's client; without it private endpoints are allowed.
         static func start(
             ownClient: Bool = false, timeout: Duration = .seconds(15), clock: @escaping @Sendable () -> Date = { Date() },
-            resolver: PushServiceResolver? = nil, http: HTTPClient? = nil, witnesses: Set<String>? = nil
+            resolver: PushServiceResolver? = nil, http: HTTPClient? = nil, witnesses: Set<String>? = nil, faults: FaultModes = .init()
         ) async throws -> Fixture {
-            let emulator = WebPushEmulator()
+            var emulatorConfiguration = WebPushEmulator.Configuration()
+            emulatorConfiguration.faults = faults
+            let emulator = WebPushEmulator(configuration: emulatorConfiguration)
             let port = Mutex<Int?>(nil)
             let running = Task { try await emulator.run { bound in port.withLock { $0 = bound } } }
             for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
@@ -855,5 +857,28 @@ import Testing
         #expect(resolver.rememberedCount <= PushServiceResolver.remembered)
         #expect(resolver.remembers("fcm.googleapis.com"), "the push service's verdict was flushed")
         #expect(!resolver.remembers("idle.example"), "a host nobody sends to may go")
+    }
+
+    /// A push service failing part of the time (503s, 429s, dropped connections): every push
+    /// ends delivered or dead with its reason, none twice, and the sink stays healthy.
+    @Test func aPushServiceFailingPartOfTheTimeLosesNothing() async throws {
+        var faults = FaultModes()
+        (faults.failRate, faults.rateLimitRate, faults.resetRate) = (0.2, 0.1, 0.1)
+        let f = try await Fixture.start(faults: faults)
+        for n in 0..<10 { try await f.register("u\(n)", "s\(n)") }
+        var ids: [ObjectID] = []
+        for n in 0..<5 {
+            ids.append(
+                try await f.service.send(NotificationSubmission(type: "generic", title: "n\(n)", body: "b", userIDs: (0..<10).map { "u\($0)" })).receipt.id)
+        }
+        try await f.deliverAll()
+        let states = try await DeliveryTally.states(of: ids, sink: f.sink.name, in: f.store)
+        #expect(states[.pending, default: 0] == 0 && states.values.reduce(0, +) == 50, "\(states)")
+        let accepted = f.emulator.received.filter { $0.status == 201 }.map { "\($0.subscription)|\($0.plaintext ?? "")" }
+        #expect(DeliveryTally.repeated(accepted).isEmpty, "a push delivered twice")
+        #expect(accepted.count == states[.delivered, default: 0])
+        #expect(f.emulator.received.contains { $0.status != 201 }, "the faults happened")
+        #expect(await f.sink.health() == .ok)
+        await f.stop()
     }
 }
