@@ -40,7 +40,7 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     ) async
         -> [SinkHealthReport]
     {
-        let oldest = (try? await queue?.queueStats())?.oldestPendingSinceBySink ?? [:]
+        let oldest = (try? await queue?.oldestPendingBySink()) ?? [:]
         return await withTaskGroup(of: (Int, SinkHealthReport).self) { group in
             for (index, sink) in sinks.sinks.enumerated() {
                 group.addTask {

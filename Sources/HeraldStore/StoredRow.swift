@@ -129,10 +129,14 @@ enum StoredRecords {
         FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending' GROUP BY d.sink
         """
 
-    static func queueStats(_ row: some StoredRow, bySink rows: [some StoredRow]) throws -> QueueStats {
+    static func queueStats(_ row: some StoredRow) throws -> QueueStats {
+        QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"))
+    }
+
+    static func oldestPendingBySink(_ rows: [some StoredRow]) throws -> [String: Date] {
         var bySink: [String: Date] = [:]
         for row in rows { bySink[try row.text("sink")] = try row.date("oldest") }
-        return QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"), oldestPendingSinceBySink: bySink)
+        return bySink
     }
 
     /// Claimed rows to deliveries, decoding each notification once.

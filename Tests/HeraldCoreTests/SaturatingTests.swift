@@ -68,5 +68,6 @@ struct NoQueue: DeliveryQueue {
     func record(_ updates: [DeliveryUpdate], at date: Date) async throws {}
     func nextDueDate(sinks: SinkFilter) async throws -> Date? { nil }
     func queueStats() async throws -> QueueStats { QueueStats(pending: 0, oldestPendingSince: nil) }
+    func oldestPendingBySink() async throws -> [String: Date] { [:] }
     func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
 }

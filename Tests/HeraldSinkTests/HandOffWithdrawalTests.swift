@@ -39,6 +39,7 @@ import Testing
         func extendLeases(_ leases: [DeliveryLease], until: Date) async throws { try await store.extendLeases(leases, until: until) }
         func nextDueDate(sinks: SinkFilter) async throws -> Date? { try await store.nextDueDate(sinks: sinks) }
         func queueStats() async throws -> QueueStats { try await store.queueStats() }
+        func oldestPendingBySink() async throws -> [String: Date] { try await store.oldestPendingBySink() }
     }
 
     @Test func copiesAnotherProcessFailedAreNotSent() async throws {

@@ -183,6 +183,7 @@ import Testing
         func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {}
         func nextDueDate(sinks: SinkFilter) async throws -> Date? { try await store.nextDueDate(sinks: sinks) }
         func queueStats() async throws -> QueueStats { try await store.queueStats() }
+        func oldestPendingBySink() async throws -> [String: Date] { try await store.oldestPendingBySink() }
         func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {}
     }
 

@@ -69,10 +69,8 @@ import Testing
             _ = try await store.accept(
                 n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: sink, userID: $0, distribution: .alert) }, idempotencySince: t0)
         }
-        #expect(
-            try await store.queueStats()
-                == QueueStats(pending: 3, oldestPendingSince: t0, oldestPendingSinceBySink: ["history": t0, "hook": t0.addingTimeInterval(30)]),
-            "each sink's oldest waiting delivery")
+        #expect(try await store.queueStats() == QueueStats(pending: 3, oldestPendingSince: t0))
+        #expect(try await store.oldestPendingBySink() == ["history": t0, "hook": t0.addingTimeInterval(30)], "each sink's oldest waiting delivery")
         let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 2, lease: .seconds(30))
         try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: t0.addingTimeInterval(60))
         let after = try await store.queueStats()

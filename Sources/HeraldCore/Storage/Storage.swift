@@ -184,6 +184,10 @@ public protocol DeliveryQueue: Sendable {
     func nextDueDate(sinks: SinkFilter) async throws -> Date?
     /// How many deliveries are pending, and when the oldest of them was accepted.
     func queueStats() async throws -> QueueStats
+    /// When the oldest pending delivery of each sink with deliveries pending was accepted: what
+    /// `/health/sinks` shows as its oldest waiting delivery (a query of its own, so a metrics
+    /// scrape does not pay for it).
+    func oldestPendingBySink() async throws -> [String: Date]
     /// Tells this process what other processes committed (PostgreSQL `NOTIFY`), until the task
     /// is cancelled: ``WorkNotice/work`` when any process commits new work, and
     /// ``WorkNotice/withdrawn(_:)`` with the ids of leased deliveries it failed (a device it

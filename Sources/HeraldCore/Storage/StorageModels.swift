@@ -301,12 +301,9 @@ public struct QueueStats: Sendable, Equatable {
     public var pending: Int
     /// The accept time of the oldest pending delivery's notification.
     public var oldestPendingSince: Date?
-    /// The same, for each sink with deliveries pending.
-    public var oldestPendingSinceBySink: [String: Date]
 
-    public init(pending: Int, oldestPendingSince: Date?, oldestPendingSinceBySink: [String: Date] = [:]) {
+    public init(pending: Int, oldestPendingSince: Date?) {
         self.pending = pending
         self.oldestPendingSince = oldestPendingSince
-        self.oldestPendingSinceBySink = oldestPendingSinceBySink
     }
 }

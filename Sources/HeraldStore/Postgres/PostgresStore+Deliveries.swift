@@ -138,7 +138,13 @@ extension PostgresStore {
             guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
-            return try StoredRecords.queueStats(row, bySink: try await session.rows(PostgresQuery(unsafeSQL: StoredRecords.oldestPendingBySinkSQL)))
+            return try StoredRecords.queueStats(row)
+        }
+    }
+
+    public func oldestPendingBySink() async throws -> [String: Date] {
+        try await withConnection { session in
+            try StoredRecords.oldestPendingBySink(try await session.rows(PostgresQuery(unsafeSQL: StoredRecords.oldestPendingBySinkSQL)))
         }
     }
 

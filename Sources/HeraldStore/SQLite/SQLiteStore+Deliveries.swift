@@ -87,7 +87,13 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
-            return try StoredRecords.queueStats(row, bySink: try Row.fetchAll(try db.cachedStatement(sql: StoredRecords.oldestPendingBySinkSQL)))
+            return try StoredRecords.queueStats(row)
+        }
+    }
+
+    public func oldestPendingBySink() async throws -> [String: Date] {
+        try await writer.read { db in
+            try StoredRecords.oldestPendingBySink(try Row.fetchAll(try db.cachedStatement(sql: StoredRecords.oldestPendingBySinkSQL)))
         }
     }
 
