@@ -98,9 +98,6 @@ final class PinnedPushClients: Sendable {
         if let done { Task { try? await done.shutdown() } }
     }
 
-    /// Clients open now, for tests.
-    var count: Int { state.withLock { $0.byHost.count + $0.retiring.count } }
-
     /// A sink dropped without ``shutdown()`` (one whose client was borrowed) still closes the
     /// clients it made, as AsyncHTTPClient requires.
     deinit {

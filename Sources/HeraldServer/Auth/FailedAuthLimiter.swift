@@ -28,6 +28,11 @@ final class FailedAuthLimiter: Sendable {
     /// Counts `error` against `client` when it is a failed guess (``guesses``).
     func record(_ error: HeraldError, client: String, now: Date = Date()) {
         guard error.kind == .unauthorized, Self.guesses.contains(error.code) else { return }
+        failedGuess(client: client, now: now)
+    }
+
+    /// Counts one wrong credential (a key refused at the portal's sign-in form, say) against `client`.
+    func failedGuess(client: String, now: Date = Date()) {
         _ = buckets.take(1, for: client, now: now)
     }
 

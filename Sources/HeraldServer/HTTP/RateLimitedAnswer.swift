@@ -1,10 +1,14 @@
+import HTTPTypes
 import Hummingbird
 
-/// A 429 (`rate_limited`) whose `Retry-After` says when to try again: every per-client,
-/// per-user and per-key limit answers this way.
+/// An error answer whose `Retry-After` says when to try again: by default a 429
+/// (`rate_limited`), as every per-client, per-user and per-key limit answers; a full server
+/// answers 503 the same way.
 enum RateLimitedAnswer {
-    static func response(wait: Int, _ message: String) -> Response {
-        var response = ErrorMiddleware<HeraldRequestContext>.response(status: .tooManyRequests, code: "rate_limited", message: message)
+    static func response(
+        wait: Int, _ message: String, status: HTTPResponse.Status = .tooManyRequests, code: String = "rate_limited"
+    ) -> Response {
+        var response = ErrorMiddleware<HeraldRequestContext>.response(status: status, code: code, message: message)
         response.headers[.retryAfter] = String(wait)
         return response
     }

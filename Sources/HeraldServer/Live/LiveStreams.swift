@@ -32,8 +32,8 @@ final class LiveStreams: Sendable {
     func open(userID: String) -> Opened? {
         let inbox = StreamInbox()
         let opened = state.withLock { state -> (Int, [StreamInbox])? in
+            guard admits(userID, state) else { return nil }
             var streams = state.byUser[userID] ?? []
-            guard state.total < maxTotal || streams.count >= maxPerUser else { return nil }
             defer { state.nextID += 1 }
             streams.append((state.nextID, inbox))
             let excess = max(0, streams.count - maxPerUser)
@@ -50,7 +50,12 @@ final class LiveStreams: Sendable {
 
     /// Whether ``open(userID:)`` would open a stream for `userID` now.
     func hasRoom(userID: String) -> Bool {
-        state.withLock { $0.total < maxTotal || ($0.byUser[userID]?.count ?? 0) >= maxPerUser }
+        state.withLock { admits(userID, $0) }
+    }
+
+    /// Room under ``maxTotal``, or a stream of the user's own to make way.
+    private func admits(_ userID: String, _ state: State) -> Bool {
+        state.total < maxTotal || (state.byUser[userID]?.count ?? 0) >= maxPerUser
     }
 
     func close(_ stream: Opened) {

@@ -129,7 +129,7 @@ struct PortalRoutes {
         }
         let secret = form.text("key") ?? ""
         guard secret.hasPrefix(APIKeySecret.prefix), let key = try await store.key(secretHash: APIKeySecret.hash(secret)) else {
-            failures.record(HeraldError(.unauthorized, code: "invalid_credentials", "unknown key"), client: client)
+            failures.failedGuess(client: client)
             return loginPage(request, error: "That key is unknown or revoked.", status: .unauthorized)
         }
         guard key.role == .communicator || key.role == .admin else {

@@ -41,11 +41,9 @@ struct StreamRoutes {
             session.cursor = try await store.lastHistorySequence(userID: userID)
         }
         guard streams.hasRoom(userID: userID) else {
-            var response = ErrorMiddleware<HeraldRequestContext>.response(
-                status: .serviceUnavailable, code: "too_many_streams",
-                message: "this server holds as many live streams as it may (stream.max_total); retry later or poll")
-            response.headers[.retryAfter] = String(Self.fullRetryAfter)
-            return response
+            return RateLimitedAnswer.response(
+                wait: Self.fullRetryAfter, "this server holds as many live streams as it may (stream.max_total); retry later or poll",
+                status: .serviceUnavailable, code: "too_many_streams")
         }
         let token = context.userToken
         let body = ResponseBody { [streams, heartbeat, session, endedTokens] writer in
