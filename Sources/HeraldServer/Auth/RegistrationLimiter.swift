@@ -17,7 +17,10 @@ final class RegistrationLimiter: Sendable {
     /// Takes one registration for `userID` and, when an API key acts for them, for the key.
     /// - Returns: nil when taken, or the seconds until one is.
     func take(userID: String, caller: Caller?, now: Date = Date()) -> Int? {
-        if case .apiKey(let key) = caller, let wait = keys.take(for: key.id.hex, now: now) { return wait }
-        return users.take(for: userID, now: now)
+        if let wait = users.take(for: userID, now: now) { return wait }
+        guard case .apiKey(let key) = caller, let wait = keys.take(for: key.id.hex, now: now) else { return nil }
+        // Refused: the user's unit goes back, so a key at its limit does not use up its users'.
+        users.giveBack(1, for: userID, now: now)
+        return wait
     }
 }
