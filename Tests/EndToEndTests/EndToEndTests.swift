@@ -365,9 +365,13 @@ import Testing
         #expect(again.status == 0 && again.stdout.contains("erased user gone: 0 devices"), "erasing twice is not an error: \(again.stdout)")
 
         for bad in ["", "two words"] {
-            let refused = try await runCommand(Binaries.path("herald"), ["users", "erase", bad, "--database", database], in: directory)
-            #expect(refused.status != 0 && refused.stderr.contains("'user id' must"), "'\(bad)': \(refused.stderr)")
+            for command in ["erase", "sign-out"] {
+                let refused = try await runCommand(Binaries.path("herald"), ["users", command, bad, "--database", database], in: directory)
+                #expect(refused.status != 0 && refused.stderr.contains("'user id' must"), "\(command) '\(bad)': \(refused.stderr)")
+            }
         }
+        let signedOut = try await runCommand(Binaries.path("herald"), ["users", "sign-out", "kept", "--database", database], in: directory)
+        #expect(signedOut.status == 0 && signedOut.stdout.contains("signed out user kept"), "\(signedOut.stderr)")
         await herald.expectCleanStop()
     }
 
@@ -559,6 +563,13 @@ import Testing
         ("herald", ["user-token", "--user", "u1", "--ttl", "-5"], "--ttl must be 1-315360000 seconds"),
         ("herald", ["healthcheck", "--timeout", "-1"], "--timeout must be 1-3600 seconds"),
         ("herald", ["fcm-emulator", "--port", "-1"], "--port must be 0-65535"),
+        // The emulators' fault modes, and the FCM emulator's --fail-first.
+        ("herald", ["fcm-emulator", "--fail-rate", "-0.1"], "--fail-rate must be a share between 0 and 1"),
+        ("herald", ["apns-emulator", "--reset-rate", "2"], "--reset-rate must be a share between 0 and 1"),
+        ("herald", ["webpush-emulator", "--fail-rate", "0.6", "--rate-limit-rate", "0.6"], "add up to more than 1"),
+        ("herald", ["fcm-emulator", "--latency", "-1"], "--latency must be 0-300 seconds"),
+        ("herald", ["apns-emulator", "--outage-for", "nan"], "--outage-for must be 0-3600 seconds"),
+        ("herald", ["fcm-emulator", "--fail-first", "-2"], "--fail-first must be 0-100"),
     ])
     func negativeNumbersAreNamedByTheirRange(_ tool: String, _ arguments: [String], _ message: String) async throws {
         let run = try await runCommand(Binaries.path(tool), arguments, in: directory, timeout: .seconds(20))

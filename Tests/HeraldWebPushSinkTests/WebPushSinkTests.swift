@@ -881,4 +881,29 @@ import Testing
         #expect(await f.sink.health() == .ok)
         await f.stop()
     }
+
+    /// `credential_witnesses` lists host names: an empty list, or an entry that is a URL or has a
+    /// space, is refused at start, naming the key; a good list is taken in lower case.
+    @Test func credentialWitnessesMustBeHostNames() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        func make(_ witnesses: String) async throws -> any NotificationSink {
+            let settings = SinkSettings(
+                name: "webpush",
+                values: ["vapid_private_key": VAPIDKey.generate().privateKeyBase64URL, "subject": "mailto:ops@example.com", "credential_witnesses": witnesses])
+            return try await SinkFactory.webpush.makeSink(
+                SinkContext(name: "webpush", settings: settings, storage: store, feed: FeedSnapshot(), logger: Logger(label: "test"), metrics: HeraldMetrics()))
+        }
+        for bad in [",", "https://fcm.googleapis.com/", "two words"] {
+            do {
+                _ = try await make(bad)
+                Issue.record("credential_witnesses '\(bad)' was taken")
+            } catch let error as HeraldError {
+                #expect(error.message.contains("credential_witnesses"), "\(error.message)")
+            }
+        }
+        let sink = try #require(try await make("Push.Example, .notify.windows.com") as? WebPushSink)
+        #expect(sink.configuration.credentialWitnesses == ["push.example", ".notify.windows.com"])
+        await sink.shutdown()
+    }
 }
