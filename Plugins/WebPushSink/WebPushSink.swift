@@ -115,6 +115,13 @@ public final class WebPushSink: ReleasingSink {
         refusals.fault.map { .degraded(reason: $0) } ?? .ok
     }
 
+    /// The push service a delivery goes to (its subscription endpoint's origin): the delivery
+    /// engine keeps a circuit per push service, so one that is down holds back only its own
+    /// subscribers' pushes.
+    public func endpoint(of delivery: Delivery) -> String? {
+        delivery.recipient.device.flatMap { URL(string: $0.address.key) }.flatMap(VAPIDKey.origin)
+    }
+
     // MARK: Devices
 
     /// A subscription as a browser's `PushSubscription.toJSON()` gives it:
@@ -377,7 +384,12 @@ public final class WebPushSink: ReleasingSink {
                     return .retry(after: nil, reason: fault, scope: .credentials)
                 }
                 return .failed(reason: refusal, scope: .recipient)
-            case 429, 500...599:
+            case 429:
+                // Slow down, for this sender: the push service is answering, so its circuit
+                // does not count it (docs/sinks.md, "Outcomes and their scope").
+                return .retry(
+                    after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason, scope: .message)
+            case 500...599:
                 return .retry(after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason)
             default:
                 return .failed(reason: reason)

@@ -22,6 +22,23 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     /// How long the sink's oldest pending delivery has waited since it was due (its accept),
     /// in seconds; nil with none pending.
     public var oldestWaitingSeconds: Double?
+    /// For a sink whose devices each name their own service (Web Push): the endpoints whose
+    /// circuits are open. Their deliveries wait; the sink's other endpoints are sent to, so the
+    /// sink itself stays `ok`.
+    public var openEndpoints: [OpenEndpoint] = []
+
+    /// One endpoint's open circuit.
+    public struct OpenEndpoint: Sendable, Equatable, Encodable {
+        public var endpoint: String
+        public var reason: String
+        /// When its next round of probes may go out (RFC 3339).
+        public var nextProbeAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case endpoint, reason
+            case nextProbeAt = "next_probe_at"
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
         case name, kind, status, reason
@@ -30,6 +47,7 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
         case failureRate = "failure_rate"
         case judged = "deliveries_judged"
         case oldestWaitingSeconds = "oldest_waiting_seconds"
+        case openEndpoints = "open_endpoints"
     }
 
     /// Asks every sink at once, in registry order; an open circuit makes a sink degraded.
@@ -58,6 +76,10 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
                     report.circuitOpened = circuit.timesOpened
                     (report.failureRate, report.judged) = (circuit.failureRate, circuit.judged)
                     report.oldestWaitingSeconds = oldest[sink.name].map { max(0, now.timeIntervalSince($0)) }
+                    report.openEndpoints = (circuits?.openEndpoints(of: sink.name) ?? []).map {
+                        OpenEndpoint(
+                            endpoint: $0.endpoint, reason: $0.state.reason ?? "its deliveries fail", nextProbeAt: $0.state.nextProbeAt.map(Timestamp.format))
+                    }
                     return (index, report)
                 }
             }

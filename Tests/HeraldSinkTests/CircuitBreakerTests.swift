@@ -31,6 +31,7 @@ import Testing
         // Judged after 5 deliveries; one probe at a time, so each round is one delivery.
         configuration.circuit.minimumCalls = 5
         configuration.circuit.probes = 1
+        (configuration.circuit.probeAfter, configuration.circuit.maxProbeInterval) = (.seconds(30), .seconds(300))
         let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration, metrics: HeraldMetrics(), clock: { clock.date })
         let ids = ObjectIDGenerator()
         // Every delivery of the first batch fails, and the first probe too.
@@ -61,6 +62,8 @@ import Testing
         try await engine.drain()
         #expect(hook.received.count == 9, "one probe")
         #expect(engine.circuits.state(of: "webhook:down").isOpen)
+        let probed = try await notifications.asyncMap { try await store.status(of: $0)?.deliveries.first { $0.sink == "webhook:down" }?.attempts ?? -1 }
+        #expect(probed.allSatisfy { $0 == 1 }, "a probe that failed gave its attempt back: \(probed)")
         clock.advance(30)
         try await engine.drain()
         #expect(hook.received.count == 9, "the interval doubled")
@@ -136,6 +139,62 @@ import Testing
             let outcomes = Array(repeating: DeliveryOutcome.retry(after: nil, reason: "no answer", scope: scope), count: 20)
             #expect(circuits.observe(scope.rawValue, outcomes: outcomes, at: now), "\(scope) opens it")
         }
+    }
+
+    /// Circuits kept per endpoint (Web Push's push services) hold only their own endpoint's
+    /// deliveries: once due, a round of probes is admitted one delivery at a time up to
+    /// `probes`, the rest wait until about when the next round would be due, and a round that
+    /// gets through closes the endpoint's circuit. Another endpoint of the same sink, and the
+    /// sink's own circuit, are untouched throughout.
+    @Test func anEndpointsCircuitHoldsOnlyItsOwnDeliveries() {
+        var configuration = CircuitConfiguration()
+        (configuration.minimumCalls, configuration.probes, configuration.probeAfter) = (5, 2, .seconds(2))
+        let circuits = CircuitBreakers(configuration: configuration)
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        let refused = DeliveryOutcome.retry(after: nil, reason: "connection refused", scope: .provider)
+        #expect(circuits.observe("https://down.example", of: "webpush", outcomes: Array(repeating: refused, count: 5), at: now))
+        #expect(circuits.admit("https://up.example", of: "webpush", at: now) == .send, "another endpoint goes on")
+        #expect(!circuits.state(of: "webpush").isOpen && circuits.openSinks().isEmpty, "the sink's own circuit is not the endpoint's")
+        guard case .wait(let until, let reason) = circuits.admit("https://down.example", of: "webpush", at: now) else {
+            Issue.record("an open endpoint's delivery went out")
+            return
+        }
+        #expect(until == now.addingTimeInterval(2) && reason.contains("the circuit for https://down.example is open"), "\(until) \(reason)")
+        // The round: two probes, then the rest wait.
+        let due = now.addingTimeInterval(2)
+        #expect(circuits.admit("https://down.example", of: "webpush", at: due) == .send)
+        #expect(circuits.admit("https://down.example", of: "webpush", at: due) == .send)
+        #expect(circuits.admit("https://down.example", of: "webpush", at: due) != .send, "two probes a round")
+        // Both fail: the round failed, the next waits twice as long.
+        #expect(circuits.observe("https://down.example", of: "webpush", outcomes: [refused, refused], at: due) == false)
+        #expect(circuits.state(of: "https://down.example", of: "webpush").nextProbeAt == due.addingTimeInterval(4))
+        #expect(circuits.admit("https://down.example", of: "webpush", at: due.addingTimeInterval(3)) != .send)
+        // The next round gets through: closed, everything goes.
+        let next = due.addingTimeInterval(4)
+        #expect(circuits.admit("https://down.example", of: "webpush", at: next) == .send)
+        #expect(circuits.observe("https://down.example", of: "webpush", outcomes: [.delivered], at: next) == false)
+        #expect(!circuits.state(of: "https://down.example", of: "webpush").isOpen)
+        #expect(circuits.admit("https://down.example", of: "webpush", at: next) == .send)
+        #expect(circuits.openEndpoints(of: "webpush").isEmpty)
+    }
+
+    /// A round of probes whose answers never come (a sink that gave no outcome) is given up, so
+    /// the circuit is probed again instead of staying open for good.
+    @Test func aRoundOfProbesThatIsNeverAnsweredIsGivenUp() {
+        var configuration = CircuitConfiguration()
+        (configuration.minimumCalls, configuration.probes) = (5, 1)
+        let circuits = CircuitBreakers(configuration: configuration)
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        let refused = DeliveryOutcome.retry(after: nil, reason: "reset", scope: .provider)
+        #expect(circuits.observe("hook", outcomes: Array(repeating: refused, count: 5), at: now))
+        #expect(circuits.probesDue(at: now.addingTimeInterval(3)) == ["hook"])
+        circuits.probesClaimed("hook", count: 1)
+        #expect(circuits.probesDue(at: now.addingTimeInterval(60)).isEmpty, "its probe is still out")
+        #expect(circuits.probesDue(at: now.addingTimeInterval(200)) == ["hook"], "a round never answered is given up")
+        #expect(circuits.observe("https://a.example", of: "webpush", outcomes: Array(repeating: refused, count: 5), at: now))
+        #expect(circuits.admit("https://a.example", of: "webpush", at: now.addingTimeInterval(3)) == .send)
+        #expect(circuits.admit("https://a.example", of: "webpush", at: now.addingTimeInterval(60)) != .send)
+        #expect(circuits.admit("https://a.example", of: "webpush", at: now.addingTimeInterval(200)) == .send)
     }
 }
 

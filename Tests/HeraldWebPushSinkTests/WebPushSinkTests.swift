@@ -187,6 +187,32 @@ import Testing
         await f.stop()
     }
 
+    /// A push service that is down (every connection refused) opens a circuit of its own: its
+    /// subscribers' pushes wait for its probes without spending attempts, and every other push
+    /// service is sent to at once, as is the sink's circuit left closed.
+    @Test func aPushServiceThatIsDownHoldsOnlyItsOwnSubscribers() async throws {
+        let f = try await Fixture.start()
+        let closed = try Loopback.freePort()
+        let down = (1...20).map { "down-\($0)" }
+        for user in down { try await f.register(user, user, endpoint: "http://127.0.0.1:\(closed)/push/\(user)") }
+        try await f.register("ana", "ana-1")
+        _ = try await f.service.send(NotificationSubmission(type: "generic", title: "first", body: "b", userIDs: down + ["ana"]))
+        try await f.engine.processDue()
+        let open = f.engine.circuits.openEndpoints(of: f.sink.name)
+        #expect(open.map(\.endpoint) == ["http://127.0.0.1:\(closed)"], "\(open.map(\.endpoint))")
+        #expect(open.first?.state.reason?.contains("0 of its last 20 deliveries got through") == true)
+        #expect(!f.engine.circuits.state(of: f.sink.name).isOpen, "the sink's own circuit stays closed")
+
+        let second = try await f.service.send(NotificationSubmission(type: "generic", title: "second", body: "b", userIDs: down + ["ana"])).receipt
+        try await f.engine.processDue()
+        #expect(f.emulator.received.filter { $0.subscription == "ana-1" }.map(\.status) == [201, 201], "the working service is not held")
+        let held = try #require(try await f.store.status(of: second.id)).deliveries.filter { $0.sink == f.sink.name && $0.userID != "ana" }
+        #expect(held.count == 20)
+        #expect(held.allSatisfy { $0.state == .pending && $0.attempts == 0 }, "held, no attempt spent: \(held.map(\.attempts))")
+        #expect(held.allSatisfy { $0.lastError?.contains("the circuit for http://127.0.0.1:\(closed) is open") == true }, "\(held.first?.lastError ?? "")")
+        await f.stop()
+    }
+
     /// Anyone can register a subscription at a server that takes connections and never answers.
     /// Each send there held its share of the sink for the whole timeout, every time; after a
     /// few sends without an answer the origin is held: its sends are retried later without a

@@ -16,8 +16,10 @@ public struct CircuitConfiguration: Sendable, Equatable {
     /// `successFloor` of them (and at least one) is delivered.
     public var probes = 10
     /// The first probes go out this long after the circuit opens; each failed round doubles it.
-    public var probeAfter: Duration = .seconds(30)
-    public var maxProbeInterval: Duration = .seconds(300)
+    /// Short, so a provider that comes back is sending again within seconds (a probe round
+    /// that fails costs no attempt: ``DeliveryUpdate/givesBackAttempt``).
+    public var probeAfter: Duration = .seconds(2)
+    public var maxProbeInterval: Duration = .seconds(8)
 
     public init() {}
 }
@@ -43,6 +45,8 @@ public final class CircuitBreakers: Sendable {
         /// Probe deliveries claimed and not yet answered, and the answers so far.
         var probesOutstanding = 0
         var probeResults: [Bool] = []
+        /// When the current round of probes began (``abandonStaleRound(_:at:)``).
+        var probesStartedAt: Date?
         /// How often this circuit has opened.
         public var timesOpened = 0
 
@@ -61,6 +65,13 @@ public final class CircuitBreakers: Sendable {
 
     private let configuration: CircuitConfiguration
     private let states = Mutex<[String: State]>([:])
+    /// Circuits per (sink, endpoint) for sinks whose devices each name their own service.
+    private let endpoints = Mutex<[EndpointKey: State]>([:])
+
+    private struct EndpointKey: Hashable {
+        var sink: String
+        var endpoint: String
+    }
 
     public init(configuration: CircuitConfiguration = .init()) {
         self.configuration = configuration
@@ -88,10 +99,14 @@ public final class CircuitBreakers: Sendable {
     func probesDue(at now: Date) -> [String] {
         states.withLock { states in
             var due: [String] = []
-            for (sink, state) in states where state.isOpen && !state.probing && (state.nextProbeAt ?? now) <= now {
-                states[sink]?.probesOutstanding = 1
-                states[sink]?.probeResults = []
-                due.append(sink)
+            for sink in states.keys {
+                guard var state = states[sink], state.isOpen else { continue }
+                abandonStaleRound(&state, at: now)
+                if !state.probing && (state.nextProbeAt ?? now) <= now {
+                    (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (1, [], now)
+                    due.append(sink)
+                }
+                states[sink] = state
             }
             return due.sorted()
         }
@@ -110,42 +125,122 @@ public final class CircuitBreakers: Sendable {
     /// Counts a sink's outcomes, in order. - Returns: true when this opened the circuit.
     @discardableResult
     func observe(_ sink: String, outcomes: [DeliveryOutcome], at now: Date) -> Bool {
-        let counted = outcomes.compactMap(Self.counts)
-        return states.withLock { states in
+        states.withLock { states in
             var state = states[sink] ?? State()
             defer { states[sink] = state }
-            if state.probing {
-                // Every answer completes a probe; one about a message or a recipient (a 503 for
-                // this message) shows the provider answering, so it counts as getting through.
-                state.probeResults += outcomes.map { Self.counts($0) ?? true }
-                guard state.probeResults.count >= state.probesOutstanding else { return false }
-                let delivered = state.probeResults.filter { $0 }.count
-                if delivered > 0 && Double(delivered) >= configuration.successFloor * Double(state.probeResults.count) {
-                    state = State(timesOpened: state.timesOpened)
-                } else {
-                    let doubled = state.probeInterval * 2
-                    state.probeInterval = doubled > configuration.maxProbeInterval ? configuration.maxProbeInterval : doubled
-                    state.nextProbeAt = now.addingTimeInterval(state.probeInterval.seconds)
-                    state.reason = "its probes were not delivered either (\(delivered) of \(state.probeResults.count))"
-                    (state.probesOutstanding, state.probeResults) = (0, [])
-                }
-                return false
-            }
-            guard !counted.isEmpty else { return false }
-            state.recent += counted
-            if state.recent.count > max(1, configuration.window) { state.recent.removeFirst(state.recent.count - max(1, configuration.window)) }
-            guard !state.isOpen, state.recent.count >= max(1, configuration.minimumCalls) else { return false }
-            let delivered = state.recent.filter { $0 }.count
-            guard Double(delivered) < configuration.successFloor * Double(state.recent.count) else { return false }
-            state.openedAt = now
-            state.reason = "\(delivered) of its last \(state.recent.count) deliveries got through (the floor is \(Self.percent(configuration.successFloor)))"
-            state.probeInterval = configuration.probeAfter
-            state.nextProbeAt = now.addingTimeInterval(configuration.probeAfter.seconds)
-            state.timesOpened += 1
-            state.recent = []
-            return true
+            return judge(&state, outcomes, at: now)
         }
     }
+
+    /// Counts outcomes into `state`, opening it, or closing or reopening it at the end of a
+    /// round of probes. - Returns: true when this opened the circuit.
+    private func judge(_ state: inout State, _ outcomes: [DeliveryOutcome], at now: Date) -> Bool {
+        if state.probing {
+            // Every answer completes a probe; one about a message or a recipient (a 503 for
+            // this message) shows the provider answering, so it counts as getting through.
+            state.probeResults += outcomes.map { Self.counts($0) ?? true }
+            guard state.probeResults.count >= state.probesOutstanding else { return false }
+            let delivered = state.probeResults.filter { $0 }.count
+            if delivered > 0 && Double(delivered) >= configuration.successFloor * Double(state.probeResults.count) {
+                state = State(timesOpened: state.timesOpened)
+            } else {
+                let doubled = state.probeInterval * 2
+                state.probeInterval = doubled > configuration.maxProbeInterval ? configuration.maxProbeInterval : doubled
+                state.nextProbeAt = now.addingTimeInterval(state.probeInterval.seconds)
+                state.reason = "its probes were not delivered either (\(delivered) of \(state.probeResults.count))"
+                (state.probesOutstanding, state.probeResults) = (0, [])
+            }
+            return false
+        }
+        let counted = outcomes.compactMap(Self.counts)
+        guard !counted.isEmpty else { return false }
+        state.recent += counted
+        if state.recent.count > max(1, configuration.window) { state.recent.removeFirst(state.recent.count - max(1, configuration.window)) }
+        guard !state.isOpen, state.recent.count >= max(1, configuration.minimumCalls) else { return false }
+        let delivered = state.recent.filter { $0 }.count
+        guard Double(delivered) < configuration.successFloor * Double(state.recent.count) else { return false }
+        state.openedAt = now
+        state.reason = "\(delivered) of its last \(state.recent.count) deliveries got through (the floor is \(Self.percent(configuration.successFloor)))"
+        state.probeInterval = configuration.probeAfter
+        state.nextProbeAt = now.addingTimeInterval(configuration.probeAfter.seconds)
+        state.timesOpened += 1
+        state.recent = []
+        return true
+    }
+
+    /// A round of probes whose answers never all came (a sink that gave no outcome for some,
+    /// or storage that failed while they were recorded) is given up after two minutes, longer
+    /// than any provider's answer takes, so the circuit is probed again rather than held forever.
+    private func abandonStaleRound(_ state: inout State, at now: Date) {
+        guard state.probing, let started = state.probesStartedAt, now.timeIntervalSince(started) > 120 else { return }
+        (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (0, [], nil)
+    }
+
+    // MARK: Endpoints
+
+    /// Whether one delivery to an endpoint of a sink whose devices each name their own service
+    /// goes out now: the endpoint's circuit is closed, or this is one of a round of probes; or
+    /// waits until `until`, its attempt given back.
+    enum Admission: Equatable {
+        case send
+        case wait(until: Date, reason: String)
+    }
+
+    /// Admits or holds one delivery to `endpoint` of `sink` (``Admission``). A round of probes
+    /// is the first ``probeBatch`` deliveries admitted once its probes are due; a round whose
+    /// answers never all came is given up (``abandonStaleRound(_:at:)``).
+    func admit(_ endpoint: String, of sink: String, at now: Date) -> Admission {
+        endpoints.withLock { endpoints in
+            let key = EndpointKey(sink: sink, endpoint: endpoint)
+            guard var state = endpoints[key], state.isOpen else { return .send }
+            defer { endpoints[key] = state }
+            abandonStaleRound(&state, at: now)
+            if !state.probing, (state.nextProbeAt ?? now) <= now {
+                (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (1, [], now)
+                return .send
+            }
+            if state.probing, state.probeResults.isEmpty, state.probesOutstanding < probeBatch {
+                state.probesOutstanding += 1
+                return .send
+            }
+            // While a round is out, until about when the next would be due; else the next round.
+            let until = state.probing ? now.addingTimeInterval(max(state.probeInterval.seconds, 1)) : state.nextProbeAt ?? now.addingTimeInterval(1)
+            return .wait(until: until, reason: "the circuit for \(endpoint) is open: \(state.reason ?? "its deliveries fail")")
+        }
+    }
+
+    /// Counts the outcomes of deliveries to one endpoint of a sink. - Returns: true when this
+    /// opened the endpoint's circuit.
+    @discardableResult
+    func observe(_ endpoint: String, of sink: String, outcomes: [DeliveryOutcome], at now: Date) -> Bool {
+        endpoints.withLock { endpoints in
+            let key = EndpointKey(sink: sink, endpoint: endpoint)
+            var state = endpoints[key] ?? State()
+            let opened = judge(&state, outcomes, at: now)
+            endpoints[key] = state
+            // Closed circuits with nothing against them are forgotten first, so a sink with
+            // endpoints beyond count keeps a bounded map.
+            if endpoints.count > Self.endpointLimit {
+                for (other, remembered) in endpoints where other != key && !remembered.isOpen { endpoints[other] = nil }
+            }
+            return opened
+        }
+    }
+
+    /// The endpoints of `sink` whose circuits are open, by endpoint.
+    public func openEndpoints(of sink: String) -> [(endpoint: String, state: State)] {
+        endpoints.withLock { endpoints in
+            endpoints.filter { $0.key.sink == sink && $0.value.isOpen }.map { ($0.key.endpoint, $0.value) }.sorted { $0.endpoint < $1.endpoint }
+        }
+    }
+
+    /// The state of one endpoint's circuit (closed when never seen).
+    public func state(of endpoint: String, of sink: String) -> State {
+        endpoints.withLock { $0[EndpointKey(sink: sink, endpoint: endpoint)] ?? State() }
+    }
+
+    /// Endpoint circuits kept at once; past it, closed ones are forgotten.
+    static let endpointLimit = 4096
 
     /// Whether an outcome says something of the provider: delivered (true), failed for the
     /// provider or the credentials (false); nil for a failure about one message or recipient.

@@ -58,9 +58,13 @@ extension DeliveryEngine {
         return (screened, live)
     }
 
-    /// Feeds the sink's circuit, unless each of its devices names its own service.
-    func observeCircuit(of sink: any NotificationSink, named name: String, _ outcomes: [DeliveryOutcome], at answered: Date) {
-        guard !sink.capabilities.contains(.endpointPerDevice) else { return }
+    /// Feeds the sink's circuit, or for a sink whose devices each name their own service the
+    /// circuit of each delivery's endpoint (``NotificationSink/endpoint(of:)``).
+    func observeCircuit(of sink: any NotificationSink, named name: String, _ deliveries: [Delivery], _ outcomes: [DeliveryOutcome], at answered: Date) {
+        if sink.capabilities.contains(.endpointPerDevice) {
+            observeEndpointCircuits(of: sink, named: name, deliveries, outcomes, at: answered)
+            return
+        }
         let wasOpen = circuits.isOpen(name)
         guard circuits.observe(name, outcomes: outcomes, at: answered) else {
             if wasOpen && !circuits.isOpen(name) {
@@ -72,9 +76,63 @@ extension DeliveryEngine {
         let state = circuits.state(of: name)
         timeline.circuit(sink: name, opened: true, reason: state.reason, at: answered)
         logger.error(
-            "the circuit of sink '\(name)' is open: \(state.reason ?? "its deliveries fail"); its deliveries wait, and \(circuits.probeBatch) probes go out in \(configuration.circuit.probeAfter)"
+            "the circuit of sink '\(name)' is open: \(state.reason ?? "its deliveries fail"); its deliveries wait, and \(circuits.probeBatch) probes go out in \(state.probeInterval)"
         )
         metrics.circuitOpened(sink: name)
+    }
+
+    /// Feeds the circuit of each delivery's endpoint; the sink's own is never opened by them.
+    private func observeEndpointCircuits(
+        of sink: any NotificationSink, named name: String, _ deliveries: [Delivery], _ outcomes: [DeliveryOutcome], at answered: Date
+    ) {
+        var byEndpoint: [String: [DeliveryOutcome]] = [:]
+        for (delivery, outcome) in zip(deliveries, outcomes) { byEndpoint[endpoint(of: delivery, in: sink), default: []].append(outcome) }
+        for (endpoint, outcomes) in byEndpoint.sorted(by: { $0.key < $1.key }) {
+            let wasOpen = circuits.state(of: endpoint, of: name).isOpen
+            guard circuits.observe(endpoint, of: name, outcomes: outcomes, at: answered) else {
+                if wasOpen && !circuits.state(of: endpoint, of: name).isOpen {
+                    logger.notice("the circuit for \(endpoint) of sink '\(name)' closed: its probes got through")
+                }
+                continue
+            }
+            let state = circuits.state(of: endpoint, of: name)
+            logger.error(
+                "the circuit for \(endpoint) of sink '\(name)' is open: \(state.reason ?? "its deliveries fail"); deliveries to it wait, and probes go out in \(state.probeInterval); other endpoints are not held"
+            )
+            metrics.circuitOpened(sink: name)
+        }
+    }
+
+    /// The endpoint a delivery's circuit is kept for; one for every delivery the sink cannot
+    /// place.
+    func endpoint(of delivery: Delivery, in sink: any NotificationSink) -> String {
+        sink.endpoint(of: delivery) ?? "(unknown endpoint)"
+    }
+
+    /// Whether a delivery's circuit (its sink's, or its endpoint's) is open now: a failure
+    /// that speaks of the provider then gives its attempt back, since nothing is to fail because
+    /// the provider is down.
+    func circuitIsOpen(for delivery: Delivery, in sink: any NotificationSink) -> Bool {
+        sink.capabilities.contains(.endpointPerDevice)
+            ? circuits.state(of: endpoint(of: delivery, in: sink), of: delivery.sink).isOpen : circuits.isOpen(delivery.sink)
+    }
+
+    /// Splits `deliveries` of a sink whose devices each name their own service into those that
+    /// go out now and those held (with their updates: pending until the endpoint's next probe,
+    /// their attempt given back) because their endpoint's circuit is open.
+    func admit(_ deliveries: [Delivery], to sink: any NotificationSink, now: Date) -> (held: [(Delivery, DeliveryUpdate)], sent: [Delivery]) {
+        guard sink.capabilities.contains(.endpointPerDevice) else { return ([], deliveries) }
+        var (held, sent): ([(Delivery, DeliveryUpdate)], [Delivery]) = ([], [])
+        for delivery in deliveries {
+            switch circuits.admit(endpoint(of: delivery, in: sink), of: delivery.sink, at: now) {
+            case .send: sent.append(delivery)
+            case .wait(let until, let reason):
+                var update = DeliveryUpdate(id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason, nextAttemptAt: until)
+                update.givesBackAttempt = true
+                held.append((delivery, update))
+            }
+        }
+        return (held, sent)
     }
 
     /// One log line and the metrics for each delivery outcome.
@@ -95,6 +153,19 @@ extension DeliveryEngine {
         if result.removeDevice != nil { metrics.deadTokenRemoved(sink: sink) }
     }
 
+    /// `update(for:outcome:now:)`, with the attempt given back for a failure that speaks of the
+    /// provider while its circuit is open (a probe that was not delivered either).
+    func update(for delivery: Delivery, outcome: DeliveryOutcome, in sink: any NotificationSink, now: Date) -> DeliveryUpdate {
+        guard case .retry(let after, let reason, let scope) = outcome, scope.countsAgainstProvider, circuitIsOpen(for: delivery, in: sink) else {
+            return update(for: delivery, outcome: outcome, now: now)
+        }
+        let delay = retryDelay(after: after, attempt: max(delivery.attempt - 1, 1))
+        var update = DeliveryUpdate(
+            id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason, nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0)))
+        update.givesBackAttempt = true
+        return update
+    }
+
     func update(for delivery: Delivery, outcome: DeliveryOutcome, now: Date) -> DeliveryUpdate {
         switch outcome {
         case .delivered:
@@ -108,11 +179,16 @@ extension DeliveryEngine {
                 return DeliveryUpdate(
                     id: delivery.id, state: .dead, attempts: delivery.attempt, lastError: "gave up after \(delivery.attempt) attempts: \(reason)")
             }
-            let delay = after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: delivery.attempt)
+            let delay = retryDelay(after: after, attempt: delivery.attempt)
             return DeliveryUpdate(
                 id: delivery.id, state: .pending, attempts: delivery.attempt, lastError: reason,
                 nextAttemptAt: now.addingTimeInterval(max(delay.seconds, 0))
             )
         }
+    }
+
+    /// The provider's `Retry-After` (capped), or the backoff after `attempt`.
+    func retryDelay(after: Duration?, attempt: Int) -> Duration {
+        after.map { min(max($0, .zero), configuration.maxRetryAfter) } ?? configuration.retry.delay(afterAttempt: attempt)
     }
 }

@@ -285,7 +285,10 @@ public final class DeliveryEngine: Service {
             return
         }
         let now = clock()
-        let (screened, live) = screen(deliveries, for: sink, now: now)
+        let (refused, admitted) = screen(deliveries, for: sink, now: now)
+        // An endpoint whose circuit is open holds its deliveries; the sink's other endpoints go on.
+        let (held, live) = admit(admitted, to: sink, now: now)
+        let screened = refused + held
         let reports = SinkReports(count: live.count)
         if !screened.isEmpty {
             do {
@@ -303,8 +306,10 @@ public final class DeliveryEngine: Service {
                     // Retry-After and backoff count from the provider's answer, not from the send.
                     let answered = self.clock()
                     let delivered = taken.map { live[$0.index] }
-                    let updates = zip(delivered, taken).map { self.update(for: $0, outcome: $1.outcome, now: answered) }
-                    self.observeCircuit(of: sink, named: name, taken.map(\.outcome), at: answered)
+                    // Judged by the circuit as it was: a failure answered while it was already
+                    // open (a probe's, or one sent before it opened) gives its attempt back.
+                    let updates = zip(delivered, taken).map { self.update(for: $0, outcome: $1.outcome, in: sink, now: answered) }
+                    self.observeCircuit(of: sink, named: name, delivered, taken.map(\.outcome), at: answered)
                     do {
                         try await self.settle(delivered, updates, of: name, progress, share)
                     } catch {

@@ -19,8 +19,9 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     /// (``NotificationSink/updateTopicMembership(_:)``), when `topics.manage_fcm_membership` is on.
     public static let topicMembership = SinkCapabilities(rawValue: 1 << 5)
     /// Each device names the service it is sent to (a Web Push subscription's push service,
-    /// chosen by the user's browser or by the user): one device's failures say nothing of the
-    /// sink, so they never open its circuit, which would hold back every other user's pushes.
+    /// chosen by the user's browser or by the user): one service's failures say nothing of the
+    /// sink, so the circuits are kept per service (``NotificationSink/endpoint(of:)``), never
+    /// for the sink, which would hold back every other user's pushes.
     public static let endpointPerDevice = SinkCapabilities(rawValue: 1 << 6)
 }
 
@@ -200,6 +201,11 @@ public protocol NotificationSink: Sendable {
     /// Rules the sink brings with its configuration (a webhook's `match`): which notifications
     /// reach it besides those an operator's `routing` rules send. The default is none.
     var routingRules: [RoutingRule] { get }
+    /// For a sink with `.endpointPerDevice`: the service one delivery goes to (a push service's
+    /// origin), which its circuit is kept for, so one failing service holds back only its own
+    /// deliveries. nil (the default) keeps them under one circuit for every endpoint the sink
+    /// cannot tell apart.
+    func endpoint(of delivery: Delivery) -> String?
 }
 
 extension NotificationSink {
@@ -238,6 +244,8 @@ extension NotificationSink {
     public func health() async -> SinkHealth { .ok }
 
     public var routingRules: [RoutingRule] { [] }
+
+    public func endpoint(of delivery: Delivery) -> String? { nil }
 
     /// A short description for `herald sinks` and logs.
     public var summary: String {

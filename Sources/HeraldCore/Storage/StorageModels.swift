@@ -121,6 +121,10 @@ public struct DeliveryUpdate: Sendable, Equatable {
     public var nextAttemptAt: Date?
     /// A device to remove at once because the provider reported its token gone.
     public var removeDevice: ObjectID?
+    /// For a delivery that stays pending: the claim's attempt is given back, since the provider
+    /// was down (its circuit open) or the delivery was held before it was sent; the circuit's
+    /// outage must not make it run out of attempts (docs/durability.md, "A sink that is down").
+    public var givesBackAttempt = false
 
     public init(id: Int64, state: DeliveryState, attempts: Int, lastError: String? = nil, nextAttemptAt: Date? = nil, removeDevice: ObjectID? = nil) {
         self.id = id

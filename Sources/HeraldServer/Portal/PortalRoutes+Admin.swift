@@ -136,7 +136,9 @@ extension PortalRoutes {
             sinks.append([
                 "chart": TimelineChart.svg(sink: report.name, minutes: history.minutes, changes: history.changes, now: now),
                 "name": report.name, "kind": report.kind, "status": report.status, "reason": report.reason ?? "",
-                "circuit": report.circuitOpen ? "open" : "closed", "opened": report.circuitOpened,
+                "circuit": report.circuitOpen
+                    ? "open" : report.openEndpoints.isEmpty ? "closed" : "open for \(report.openEndpoints.map(\.endpoint).joined(separator: ", "))",
+                "opened": report.circuitOpened,
                 "failures": report.judged == 0 ? "—" : "\(Int((report.failureRate * 100).rounded())) % of \(report.judged)",
                 "waiting": report.oldestWaitingSeconds.map { "\(Int($0.rounded())) s" } ?? "—",
             ])

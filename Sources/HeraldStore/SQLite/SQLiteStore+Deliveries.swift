@@ -52,15 +52,16 @@ extension SQLiteStore {
             // Fenced by the attempt: a stale worker's outcome changes nothing.
             let statement = try db.cachedStatement(
                 sql: """
-                    UPDATE deliveries SET state = ?, last_error = ?, next_attempt_at = ?, leased = 0, updated_at = ?
+                    UPDATE deliveries SET state = ?, last_error = ?, next_attempt_at = ?, leased = 0, updated_at = ?, attempts = attempts - ?
                     WHERE id = ? AND attempts = ? AND state = 'pending'
                     """
             )
             var applied: [DeliveryUpdate] = []
             for update in updates {
+                let givesBack = update.state == .pending && update.givesBackAttempt && update.attempts > 0
                 try statement.execute(arguments: [
                     update.state.rawValue, update.lastError, update.state == .pending ? update.nextAttemptAt.map(Self.micros) ?? now : nil, now,
-                    update.id, update.attempts,
+                    givesBack ? 1 : 0, update.id, update.attempts,
                 ])
                 if db.changesCount > 0 { applied.append(update) }
             }
