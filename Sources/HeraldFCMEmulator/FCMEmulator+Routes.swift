@@ -101,7 +101,9 @@ extension FCMEmulator {
             state.peakSendsInFlight = max(state.peakSendsInFlight, state.sendsInFlight)
         }
         let (response, validateOnly) = await answer(root, body: data)
-        let topic = (root?["message"] as? [String: Any])?["topic"] as? String
+        let message = root?["message"] as? [String: Any]
+        let topic = message?["topic"] as? String
+        let messageKey = "\(message?["token"] as? String ?? topic ?? "")|\((message?["data"] as? [String: Any])?["id"] as? String ?? "")"
         state.withLock { state in
             state.received.append(
                 Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly, httpVersion: context.httpVersion))
@@ -109,6 +111,7 @@ extension FCMEmulator {
             state.sendsInFlight -= 1
             if response.status == .ok && !validateOnly {
                 state.delivered += 1
+                state.acceptedByMessage[messageKey, default: (0, Date())].count += 1
                 // A topic message reaches the topic's members, and nobody else.
                 if let topic {
                     state.topicMessages[topic, default: 0] += 1
@@ -298,6 +301,13 @@ extension FCMEmulator {
                 "delivered": state.delivered, "requests": state.received.count, "token_requests": state.tokenRequests, "topics": topics,
                 "send_connections": state.sendConnections.count, "peak_sends_in_flight": state.peakSendsInFlight,
                 "requests_by_http_version": versions,
+                // Messages (by token or topic, and the notification id in their data) accepted
+                // more than once: what a fault bench counts as sent twice.
+                "accepted_twice": state.acceptedByMessage.values.reduce(0) { $0 + max(0, $1.count - 1) },
+                // When each of those was first accepted (seconds since 1970, at most 10 000), so
+                // a bench can tell a push sent again after a process was killed between the
+                // provider's accept and its record (at-least-once) from one sent twice otherwise.
+                "accepted_twice_first_at": state.acceptedByMessage.values.filter { $0.count > 1 }.prefix(10_000).map { $0.first.timeIntervalSince1970 },
             ]
         }
         return try json(body, status: .ok)

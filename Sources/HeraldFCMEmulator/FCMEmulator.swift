@@ -69,6 +69,8 @@ public final class FCMEmulator: Sendable {
         var attemptsByToken: [String: Int] = [:]
         /// Attempts of each message, by token and the notification id in its data.
         var attemptsByMessage: [String: Int] = [:]
+        /// Times each message was accepted, by the same key, and when it first was.
+        var acceptedByMessage: [String: (count: Int, first: Date)] = [:]
         var port: Int?
         var tokenEndpointDown = false
         /// Instance ID topic membership: topic → registration tokens.
@@ -170,6 +172,8 @@ public final class FCMEmulator: Sendable {
             state.received = []
             state.delivered = 0
             state.attemptsByToken = [:]
+            state.attemptsByMessage = [:]
+            state.acceptedByMessage = [:]
             state.tokenRequests = 0
             state.topicMessages = [:]
             state.topicDeliveries = [:]

@@ -14,14 +14,19 @@ struct FaultOptions: ParsableArguments {
     @Option(name: .customLong("reset-rate"), parsing: .unconditional, help: "Share of sends (0-1) whose connection is dropped with no answer.")
     var resetRate = 0.0
 
-    @Option(parsing: .unconditional, help: "Seconds added before every send's answer.")
+    @Option(parsing: .unconditional, help: "Seconds added before a send's answer (every send's, unless --latency-rate says otherwise).")
     var latency = 0.0
+
+    @Option(
+        name: .customLong("latency-rate"), parsing: .unconditional,
+        help: "Share of sends (0-1) whose answer --latency delays: spikes rather than a slow provider.")
+    var latencyRate = 1.0
 
     @Option(name: .customLong("outage-for"), parsing: .unconditional, help: "Seconds, from the first send, during which every send is dropped with no answer.")
     var outageFor = 0.0
 
     func validate() throws {
-        for (name, rate) in [("--fail-rate", failRate), ("--rate-limit-rate", rateLimitRate), ("--reset-rate", resetRate)] {
+        for (name, rate) in [("--fail-rate", failRate), ("--rate-limit-rate", rateLimitRate), ("--reset-rate", resetRate), ("--latency-rate", latencyRate)] {
             guard rate.isFinite, (0...1).contains(rate) else { throw ValidationError("\(name) must be a share between 0 and 1") }
         }
         guard failRate + rateLimitRate + resetRate <= 1 else { throw ValidationError("--fail-rate, --rate-limit-rate and --reset-rate add up to more than 1") }
@@ -33,6 +38,7 @@ struct FaultOptions: ParsableArguments {
         var modes = FaultModes()
         (modes.failRate, modes.rateLimitRate, modes.resetRate) = (failRate, rateLimitRate, resetRate)
         modes.latency = .saturating(seconds: latency)
+        modes.latencyRate = latencyRate
         modes.outageFor = .saturating(seconds: outageFor)
         return modes
     }

@@ -568,6 +568,7 @@ import Testing
         ("herald", ["apns-emulator", "--reset-rate", "2"], "--reset-rate must be a share between 0 and 1"),
         ("herald", ["webpush-emulator", "--fail-rate", "0.6", "--rate-limit-rate", "0.6"], "add up to more than 1"),
         ("herald", ["fcm-emulator", "--latency", "-1"], "--latency must be 0-300 seconds"),
+        ("herald", ["fcm-emulator", "--latency", "2", "--latency-rate", "1.5"], "--latency-rate must be a share between 0 and 1"),
         ("herald", ["apns-emulator", "--outage-for", "nan"], "--outage-for must be 0-3600 seconds"),
         ("herald", ["fcm-emulator", "--fail-first", "-2"], "--fail-first must be 0-100"),
     ])

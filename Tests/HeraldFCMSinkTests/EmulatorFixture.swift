@@ -11,12 +11,12 @@ import Synchronization
 import Testing
 
 /// An FCM emulator on a free loopback port, an FCM sink pointed at it, and a delivery engine
-/// on a real SQLite store.
+/// on a real store: SQLite in memory, or with `postgres` a fresh PostgreSQL database.
 final class EmulatorFixture: Sendable {
     let emulator: FCMEmulator
     let running: Task<Void, any Error>
     let sink: FCMSink
-    let store: SQLiteStore
+    let store: any ServerStorage
     let engine: DeliveryEngine
     let service: NotificationService
     let sinks: SinkRegistry
@@ -40,7 +40,7 @@ final class EmulatorFixture: Sendable {
         trustCertificate: Bool = true, maxConcurrency: Int = 8, connections: Int? = nil, requestTimeout: Duration = .seconds(30),
         slowLatency: Duration = .milliseconds(300), releaseSlowSendsAt: Int? = nil, batchSize: Int = 256, failFirst: Int = 0,
         faults: (FCMEmulator.Configuration) -> FCMEmulator.Configuration = { $0 }, circuit: CircuitConfiguration = .init(),
-        clock: @escaping @Sendable () -> Date = { Date() }
+        postgres: Bool = false, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> EmulatorFixture {
         var configuration = FCMEmulator.Configuration()
         configuration.failFirst = failFirst
@@ -70,7 +70,9 @@ final class EmulatorFixture: Sendable {
         } else {
             sink = try await FCMSink(configuration: sinkConfiguration, http: Self.http, clock: clock)
         }
-        let store = try SQLiteStore(path: ":memory:")
+        let store: any ServerStorage =
+            postgres ? try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: .seconds(60)) : try SQLiteStore(path: ":memory:")
+        TestResources.register { await store.close() }
         try await store.migrate()
         let sinks = try SinkRegistry([HistorySink(store: store), sink])
         var engineConfiguration = DeliveryEngineConfiguration()
@@ -86,7 +88,7 @@ final class EmulatorFixture: Sendable {
     }
 
     private init(
-        emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: SQLiteStore, engine: DeliveryEngine, service: NotificationService,
+        emulator: FCMEmulator, running: Task<Void, any Error>, sink: FCMSink, store: any ServerStorage, engine: DeliveryEngine, service: NotificationService,
         sinks: SinkRegistry
     ) {
         self.sinks = sinks

@@ -11,7 +11,7 @@ import Testing
 /// the FCM emulator fails in each way a provider under load does, and Herald keeps delivering.
 /// Every row: nothing lost (each delivery ends delivered, or dead or failed with its reason),
 /// nothing twice (the emulator accepted each message at most once), and progress during the
-/// fault.
+/// fault. On SQLite, and on PostgreSQL when the tests have a server (`./scripts/test` starts one).
 @Suite(.cleansUp) struct FaultMatrixTests {
     struct Row: Sendable, CustomStringConvertible {
         let description: String
@@ -33,8 +33,11 @@ import Testing
         ]
     }
 
-    @Test(arguments: Row.all)
-    func heraldKeepsDeliveringThrough(_ row: Row) async throws {
+    /// The engines the matrix runs on.
+    static var engines: [String] { ["sqlite"] + (PostgresTestDatabase.serverURL == nil ? [] : ["postgres"]) }
+
+    @Test(arguments: Row.all, engines)
+    func heraldKeepsDeliveringThrough(_ row: Row, engine: String) async throws {
         // Short backoffs and probes, so a row takes seconds; five attempts, as by default.
         var circuit = CircuitConfiguration()
         (circuit.minimumCalls, circuit.probeAfter, circuit.maxProbeInterval) = (10, .milliseconds(500), .seconds(1))
@@ -44,7 +47,7 @@ import Testing
                 var configuration = configuration
                 row.faults(&configuration)
                 return configuration
-            }, circuit: circuit)
+            }, circuit: circuit, postgres: engine == "postgres")
         let users = (0..<20).map { "u\($0)" }
         for user in users { try await f.register(user, "tok-\(user)") }
         var ids: [ObjectID] = []
