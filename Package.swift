@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldProcessTuning", targets: ["HeraldProcessTuning"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
         .library(name: "HeraldFCMSink", targets: ["HeraldFCMSink"]),
@@ -236,10 +237,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What a server process tunes about itself (heaps, file limit): for executables only,
+        // so embedding HeraldServer changes nothing process-wide.
+        .target(
+            name: "HeraldProcessTuning",
+            dependencies: ["CGlibcMalloc"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldServer",
             dependencies: [
-                "CGlibcMalloc",
                 "HeraldCore",
                 "HeraldStore",
                 "HeraldHistorySink",
@@ -276,6 +283,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldServer",
+                "HeraldProcessTuning",
                 "HeraldStore",
                 "HeraldFCMEmulator",
                 "HeraldWebPushEmulator",
@@ -405,6 +413,7 @@ let package = Package(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldServer",
+                "HeraldProcessTuning",
                 "HeraldTestSupport",
                 "HeraldCore",
                 "HeraldStore",

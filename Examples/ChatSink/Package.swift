@@ -23,7 +23,10 @@ let package = Package(
         // Herald's server with the built-in sinks plus this one.
         .executableTarget(
             name: "herald-chat",
-            dependencies: ["ChatSink", .product(name: "HeraldServer", package: "herald"), .product(name: "HeraldCore", package: "herald")]
+            dependencies: [
+                "ChatSink", .product(name: "HeraldServer", package: "herald"), .product(name: "HeraldCore", package: "herald"),
+                .product(name: "HeraldProcessTuning", package: "herald"),
+            ]
         ),
     ]
 )

@@ -63,12 +63,11 @@ public struct HeraldServer: Sendable {
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
         logger: Logger? = nil
     ) async throws -> HeraldServer {
-        // Here rather than in `herald serve`, so an operator's own server binary (a main that
-        // calls this, as Examples/ChatSink does) keeps the same memory profile.
-        MallocArenas.limitToOnePerCore()
+        // Nothing process-wide here (an embedder's process is its own): `herald serve` tunes
+        // the process first (ProcessTuning), and this only says when its file limit is short.
         let logger = configuration.logger(logger)
         for warning in configuration.warnings { logger.warning("\(warning)") }
-        if let limit = OpenFileLimit.raiseToHardLimit(), let warning = OpenFileLimit.warning(limit: limit, maxConnections: configuration.maxConnections) {
+        if let limit = OpenFileLimit.current(), let warning = OpenFileLimit.warning(limit: limit, maxConnections: configuration.maxConnections) {
             logger.warning("\(warning)")
         }
         // One registry per server (not the process-wide swift-metrics bootstrap), so servers

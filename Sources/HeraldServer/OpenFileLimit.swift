@@ -8,32 +8,19 @@ import Foundation
     import Darwin
 #endif
 
-/// The process's limit on open files, which bounds its connections.
-///
-/// Every connection is a file. A systemd service and a login shell start with a soft limit of
-/// 1 024 (the hard limit is usually far higher), so with `server.max_connections` at 4 096 the
-/// server stopped accepting at about a thousand: NIO backs off while `accept` fails, the clients
-/// past it waited in the listen backlog until they timed out, and nothing said why. The soft
-/// limit is the process's own to raise up to the hard one, which is what the operator allowed;
-/// Go's runtime and nginx do the same at start.
+/// The process's limit on open files, which bounds its connections: read at start, to warn
+/// when it cannot hold `server.max_connections`. Raising it is the process's business
+/// (`ProcessTuning` in HeraldProcessTuning, which `herald serve` applies), never the library's.
 enum OpenFileLimit {
     /// Files Herald holds besides client connections: the database's (three a connection),
     /// the sinks' outgoing connections, the event loops' and the standard streams.
     static let reserve = 256
 
-    /// Raises the soft limit to the hard limit.
-    /// - Returns: the limit now in force, or nil where it cannot be read.
-    @discardableResult
-    static func raiseToHardLimit() -> UInt64? {
+    /// The soft limit in force, or nil where it cannot be read.
+    static func current() -> UInt64? {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
             var limits = rlimit()
             guard getrlimit(resourceNoFile, &limits) == 0 else { return nil }
-            if limits.rlim_cur < limits.rlim_max {
-                var raised = limits
-                raised.rlim_cur = limits.rlim_max
-                // Darwin refuses an unlimited soft limit for files; keep what there is then.
-                if setrlimit(resourceNoFile, &raised) == 0 { limits = raised }
-            }
             return UInt64(limits.rlim_cur)
         #else
             return nil

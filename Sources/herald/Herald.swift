@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldProcessTuning
 import HeraldServer
 import HeraldStore
 import Synchronization
@@ -168,6 +169,8 @@ struct Serve: AsyncParsableCommand {
         if let port { extra["port"] = String(port) }
         if let publicBaseURL { extra["public_base_url"] = publicBaseURL }
         let configuration = try await reportingErrors { try await common.load(extra: extra) }
+        // Before the server's event loops and workers exist: heaps one per core, files up to the hard limit.
+        ProcessTuning.applyForServer()
         let server = try await reportingErrors { try await HeraldServer.start(configuration) }
         let host = configuration.host
         let listening = Atomic(false)

@@ -1,6 +1,5 @@
+import HeraldProcessTuning
 import Testing
-
-@testable import HeraldServer
 
 struct MallocArenasTests {
     @Test func oneArenaPerCoreByDefault() {

@@ -3,11 +3,14 @@
 import ChatSink
 import Foundation
 import HeraldCore
+import HeraldProcessTuning
 import HeraldServer
 
 do {
     let file = CommandLine.arguments.dropFirst().first ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
     let configuration = try await HeraldConfiguration.load(configFile: file)
+    // What `herald serve` does to its process first: the libraries never touch it.
+    ProcessTuning.applyForServer()
     let server = try await HeraldServer.start(configuration, factories: SinkFactory.builtIn + [.chat])
     try await server.run { port in
         // Unbuffered, so a script reading the pipe learns the port at once.
