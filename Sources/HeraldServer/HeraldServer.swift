@@ -155,7 +155,7 @@ public struct HeraldServer: Sendable {
                     throw instance.settings.invalid("type", "'\(instance.type)' is not a sink type this server knows (known: \(known))")
                 }
                 let context = SinkContext(
-                    name: instance.name, settings: instance.settings, storage: storage, feed: feed, logger: logger, metrics: metrics,
+                    name: instance.name, settings: instance.settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics,
                     timestamps: configuration.timestamps
                 )
                 built.append(try await factory.makeSink(context))

@@ -33,15 +33,20 @@ public struct SinkFactory: Sendable {
     }
 }
 
-/// What a factory gets to build one sink instance.
+/// What a factory gets to build one sink instance: its name and settings, and of Herald's
+/// storage only the parts a sink writes (docs/sinks.md, "What a sink is given"): appending
+/// users' history, writing the pull feed. A sink never reads or changes users, devices or the
+/// queue; the delivery engine hands it what each delivery needs.
 public struct SinkContext: Sendable {
     /// The instance's name, its key under `sinks:`. Most sinks use it as their own name;
     /// a sink may derive another (a webhook named `moderation` is the sink `webhook:moderation`).
     public var name: String
     public var settings: SinkSettings
-    /// Herald's storage, for sinks that write into it (history, the pull feed).
-    public var storage: any HeraldStorage
-    /// The pull feed as served, for the sink that publishes broadcasts.
+    /// Users' histories, for the sink that appends to them.
+    public var history: any HistoryStore
+    /// The pull feed's messages, for the sink that publishes broadcasts into it.
+    public var feedStore: any FeedStore
+    /// The pull feed as served, refreshed when that sink adds a message.
     public var feed: FeedSnapshot
     public var logger: Logger
     public var metrics: HeraldMetrics
@@ -49,15 +54,24 @@ public struct SinkContext: Sendable {
     public var timestamps: TimestampStyle
 
     public init(
-        name: String, settings: SinkSettings, storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics,
-        timestamps: TimestampStyle = .pong
+        name: String, settings: SinkSettings, history: any HistoryStore, feedStore: any FeedStore, feed: FeedSnapshot, logger: Logger,
+        metrics: HeraldMetrics, timestamps: TimestampStyle = .pong
     ) {
         self.name = name
         self.settings = settings
-        self.storage = storage
+        self.history = history
+        self.feedStore = feedStore
         self.feed = feed
         self.logger = logger
         self.metrics = metrics
         self.timestamps = timestamps
+    }
+
+    /// A context whose history and feed are both `storage`'s (a test's store, an embedder's).
+    public init(
+        name: String, settings: SinkSettings, storage: any HistoryStore & FeedStore, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics,
+        timestamps: TimestampStyle = .pong
+    ) {
+        self.init(name: name, settings: settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics, timestamps: timestamps)
     }
 }
