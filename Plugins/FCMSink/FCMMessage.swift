@@ -150,7 +150,7 @@ extension FCMMessage {
     }
 }
 
-/// A Message Hub message as sent to an FCM topic (SPEC §4): one or two components.
+/// A Message Hub message as sent to an FCM topic (docs/topics.md): one or two components.
 public struct FCMTopicMessage: Sendable, Equatable {
     public var msiKey: String
     public var topicKey: String

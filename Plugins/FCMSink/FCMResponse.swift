@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-/// What one FCM answer means for the delivery (SPEC §10: classify by HTTP status and by the
+/// What one FCM answer means for the delivery (docs/fcm.md: classify by HTTP status and by the
 /// `errorCode` of the `FcmError` detail; a `google.rpc.BadRequest` detail is a payload bug).
 public enum FCMResult: Sendable, Equatable {
     case sent

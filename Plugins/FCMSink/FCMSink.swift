@@ -151,7 +151,7 @@ public final class FCMSink: ReleasingSink {
         }
         // SENDER_ID_MISMATCH means "this token belongs to another sender". It is the token's
         // fault only when these credentials have just delivered to another token; otherwise the
-        // credentials are the likelier culprit (SPEC §10): keep the device, retry later, and
+        // credentials are the likelier culprit (docs/fcm.md): keep the device, retry later, and
         // report the sink degraded. A credential fault never deletes devices.
         let proven = lastSuccess.withLock { $0.map { now.timeIntervalSince($0) < Self.credentialProofWindow } ?? false }
         let mismatches = results.filter { if case .senderMismatch = $0 { true } else { false } }.count

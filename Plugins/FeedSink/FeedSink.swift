@@ -1,7 +1,7 @@
 import Foundation
 public import HeraldCore
 
-/// Publishes `broadcast` notifications into the anonymous pull feed (SPEC §6): no device token
+/// Publishes `broadcast` notifications into the anonymous pull feed (docs/feed.md): no device token
 /// leaves the user's phone. The feed message takes the notification's id (so a retried delivery
 /// publishes it once), title, body, url and priority; regions, version range and expiry come
 /// from the broadcast target (expiry falls back to the notification's, then to seven days).

@@ -1,7 +1,7 @@
 public import Foundation
 public import HeraldCore
 
-/// Writes every user recipient's notification into their history (SPEC §4 step 1).
+/// Writes every user recipient's notification into their history (docs/routing.md).
 ///
 /// Exactly once per (notification, user): the store ignores a second write of the same pair,
 /// so a retried batch never duplicates a row.

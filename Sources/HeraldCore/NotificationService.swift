@@ -1,7 +1,7 @@
 public import Foundation
 
 /// Accepts notifications: validates, resolves recipients, routes, and commits the notification
-/// with all its deliveries before answering (SPEC §5).
+/// with all its deliveries before answering (docs/durability.md).
 public struct NotificationService: Sendable {
     /// How long an idempotency key is remembered.
     public static let idempotencyWindow: TimeInterval = 24 * 3600
@@ -129,7 +129,7 @@ public struct NotificationService: Sendable {
         )
     }
 
-    /// Posts a Message Hub message (SPEC §3 `POST /message`): archived with its sender, sent to
+    /// Posts a Message Hub message (openapi.yaml `POST /message`): archived with its sender, sent to
     /// the provider topic once per component by sinks with topics, to each subscriber's devices
     /// by push sinks without them, and written into every subscriber's history.
     public func postMessage(_ submission: MessageSubmission, sender: String, now: Date = Date()) async throws -> ArchivedMessage {

@@ -4,7 +4,7 @@ import NIOHTTP1
 import Synchronization
 import Testing
 
-/// SPEC §5 on the real binary: a kill -9 under load loses no accepted notification, and history
+/// The promises of docs/durability.md on the real binary: a kill -9 under load loses no accepted notification, and history
 /// stays exactly-once; on PostgreSQL, several processes share the work without duplicates.
 @Suite(.serialized, .cleansUp) struct CrashTests {
     let directory: URL

@@ -9,7 +9,7 @@ import Testing
         let late = generator.next(at: Date(timeIntervalSince1970: 1_649_431_062))
         #expect(early.hex.count == 24)
         #expect(early.hex.allSatisfy { "0123456789abcdef".contains($0) })
-        #expect(early.hex.hasPrefix("62505215")) // the SPEC's example id starts with this second
+        #expect(early.hex.hasPrefix("62505215")) // Pong's example id starts with this second
         #expect(early < late)
         #expect(early.date == Date(timeIntervalSince1970: 1_649_431_061))
     }

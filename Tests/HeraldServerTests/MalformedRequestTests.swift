@@ -7,7 +7,7 @@ import NIOCore
 import Testing
 
 /// Requests the HTTP/1.1 parser refuses get Herald's JSON error body and a status naming the
-/// fault, as every other refusal does (SPEC §3). They were a bare 400 with no body, and a bad
+/// fault, as every other refusal does (openapi.yaml). They were a bare 400 with no body, and a bad
 /// chunk, or a connection ending inside a body, was a 500 logged as an unexpected error.
 @Suite(.cleansUp) struct MalformedRequestTests {
     struct Case: Sendable, CustomStringConvertible {

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldTestSupport
 import Testing
 
-/// Cards, pools, histories and engagement events on every storage engine (SPEC §12).
+/// Cards, pools, histories and engagement events on every storage engine (docs/cards.md).
 @Suite(.cleansUp) struct CardStoreConformanceTests {
     static let epoch = Date(timeIntervalSince1970: 1_790_000_000)
 

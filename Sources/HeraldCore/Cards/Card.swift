@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A card of an offline-first swiping app (SPEC §12): the backend's content, which users' pools
+/// A card of an offline-first swiping app (docs/cards.md): the backend's content, which users' pools
 /// rank and their histories record.
 public struct Card: Sendable, Equatable {
     /// The app's own id: 1-128 bytes of letters, digits and `_ - . :`.

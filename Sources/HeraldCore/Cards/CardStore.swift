@@ -1,6 +1,6 @@
 public import Foundation
 
-/// Cards, users' pools and histories of seen cards, and engagement events (SPEC §12).
+/// Cards, users' pools and histories of seen cards, and engagement events (docs/cards.md).
 public protocol CardStore: Sendable {
     /// Creates or replaces cards; a deleted card put again comes back. - Returns: the ids that
     /// were not stored before (created, for a 201).

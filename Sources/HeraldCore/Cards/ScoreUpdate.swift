@@ -34,7 +34,7 @@ public struct PoolSlot: Sendable, Equatable {
     }
 }
 
-/// The rules of the pool (SPEC §12), shared by both stores.
+/// The rules of the pool (docs/cards.md), shared by both stores.
 public enum ScoreRules {
     public enum Decision: Sendable, Equatable {
         case apply

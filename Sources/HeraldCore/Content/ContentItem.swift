@@ -18,7 +18,7 @@ public struct ContentVisibility: Sendable, Equatable {
     }
 }
 
-/// One item of personalised content (SPEC §7): `type`, `order`, `visibility`, and any other
+/// One item of personalised content (docs/content.md): `type`, `order`, `visibility`, and any other
 /// fields (`title`, a survey's `surveyId`, ...), which are returned as they were sent. The CMS's
 /// camelCase visibility (`tierIds`, `groupIds`, `attendeeIds`) is read like Herald's own.
 public struct ContentItem: Sendable, Equatable, Codable {
@@ -75,7 +75,7 @@ public struct ContentItem: Sendable, Equatable, Codable {
                 visibility.all = flag
             case "tier_ids", "group_ids", "attendee_ids", "tierIds", "groupIds", "attendeeIds":
                 guard case .array(let entries) = value else { throw HeraldError.invalidField("\(path).\(key)", "must be an array of ids") }
-                // Ids are strings; numbers are accepted and compared as their decimal text (SPEC §7).
+                // Ids are strings; numbers are accepted and compared as their decimal text (docs/content.md).
                 let ids = try entries.enumerated().map { index, entry -> String in
                     switch entry {
                     case .string(let text) where !text.isEmpty: return text

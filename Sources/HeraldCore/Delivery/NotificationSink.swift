@@ -4,7 +4,7 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Delivers to devices of the providers the sink declares: one delivery per device, and
-    /// only when the user's settings allow push (SPEC §4 step 2). A push sink without
+    /// only when the user's settings allow push (docs/routing.md). A push sink without
     /// `.topics` gets Message Hub messages as one delivery per subscriber's device.
     public static let push = SinkCapabilities(rawValue: 1 << 0)
     /// Delivers once per user recipient, whatever the user's settings (history, webhooks).
@@ -148,10 +148,10 @@ public enum DeviceProviders: Sendable, Equatable {
 /// turns its own failures into `.retry` or `.failed` so nothing is lost. Deliveries are
 /// at-least-once: a retried delivery keeps its `id`, so a receiver can drop duplicates.
 ///
-/// A sink that holds resources (an HTTP client's connections) also conforms to
-/// ServiceLifecycle's `Service`: Herald runs it in its service group, and its `run()` returns
-/// after releasing them once graceful shutdown begins. A sink is built from its section of the
-/// configuration by a ``SinkFactory``.
+/// A sink that holds resources (an HTTP client's connections) conforms to ``ReleasingSink``
+/// instead and implements its `shutdown()`: Herald runs it in its service group, and it
+/// releases them once graceful shutdown begins, after the delivery engine has stopped. A sink
+/// is built from its section of the configuration by a ``SinkFactory``.
 public protocol NotificationSink: Sendable {
     var name: String { get }
     var capabilities: SinkCapabilities { get }

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A message in the anonymous pull feed (SPEC §6).
+/// A message in the anonymous pull feed (docs/feed.md).
 public struct FeedMessage: Sendable, Equatable {
     /// `"CA"` in `targetRegions` means every region.
     public static let everyRegion = "CA"

@@ -2,7 +2,7 @@ public import Foundation
 import Synchronization
 
 /// The feed as served: an in-memory copy rebuilt when messages change, so no request touches
-/// the database. Eligibility (SPEC §6): not expired, region matches (`"CA"` is every region; codes
+/// the database. Eligibility (docs/feed.md): not expired, region matches (`"CA"` is every region; codes
 /// in either letter case), and the version satisfies the message's range.
 public final class FeedSnapshot: Sendable {
     struct Entry: Sendable {

@@ -11,7 +11,7 @@ public enum NotificationTarget: Sendable, Equatable {
     case users([String])
     case topic(String)
     case audience(Audience)
-    /// The anonymous pull feed (SPEC §6), optionally limited to regions and an app-version range.
+    /// The anonymous pull feed (docs/feed.md), optionally limited to regions and an app-version range.
     case broadcast(BroadcastOptions)
 
     /// The name routing rules and the API use for this kind of target.

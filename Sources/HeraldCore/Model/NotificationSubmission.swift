@@ -125,7 +125,7 @@ extension Audience {
     }
 }
 
-/// A tier or group id: a string, or an integer taken as its decimal text (SPEC §7).
+/// A tier or group id: a string, or an integer taken as its decimal text (docs/content.md).
 public struct LenientID: Decodable, Sendable, Equatable {
     public var value: String
 

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// Checks a ``NotificationSubmission`` against SPEC §2 and builds the ``HeraldNotification``.
+/// Checks a ``NotificationSubmission`` against the rules of docs/routing.md and builds the ``HeraldNotification``.
 public struct NotificationValidator: Sendable {
     public static let maxRecipients = 1_000
     /// Ids an audience may list per kind (tiers, groups, users); the users they match are unbounded.

@@ -31,7 +31,7 @@ public struct PlannedDelivery: Sendable, Equatable {
     }
 }
 
-/// Chooses sinks per recipient (SPEC §4). Pure: no I/O, so every case is a unit test.
+/// Chooses sinks per recipient (docs/routing.md). Pure: no I/O, so every case is a unit test.
 public struct NotificationRouter: Sendable {
     /// The sink that records every user's notifications; never removed.
     public static let historySink = "history"

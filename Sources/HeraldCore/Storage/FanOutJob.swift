@@ -20,7 +20,7 @@ public enum FanOutKind: String, Sendable {
     }
 }
 
-/// How far a notification's fan-out has been written (SPEC §5: a large fan-out is written after
+/// How far a notification's fan-out has been written (docs/durability.md: a large fan-out is written after
 /// the 202, from a cursor committed with it).
 public struct FanOutProgress: Sendable, Equatable {
     /// Recipients counted when the notification was accepted.

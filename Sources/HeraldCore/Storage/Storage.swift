@@ -109,7 +109,7 @@ public protocol NotificationStore: Sendable {
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
         archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
-    /// Stores a notification for every user the audience names (SPEC §2: `all`, or any of the
+    /// Stores a notification for every user the audience names (docs/routing.md: `all`, or any of the
     /// tiers, groups and user ids, OR-ed, as content visibility is), routing each page of
     /// `pageSize` users with `route`: in the accepting transaction up to `inlineLimit` users,
     /// as a ``FanOutJob`` above it, as ``acceptFanOut(_:topic:level:plan:extra:archive:pageSize:inlineLimit:idempotency:idempotencySince:)``.
@@ -229,7 +229,7 @@ extension DeliveryQueue {
     }
 }
 
-/// Per-user history (SPEC §3), written by the history sink.
+/// Per-user history (openapi.yaml), written by the history sink.
 public protocol HistoryStore: Sendable {
     /// Adds one row per (notification, user); a second write of the same pair changes nothing.
     /// With `leases` (one per entry, the history sink's claimed deliveries), an entry is written
@@ -255,7 +255,7 @@ extension HistoryStore {
     }
 }
 
-/// The channel → area → subject hierarchy and users' subscriptions (SPEC §2).
+/// The channel → area → subject hierarchy and users' subscriptions (docs/topics.md).
 public protocol TopicStore: Sendable {
     /// Every channel with its areas and subjects, in creation order.
     func channels() async throws -> [Channel]

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// The state of one delivery (SPEC §2).
+/// The state of one delivery (docs/durability.md).
 public enum DeliveryState: String, Sendable, Codable, CaseIterable {
     case pending
     case delivered
@@ -165,7 +165,7 @@ public struct DeliveryLease: Sendable, Equatable, Hashable {
     }
 }
 
-/// One row of a user's history, in the shape apps parse (SPEC §3).
+/// One row of a user's history, in the shape apps parse (openapi.yaml).
 public struct HistoryItem: Sendable, Equatable {
     public var notificationID: ObjectID
     public var title: String
@@ -197,7 +197,7 @@ public struct HistoryPage: Sendable, Equatable {
     }
 }
 
-/// Roles an API key can have (SPEC §3).
+/// Roles an API key can have (openapi.yaml).
 public enum Role: String, Sendable, Codable, CaseIterable {
     /// Everything.
     case admin
@@ -264,7 +264,7 @@ public enum FanOutPlan: Sendable {
     case route(@Sendable (RecipientContext) -> [PlannedDelivery])
 }
 
-/// A Message Hub message as archived (SPEC §3 `GET /message`).
+/// A Message Hub message as archived (openapi.yaml `GET /message`).
 public struct ArchivedMessage: Sendable, Equatable {
     public var msiKey: String
     public var topicKey: String

@@ -1,4 +1,4 @@
-/// How a subject's subscription works (SPEC §2).
+/// How a subject's subscription works (docs/topics.md).
 public enum SubscriptionLevel: String, Sendable, Codable, CaseIterable {
     /// Every user, always; cannot be removed.
     case forced = "Forced"

@@ -6,7 +6,7 @@ import SystemPackage
 
 /// Everything a Herald server is configured with, read once at start-up.
 ///
-/// Keys (file and environment, SPEC §9): a nested key maps to the environment by upper-casing
+/// Keys (file and environment, README.md, "Configuration"): a nested key maps to the environment by upper-casing
 /// it and replacing `.` with `_` after the `HERALD_` prefix, so `delivery.max_attempts` is
 /// `HERALD_DELIVERY_MAX_ATTEMPTS`. Command-line options win over the environment, which wins
 /// over the file.
@@ -78,7 +78,7 @@ public struct HeraldConfiguration: Sendable {
     public var topicsPublicRead = false
     /// Whether Herald keeps FCM topic membership equal to its subscriptions (Instance ID API).
     public var manageFCMMembership = true
-    /// How instants are written in history items and push data (SPEC §3): Pong's form by default.
+    /// How instants are written in history items and push data (openapi.yaml): Pong's form by default.
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
     public var eventRetention: Duration = .seconds(90 * 86_400)

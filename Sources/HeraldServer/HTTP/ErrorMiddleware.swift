@@ -5,7 +5,7 @@ public import Hummingbird
 import Logging
 import NIOHTTP1
 
-/// Turns every error into `{"error":{"code":…,"message":…}}` with its status (SPEC §3).
+/// Turns every error into `{"error":{"code":…,"message":…}}` with its status (openapi.yaml).
 /// Anything unexpected is logged and answered with a 500 that reveals no internals.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}

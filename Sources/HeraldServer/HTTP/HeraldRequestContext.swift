@@ -41,7 +41,7 @@ public struct HeraldRequestContext: RequestContext {
     /// The client's socket address, for per-address limits (``SignUpLimiter/client(_:)``).
     var remoteAddress: SocketAddress? { channel.remoteAddress }
 
-    /// Bodies over 64 KiB are refused with 413 (SPEC §3).
+    /// Bodies over 64 KiB are refused with 413 (openapi.yaml).
     public var maxUploadSize: Int { JSONBody.maxBytes }
 }
 

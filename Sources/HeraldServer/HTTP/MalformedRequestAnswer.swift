@@ -9,7 +9,7 @@ import NIOHTTPTypes
 /// request the HTTP/1.1 parser refuses (a request line and headers over the decoder's limits,
 /// a malformed request line or header, a bad length or chunk size). Hummingbird answers those
 /// with a bare 400 and no body (`Connection: close`, `Content-Length: 0`), which is not the
-/// error shape every other refusal has (SPEC §3) and says nothing of what was wrong.
+/// error shape every other refusal has (openapi.yaml) and says nothing of what was wrong.
 ///
 /// The parser's error still goes on to Hummingbird, which answers and closes the connection as
 /// before, between requests or after the response in progress: this handler only rewrites

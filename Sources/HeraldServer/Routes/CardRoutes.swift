@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 
-/// Cards for offline-first apps (SPEC §12, docs/cards.md): backends store cards and score
+/// Cards for offline-first apps (docs/cards.md): backends store cards and score
 /// them per user; apps pull what changed, report what was seen and promote the next card.
 struct CardRoutes {
     let store: any (CardStore & HistoryStore)

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 
-/// Personalised content (SPEC §7): an admin drafts, publishes and reverts; each user reads only
+/// Personalised content (docs/content.md): an admin drafts, publishes and reverts; each user reads only
 /// the items visible to them.
 struct ContentRoutes {
     let store: any (ContentStore & UserStore)

@@ -3,7 +3,7 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// Engagement events (SPEC §12): apps report them in batches, idempotently by `event_id`;
+/// Engagement events (docs/cards.md): apps report them in batches, idempotently by `event_id`;
 /// backends read per-card counts; sinks that take events get them forwarded.
 struct EventRoutes {
     let store: any CardStore

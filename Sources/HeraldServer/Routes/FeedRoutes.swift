@@ -5,7 +5,7 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The privacy-friendly pull feed (SPEC §6): anonymous reads from the in-memory snapshot, admin writes.
+/// The privacy-friendly pull feed (docs/feed.md): anonymous reads from the in-memory snapshot, admin writes.
 struct FeedRoutes {
     let store: any FeedStore
     let snapshot: FeedSnapshot

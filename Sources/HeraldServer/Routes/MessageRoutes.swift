@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 
-/// Message Hub messages: post to a subject's subscribers, read the archive (SPEC §3).
+/// Message Hub messages: post to a subject's subscribers, read the archive (openapi.yaml).
 struct MessageRoutes {
     let service: NotificationService
     let store: any NotificationStore

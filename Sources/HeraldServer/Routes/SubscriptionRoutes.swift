@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 
-/// A user's subscriptions to subjects (SPEC §2-3).
+/// A user's subscriptions to subjects (docs/topics.md).
 struct SubscriptionRoutes {
     let store: any TopicStore
 

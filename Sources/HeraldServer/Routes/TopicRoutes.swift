@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Hummingbird
 
-/// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (SPEC §3).
+/// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (openapi.yaml).
 struct TopicRoutes {
     let store: any TopicStore
     let ids: ObjectIDGenerator

@@ -3,7 +3,7 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The user-facing endpoints existing mobile apps call (SPEC §3), acting for one user.
+/// The user-facing endpoints existing mobile apps call (openapi.yaml), acting for one user.
 struct UserRoutes {
     let store: any (UserStore & HistoryStore)
     let router: NotificationRouter
