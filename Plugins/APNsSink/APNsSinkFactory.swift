@@ -9,7 +9,7 @@ extension SinkFactory {
     /// production: for devices registered without one), `production_endpoint`,
     /// `sandbox_endpoint` (Apple's hosts by default), `ca_file` (extra certificates to trust:
     /// the emulator's), `max_concurrency` (1-1024, default 64).
-    public static let apns = SinkFactory(type: "apns") { context in
+    public static let apns = SinkFactory(type: "apns", registrationForms: [.apns]) { context in
         let settings = context.settings
         let keyFile = try settings.requiredString("key_file")
         guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else { throw settings.invalid("key_file", "cannot be read") }
@@ -42,4 +42,19 @@ extension SinkFactory {
         configuration.maxConcurrency = try settings.int("max_concurrency", default: configuration.maxConcurrency, in: 1...1_024)
         return try await APNsSink(name: context.name, configuration: configuration, logger: context.logger)
     }
+}
+
+extension RegistrationForm {
+    /// `{"apns_token": "…", "apns_environment": "production|sandbox"}`. A token in hex is keyed
+    /// in lower case: it is the hex of the device's bytes, which APNs reads in either case, and
+    /// apps change how they write it (an SDK that began upper-casing it), so keyed as sent one
+    /// device registered both ways was two devices and got every push twice. The address itself
+    /// stays as sent. Declared here rather than in the sink's `prepare`: a device registered
+    /// while no APNs sink is configured is kept too, and must be keyed alike.
+    public static let apns = RegistrationForm(
+        provider: "apns", field: "apns_token", options: [Option(field: "apns_environment", option: "environment", allowed: ["production", "sandbox"])],
+        key: { token in
+            token.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) } ? token.lowercased() : token
+        }
+    )
 }

@@ -11,7 +11,7 @@ extension SinkFactory {
     /// (extra certificates to trust for an `https` endpoint: the emulator's). For the
     /// instance named `fcm`, the top-level `fcm:` section is a
     /// documented alias (`sinks.fcm` wins when both give a key).
-    public static let fcm = SinkFactory(type: "fcm") { context in
+    public static let fcm = SinkFactory(type: "fcm", registrationForms: [.fcm]) { context in
         let settings = context.settings
         let credentials = try settings.requiredString("credentials")
         let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
@@ -43,4 +43,9 @@ extension SinkFactory {
             throw settings.invalid("credentials", "is not usable: \(error.description)")
         }
     }
+}
+
+extension RegistrationForm {
+    /// `{"fcm_token": "…"}`: the registration token, as Pong and every FCM app send it.
+    public static let fcm = RegistrationForm(provider: "fcm", field: "fcm_token")
 }

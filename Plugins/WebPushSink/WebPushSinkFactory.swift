@@ -11,7 +11,7 @@ extension SinkFactory {
     /// service emulator on this machine), `credential_witnesses` (push service hosts whose
     /// refusals can prove the VAPID key wrong; `.suffix` entries match subdomains; default the
     /// browsers' own, ``WebPushSink/Configuration/browserPushServices``).
-    public static let webpush = SinkFactory(type: "webpush") { context in
+    public static let webpush = SinkFactory(type: "webpush", registrationForms: [.webPush]) { context in
         let settings = context.settings
         let vapid: VAPIDKey
         do {
@@ -38,4 +38,24 @@ extension SinkFactory {
         }
         return WebPushSink(name: context.name, configuration: configuration, logger: context.logger)
     }
+}
+
+extension RegistrationForm {
+    /// `{"web_push": {"endpoint", "keys": {"p256dh", "auth"}}}`: a browser's
+    /// `PushSubscription.toJSON()`. Its shape is checked even while no Web Push sink is
+    /// configured; the sink checks the rest (an https push service, the keys' lengths).
+    public static let webPush = RegistrationForm(
+        provider: "webpush", field: "web_push",
+        address: .object { value, field in
+            let shape = "must be a subscription object {endpoint, keys: {p256dh, auth}}"
+            guard let fields = value.objectValue else { throw HeraldError.invalidField(field, shape) }
+            guard let endpoint = fields["endpoint"]?.stringValue else { throw HeraldError.invalidField("\(field).endpoint", "must be a URL string") }
+            guard let url = URLComponents(string: endpoint), let scheme = url.scheme, !scheme.isEmpty else {
+                throw HeraldError.invalidField("\(field).endpoint", "must be an absolute URL")
+            }
+            guard let keys = fields["keys"]?.objectValue else { throw HeraldError.invalidField("\(field).keys", "must be an object {p256dh, auth}") }
+            for name in ["p256dh", "auth"] where keys[name]?.stringValue == nil {
+                throw HeraldError.invalidField("\(field).keys.\(name)", "must be a string")
+            }
+        })
 }

@@ -32,6 +32,9 @@ public struct HeraldServer: Sendable {
     let portalPages: PortalPages
     let userTokens: UserTokenVerifier?
     let types: NotificationTypes
+    /// The providers' own device address forms, from the sink factories (whether or not an
+    /// instance of their type is configured).
+    let registrationForms: [RegistrationForm]
     let ids: ObjectIDGenerator
     /// Anonymous device sign-ups per client address; one per server, kept across requests.
     let signUpLimiter: SignUpLimiter
@@ -118,7 +121,8 @@ public struct HeraldServer: Sendable {
                 return HeraldServer(
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-                    types: types, ids: ids, signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
+                    types: types, registrationForms: try registrationForms(of: factories), ids: ids,
+                    signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
                     eventLimiter: TokenBuckets(capacity: configuration.eventsPerUserPerHour, period: 3_600),
                     trustedProxies: try TrustedProxies.configured(configuration.trustedProxies),
                     endedTokens: EndedTokens(store: store), failedAuth: FailedAuthLimiter(perMinute: configuration.failedAuthPerMinute),
@@ -141,6 +145,31 @@ public struct HeraldServer: Sendable {
 
     /// The built-in `history` and `feed` sinks, then every configured instance, each built by
     /// the factory of its type. When one cannot be built, those already built are shut down.
+
+    /// Every factory's registration forms, in factory order; two claiming one field, or a form
+    /// taking a field every registration has, is the sink author's mistake, refused at start.
+    static func registrationForms(of factories: [SinkFactory]) throws -> [RegistrationForm] {
+        let reserved: Set<String> = ["provider", "address", "app", "platform", "app_version", "region", "locale"]
+        var forms: [RegistrationForm] = []
+        var claimed: [String: String] = [:]
+        var types: Set<String> = []
+        // The first factory of a type is the one that builds it (buildSinks).
+        for factory in factories where types.insert(factory.type).inserted {
+            for form in factory.registrationForms {
+                for field in [form.field] + form.options.map(\.field) {
+                    if reserved.contains(field) || claimed[field].map({ $0 != factory.type }) == true {
+                        throw HeraldError(
+                            .unprocessable, code: "invalid_config",
+                            "sink type '\(factory.type)' registers devices with the field '\(field)', which \(claimed[field].map { "sink type '\($0)'" } ?? "every registration") already uses"
+                        )
+                    }
+                    claimed[field] = factory.type
+                }
+                forms.append(form)
+            }
+        }
+        return forms
+    }
     static func buildSinks(
         _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
     ) async throws -> [any NotificationSink] {
@@ -253,7 +282,7 @@ public struct HeraldServer: Sendable {
         .register(on: router, table: routes)
         UserRoutes(
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
-            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations
+            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations, forms: registrationForms
         ).register(on: router, table: routes)
         NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)
         TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)

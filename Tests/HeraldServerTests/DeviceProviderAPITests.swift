@@ -19,6 +19,59 @@ import Testing
         return (try await TestHerald.make(extraSinks: [apns, webPush]), apns, webPush)
     }
 
+    /// A provider added outside Herald brings its own registration field on its factory
+    /// (``RegistrationForm``): apps register `{"pager_id": "…", "pager_tone": "…"}`, the answer
+    /// echoes both, and its sink gets the device's pushes; no server code names it.
+    @Test func anOutsideProviderRegistersWithItsOwnField() async throws {
+        let form = RegistrationForm(
+            provider: "pager", field: "pager_id", options: [.init(field: "pager_tone", option: "tone", allowed: ["beep", "chime"])], key: { $0.uppercased() })
+        let pagerType = SinkFactory(type: "pager", registrationForms: [form]) { _ in RecordingSink(name: "unused", capabilities: .push) }
+        let pager = RecordingSink(name: "pager", capabilities: .push, providers: .only(["pager"]))
+        let herald = try await TestHerald.make(extraSinks: [pager], factories: SinkFactory.builtIn + [pagerType])
+        try await herald.test { client in
+            let user = headers(herald.backend, user: "u")
+            let registered = try await client.call(.post, "/api/notifications/register", user, json: ["pager_id": "p-1", "pager_tone": "chime"])
+            #expect(registered.status == .ok, "\(registered.errorMessage)")
+            #expect(Set(registered.object.keys) == ["device_id", "provider", "pager_id", "pager_tone"])
+            #expect(registered.object["provider"] as? String == "pager" && registered.object["pager_id"] as? String == "p-1")
+            #expect(registered.object["pager_tone"] as? String == "chime")
+            let device = try #require(try await herald.server.store.devices(userID: "u").first)
+            #expect(device.address.key == "P-1" && device.options["tone"] == "chime", "keyed by the provider's own rule")
+            // The general form keys it the same way: the same device, not a second one.
+            let again = try await client.call(.post, "/api/notifications/register", user, json: ["provider": "pager", "address": "p-1"])
+            let devices = try await herald.server.store.devices(userID: "u")
+            #expect(again.status == .ok && devices.count == 1)
+            let refused = try await client.call(.post, "/api/notifications/register", user, json: ["pager_id": "p-2", "pager_tone": "siren"])
+            #expect(refused.status == .unprocessableContent && refused.errorMessage.contains("pager_tone") && refused.errorMessage.contains("beep or chime"))
+            let both = try await client.call(.post, "/api/notifications/register", user, json: ["pager_id": "p-2", "fcm_token": "f"])
+            #expect(both.errorCode == "ambiguous_address" && both.errorMessage.contains("pager_id"), "\(both.errorMessage)")
+
+            let sent = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "generic", "title": "t", "user_ids": ["u"]])
+            #expect(sent.status == .accepted)
+            try await herald.deliver()
+            #expect(pager.received.compactMap { $0.recipient.device?.token } == ["p-1"])
+        }
+    }
+
+    /// Two sink types claiming one registration field, or a form taking a field every
+    /// registration has, is the sink author's mistake: the server refuses to start, naming both.
+    @Test func aRegistrationFieldClaimedTwiceStopsTheServer() async throws {
+        let copy = SinkFactory(type: "fcm-copy", registrationForms: [RegistrationForm(provider: "fcm2", field: "fcm_token")]) { _ in
+            RecordingSink(name: "unused", capabilities: .push)
+        }
+        let app = SinkFactory(type: "odd", registrationForms: [RegistrationForm(provider: "odd", field: "app")]) { _ in
+            RecordingSink(name: "unused", capabilities: .push)
+        }
+        for (factory, said) in [(copy, "sink type 'fcm' already uses"), (app, "every registration already uses")] {
+            do {
+                _ = try await TestHerald.make(factories: SinkFactory.builtIn + [factory])
+                Issue.record("started with \(factory.type)")
+            } catch let error as HeraldError {
+                #expect(error.code == "invalid_config" && error.message.contains(said), "\(error.message)")
+            }
+        }
+    }
+
     @Test func everyAddressFormRegistersAndAnswersAsSent() async throws {
         let (herald, _, _) = try await Self.make()
         try await herald.test { client in

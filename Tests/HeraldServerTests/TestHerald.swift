@@ -23,7 +23,10 @@ struct TestHerald {
     let push: RecordingSink
 
     /// - Parameter extraSinks: sinks beside the recording FCM stand-in (`push`).
-    static func make(extraSinks: [any NotificationSink] = [], _ configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
+    /// - Parameter factories: the sink types the server knows (an outside provider's among them).
+    static func make(
+        extraSinks: [any NotificationSink] = [], factories: [SinkFactory] = SinkFactory.builtIn, _ configure: (inout HeraldConfiguration) -> Void = { _ in }
+    ) async throws -> TestHerald {
         let directory = try TestResources.temporaryDirectory("herald-api")
         var configuration = HeraldConfiguration()
         configuration.database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
@@ -41,7 +44,7 @@ struct TestHerald {
         configure(&configuration)
         // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
-        let server = try await HeraldServer.start(configuration, extraSinks: [push] + extraSinks)
+        let server = try await HeraldServer.start(configuration, factories: factories, extraSinks: [push] + extraSinks)
         TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()

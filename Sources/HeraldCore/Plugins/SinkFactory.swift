@@ -19,10 +19,16 @@ public import Logging
 public struct SinkFactory: Sendable {
     /// The value of `sinks.<name>.type` this factory builds (`fcm`, `webhook`, `console`, …).
     public let type: String
+    /// How apps register devices of the providers this type serves, in its own fields
+    /// (``RegistrationForm``); known to the server whether or not an instance is configured.
+    public let registrationForms: [RegistrationForm]
     private let make: @Sendable (SinkContext) async throws -> any NotificationSink
 
-    public init(type: String, make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink) {
+    public init(
+        type: String, registrationForms: [RegistrationForm] = [], make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink
+    ) {
         self.type = type
+        self.registrationForms = registrationForms
         self.make = make
     }
 

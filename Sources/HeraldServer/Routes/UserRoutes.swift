@@ -17,6 +17,8 @@ struct UserRoutes {
     /// (``NotificationService/handOff``): a device removed or moved takes its copies back.
     let handOff: DeliveryHandOff?
     let registrations: RegistrationLimiter
+    /// The providers' own address forms (``SinkFactory/registrationForms``).
+    let forms: [RegistrationForm]
 
     static let maxReadIDs = 1_000
 
@@ -33,7 +35,7 @@ struct UserRoutes {
         let userID = try context.actingUser(request)
         if let refusal = limitRegistrations(userID: userID, context: context) { return refusal }
         let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
-        var registration = try body.registration()
+        var registration = try body.registration(among: forms)
         // A device token names the installation that signed in: its devices tell apart.
         registration.installationID = context.deviceID
         if let sink = try pushSink(for: registration) {
@@ -63,14 +65,14 @@ struct UserRoutes {
             )
             metrics.devicesRemoved(reason: "limit", count: evicted.count)
         }
-        return try JSONBody.response(DeviceRegistrationBody.answer(device, form: try body.form))
+        return try JSONBody.response(DeviceRegistrationBody.answer(device, form: try body.form(among: forms)))
     }
 
     @Sendable func unregisterDevice(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
         if let refusal = limitRegistrations(userID: userID, context: context) { return refusal }
         let body = try await JSONBody.decode(DeviceRegistrationBody.self, from: request, context: context)
-        var registration = try body.registration()
+        var registration = try body.registration(among: forms)
         if let sink = try pushSink(for: registration) { try sink.prepare(&registration) } else { try registration.validateCommonFields() }
         // Idempotent: removing a device that is already gone is not an error.
         let address = registration.address

@@ -317,7 +317,7 @@ enum SQLiteSchema {
         migrator.registerMigration("v14-card-history-index") { db in
             try db.execute(sql: CardRecords.historyIndex)
         }
-        // APNs tokens in hex are keyed in lower case (DeviceRegistrationBody.key): of the rows
+        // APNs tokens in hex are keyed in lower case (RegistrationForm.apns in the APNs sink module): of the rows
         // one device has in several cases the most recently registered stays (its queued pushes
         // are the device's; the others' fail), keyed in lower case with its token kept as sent.
         migrator.registerMigration("v15-apns-keys-in-lower-case") { db in
