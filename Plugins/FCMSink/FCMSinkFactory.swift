@@ -11,7 +11,7 @@ extension SinkFactory {
     /// (extra certificates to trust for an `https` endpoint: the emulator's). For the
     /// instance named `fcm`, the top-level `fcm:` section is a
     /// documented alias (`sinks.fcm` wins when both give a key).
-    public static let fcm = SinkFactory(type: "fcm", registrationForms: [.fcm]) { context in
+    public static let fcm = SinkFactory(type: "fcm", registrationForms: [.fcm], shorthand: .fcm) { context in
         let settings = context.settings
         let credentials = try settings.requiredString("credentials")
         let endpoint = try settings.string("endpoint") ?? "https://fcm.googleapis.com"
@@ -48,4 +48,12 @@ extension SinkFactory {
 extension RegistrationForm {
     /// `{"fcm_token": "…"}`: the registration token, as Pong and every FCM app send it.
     public static let fcm = RegistrationForm(provider: "fcm", field: "fcm_token")
+}
+
+extension SinkShorthand {
+    /// `fcm.credentials` (or `sinks.fcm.credentials`) declares the instance `fcm`; the `fcm:`
+    /// section is an alias of `sinks.fcm` (`sinks.fcm` wins when both give a key), read from
+    /// the environment as `HERALD_FCM_*`; and `GOOGLE_APPLICATION_CREDENTIALS`, which every
+    /// Google client reads, stands for `fcm.credentials` when nothing else names one.
+    public static let fcm = SinkShorthand(section: "fcm", declaringKey: "credentials", fallback: ("GOOGLE_APPLICATION_CREDENTIALS", "credentials"))
 }

@@ -300,7 +300,7 @@ import Testing
         ("sinks: 5\n", "sinks", "is a section, not a value: one section per sink instance"),
         ("sinks: [console, fcm]\n", "sinks", "is a section, not a value: one section per sink instance"),
         ("sinks:\n  console: true\n", "sinks.console", "is a section, not a value: the sink's settings go under it (such as sinks.console.enabled"),
-        ("fcm: /etc/herald/google.json\n", "fcm", "is a section, not a value: the FCM sink's settings go under it (such as fcm.credentials)"),
+        ("fcm: /etc/herald/google.json\n", "fcm", "is a section, not a value: the fcm sink's settings go under it (such as fcm.credentials)"),
     ])
     func keysHeraldDoesNotReadAreRefusedNamingTheKey(_ yaml: String, _ key: String, _ problem: String) async throws {
         let directory = try TestResources.temporaryDirectory("herald-unknown-key")

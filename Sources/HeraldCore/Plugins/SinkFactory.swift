@@ -22,13 +22,17 @@ public struct SinkFactory: Sendable {
     /// How apps register devices of the providers this type serves, in its own fields
     /// (``RegistrationForm``); known to the server whether or not an instance is configured.
     public let registrationForms: [RegistrationForm]
+    /// The configuration shorthand this type offers for one instance (FCM's `fcm:`), if any.
+    public let shorthand: SinkShorthand?
     private let make: @Sendable (SinkContext) async throws -> any NotificationSink
 
     public init(
-        type: String, registrationForms: [RegistrationForm] = [], make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink
+        type: String, registrationForms: [RegistrationForm] = [], shorthand: SinkShorthand? = nil,
+        make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink
     ) {
         self.type = type
         self.registrationForms = registrationForms
+        self.shorthand = shorthand
         self.make = make
     }
 

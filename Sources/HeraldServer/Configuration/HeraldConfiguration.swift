@@ -133,8 +133,10 @@ public struct HeraldConfiguration: Sendable {
     /// - Parameter sinkNames: the names under `sinks:` in the configuration file (the reader
     ///   cannot list keys); names in `sinks.instances` (and, for webhooks, `sinks.webhooks`)
     ///   are added to them.
+    /// - Parameter shorthands: the sink types' configuration shorthands (``SinkShorthand``), by
+    ///   type; by default those of Herald's own sink types.
     /// - Throws: ``HeraldError`` naming the key when a value has the wrong type or range.
-    public init(reader: ConfigReader, sinkNames: [String] = []) throws {
+    public init(reader: ConfigReader, sinkNames: [String] = [], shorthands: [String: SinkShorthand] = Self.builtInShorthands) throws {
         self.init()
         host = try reader.requiredString(forKey: "host", default: host)
         port = try reader.requiredInt(forKey: "port", default: port)
@@ -253,28 +255,49 @@ public struct HeraldConfiguration: Sendable {
         guard (1...100_000_000).contains(registrationsPerKeyPerMinute) else {
             throw Self.invalid("devices.registrations_per_key_per_minute", "must be 1-100000000")
         }
-        sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames)
+        sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames, shorthands: shorthands)
+    }
+
+    /// The configuration shorthands of Herald's own sink types, by type.
+    public static let builtInShorthands = shorthands(of: SinkFactory.builtIn)
+
+    /// The configuration shorthands `factories` offer, by type (the first factory of a type).
+    public static func shorthands(of factories: [SinkFactory]) -> [String: SinkShorthand] {
+        var found: [String: SinkShorthand] = [:]
+        var types: Set<String> = []
+        for factory in factories where types.insert(factory.type).inserted {
+            if let shorthand = factory.shorthand { found[factory.type] = shorthand }
+        }
+        return found
     }
 
     /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),
     /// including the sink instances declared in the file.
-    public static func load(configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil) async throws -> HeraldConfiguration {
+    /// - Parameter shorthands: as for ``init(reader:sinkNames:shorthands:)``; an operator's
+    ///   server with its own sink types passes ``shorthands(of:)`` of its factories.
+    public static func load(
+        configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil,
+        shorthands: [String: SinkShorthand] = builtInShorthands
+    ) async throws -> HeraldConfiguration {
         let read = ReadConfigurationKeys()
-        let reader = try await reader(configFile: configFile, overrides: overrides, environment: environment, accessReporter: read)
+        let reader = try await reader(
+            configFile: configFile, overrides: overrides, environment: environment, accessReporter: read, fallbacks: Array(shorthands.values))
         let file = configFile.flatMap(ConfigurationFileKeys.root(ofFile:))
-        var configuration = try HeraldConfiguration(reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file))
+        var configuration = try HeraldConfiguration(reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file), shorthands: shorthands)
         let keys = ConfigurationFileKeys.keys(in: file)
-        if let configFile, let section = keys.first(where: ConfigurationFileKeys.isSinkSection) {
-            throw Self.invalid(section, "in \(configFile) is a section, not a value: \(ConfigurationFileKeys.sinkSectionHint(section))")
+        let sections = Set(shorthands.values.map(\.section))
+        if let configFile, let section = keys.first(where: { ConfigurationFileKeys.isSinkSection($0, shorthands: sections) }) {
+            let hint = ConfigurationFileKeys.sinkSectionHint(section, shorthands: Array(shorthands.values))
+            throw Self.invalid(section, "in \(configFile) is a section, not a value: \(hint)")
         }
-        if let configFile, let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0) }) {
+        if let configFile, let unknown = keys.first(where: { !read.contains($0) && !ConfigurationFileKeys.isSinkKey($0, shorthands: sections) }) {
             if let example = read.all.filter({ $0.hasPrefix(unknown + ".") }).min() {
                 throw Self.invalid(unknown, "in \(configFile) is a section, not a value: its settings go under it (such as \(example))")
             }
             throw Self.invalid(unknown, "in \(configFile) is not a setting Herald has (README.md's Configuration table lists them)")
         }
         let variables = (environment ?? ProcessInfo.processInfo.environment).keys
-        configuration.unread = UnreadSettings(file: configFile, fileKeys: keys, environmentNames: Array(variables), read: read)
+        configuration.unread = UnreadSettings(file: configFile, fileKeys: keys, environmentNames: Array(variables), read: read, shorthands: sections)
         return configuration
     }
 
@@ -292,10 +315,13 @@ public struct HeraldConfiguration: Sendable {
 extension HeraldConfiguration {
     /// Builds the layered reader: `overrides` (command-line options), then `HERALD_*`
     /// environment variables, then the YAML file at `configFile` (if it exists), then
-    /// `GOOGLE_APPLICATION_CREDENTIALS` as `fcm.credentials`, then defaults.
+    /// the sink shorthands' fallback variables (`GOOGLE_APPLICATION_CREDENTIALS` as
+    /// `fcm.credentials`), then defaults.
     /// - Parameter accessReporter: told of every key read.
+    /// - Parameter fallbacks: the shorthands whose fallback variables count; by default Herald's own.
     public static func reader(
-        configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil, accessReporter: (any AccessReporter)? = nil
+        configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil, accessReporter: (any AccessReporter)? = nil,
+        fallbacks: [SinkShorthand] = Array(builtInShorthands.values)
     ) async throws -> ConfigReader {
         var providers: [any ConfigProvider] = []
         if !overrides.isEmpty {
@@ -319,12 +345,15 @@ extension HeraldConfiguration {
                 throw HeraldError(.unprocessable, code: "invalid_config", "cannot read configuration file '\(configFile)': \(error)")
             }
         }
-        // Every Google client finds its service account through GOOGLE_APPLICATION_CREDENTIALS:
-        // it stands for `fcm.credentials` when nothing above names one.
-        let google = (environment ?? ProcessInfo.processInfo.environment)["GOOGLE_APPLICATION_CREDENTIALS"] ?? ""
-        if !google.isEmpty {
-            providers.append(EnvironmentVariablesProvider(environmentVariables: ["FCM_CREDENTIALS": google]))
+        // A provider's own variable (every Google client finds its service account through
+        // GOOGLE_APPLICATION_CREDENTIALS) stands for its shorthand's key when nothing above names one.
+        var standIns: [String: String] = [:]
+        for shorthand in fallbacks {
+            guard let (variable, key) = shorthand.fallback else { continue }
+            let value = (environment ?? ProcessInfo.processInfo.environment)[variable] ?? ""
+            if !value.isEmpty { standIns["\(shorthand.section)_\(key)".uppercased().replacingOccurrences(of: ".", with: "_")] = value }
         }
+        if !standIns.isEmpty { providers.append(EnvironmentVariablesProvider(environmentVariables: standIns)) }
         return ConfigReader(providers: providers, accessReporter: accessReporter)
     }
 }

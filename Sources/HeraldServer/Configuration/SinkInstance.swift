@@ -21,21 +21,28 @@ public struct SinkInstance: Sendable {
     /// - every entry under `sinks:` in the file (`sinksInFile`), and the names listed in
     ///   `sinks.instances` (the only way to declare one from the environment:
     ///   `HERALD_SINKS_INSTANCES=chat` with `HERALD_SINKS_CHAT_TYPE=webhook`, …);
-    /// - `fcm` when `fcm.credentials` (the documented alias section) or `sinks.fcm.credentials`
-    ///   is set, and `console` when `sinks.console.enabled` is true;
+    /// - a sink type's shorthand instance (``SinkShorthand``: `fcm` when `fcm.credentials` or
+    ///   `sinks.fcm.credentials` is set), and `console` when `sinks.console.enabled` is true;
     /// - names in `sinks.webhooks`, whose type defaults to `webhook`.
     ///
-    /// `sinks.<name>.type` names the factory; `fcm` and `console` default to their own type.
+    /// `sinks.<name>.type` names the factory; a shorthand's instance defaults to its factory's
+    /// type, and `console` to its own.
     /// `sinks.<name>.enabled: false` leaves an instance out; the `console` shorthand needs
     /// `enabled: true` (or an explicit type).
-    static func read(from reader: ConfigReader, namesInFile: [String]) throws -> [SinkInstance] {
+    /// - Parameter shorthands: each sink type's shorthand, by type.
+    static func read(from reader: ConfigReader, namesInFile: [String], shorthands: [String: SinkShorthand]) throws -> [SinkInstance] {
         let source = ConfigReaderSource(reader: reader)
         let webhooks = try reader.optionalStringList(forKey: "sinks.webhooks") ?? []
         var names: [String] = []
         func add(_ name: String) { if !names.contains(name) { names.append(name) } }
         namesInFile.forEach(add)
         try (reader.optionalStringList(forKey: "sinks.instances") ?? []).forEach(add)
-        if try reader.optionalString(forKey: "fcm.credentials") != nil || reader.optionalString(forKey: "sinks.fcm.credentials") != nil { add("fcm") }
+        for shorthand in shorthands.values.sorted(by: { $0.section < $1.section }) {
+            let (section, key) = (shorthand.section, shorthand.declaringKey)
+            if try reader.optionalString(forKey: "\(section).\(key)") != nil || reader.optionalString(forKey: "sinks.\(section).\(key)") != nil {
+                add(section)
+            }
+        }
         if try reader.requiredBool(forKey: "sinks.console.enabled", default: false) { add("console") }
         webhooks.forEach(add)
 
@@ -45,12 +52,13 @@ public struct SinkInstance: Sendable {
                 throw HeraldConfiguration.invalid(
                     "sinks.\(name)", "is not a valid sink name (1-64 of a-z, 0-9, '_', '-'; not \(reservedNames.sorted().joined(separator: ", ")))")
             }
-            let settings = SinkSettings(name: name, source: source, aliases: name == "fcm" ? ["fcm"] : [])
+            let shorthand = shorthands.first { $0.value.section == name }
+            let settings = SinkSettings(name: name, source: source, aliases: shorthand == nil ? [] : [name])
             let enabled = try settings.bool("enabled")
             let explicitType = try settings.string("type")
-            let defaultType: String? = name == "fcm" || name == "console" ? name : webhooks.contains(name) ? "webhook" : nil
+            let defaultType: String? = shorthand?.key ?? (name == "console" ? name : webhooks.contains(name) ? "webhook" : nil)
             guard let type = explicitType ?? defaultType else {
-                throw settings.invalid("type", "is required (the sink's type: fcm, webhook, console, or a type a plugin adds)")
+                throw settings.invalid("type", "is required (the sink's type: one of Herald's, such as webhook or console, or a type a plugin adds)")
             }
             if enabled == false || (name == "console" && explicitType == nil && enabled != true) { continue }
             instances.append(SinkInstance(name: name, type: type, settings: settings))

@@ -68,24 +68,27 @@ enum ConfigurationFileKeys {
 
     /// Whether `key`, which the file gives a value (``keys(in:)``), is one of the sections that
     /// hold sink instances: `sinks: 5`, `sinks: [fcm]`, `sinks: {console: true}` or `fcm: 3`
-    /// configure no sink, and the sink checks never look at them.
-    static func isSinkSection(_ key: String) -> Bool {
-        key == "sinks" || key == "fcm" || (key.hasPrefix("sinks.") && key.split(separator: ".", omittingEmptySubsequences: false).count == 2)
+    /// configure no sink, and the sink checks never look at them. `shorthands` are the sink
+    /// types' shorthand sections (``SinkShorthand/section``).
+    static func isSinkSection(_ key: String, shorthands: Set<String>) -> Bool {
+        key == "sinks" || shorthands.contains(key) || (key.hasPrefix("sinks.") && key.split(separator: ".", omittingEmptySubsequences: false).count == 2)
     }
 
-    /// What goes under a sink section that ``isSinkSection(_:)`` found written as a value.
-    static func sinkSectionHint(_ key: String) -> String {
-        switch key {
-        case "sinks": "one section per sink instance goes under it (such as sinks.console.enabled, or sinks.NAME.type and that type's keys)"
-        case "fcm": "the FCM sink's settings go under it (such as fcm.credentials)"
-        default: "the sink's settings go under it (such as \(key).enabled, or \(key).type and that type's keys)"
+    /// What goes under a sink section that ``isSinkSection(_:shorthands:)`` found written as a value.
+    static func sinkSectionHint(_ key: String, shorthands: [SinkShorthand]) -> String {
+        if key == "sinks" {
+            return "one section per sink instance goes under it (such as sinks.console.enabled, or sinks.NAME.type and that type's keys)"
         }
+        if let shorthand = shorthands.first(where: { $0.section == key }) {
+            return "the \(key) sink's settings go under it (such as \(key).\(shorthand.declaringKey))"
+        }
+        return "the sink's settings go under it (such as \(key).enabled, or \(key).type and that type's keys)"
     }
 
     /// Sections whose keys belong to sink types, a plugin's included, and are read when the
     /// sinks are built: not checked here.
-    static func isSinkKey(_ key: String) -> Bool {
-        key == "sinks" || key.hasPrefix("sinks.") || key == "fcm" || key.hasPrefix("fcm.")
+    static func isSinkKey(_ key: String, shorthands: Set<String>) -> Bool {
+        key == "sinks" || key.hasPrefix("sinks.") || shorthands.contains(key) || shorthands.contains { key.hasPrefix($0 + ".") }
     }
 }
 
@@ -112,27 +115,30 @@ final class UnreadSettings: Sendable {
     private let sinkKeys: [String]
     private let environmentNames: [String]
     private let read: ReadConfigurationKeys
+    /// The sink types' shorthand sections (`fcm`), aliases of `sinks.<section>`.
+    private let shorthands: Set<String>
     /// `HERALD_*` variables that are not settings: read by the command-line tools, tests and
     /// scripts, which share the environment.
     static let otherVariables: Set<String> = ["HERALD_CONFIG", "HERALD_API_KEY", "HERALD_NOTIFSIM_USER", "HERALD_URL"]
     static let otherPrefixes = ["HERALD_TEST_", "HERALD_PG_", "HERALD_BENCH_"]
 
-    init(file: String?, fileKeys: [String], environmentNames: [String], read: ReadConfigurationKeys) {
+    init(file: String?, fileKeys: [String], environmentNames: [String], read: ReadConfigurationKeys, shorthands: Set<String>) {
         self.file = file
-        self.sinkKeys = fileKeys.filter(ConfigurationFileKeys.isSinkKey)
+        self.shorthands = shorthands
+        self.sinkKeys = fileKeys.filter { ConfigurationFileKeys.isSinkKey($0, shorthands: shorthands) }
         self.environmentNames = environmentNames.filter { name in
             name.hasPrefix("HERALD_") && !Self.otherVariables.contains(name) && !Self.otherPrefixes.contains { name.hasPrefix($0) }
         }
         self.read = read
     }
 
-    /// The first key in the file's sections of `instances` that no one read. The `fcm:` section
-    /// is an alias of `sinks.fcm`, read under either spelling.
+    /// The first key in the file's sections of `instances` that no one read. A shorthand
+    /// section (`fcm:`) is an alias of `sinks.<section>`, read under either spelling.
     func firstSinkKey(among instances: [String]) -> String? {
         sinkKeys.first { key in
-            let canonical = key.hasPrefix("fcm.") ? "sinks." + key : key
+            let canonical = shorthands.contains { key.hasPrefix($0 + ".") } ? "sinks." + key : key
             guard let name = instances.first(where: { canonical.hasPrefix("sinks.\($0).") }) else { return false }
-            let alias = name == "fcm" ? "fcm." + canonical.dropFirst("sinks.fcm.".count) : canonical
+            let alias = shorthands.contains(name) ? String(canonical.dropFirst("sinks.".count)) : canonical
             return !read.contains(canonical) && !read.contains(alias)
         }
     }
@@ -146,7 +152,10 @@ final class UnreadSettings: Sendable {
             guard !names.contains(name) else { return false }
             // A sink's own variables, when the sink is not built, were never going to be read.
             if name.hasPrefix("HERALD_SINKS_") { return built.contains { name.hasPrefix($0) } }
-            if name.hasPrefix("HERALD_FCM_") { return instances.contains("fcm") }
+            // A shorthand section's (HERALD_FCM_*), likewise.
+            if let section = shorthands.first(where: { name.hasPrefix("HERALD_\($0.uppercased().replacingOccurrences(of: "-", with: "_"))_") }) {
+                return instances.contains(section)
+            }
             return true
         }.sorted()
     }
