@@ -80,6 +80,9 @@ struct Faults: AsyncParsableCommand {
         var duplicates = 0
         /// Of those, the pushes the killed process had sent and not yet recorded when it died.
         var inFlightAtKill = 0
+        /// For each push accepted twice, how long before the kill it was first accepted (negative:
+        /// after it), in seconds, so a duplicate the kill does not explain stands out.
+        var twiceFirstAcceptedBeforeKill: [Double] = []
         /// Pushes the provider accepted per second while the sends went on (their last three
         /// quarters, past the start's warm-up): what a fault leaves of Herald's throughput.
         var deliveredPerSecond = 0.0
@@ -263,7 +266,8 @@ struct Faults: AsyncParsableCommand {
             }
         }
         outcome.lost += max(0, ids.count - outcome.delivered - outcome.dead - outcome.lost)
-        (outcome.duplicates, outcome.inFlightAtKill) = try await duplicates(at: emulator, driver: driver, killedAt: killed.at)
+        (outcome.duplicates, outcome.inFlightAtKill, outcome.twiceFirstAcceptedBeforeKill) = try await duplicates(
+            at: emulator, driver: driver, killedAt: killed.at)
         return outcome
     }
 
@@ -340,16 +344,18 @@ struct Faults: AsyncParsableCommand {
     }
 
     /// Messages the emulator accepted more than once (by token and notification id), and of
-    /// those how many it first accepted in the two seconds before `killedAt`: sent by the process
-    /// that was killed before it could record the provider's answer, and so sent again by the
-    /// survivor once their leases ran out (at-least-once; docs/durability.md).
-    func duplicates(at emulator: ChildProcess, driver: LoadDriver, killedAt: Date?) async throws -> (all: Int, inFlightAtKill: Int) {
+    /// those how many it first accepted from two seconds before `killedAt` to three after: sent by
+    /// the process that was killed before it could record the provider's answer (or before the
+    /// answer came: a send in flight at the kill is accepted when the provider answers it, up to
+    /// its latency later), and so sent again by the survivor once their leases ran out
+    /// (at-least-once; docs/durability.md).
+    func duplicates(at emulator: ChildProcess, driver: LoadDriver, killedAt: Date?) async throws -> (all: Int, inFlightAtKill: Int, offsets: [Double]) {
         let (_, body, _) = try await driver.call(LoadDriver.get("\(emulator.url)/emulator/stats"))
         guard let twice = body["accepted_twice"] as? Int else { throw BenchError("the FCM emulator's stats say nothing of messages accepted twice") }
-        guard let killedAt else { return (twice, 0) }
+        guard let killedAt else { return (twice, 0, []) }
         let firsts = body["accepted_twice_first_at"] as? [Double] ?? []
-        let window = (killedAt.timeIntervalSince1970 - 2)...killedAt.timeIntervalSince1970
-        return (twice, firsts.filter { window.contains($0) }.count)
+        let window = (killedAt.timeIntervalSince1970 - 2)...(killedAt.timeIntervalSince1970 + 3)
+        return (twice, firsts.filter { window.contains($0) }.count, firsts.map { killedAt.timeIntervalSince1970 - $0 }.sorted())
     }
 
     static func table(_ outcomes: [Outcome]) -> String {
