@@ -103,7 +103,7 @@ extension FCMEmulator {
         let (response, validateOnly) = await answer(root, body: data)
         let message = root?["message"] as? [String: Any]
         let topic = message?["topic"] as? String
-        let messageKey = "\(message?["token"] as? String ?? topic ?? "")|\((message?["data"] as? [String: Any])?["id"] as? String ?? "")"
+        let messageKey = Self.key(of: message)
         state.withLock { state in
             state.received.append(
                 Received(status: Int(response.status.code), body: data, at: Date(), validateOnly: validateOnly, httpVersion: context.httpVersion))
@@ -120,6 +120,12 @@ extension FCMEmulator {
             }
         }
         return response
+    }
+
+    /// What tells one message from another: its token (or topic) and the notification id in its
+    /// data, so a retry of it is the same message (`--fail-first`, `accepted_twice`).
+    static func key(of message: [String: Any]?) -> String {
+        "\((message?["token"] as? String) ?? (message?["topic"] as? String) ?? "")|\((message?["data"] as? [String: Any])?["id"] as? String ?? "")"
     }
 
     /// The Instance ID API's `batchAdd`/`batchRemove`: `{"to": "/topics/T", "registration_tokens":
@@ -221,10 +227,10 @@ extension FCMEmulator {
             return (fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH"), validateOnly)
         }
         if configuration.failFirst > 0, !validateOnly {
-            let id = (message["data"] as? [String: Any])?["id"] as? String ?? ""
+            let key = Self.key(of: message)
             let messageAttempt = state.withLock { state -> Int in
-                state.attemptsByMessage["\(target)|\(id)", default: 0] += 1
-                return state.attemptsByMessage["\(target)|\(id)"] ?? 1
+                state.attemptsByMessage[key, default: 0] += 1
+                return state.attemptsByMessage[key] ?? 1
             }
             if messageAttempt <= configuration.failFirst {
                 return (fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE"), validateOnly)

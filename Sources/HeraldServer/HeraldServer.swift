@@ -152,9 +152,7 @@ public struct HeraldServer: Sendable {
         let reserved: Set<String> = ["provider", "address", "app", "platform", "app_version", "region", "locale"]
         var forms: [RegistrationForm] = []
         var claimed: [String: String] = [:]
-        var types: Set<String> = []
-        // The first factory of a type is the one that builds it (buildSinks).
-        for factory in factories where types.insert(factory.type).inserted {
+        for factory in factories.firstOfEachType {
             for form in factory.registrationForms {
                 for field in [form.field] + form.options.map(\.field) {
                     if reserved.contains(field) || claimed[field].map({ $0 != factory.type }) == true {
@@ -170,11 +168,11 @@ public struct HeraldServer: Sendable {
         }
         return forms
     }
+
     static func buildSinks(
         _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
     ) async throws -> [any NotificationSink] {
-        var byType: [String: SinkFactory] = [:]
-        for factory in factories where byType[factory.type] == nil { byType[factory.type] = factory }
+        let byType = Dictionary(uniqueKeysWithValues: factories.firstOfEachType.map { ($0.type, $0) })
         let always = ["history", "feed"].map { SinkInstance(name: $0, type: $0, settings: SinkSettings(name: $0, values: [:])) }
         var built: [any NotificationSink] = []
         do {

@@ -101,11 +101,7 @@ public final class CircuitBreakers: Sendable {
             var due: [String] = []
             for sink in states.keys {
                 guard var state = states[sink], state.isOpen else { continue }
-                abandonStaleRound(&state, at: now)
-                if !state.probing && (state.nextProbeAt ?? now) <= now {
-                    (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (1, [], now)
-                    due.append(sink)
-                }
+                if startRoundIfDue(&state, at: now) { due.append(sink) }
                 states[sink] = state
             }
             return due.sorted()
@@ -176,6 +172,15 @@ public final class CircuitBreakers: Sendable {
         (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (0, [], nil)
     }
 
+    /// Starts a round of probes on an open circuit whose probes are due (giving up a stale
+    /// round first), with one probe outstanding. - Returns: whether a round started.
+    private func startRoundIfDue(_ state: inout State, at now: Date) -> Bool {
+        abandonStaleRound(&state, at: now)
+        guard !state.probing, (state.nextProbeAt ?? now) <= now else { return false }
+        (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (1, [], now)
+        return true
+    }
+
     // MARK: Endpoints
 
     /// Whether one delivery to an endpoint of a sink whose devices each name their own service
@@ -188,17 +193,13 @@ public final class CircuitBreakers: Sendable {
 
     /// Admits or holds one delivery to `endpoint` of `sink` (``Admission``). A round of probes
     /// is the first ``probeBatch`` deliveries admitted once its probes are due; a round whose
-    /// answers never all came is given up (``abandonStaleRound(_:at:)``).
+    /// answers never all came is given up (``startRoundIfDue(_:at:)``).
     func admit(_ endpoint: String, of sink: String, at now: Date) -> Admission {
         endpoints.withLock { endpoints in
             let key = EndpointKey(sink: sink, endpoint: endpoint)
             guard var state = endpoints[key], state.isOpen else { return .send }
             defer { endpoints[key] = state }
-            abandonStaleRound(&state, at: now)
-            if !state.probing, (state.nextProbeAt ?? now) <= now {
-                (state.probesOutstanding, state.probeResults, state.probesStartedAt) = (1, [], now)
-                return .send
-            }
+            if startRoundIfDue(&state, at: now) { return .send }
             if state.probing, state.probeResults.isEmpty, state.probesOutstanding < probeBatch {
                 state.probesOutstanding += 1
                 return .send

@@ -43,6 +43,16 @@ public struct SinkFactory: Sendable {
     }
 }
 
+extension Sequence where Element == SinkFactory {
+    /// The first factory of each type, in order: the one a server builds that type with, and
+    /// whose registration forms and configuration shorthand count (an operator's list may name
+    /// a built-in type again).
+    public var firstOfEachType: [SinkFactory] {
+        var seen: Set<String> = []
+        return filter { seen.insert($0.type).inserted }
+    }
+}
+
 /// What a factory gets to build one sink instance: its name and settings, and of Herald's
 /// storage only the parts a sink writes (docs/sinks.md, "What a sink is given"): appending
 /// users' history, writing the pull feed. A sink never reads or changes users, devices or the

@@ -126,6 +126,10 @@ public struct DeliveryUpdate: Sendable, Equatable {
     /// outage must not make it run out of attempts (docs/durability.md, "A sink that is down").
     public var givesBackAttempt = false
 
+    /// What a store subtracts from the delivery's attempts as it records this: 1 for a pending
+    /// delivery that gives its attempt back (never below none), else 0. One rule for every engine.
+    public var attemptsGivenBack: Int { state == .pending && givesBackAttempt && attempts > 0 ? 1 : 0 }
+
     public init(id: Int64, state: DeliveryState, attempts: Int, lastError: String? = nil, nextAttemptAt: Date? = nil, removeDevice: ObjectID? = nil) {
         self.id = id
         self.state = state

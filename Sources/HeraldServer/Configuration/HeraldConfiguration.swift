@@ -263,12 +263,7 @@ public struct HeraldConfiguration: Sendable {
 
     /// The configuration shorthands `factories` offer, by type (the first factory of a type).
     public static func shorthands(of factories: [SinkFactory]) -> [String: SinkShorthand] {
-        var found: [String: SinkShorthand] = [:]
-        var types: Set<String> = []
-        for factory in factories where types.insert(factory.type).inserted {
-            if let shorthand = factory.shorthand { found[factory.type] = shorthand }
-        }
-        return found
+        Dictionary(uniqueKeysWithValues: factories.firstOfEachType.compactMap { factory in factory.shorthand.map { (factory.type, $0) } })
     }
 
     /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),

@@ -96,7 +96,7 @@ extension PostgresStore {
             let attempts = updates.map { Int64($0.attempts) }
             let errors = updates.map { $0.lastError ?? "" }
             let nextAttempts = updates.map { $0.state == .pending ? $0.nextAttemptAt.map(PostgresStore.micros) ?? now : -1 }
-            let givenBack = updates.map { Int64($0.state == .pending && $0.givesBackAttempt && $0.attempts > 0 ? 1 : 0) }
+            let givenBack = updates.map { Int64($0.attemptsGivenBack) }
             query = """
                 UPDATE deliveries d SET state = u.state, last_error = NULLIF(u.last_error, ''),
                     next_attempt_at = NULLIF(u.next_attempt_at, -1), leased = 0, updated_at = \(now), attempts = d.attempts - u.given_back

@@ -58,10 +58,9 @@ extension SQLiteStore {
             )
             var applied: [DeliveryUpdate] = []
             for update in updates {
-                let givesBack = update.state == .pending && update.givesBackAttempt && update.attempts > 0
                 try statement.execute(arguments: [
                     update.state.rawValue, update.lastError, update.state == .pending ? update.nextAttemptAt.map(Self.micros) ?? now : nil, now,
-                    givesBack ? 1 : 0, update.id, update.attempts,
+                    update.attemptsGivenBack, update.id, update.attempts,
                 ])
                 if db.changesCount > 0 { applied.append(update) }
             }
