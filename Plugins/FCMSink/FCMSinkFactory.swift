@@ -55,5 +55,9 @@ extension SinkShorthand {
     /// section is an alias of `sinks.fcm` (`sinks.fcm` wins when both give a key), read from
     /// the environment as `HERALD_FCM_*`; and `GOOGLE_APPLICATION_CREDENTIALS`, which every
     /// Google client reads, stands for `fcm.credentials` when nothing else names one.
-    public static let fcm = SinkShorthand(section: "fcm", declaringKey: "credentials", fallback: ("GOOGLE_APPLICATION_CREDENTIALS", "credentials"))
+    /// `topics.manage_fcm_membership`, the first name of `topics.manage_membership`, still works.
+    public static let fcm = SinkShorthand(
+        section: "fcm", declaringKey: "credentials", fallback: ("GOOGLE_APPLICATION_CREDENTIALS", "credentials"),
+        keyAliases: [("topics.manage_fcm_membership", "topics.manage_membership")]
+    )
 }

@@ -35,6 +35,9 @@ public struct HeraldServer: Sendable {
     /// The providers' own device address forms, from the sink factories (whether or not an
     /// instance of their type is configured).
     let registrationForms: [RegistrationForm]
+    /// The keys that configure a push sink, for the start-up hint when none is configured:
+    /// `sinks.instances` and each sink type's shorthand (``SinkShorthand``).
+    let pushSetupKeys: [String]
     let ids: ObjectIDGenerator
     /// Anonymous device sign-ups per client address; one per server, kept across requests.
     let signUpLimiter: SignUpLimiter
@@ -52,7 +55,7 @@ public struct HeraldServer: Sendable {
     let connections = OpenConnections()
     /// Live streams (`GET /api/stream`) open in this process.
     let streams: LiveStreams
-    /// Keeps FCM topic membership equal to subscriptions (`topics.manage_fcm_membership`).
+    /// Keeps provider-side topic membership equal to subscriptions (`topics.manage_membership`).
     public let membership: TopicMembershipWorker
     /// Writes fan-outs above `fanout.inline_limit` after their accept.
     public let fanOut: FanOutWorker
@@ -121,7 +124,8 @@ public struct HeraldServer: Sendable {
                 return HeraldServer(
                     configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
-                    types: types, registrationForms: try registrationForms(of: factories), ids: ids,
+                    types: types, registrationForms: try registrationForms(of: factories),
+                    pushSetupKeys: factories.firstOfEachType.compactMap(\.shorthand).map { "\($0.section).\($0.declaringKey)" } + ["sinks.instances"], ids: ids,
                     signUpLimiter: SignUpLimiter(perMinute: configuration.deviceSignUpsPerMinute),
                     eventLimiter: TokenBuckets(capacity: configuration.eventsPerUserPerHour, period: 3_600),
                     trustedProxies: try TrustedProxies.configured(configuration.trustedProxies),
@@ -358,7 +362,7 @@ public struct HeraldServer: Sendable {
     }
 
     /// Whether the topic-membership worker runs: switched on, and a sink keeps membership.
-    var managesMembership: Bool { configuration.manageFCMMembership && membership.isNeeded }
+    var managesMembership: Bool { configuration.manageTopicMembership && membership.isNeeded }
 
     /// How long in-flight HTTP requests may take at a graceful shutdown before the connections
     /// still open are ended: a third of `shutdown_timeout`, between 1 and 10 seconds, so the
@@ -376,7 +380,7 @@ public struct HeraldServer: Sendable {
         if !sinks.sinks.contains(where: { $0.capabilities.contains(.push) }) {
             // The first run on a fresh machine: say why a phone gets nothing.
             logger.notice(
-                "no push sink is configured (fcm.credentials, or sinks.instances for APNs and Web Push): notifications reach history and the feed only")
+                "no push sink is configured (\(pushSetupKeys.joined(separator: ", or "))): notifications reach history and the feed only")
         }
         var group = ServiceGroupConfiguration(
             // Named, so a shutdown logs when it starts (the HTTP server drains first, then the

@@ -253,9 +253,27 @@ import Testing
         )
         #expect(configuration.streamHeartbeat == .seconds(30))
         #expect(configuration.maxStreamsPerUser == 2)
-        #expect(configuration.manageFCMMembership == false)
+        #expect(configuration.manageTopicMembership == false, "the old name still works")
         let defaults = try await HeraldConfiguration.load(configFile: nil, environment: [:])
-        #expect(defaults.streamHeartbeat == .seconds(15) && defaults.maxStreamsPerUser == 5 && defaults.manageFCMMembership)
+        #expect(defaults.streamHeartbeat == .seconds(15) && defaults.maxStreamsPerUser == 5 && defaults.manageTopicMembership)
+        let renamed = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_TOPICS_MANAGE_MEMBERSHIP": "false"])
+        #expect(renamed.manageTopicMembership == false)
+        let both = try await HeraldConfiguration.load(
+            configFile: nil, environment: ["HERALD_TOPICS_MANAGE_MEMBERSHIP": "true", "HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "false"])
+        #expect(both.manageTopicMembership, "the key wins over its alias")
+    }
+
+    /// A file that still uses the old name, alone or with the new one, starts: the alias is a
+    /// key Herald reads, not an unknown one.
+    @Test func theOldMembershipKeyInAFileIsRead() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("herald.yaml").path
+        try "topics:\n  manage_fcm_membership: false\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await HeraldConfiguration.load(configFile: file, environment: [:]).manageTopicMembership == false)
+        try "topics:\n  manage_membership: true\n  manage_fcm_membership: false\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await HeraldConfiguration.load(configFile: file, environment: [:]).manageTopicMembership)
     }
 
     /// `circuit.failures` is no longer read: a configuration that sets it is told so at start,
@@ -285,6 +303,7 @@ import Testing
             (["HERALD_CIRCUIT_SUCCESS_FLOOR": "1.5"], "circuit.success_floor"),
             (["HERALD_CIRCUIT_PROBES": "0"], "circuit.probes"),
             (["HERALD_TOPICS_MANAGE_FCM_MEMBERSHIP": "maybe"], "topics.manage_fcm_membership"),
+            (["HERALD_TOPICS_MANAGE_MEMBERSHIP": "maybe"], "topics.manage_membership"),
         ] as [([String: String], String)])
     func badStreamAndMembershipSettingsAreRefusedNamingTheKey(_ environment: [String: String], _ key: String) async throws {
         do {

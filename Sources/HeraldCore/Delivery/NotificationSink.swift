@@ -16,7 +16,7 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     /// Takes engagement events as well as notifications (``NotificationSink/deliverEvents(_:)``).
     public static let events = SinkCapabilities(rawValue: 1 << 4)
     /// Keeps provider-side topic membership equal to Herald's subscriptions
-    /// (``NotificationSink/updateTopicMembership(_:)``), when `topics.manage_fcm_membership` is on.
+    /// (``NotificationSink/updateTopicMembership(_:)``), when `topics.manage_membership` is on.
     public static let topicMembership = SinkCapabilities(rawValue: 1 << 5)
     /// Each device names the service it is sent to (a Web Push subscription's push service,
     /// chosen by the user's browser or by the user): one service's failures say nothing of the

@@ -12,10 +12,17 @@ public struct SinkShorthand: Sendable {
     /// A variable every client of the provider reads (`GOOGLE_APPLICATION_CREDENTIALS`), and
     /// the section's key it stands for when nothing else sets that key.
     public let fallback: (variable: String, key: String)?
+    /// Older names of Herald's own keys that still work for this sink type's users, each with
+    /// the key it stands for (`topics.manage_fcm_membership` for `topics.manage_membership`):
+    /// the key wins when both are set.
+    public let keyAliases: [(alias: String, key: String)]
 
-    public init(section: String, declaringKey: String, fallback: (variable: String, key: String)? = nil) {
+    public init(
+        section: String, declaringKey: String, fallback: (variable: String, key: String)? = nil, keyAliases: [(alias: String, key: String)] = []
+    ) {
         self.section = section
         self.declaringKey = declaringKey
         self.fallback = fallback
+        self.keyAliases = keyAliases
     }
 }

@@ -76,8 +76,9 @@ public struct HeraldConfiguration: Sendable {
     public var archiveRetention: Duration?
     /// Whether `GET /channel` answers without credentials (`topics.public_read`).
     public var topicsPublicRead = false
-    /// Whether Herald keeps FCM topic membership equal to its subscriptions (Instance ID API).
-    public var manageFCMMembership = true
+    /// Whether Herald keeps provider-side topic membership equal to its subscriptions, through
+    /// the sinks that keep it (FCM's Instance ID API): `topics.manage_membership`.
+    public var manageTopicMembership = true
     /// How instants are written in history items and push data (openapi.yaml): Pong's form by default.
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
@@ -212,7 +213,8 @@ public struct HeraldConfiguration: Sendable {
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
         topicsPublicRead = try reader.requiredBool(forKey: "topics.public_read", default: topicsPublicRead)
-        manageFCMMembership = try reader.requiredBool(forKey: "topics.manage_fcm_membership", default: manageFCMMembership)
+        manageTopicMembership =
+            try reader.aliasedBool(forKey: "topics.manage_membership", aliases: shorthands.values.flatMap(\.keyAliases)) ?? manageTopicMembership
         let style = try reader.requiredString(forKey: "timestamps", default: timestamps.rawValue)
         guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
         timestamps = parsedStyle
@@ -407,6 +409,15 @@ extension ConfigReader {
 
     func optionalBool(forKey key: String) throws -> Bool? {
         try wrap(key) { try self.requiredBool(forKey: ConfigKey(key)) }
+    }
+
+    /// `key`, or when it is not set the first of its aliases (``SinkShorthand/keyAliases``)
+    /// that is; an error names the key or alias that holds the bad value. Every alias is read,
+    /// so a file that sets both is not told its alias is unknown.
+    func aliasedBool(forKey key: String, aliases: [(alias: String, key: String)]) throws -> Bool? {
+        let value = try optionalBool(forKey: key)
+        let aliased = try aliases.filter { $0.key == key }.map(\.alias).sorted().compactMap { try optionalBool(forKey: $0) }
+        return value ?? aliased.first
     }
 
     /// A list from a YAML sequence, or from one string with entries separated by newlines or
