@@ -3,32 +3,37 @@ import HeraldTestSupport
 import NIOHTTP1
 import Testing
 
-/// The operator's example under Examples/ChatSink: its own package adds a sink type to Herald
-/// without touching Herald's code. `scripts/test` builds it into the shared build folder.
+/// The operator's example under Examples/OperatorSinks: its own package adds two sink types to
+/// Herald without touching Herald's code, a chat room and a push provider with its own
+/// registration field. `scripts/test` builds it into the shared build folder.
 @Suite(.cleansUp) struct PluginExampleTests {
     static var binary: String { Binaries.path("herald-chat") }
 
-    @Test func anOperatorsOwnSinkDeliversThroughHerald() async throws {
+    static let admin = "hk_" + String(repeating: "c", count: 40)
+
+    /// The example's server, with `sinks` (YAML lines under `sinks:`) configured.
+    static func start(sinks: String) async throws -> RunningHerald {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.binary),
-            "build the example first: swift build --package-path Examples/ChatSink --scratch-path .build (scripts/test does)"
+            "build the example first: swift build --package-path Examples/OperatorSinks --scratch-path .build (scripts/test does)"
         )
-        let receiver = Receiver()
-        try await receiver.start()
         let directory = try TestResources.temporaryDirectory("herald-chat")
-        let admin = "hk_" + String(repeating: "c", count: 40)
         let config = directory.appendingPathComponent("herald.yaml")
         try """
         port: 0
         database: sqlite:\(directory.appendingPathComponent("h.sqlite").path)
         bootstrap_admin_key: \(admin)
         sinks:
-          room:
-            type: chat
-            url: \(receiver.url)
-            types: [violation]
+        \(sinks)
         """.write(to: config, atomically: true, encoding: .utf8)
-        let herald = try await RunningHerald(executable: Self.binary, arguments: [config.path], in: directory)
+        return try await RunningHerald(executable: Self.binary, arguments: [config.path], in: directory)
+    }
+
+    @Test func anOperatorsOwnSinkDeliversThroughHerald() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let admin = Self.admin
+        let herald = try await Self.start(sinks: "  room:\n    type: chat\n    url: \(receiver.url)\n    types: [violation]")
         let (status, sent) = try await LoadHarness.request(
             .POST, "\(herald.url)/api/notifications", key: admin,
             body: #"{"type":"violation","title":"Post flagged","body":"post 9 needs review","user_ids":["mod-1"]}"#
@@ -52,6 +57,40 @@ import Testing
         let body = try #require(try JSONSerialization.jsonObject(with: hit.body) as? [String: String])
         #expect(body == ["text": "*Post flagged*: post 9 needs review (for mod-1)"])
         #expect(hit.headers["idempotency-key"]?.hasPrefix("herald-") == true)
+        await herald.expectCleanStop()
+        await receiver.stop()
+    }
+
+    /// A push provider Herald does not know (ntfy), from the example package: devices register
+    /// with its own field and option, its own address rule refuses a bad topic naming the
+    /// field, and a notification for the user is pushed to the device's topic.
+    @Test func anOutsideProviderRegistersWithItsOwnFieldAndIsPushed() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        // The receiver answers at /hook: the server is its root and the device's topic `hook`.
+        let server = receiver.url.replacingOccurrences(of: "/hook", with: "")
+        let herald = try await Self.start(sinks: "  phones:\n    type: ntfy\n    server: \(server)")
+        let register = "\(herald.url)/api/notifications/register"
+        let (refused, refusal) = try await LoadHarness.request(.POST, register, key: Self.admin, user: "ann", body: #"{"ntfy_topic":"no spaces allowed"}"#)
+        #expect(refused == 422 && "\(refusal)".contains("ntfy_topic"), "\(refusal)")
+        let (badOption, optionRefusal) = try await LoadHarness.request(
+            .POST, register, key: Self.admin, user: "ann", body: #"{"ntfy_topic":"hook","ntfy_priority":"loud"}"#)
+        #expect(badOption == 422 && "\(optionRefusal)".contains("ntfy_priority"), "\(optionRefusal)")
+        let (status, registered) = try await LoadHarness.request(
+            .POST, register, key: Self.admin, user: "ann", body: #"{"ntfy_topic":"hook","ntfy_priority":"high"}"#)
+        #expect(status == 200, "\(registered)")
+        #expect(registered["provider"] as? String == "ntfy" && registered["ntfy_topic"] as? String == "hook")
+        #expect(registered["ntfy_priority"] as? String == "high")
+
+        let (accepted, sent) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: Self.admin, body: #"{"type":"comment","title":"New reply","body":"Bea answered","user_ids":["ann"]}"#
+        )
+        #expect(accepted == 202, "\(sent)")
+        let deadline = ContinuousClock.now + .seconds(20)
+        while receiver.received.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let hit = try #require(receiver.received.first, "\(herald.output.stdout)\(herald.output.stderr)")
+        #expect(hit.headers["title"] == "New reply" && hit.headers["priority"] == "high")
+        #expect(String(decoding: hit.body, as: UTF8.self) == "Bea answered")
         await herald.expectCleanStop()
         await receiver.stop()
     }
