@@ -65,9 +65,11 @@ public struct HeraldServer: Sendable {
     ///   - factories: the sink types this server can build (``SinkFactory/builtIn`` plus an
     ///     operator's own); each configured instance is built by the factory of its type.
     ///   - extraSinks: sinks an embedder built itself, added beside the configured ones.
+    ///   - routingPolicies: modules' reasons to use or skip a sink per recipient
+    ///     (``RoutingPolicy``), consulted after the user's push settings.
     public static func start(
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
-        logger: Logger? = nil
+        routingPolicies: [any RoutingPolicy] = [], logger: Logger? = nil
     ) async throws -> HeraldServer {
         // Nothing process-wide here (an embedder's process is its own): `herald serve` tunes
         // the process first (ProcessTuning), and this only says when its file limit is short.
@@ -98,7 +100,8 @@ public struct HeraldServer: Sendable {
             let built = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
             do {
                 let sinks = try SinkRegistry(built + extraSinks)
-                let router = try NotificationRouter(registry: sinks, rules: try configuration.routing.map(RoutingRule.parse))
+                let router = try NotificationRouter(
+                    registry: sinks, rules: try configuration.routing.map(RoutingRule.parse), policies: [PushSettingsPolicy()] + routingPolicies)
                 let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
                 let fanOut = FanOutWorker(store: store, router: router, logger: logger, onPage: { [engine] in engine.wake() })
                 var service = NotificationService(

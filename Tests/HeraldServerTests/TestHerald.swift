@@ -24,8 +24,10 @@ struct TestHerald {
 
     /// - Parameter extraSinks: sinks beside the recording FCM stand-in (`push`).
     /// - Parameter factories: the sink types the server knows (an outside provider's among them).
+    /// - Parameter routingPolicies: modules' routing policies, after the user's settings.
     static func make(
-        extraSinks: [any NotificationSink] = [], factories: [SinkFactory] = SinkFactory.builtIn, _ configure: (inout HeraldConfiguration) -> Void = { _ in }
+        extraSinks: [any NotificationSink] = [], factories: [SinkFactory] = SinkFactory.builtIn, routingPolicies: [any RoutingPolicy] = [],
+        _ configure: (inout HeraldConfiguration) -> Void = { _ in }
     ) async throws -> TestHerald {
         let directory = try TestResources.temporaryDirectory("herald-api")
         var configuration = HeraldConfiguration()
@@ -44,7 +46,8 @@ struct TestHerald {
         configure(&configuration)
         // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
-        let server = try await HeraldServer.start(configuration, factories: factories, extraSinks: [push] + extraSinks)
+        let server = try await HeraldServer.start(
+            configuration, factories: factories, extraSinks: [push] + extraSinks, routingPolicies: routingPolicies)
         TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()

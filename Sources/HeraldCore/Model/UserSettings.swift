@@ -43,11 +43,6 @@ public struct UserSettings: Sendable, Equatable, Codable {
         try container.encode(delivery, forKey: .delivery)
         try container.encode(quietHours, forKey: .quietHours) // explicit null: apps see the key
     }
-
-    /// Whether push may be used for a notification of `type`.
-    public func allowsPush(type: String) -> Bool {
-        enabled && delivery == .push && types[type] != false
-    }
 }
 
 /// `{"start":"22:00","end":"07:00","tz":"America/Toronto"}`; the window may wrap midnight.

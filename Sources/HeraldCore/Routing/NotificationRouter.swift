@@ -51,13 +51,16 @@ public struct NotificationRouter: Sendable {
 
     public let sinks: [Sink]
     public let rules: [RoutingRule]
+    /// What decides, per recipient, whether a chosen sink is used (``RoutingPolicy``): the
+    /// user's push settings, then each module's policies. History is never subject to them.
+    public let policies: [any RoutingPolicy]
     /// For each provider, the first configured push sink that names it: it serves the devices
     /// of that provider that name no sink.
     private let defaultSinkByProvider: [String: String]
 
     /// - Throws: a configuration error when a rule names a sink that is not configured, or
     ///   tries to remove history.
-    public init(sinks: [Sink], rules: [RoutingRule] = []) throws {
+    public init(sinks: [Sink], rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PushSettingsPolicy()]) throws {
         let names = Set(sinks.map(\.name))
         for rule in rules {
             for name in rule.add + rule.remove where !names.contains(name) {
@@ -71,6 +74,7 @@ public struct NotificationRouter: Sendable {
         }
         self.sinks = sinks
         self.rules = rules
+        self.policies = policies
         var defaults: [String: String] = [:]
         for sink in sinks where sink.capabilities.contains(.push) {
             guard case .only(let providers) = sink.providers else { continue }
@@ -81,10 +85,10 @@ public struct NotificationRouter: Sendable {
 
     /// A router over a registry's sinks; each sink's own rules (``NotificationSink/routingRules``)
     /// come first, so an operator's `routing` rules can still override them.
-    public init(registry: SinkRegistry, rules: [RoutingRule] = []) throws {
+    public init(registry: SinkRegistry, rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PushSettingsPolicy()]) throws {
         try self.init(
             sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities, providers: $0.providers) },
-            rules: registry.sinks.flatMap(\.routingRules) + rules
+            rules: registry.sinks.flatMap(\.routingRules) + rules, policies: policies
         )
     }
 
@@ -133,15 +137,14 @@ public struct NotificationRouter: Sendable {
     }
 
     /// A Message Hub message's deliveries to one subscriber's devices, for push sinks without
-    /// provider-side topics (APNs, Web Push): one delivery per device, when the user's settings
-    /// allow push; an alert arrives as information during quiet hours. (Sinks with topics reach
+    /// provider-side topics (APNs, Web Push): one delivery per device, when the policies (the
+    /// user's settings first) allow the sink; an alert arrives as information during quiet hours. (Sinks with topics reach
     /// the same users through ``topicSends(_:topic:)``.)
     public func messageHubDeliveries(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
-        let settings = recipient.settings
-        guard settings.allowsPush(type: notification.type) else { return [] }
-        let distribution = Self.distribution(of: notification, for: settings, at: now)
+        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
         var planned: [PlannedDelivery] = []
         for sink in sinks where sink.capabilities.contains(.push) && !sink.capabilities.contains(.topics) {
+            guard policies.admit(sink, notification, recipient, at: now) else { continue }
             for device in recipient.devices where serves(sink, device) {
                 planned.append(PlannedDelivery(sink: sink.name, userID: recipient.userID, deviceID: device.id, distribution: distribution))
             }
@@ -161,13 +164,12 @@ public struct NotificationRouter: Sendable {
 
     /// The deliveries for one recipient.
     public func plan(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
-        let settings = recipient.settings
-        let distribution = Self.distribution(of: notification, for: settings, at: now)
+        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
         var planned: [PlannedDelivery] = []
         for name in sinkNames(for: notification) {
             guard let sink = sinks.first(where: { $0.name == name }) else { continue }
+            if name != Self.historySink, !policies.admit(sink, notification, recipient, at: now) { continue }
             if sink.capabilities.contains(.push) {
-                guard settings.allowsPush(type: notification.type) else { continue }
                 for device in recipient.devices where serves(sink, device) {
                     planned.append(PlannedDelivery(sink: name, userID: recipient.userID, deviceID: device.id, distribution: distribution))
                 }
@@ -176,5 +178,48 @@ public struct NotificationRouter: Sendable {
             }
         }
         return planned
+    }
+
+    /// Why each configured sink is or is not used for this recipient: the operator's rules (and
+    /// the sinks' own), the devices a push sink would serve, and every policy's verdict, in the
+    /// configured sinks' order. Agrees with ``plan(_:for:at:)``, which keeps no reasons.
+    public func explain(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [RoutingDecision] {
+        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
+        let chosen = sinkNames(for: notification)
+        return sinks.map { sink in
+            var reasons: [RoutingDecision.Reason] = []
+            func say(_ source: String, _ verdict: RoutingVerdict) { reasons.append(.init(source: source, verdict: verdict)) }
+            if sink.name == Self.historySink {
+                say("rules", .required(because: "a user's history holds everything they were sent"))
+                return RoutingDecision(sink: sink.name, used: true, distribution: distribution, reasons: reasons)
+            }
+            let byDefault = sink.capabilities.contains(.push)
+            say("rules", byDefault ? .included(because: "push sinks are used unless a rule removes them") : .excluded(because: "used only when a rule adds it"))
+            for rule in rules where rule.matches(notification) {
+                if rule.remove.contains(sink.name) { say("rules", .excluded(because: "the rule '\(rule)' removes it")) }
+                if rule.add.contains(sink.name) { say("rules", .included(because: "the rule '\(rule)' adds it")) }
+            }
+            guard chosen.contains(sink.name) else {
+                return RoutingDecision(sink: sink.name, used: false, distribution: distribution, reasons: reasons)
+            }
+            var used = true
+            for policy in policies {
+                guard let verdict = policy.verdict(on: sink, for: notification, recipient: recipient, at: now) else { continue }
+                say(policy.name, verdict)
+            }
+            let verdicts = reasons.filter { $0.source != "rules" }.map(\.verdict)
+            if !verdicts.contains(where: { if case .required = $0 { true } else { false } }) {
+                used = !verdicts.contains { if case .excluded = $0 { true } else { false } }
+            }
+            var devices: [ObjectID] = []
+            if used, sink.capabilities.contains(.push) {
+                devices = recipient.devices.filter { serves(sink, $0) }.map(\.id)
+                if devices.isEmpty {
+                    used = false
+                    say("devices", .excluded(because: "the user has no device this sink serves"))
+                }
+            }
+            return RoutingDecision(sink: sink.name, used: used, devices: devices, distribution: distribution, reasons: reasons)
+        }
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 /// ```
 /// Conditions (all must hold): `type=` (comma-separated list), `distribution=`,
 /// `target=` (`user_ids`, `topic`, `audience`, `broadcast`), `topic=` (a topic_key prefix).
-public struct RoutingRule: Sendable, Equatable {
+public struct RoutingRule: Sendable, Equatable, CustomStringConvertible {
     public var types: Set<String>?
     public var distribution: Distribution?
     public var targetKind: TargetKind?
@@ -28,6 +28,17 @@ public struct RoutingRule: Sendable, Equatable {
         self.topicPrefix = topicPrefix
         self.add = add
         self.remove = remove
+    }
+
+    /// The rule as one configuration line (``parse(_:)`` reads it back), for explanations.
+    public var description: String {
+        var conditions: [String] = []
+        if let types { conditions.append("type=\(types.sorted().joined(separator: ","))") }
+        if let distribution { conditions.append("distribution=\(distribution.rawValue)") }
+        if let targetKind { conditions.append("target=\(targetKind.rawValue)") }
+        if let topicPrefix { conditions.append("topic=\(topicPrefix)") }
+        let changes = add.map { "+\($0)" } + remove.map { "-\($0)" }
+        return (conditions + ["=>"] + changes).joined(separator: " ")
     }
 
     public func matches(_ notification: HeraldNotification) -> Bool {

@@ -1,0 +1,97 @@
+public import Foundation
+
+/// A reason to use, or not use, one sink for one recipient, contributed by a module (docs/
+/// architecture.md, "Extension points"): user settings are one, and a module adds its own
+/// (preferences, a topic's Forced rule, frequency caps) without editing the router.
+///
+/// Policies run on every recipient of every notification, inside the accepting transaction:
+/// pure and quick, no I/O. What a policy needs to know of the user is in ``RecipientContext``.
+public protocol RoutingPolicy: Sendable {
+    /// Names the policy in explanations (`settings`, `preferences`).
+    var name: String { get }
+    /// What the policy says of `sink` for this recipient, or nil for no opinion.
+    func verdict(on sink: NotificationRouter.Sink, for notification: HeraldNotification, recipient: RecipientContext, at now: Date) -> RoutingVerdict?
+}
+
+/// One policy's word on one sink for one recipient. Combined: a sink is used when some policy
+/// requires it, else when none excludes it; so an opt-out beats the default and a critical type
+/// (`.required`) beats an opt-out.
+public enum RoutingVerdict: Sendable, Equatable {
+    /// Use the sink, unless another policy excludes it.
+    case included(because: String)
+    /// Do not use the sink, unless another policy requires it.
+    case excluded(because: String)
+    /// Use the sink whatever other policies say.
+    case required(because: String)
+
+    /// The reason given.
+    public var reason: String {
+        switch self {
+        case .included(let reason), .excluded(let reason), .required(let reason): reason
+        }
+    }
+}
+
+/// Why a sink is used or not for one recipient: every reason that counted, in the order they
+/// were given (the operator's rules first, then each policy).
+public struct RoutingDecision: Sendable, Equatable {
+    public struct Reason: Sendable, Equatable {
+        /// Who gave it: `rules` (routing rules and the sink's own), `devices`, or a policy's name.
+        public var source: String
+        public var verdict: RoutingVerdict
+
+        public init(source: String, verdict: RoutingVerdict) {
+            self.source = source
+            self.verdict = verdict
+        }
+    }
+
+    public var sink: String
+    public var used: Bool
+    /// For a push sink used: the devices it sends to.
+    public var devices: [ObjectID]
+    /// The distribution the recipient gets (an alert is information in quiet hours).
+    public var distribution: Distribution
+    public var reasons: [Reason]
+
+    public init(sink: String, used: Bool, devices: [ObjectID] = [], distribution: Distribution, reasons: [Reason]) {
+        self.sink = sink
+        self.used = used
+        self.devices = devices
+        self.distribution = distribution
+        self.reasons = reasons
+    }
+}
+
+/// The user's own switches (`PUT /api/notifications/settings`): push off altogether, pull
+/// instead of push, or push off for a type. They shape push only; history always has it.
+public struct PushSettingsPolicy: RoutingPolicy {
+    public let name = "settings"
+
+    public init() {}
+
+    public func verdict(on sink: NotificationRouter.Sink, for notification: HeraldNotification, recipient: RecipientContext, at now: Date) -> RoutingVerdict? {
+        guard sink.capabilities.contains(.push) else { return nil }
+        let settings = recipient.settings
+        if !settings.enabled { return .excluded(because: "the user turned push off") }
+        if settings.delivery == .pull { return .excluded(because: "the user pulls from history instead of push") }
+        if settings.types[notification.type] == false { return .excluded(because: "the user turned push off for '\(notification.type)'") }
+        return nil
+    }
+}
+
+extension [any RoutingPolicy] {
+    /// Whether the policies let `sink` be used for this recipient: some requires it, or none
+    /// excludes it. The router's hot path: no reasons are kept.
+    func admit(_ sink: NotificationRouter.Sink, _ notification: HeraldNotification, _ recipient: RecipientContext, at now: Date) -> Bool {
+        var excluded = false
+        for policy in self {
+            switch policy.verdict(on: sink, for: notification, recipient: recipient, at: now) {
+            case .required?: return true
+            case .excluded?: excluded = true
+            case .included?, nil: break
+            }
+        }
+        return !excluded
+    }
+}
