@@ -48,7 +48,7 @@ public final class APNsSink: ReleasingSink {
     public static let maxCollapseIDBytes = 64
 
     public let name: String
-    public let capabilities: SinkCapabilities = .push
+    public let capabilities: SinkCapabilities = [.push, .badge]
     public let providers: DeviceProviders = .only([APNsSink.provider])
     private let configuration: Configuration
     private let http: HTTPClient
@@ -118,7 +118,9 @@ public final class APNsSink: ReleasingSink {
     /// The payload for one distribution: an alert shows a banner with sound; information (and an
     /// alert in quiet hours) is a background push. The keys Herald's FCM data carries (`id`,
     /// `timestamp`, `type`, `url`) are at the top level, where an iOS app reads `userInfo`.
-    static func payload(for notification: HeraldNotification, distribution: Distribution) -> Data {
+    /// A `badge` (the user's count, when a module keeps one) goes with an alert only: Apple
+    /// wants a background push to carry nothing but `content-available`.
+    static func payload(for notification: HeraldNotification, distribution: Distribution, badge: Int? = nil) -> Data {
         var object: [String: JSONValue] = notification.data.mapValues(JSONValue.string)
         object["id"] = .string(notification.id.hex)
         object["timestamp"] = .string(Timestamp.format(notification.timestamp))
@@ -126,10 +128,11 @@ public final class APNsSink: ReleasingSink {
         object["url"] = notification.url.map(JSONValue.string) ?? .null
         switch distribution {
         case .alert:
-            object["aps"] = .object([
-                "alert": .object(["title": .string(notification.title), "body": .string(notification.body)]), "sound": .string("default"),
-                "thread-id": .string(notification.type),
-            ])
+            object["aps"] = .object(
+                [
+                    "alert": .object(["title": .string(notification.title), "body": .string(notification.body)]), "sound": .string("default"),
+                    "thread-id": .string(notification.type),
+                ].merging(badge.map { ["badge": .integer(Int64($0))] } ?? [:]) { first, _ in first })
         case .information:
             object["aps"] = .object(["content-available": .integer(1)])
             object["title"] = .string(notification.title)
@@ -142,7 +145,9 @@ public final class APNsSink: ReleasingSink {
         if let collapse = notification.collapseKey, collapse.utf8.count > Self.maxCollapseIDBytes {
             throw HeraldError.invalidField("collapse_key", "must be at most \(Self.maxCollapseIDBytes) bytes for APNs")
         }
-        let size = Distribution.allCases.map { Self.payload(for: notification, distribution: $0).count }.max() ?? 0
+        // With the widest badge a push could carry, so one the accept let through is never too
+        // large once a badge is added.
+        let size = Distribution.allCases.map { Self.payload(for: notification, distribution: $0, badge: .max).count }.max() ?? 0
         guard size <= Self.maxPayloadBytes else {
             throw HeraldError(
                 .unprocessable, code: "payload_too_large_for_apns",
@@ -194,7 +199,7 @@ public final class APNsSink: ReleasingSink {
             headers.add(contentsOf: self.headers(for: delivery))
             let response = try await http.post(
                 "\(base)/3/device/\(token)", headers: headers,
-                body: ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution)), keep: 64 * 1024,
+                body: ByteBuffer(data: Self.payload(for: delivery.notification, distribution: delivery.distribution, badge: delivery.badge)), keep: 64 * 1024,
                 timeout: configuration.timeout)
             let body = response.body
             let status = response.status

@@ -24,6 +24,18 @@ public struct FCMMessage: Codable, Sendable, Equatable {
         /// What an Android device does with a notification message when it shows it.
         public struct Notification: Codable, Sendable, Equatable {
             public var sound: String?
+            /// The count on the app's icon (the user's badge).
+            public var notificationCount: Int?
+
+            public init(sound: String? = nil, notificationCount: Int? = nil) {
+                self.sound = sound
+                self.notificationCount = notificationCount
+            }
+
+            enum CodingKeys: String, CodingKey {
+                case sound
+                case notificationCount = "notification_count"
+            }
         }
 
         public var priority: String
@@ -46,9 +58,18 @@ public struct FCMMessage: Codable, Sendable, Equatable {
             public var alert: Notification?
             public var sound: String?
             public var contentAvailable: Int?
+            /// The count on the app's icon (the user's badge).
+            public var badge: Int?
+
+            public init(alert: Notification? = nil, sound: String? = nil, contentAvailable: Int? = nil, badge: Int? = nil) {
+                self.alert = alert
+                self.sound = sound
+                self.contentAvailable = contentAvailable
+                self.badge = badge
+            }
 
             enum CodingKeys: String, CodingKey {
-                case alert, sound
+                case alert, sound, badge
                 case contentAvailable = "content-available"
             }
         }
@@ -97,7 +118,13 @@ extension FCMMessage {
                     a.member("collapse_key", ifPresent: android.collapseKey)
                     if let notification = android.notification {
                         a.key("notification")
-                        a.object { $0.member("sound", ifPresent: notification.sound) }
+                        a.object { shown in
+                            shown.member("sound", ifPresent: notification.sound)
+                            if let count = notification.notificationCount {
+                                shown.key("notification_count")
+                                shown.integer(count)
+                            }
+                        }
                     }
                 }
             }
@@ -120,6 +147,10 @@ extension FCMMessage {
                             if let available = apns.payload.aps.contentAvailable {
                                 aps.key("content-available")
                                 aps.integer(available)
+                            }
+                            if let badge = apns.payload.aps.badge {
+                                aps.key("badge")
+                                aps.integer(badge)
                             }
                         }
                     }
@@ -188,15 +219,17 @@ public enum FCMMessageBuilder {
         data["timestamp"] = timestamps.format(n.timestamp)
         data["type"] = n.type
         if let url = n.url { data["url"] = url }
-        let android = FCMMessage.Android(priority: "high", collapseKey: n.collapseKey)
+        var android = FCMMessage.Android(priority: "high", collapseKey: n.collapseKey)
         switch delivery.distribution {
         case .alert:
             let content = FCMMessage.Notification(title: n.title, body: n.body)
             var headers = ["apns-priority": "10"]
             if let collapse = n.collapseKey { headers["apns-collapse-id"] = collapse }
+            // The user's badge, when a module keeps one, on both platforms' icons.
+            if let badge = delivery.badge { android.notification = .init(notificationCount: badge) }
             return FCMMessage(
                 token: token, notification: content, data: data, android: android,
-                apns: .init(headers: headers, payload: .init(aps: .init(alert: content, sound: "default")))
+                apns: .init(headers: headers, payload: .init(aps: .init(alert: content, sound: "default", badge: delivery.badge)))
             )
         case .information:
             // Silent: the app stores it in-app, so the content travels as data.

@@ -52,7 +52,7 @@ public final class FCMSink: ReleasingSink {
     public static let provider = "fcm"
 
     public let name: String
-    public let capabilities: SinkCapabilities = [.push, .topics, .topicMembership]
+    public let capabilities: SinkCapabilities = [.push, .topics, .topicMembership, .badge]
     public let providers: DeviceProviders = .only([FCMSink.provider])
 
     let configuration: FCMConfiguration

@@ -67,9 +67,13 @@ public struct HeraldServer: Sendable {
     ///   - extraSinks: sinks an embedder built itself, added beside the configured ones.
     ///   - routingPolicies: modules' reasons to use or skip a sink per recipient
     ///     (``RoutingPolicy``), consulted after the user's push settings.
+    ///   - dueHooks: modules' say on each delivery as it becomes due (``DueHook``): hold it for
+    ///     later or drop it.
+    ///   - badgeCounts: the module that keeps users' badges (``BadgeCounts``), for sinks that
+    ///     carry one.
     public static func start(
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
-        routingPolicies: [any RoutingPolicy] = [], logger: Logger? = nil
+        routingPolicies: [any RoutingPolicy] = [], dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, logger: Logger? = nil
     ) async throws -> HeraldServer {
         // Nothing process-wide here (an embedder's process is its own): `herald serve` tunes
         // the process first (ProcessTuning), and this only says when its file limit is short.
@@ -102,7 +106,9 @@ public struct HeraldServer: Sendable {
                 let sinks = try SinkRegistry(built + extraSinks)
                 let router = try NotificationRouter(
                     registry: sinks, rules: try configuration.routing.map(RoutingRule.parse), policies: [PushSettingsPolicy()] + routingPolicies)
-                let engine = DeliveryEngine(queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics)
+                let engine = DeliveryEngine(
+                    queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
+                    badgeCounts: badgeCounts)
                 let fanOut = FanOutWorker(store: store, router: router, logger: logger, onPage: { [engine] in engine.wake() })
                 var service = NotificationService(
                     validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),

@@ -122,6 +122,26 @@ import Testing
         await f.stop()
     }
 
+    /// A user's badge rides on an alert as `aps.badge`; a background push never carries one
+    /// (Apple wants nothing but `content-available` there).
+    @Test func aBadgeRidesOnAlertsOnly() async throws {
+        let f = try await Fixture.start()
+        try await f.register("ivy", "abc123", environment: "sandbox")
+        let device = try #require(try await f.store.devices(userID: "ivy").first)
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "comment", title: "t", body: "b", url: nil, timestamp: Date(), distribution: .alert, target: .users(["ivy"]))
+        for distribution in Distribution.allCases {
+            let delivery = Delivery(
+                id: 1, sink: f.sink.name, notification: notification, recipient: DeliveryRecipient(userID: "ivy", device: device),
+                distribution: distribution, attempt: 1, badge: 4)
+            #expect(await f.sink.deliver([delivery]) == [.delivered])
+        }
+        let payloads = try f.emulator.received.map { try #require(try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any]) }
+        let badges = payloads.map { ($0["aps"] as? [String: Any])?["badge"] as? Int }
+        #expect(badges == [4, nil])
+        await f.stop()
+    }
+
     /// APNs refuses HTTP/1.1, and so does its emulator: a client that cannot speak HTTP/2 would
     /// pass against a lenient stand-in and fail against Apple.
     @Test func theEmulatorRefusesHTTP1() async throws {

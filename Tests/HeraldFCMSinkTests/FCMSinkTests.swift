@@ -44,6 +44,29 @@ import Testing
         await f.stop()
     }
 
+    /// A user's badge (``Delivery/badge``, from the module that keeps it) reaches both
+    /// platforms' icons on an alert: Android's `notification_count`, iOS's `aps.badge`; a
+    /// delivery without one leaves both out.
+    @Test func aBadgeIsCarriedToBothPlatforms() async throws {
+        let f = try await EmulatorFixture.start()
+        let device = Device(
+            id: ObjectIDGenerator().next(), userID: "bea", address: DeviceAddress(provider: "fcm", token: "badge-1"), createdAt: Date(), updatedAt: Date())
+        let notification = HeraldNotification(
+            id: ObjectIDGenerator().next(), type: "comment", title: "t", body: "b", url: nil, timestamp: Date(), distribution: .alert, target: .users(["bea"]))
+        for badge in [7, nil] {
+            let delivery = Delivery(
+                id: 1, sink: f.sink.name, notification: notification, recipient: DeliveryRecipient(userID: "bea", device: device), distribution: .alert,
+                attempt: 1, badge: badge)
+            #expect(await f.sink.deliver([delivery]) == [.delivered])
+        }
+        let messages = f.messages(to: "badge-1")
+        #expect(messages.count == 2)
+        let counts = messages.map { (($0["android"] as? [String: Any])?["notification"] as? [String: Any])?["notification_count"] as? Int }
+        let badges = messages.map { ((($0["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any])?["badge"] as? Int }
+        #expect(counts == [7, nil] && badges == [7, nil])
+        await f.stop()
+    }
+
     @Test func informationIsSilentData() async throws {
         let f = try await EmulatorFixture.start()
         try await f.register("bob", "phone-2")
@@ -308,13 +331,18 @@ import Testing
             let content = maybe { FCMMessage.Notification(title: text(), body: text()) }
             let message = FCMMessage(
                 token: maybe(text), topic: maybe(text), notification: content, data: maybe(map),
-                android: maybe { FCMMessage.Android(priority: text(), collapseKey: maybe(text), notification: maybe { .init(sound: maybe(text)) }) },
+                android: maybe {
+                    FCMMessage.Android(
+                        priority: text(), collapseKey: maybe(text),
+                        notification: maybe { .init(sound: maybe(text), notificationCount: maybe { Int.random(in: 0...Int.max) }) })
+                },
                 apns: maybe {
                     FCMMessage.APNs(
                         headers: maybe(map),
                         payload: .init(
                             aps: .init(
-                                alert: maybe { .init(title: text(), body: text()) }, sound: maybe(text), contentAvailable: maybe { Int.random(in: 0...1) })))
+                                alert: maybe { .init(title: text(), body: text()) }, sound: maybe(text), contentAvailable: maybe { Int.random(in: 0...1) },
+                                badge: maybe { Int.random(in: 0...Int.max) })))
                 }
             )
             let request = FCMSendRequest(message: message, validateOnly: maybe { Bool.random() })

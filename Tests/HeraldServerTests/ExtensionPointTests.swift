@@ -38,4 +38,74 @@ import Testing
             #expect(history.items.count == 2)
         }
     }
+
+    /// A module's due hook: Cy's pushes wait an hour (a snooze); `generic` ones are dropped (a
+    /// digest took them); everything else goes.
+    struct SnoozeAndDigest: DueHook {
+        let until: Date
+        func due(_ deliveries: [Delivery], at now: Date) async -> [DueDecision] {
+            deliveries.map { delivery in
+                if delivery.notification.type == "generic" { return .drop(because: "folded into the evening digest") }
+                return delivery.recipient.userID == "cy" ? .hold(until: until, because: "snoozed") : .send
+            }
+        }
+    }
+
+    func sendAndCollect(_ herald: TestHerald, _ client: some TestClientProtocol, type: String, to users: [String]) async throws -> String {
+        let sent = try await client.call(
+            .post, "/api/notifications", headers(herald.backend), json: ["type": type, "title": "t", "body": "b", "user_ids": users])
+        #expect(sent.status == .accepted)
+        return try #require(sent.object["id"] as? String)
+    }
+
+    @Test func aDueHookHoldsAndDropsWithoutSpendingAttempts() async throws {
+        let later = Date().addingTimeInterval(3_600)
+        let herald = try await TestHerald.make(dueHooks: [SnoozeAndDigest(until: later)])
+        try await herald.test { client in
+            for user in ["cy", "di"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": "t-\(user)"])
+            }
+            let comment = try await sendAndCollect(herald, client, type: "comment", to: ["cy", "di"])
+            let generic = try await sendAndCollect(herald, client, type: "generic", to: ["di"])
+            try await herald.deliver()
+            #expect(herald.push.received.map { "\($0.notification.type)→\($0.recipient.userID)" } == ["comment→di"])
+
+            let commentID = try #require(ObjectID(comment))
+            let genericID = try #require(ObjectID(generic))
+            let commentStatus = try await herald.server.store.status(of: commentID)
+            let held = try #require(commentStatus?.deliveries.first { $0.userID == "cy" && $0.sink == "fcm" })
+            #expect(held.state == .pending && held.attempts == 0, "holding is not failing: the attempt is given back")
+            #expect(held.lastError == "held: snoozed")
+            #expect(abs((held.nextAttemptAt ?? .distantPast).timeIntervalSince(later)) < 0.01)
+            let genericStatus = try await herald.server.store.status(of: genericID)
+            let dropped = try #require(genericStatus?.deliveries.first { $0.sink == "fcm" })
+            #expect(dropped.state == .failed && dropped.lastError == "dropped: folded into the evening digest")
+            // History has both: a hook decides pushes, never what the user was sent.
+            #expect(try await herald.server.store.history(userID: "di", limit: 10, before: nil).items.count == 2)
+        }
+    }
+
+    /// Badges per user, as an inbox module would keep them.
+    struct FixedBadges: BadgeCounts {
+        let counts: [String: Int]
+        func badges(for userIDs: Set<String>) async throws -> [String: Int] { counts.filter { userIDs.contains($0.key) } }
+    }
+
+    @Test func aBadgeCarryingSinkGetsEachUsersCount() async throws {
+        let apns = RecordingSink(name: "apns", capabilities: [.push, .badge], providers: .only(["apns"]))
+        let herald = try await TestHerald.make(extraSinks: [apns], badgeCounts: FixedBadges(counts: ["ed": 3]))
+        try await herald.test { client in
+            for user in ["ed", "flo"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": "f-\(user)"])
+                _ = try await client.call(
+                    .post, "/api/notifications/register", headers(herald.backend, user: user),
+                    json: ["apns_token": String(repeating: user == "ed" ? "a" : "b", count: 64)])
+            }
+            _ = try await sendAndCollect(herald, client, type: "comment", to: ["ed", "flo"])
+            try await herald.deliver()
+            let badges = Dictionary(uniqueKeysWithValues: apns.received.map { ($0.recipient.userID, $0.badge) })
+            #expect(badges == ["ed": 3, "flo": nil], "a user the module does not count gets no badge")
+            #expect(herald.push.received.count == 2 && herald.push.received.allSatisfy { $0.badge == nil }, "a sink without .badge gets none")
+        }
+    }
 }

@@ -27,7 +27,7 @@ struct TestHerald {
     /// - Parameter routingPolicies: modules' routing policies, after the user's settings.
     static func make(
         extraSinks: [any NotificationSink] = [], factories: [SinkFactory] = SinkFactory.builtIn, routingPolicies: [any RoutingPolicy] = [],
-        _ configure: (inout HeraldConfiguration) -> Void = { _ in }
+        dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, _ configure: (inout HeraldConfiguration) -> Void = { _ in }
     ) async throws -> TestHerald {
         let directory = try TestResources.temporaryDirectory("herald-api")
         var configuration = HeraldConfiguration()
@@ -47,7 +47,8 @@ struct TestHerald {
         // Stands in for the FCM sink: FCM devices, and Message Hub messages as topic sends.
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
         let server = try await HeraldServer.start(
-            configuration, factories: factories, extraSinks: [push] + extraSinks, routingPolicies: routingPolicies)
+            configuration, factories: factories, extraSinks: [push] + extraSinks, routingPolicies: routingPolicies, dueHooks: dueHooks,
+            badgeCounts: badgeCounts)
         TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()

@@ -51,12 +51,19 @@ public final class DeliveryEngine: Service {
     public let handOff: DeliveryHandOff
     /// Deliveries each sink has in hand, for batches whose workers moved on without them.
     let workload: SinkWorkload
+    /// Modules' say on each due delivery before its sink is handed it, in order.
+    let dueHooks: [any DueHook]
+    /// Where badge-carrying sinks' counts come from, when a module keeps them.
+    let badgeCounts: (any BadgeCounts)?
 
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
-        logger: Logger = DeliveryEngine.silentLogger, metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger = DeliveryEngine.silentLogger, metrics: HeraldMetrics = HeraldMetrics(), dueHooks: [any DueHook] = [],
+        badgeCounts: (any BadgeCounts)? = nil, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.metrics = metrics
+        self.dueHooks = dueHooks
+        self.badgeCounts = badgeCounts
         self.queue = queue
         self.sinks = sinks
         self.configuration = configuration
@@ -285,10 +292,13 @@ public final class DeliveryEngine: Service {
             return
         }
         let now = clock()
-        let (refused, admitted) = screen(deliveries, for: sink, now: now)
+        let (refused, due) = screen(deliveries, for: sink, now: now)
+        // Modules hold or drop what they own (a snooze, a cap) before any circuit sees it.
+        let (decided, admitted) = await consultDueHooks(due, now: now)
         // An endpoint whose circuit is open holds its deliveries; the sink's other endpoints go on.
-        let (held, live) = admit(admitted, to: sink, now: now)
-        let screened = refused + held
+        let (held, open) = admit(admitted, to: sink, now: now)
+        let live = await withBadges(open, for: sink)
+        let screened = refused + decided + held
         let reports = SinkReports(count: live.count)
         if !screened.isEmpty {
             do {

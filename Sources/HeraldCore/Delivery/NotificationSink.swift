@@ -23,6 +23,9 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
     /// sink, so the circuits are kept per service (``NotificationSink/endpoint(of:)``), never
     /// for the sink, which would hold back every other user's pushes.
     public static let endpointPerDevice = SinkCapabilities(rawValue: 1 << 6)
+    /// Shows a count on the app's icon (APNs' `badge`, Android's `notification_count`): its
+    /// deliveries carry ``Delivery/badge`` when a module keeps badges (``BadgeCounts``).
+    public static let badge = SinkCapabilities(rawValue: 1 << 7)
 }
 
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
@@ -50,14 +53,21 @@ public struct Delivery: Sendable, Equatable {
     public var distribution: Distribution
     /// 1 for the first try.
     public var attempt: Int
+    /// For a sink with ``SinkCapabilities/badge``: the count to show on the app's icon, set as
+    /// the delivery is sent; nil leaves the icon as it is.
+    public var badge: Int?
 
-    public init(id: Int64, sink: String, notification: HeraldNotification, recipient: DeliveryRecipient, distribution: Distribution, attempt: Int) {
+    public init(
+        id: Int64, sink: String, notification: HeraldNotification, recipient: DeliveryRecipient, distribution: Distribution, attempt: Int,
+        badge: Int? = nil
+    ) {
         self.id = id
         self.sink = sink
         self.notification = notification
         self.recipient = recipient
         self.distribution = distribution
         self.attempt = attempt
+        self.badge = badge
     }
 }
 
