@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldHTTP", targets: ["HeraldHTTP"]),
+        .library(name: "HeraldContent", targets: ["HeraldContent"]),
         .library(name: "HeraldProcessTuning", targets: ["HeraldProcessTuning"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
@@ -244,10 +246,41 @@ let package = Package(
             dependencies: ["CGlibcMalloc"],
             swiftSettings: swiftSettings
         ),
+        // What every module with routes shares: the request context and its caller, the route
+        // table, JSON bodies and answers, entity tags, and the HTTP rules middleware enforces.
+        .target(
+            name: "HeraldHTTP",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Personalised content (docs/content.md): its model, its store on both engines, its routes.
+        .target(
+            name: "HeraldContent",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldServer",
             dependencies: [
                 "HeraldCore",
+                "HeraldHTTP",
+                "HeraldContent",
                 "HeraldStore",
                 "HeraldHistorySink",
                 "HeraldConsoleSink",
@@ -351,6 +384,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldContentTests",
+            dependencies: ["HeraldContent", "HeraldCore", "HeraldStore", "HeraldTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
                 "HeraldStore", "HeraldCore", "HeraldTestSupport",
@@ -413,6 +451,7 @@ let package = Package(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldServer",
+                "HeraldHTTP",
                 "HeraldProcessTuning",
                 "HeraldTestSupport",
                 "HeraldCore",

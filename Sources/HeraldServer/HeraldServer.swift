@@ -1,5 +1,7 @@
 import Foundation
-public import HeraldCore
+public import HeraldContent
+import HeraldCore
+import HeraldHTTP
 public import HeraldStore
 public import Hummingbird
 import HummingbirdCore
@@ -301,7 +303,8 @@ public struct HeraldServer: Sendable {
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         let feedDocuments = FeedDocuments(snapshot: feed)
         FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
-        ContentRoutes(store: store).register(on: router, table: routes)
+        let content = ContentRoutes(content: SharedContentStore(database: store), users: store)
+        content.register(on: router, table: routes)
         CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
         EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
             .register(on: router, table: routes)
@@ -311,8 +314,8 @@ public struct HeraldServer: Sendable {
             secretClaimUntil: configuration.deviceSecretClaimUntil
         ).register(on: router, table: routes)
         StreamRoutes(
-            store: store, streams: streams, feed: feedDocuments, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps,
-            endedTokens: endedTokens
+            store: store, streams: streams, feed: feedDocuments, content: { try await content.document(for: $0, format: nil) },
+            heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps, endedTokens: endedTokens
         )
         .register(on: router, table: routes)
         PortalRoutes(

@@ -2,14 +2,14 @@ import Foundation
 import HeraldCore
 
 /// JSON columns: settings, attributes, data maps and targets are stored as JSON text.
-enum StoredJSON {
-    static func encode(_ value: some Encodable) throws -> String {
+package enum StoredJSON {
+    package static func encode(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from text: String?) throws -> T? {
+    package static func decode<T: Decodable>(_ type: T.Type, from text: String?) throws -> T? {
         guard let text else { return nil }
         // Most notifications carry no data map: skip the decoder for it.
         if text == "{}", let empty = [String: String]() as? T { return empty }
@@ -18,7 +18,7 @@ enum StoredJSON {
 
     /// A notification's data map, keys sorted. Written once per accepted notification, so by
     /// ``JSONWriter`` rather than `JSONEncoder` (2.7 % of the CPU under accepts).
-    static func encode(data: [String: String]) -> String {
+    package static func encode(data: [String: String]) -> String {
         guard !data.isEmpty else { return "{}" }
         var writer = JSONWriter()
         writer.stringMap(data)
@@ -27,7 +27,7 @@ enum StoredJSON {
 
     /// The target as stored: `{"user_ids":[…]}`, `{"topic":"…"}`, `{"audience":{…}}` or `{"broadcast":true}`.
     /// The two written per accept go through ``JSONWriter``; the rarer shapes through `JSONEncoder`.
-    static func encode(target: NotificationTarget) throws -> String {
+    package static func encode(target: NotificationTarget) throws -> String {
         var writer = JSONWriter()
         switch target {
         case .users(let ids):
@@ -43,7 +43,7 @@ enum StoredJSON {
         return writer.text
     }
 
-    static func decodeTarget(_ text: String) throws -> NotificationTarget {
+    package static func decodeTarget(_ text: String) throws -> NotificationTarget {
         if let ids = plainUserIDs(text) { return .users(ids) }
         struct Stored: Decodable {
             var user_ids: [String]?
@@ -61,7 +61,7 @@ enum StoredJSON {
     /// The user ids of `{"user_ids":["…",…]}` when no id needs an escape, read without
     /// `JSONDecoder` (every claimed notification's target is read, and most are this shape);
     /// nil for any other text, which the decoder then reads.
-    static func plainUserIDs(_ text: String) -> [String]? {
+    package static func plainUserIDs(_ text: String) -> [String]? {
         let prefix = #"{"user_ids":["#
         guard text.hasPrefix(prefix), text.hasSuffix("]}") else { return nil }
         let list = text.utf8.dropFirst(prefix.utf8.count).dropLast(2)

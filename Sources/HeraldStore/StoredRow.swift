@@ -4,7 +4,7 @@ import HeraldCore
 /// One result row, whichever engine read it. Both stores keep the same column names and
 /// types (TEXT, 64-bit integers, JSON as text, times as microseconds), so one set of mappers
 /// in ``StoredRecords`` turns rows into model values for both.
-protocol StoredRow {
+package protocol StoredRow {
     func text(_ column: String) throws -> String
     func optionalText(_ column: String) throws -> String?
     func integer(_ column: String) throws -> Int64
@@ -14,58 +14,58 @@ protocol StoredRow {
 extension StoredRow {
     /// A required column from the optional read: NULL is a storage error, not a crash. Engines
     /// whose own decoder refuses NULL (PostgreSQL's) keep their own.
-    func text(_ column: String) throws -> String {
+    package func text(_ column: String) throws -> String {
         guard let value = try optionalText(column) else { throw StoredRecords.null(column) }
         return value
     }
 
-    func integer(_ column: String) throws -> Int64 {
+    package func integer(_ column: String) throws -> Int64 {
         guard let value = try optionalInteger(column) else { throw StoredRecords.null(column) }
         return value
     }
 
-    func int(_ column: String) throws -> Int { Int(try integer(column)) }
+    package func int(_ column: String) throws -> Int { Int(try integer(column)) }
 
-    func bool(_ column: String) throws -> Bool { try integer(column) != 0 }
+    package func bool(_ column: String) throws -> Bool { try integer(column) != 0 }
 
-    func date(_ column: String) throws -> Date { Timestamp.date(microseconds: try integer(column)) }
+    package func date(_ column: String) throws -> Date { Timestamp.date(microseconds: try integer(column)) }
 
-    func optionalDate(_ column: String) throws -> Date? { try optionalInteger(column).map(Timestamp.date(microseconds:)) }
+    package func optionalDate(_ column: String) throws -> Date? { try optionalInteger(column).map(Timestamp.date(microseconds:)) }
 
     /// A column that must hold a 24-hex id; a corrupt value is a storage error, not a crash.
-    func objectID(_ column: String) throws -> ObjectID {
+    package func objectID(_ column: String) throws -> ObjectID {
         let text = try text(column)
         guard let id = ObjectID(text) else { throw StoredRecords.corrupt(column, text) }
         return id
     }
 
-    func optionalObjectID(_ column: String) throws -> ObjectID? {
+    package func optionalObjectID(_ column: String) throws -> ObjectID? {
         guard let text = try optionalText(column) else { return nil }
         guard let id = ObjectID(text) else { throw StoredRecords.corrupt(column, text) }
         return id
     }
 
-    func json<T: Decodable>(_ type: T.Type, _ column: String) throws -> T? {
+    package func json<T: Decodable>(_ type: T.Type, _ column: String) throws -> T? {
         try StoredJSON.decode(type, from: try optionalText(column))
     }
 
-    func list(_ column: String) throws -> [String] {
+    package func list(_ column: String) throws -> [String] {
         try json([String].self, column) ?? []
     }
 }
 
 /// Rows to model values, shared by the SQLite and PostgreSQL stores.
-enum StoredRecords {
-    static func null(_ column: String) -> HeraldError {
+package enum StoredRecords {
+    package static func null(_ column: String) -> HeraldError {
         HeraldError(.internal, code: "storage_corrupt", "column \(column) is null")
     }
 
-    static func corrupt(_ column: String, _ value: String) -> HeraldError {
+    package static func corrupt(_ column: String, _ value: String) -> HeraldError {
         HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(value)', not an id")
     }
 
     /// A row of `notifications` (or a join that selects its columns under their own names).
-    static func notification(_ row: some StoredRow) throws -> HeraldNotification {
+    package static func notification(_ row: some StoredRow) throws -> HeraldNotification {
         HeraldNotification(
             id: try row.objectID("id"), type: try row.text("type"), title: try row.text("title"), body: try row.text("body"),
             url: try row.optionalText("url"), data: try row.json([String: String].self, "data") ?? [:],
@@ -77,12 +77,12 @@ enum StoredRecords {
 
     /// What a stored idempotency key (`notification_id`, `recipients`, `request_hash`) means for
     /// `claim`: the first answer again for the same request, a reused key for another.
-    static func claimed(_ row: some StoredRow, by claim: IdempotencyClaim) throws -> AcceptResult {
+    package static func claimed(_ row: some StoredRow, by claim: IdempotencyClaim) throws -> AcceptResult {
         let receipt = NotificationReceipt(id: try row.objectID("notification_id"), recipients: try row.int("recipients"))
         return try row.text("request_hash") == claim.requestHash ? .replayed(receipt) : .keyReused(receipt)
     }
 
-    static func deliveryRecord(_ row: some StoredRow) throws -> DeliveryRecord {
+    package static func deliveryRecord(_ row: some StoredRow) throws -> DeliveryRecord {
         DeliveryRecord(
             id: try row.integer("id"), sink: try row.text("sink"), userID: try row.text("user_id"), deviceID: try row.optionalObjectID("device_id"),
             topic: try row.optionalText("topic_key"), distribution: Distribution(rawValue: try row.text("distribution")) ?? .alert,
@@ -92,7 +92,7 @@ enum StoredRecords {
     }
 
     /// A claimed delivery: `delivery_*` columns, the notification's own, and the device's as `dev_*`.
-    static func claimedDelivery(_ row: some StoredRow, notification: HeraldNotification) throws -> Delivery {
+    package static func claimedDelivery(_ row: some StoredRow, notification: HeraldNotification) throws -> Delivery {
         // LEFT JOIN: no dev_id when the device was removed since the delivery was planned.
         let device = try row.optionalText("dev_id") == nil ? nil : try self.device(row, prefix: "dev_")
         return Delivery(
@@ -108,7 +108,7 @@ enum StoredRecords {
         FROM portal_sessions s JOIN api_keys k ON k.id = s.key_id
         """
 
-    static func portalSession(_ row: some StoredRow) throws -> PortalSessionEntry {
+    package static func portalSession(_ row: some StoredRow) throws -> PortalSessionEntry {
         PortalSessionEntry(
             session: PortalSessionRecord(
                 idHash: try row.text("id_hash"), keyID: try row.objectID("key_id"), csrf: try row.text("csrf"), expiresAt: try row.date("expires_at")
@@ -129,18 +129,18 @@ enum StoredRecords {
         FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending' GROUP BY d.sink
         """
 
-    static func queueStats(_ row: some StoredRow) throws -> QueueStats {
+    package static func queueStats(_ row: some StoredRow) throws -> QueueStats {
         QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"))
     }
 
-    static func oldestPendingBySink(_ rows: [some StoredRow]) throws -> [String: Date] {
+    package static func oldestPendingBySink(_ rows: [some StoredRow]) throws -> [String: Date] {
         var bySink: [String: Date] = [:]
         for row in rows { bySink[try row.text("sink")] = try row.date("oldest") }
         return bySink
     }
 
     /// Claimed rows to deliveries, decoding each notification once.
-    static func claimedDeliveries(_ rows: [some StoredRow]) throws -> [Delivery] {
+    package static func claimedDeliveries(_ rows: [some StoredRow]) throws -> [Delivery] {
         var notifications: [String: HeraldNotification] = [:]
         return try rows.map { row in
             let notificationID = try row.text("id")
@@ -152,7 +152,7 @@ enum StoredRecords {
 
     /// A row of `devices`, or a join that selects its columns as `<prefix><column>`.
     /// A token address is its key; an object address is kept as JSON in `address_json`.
-    static func device(_ row: some StoredRow, prefix: String = "") throws -> Device {
+    package static func device(_ row: some StoredRow, prefix: String = "") throws -> Device {
         let key = try row.text(prefix + "address_key")
         let value = try row.json(JSONValue.self, prefix + "address_json") ?? .string(key)
         return Device(
@@ -167,7 +167,7 @@ enum StoredRecords {
     }
 
     /// The stored forms of a registration's address and options: tokens need no JSON.
-    static func storedAddress(_ registration: DeviceRegistration) throws -> (json: String?, options: String?) {
+    package static func storedAddress(_ registration: DeviceRegistration) throws -> (json: String?, options: String?) {
         // A token keyed as sent is read back from its key; one keyed otherwise (an APNs token in
         // upper case) is kept as sent beside it.
         let json: String? = registration.address.token == registration.address.key ? nil : registration.address.value.canonicalText
@@ -176,14 +176,14 @@ enum StoredRecords {
 
     /// The columns ``notification(_:)`` reads, from the table aliased `table`. Named rather
     /// than `*`, so a column added by a later migration changes no statement's result.
-    static func notificationColumns(of table: String) -> String {
+    package static func notificationColumns(of table: String) -> String {
         ["id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target"]
             .map { "\(table).\($0)" }.joined(separator: ", ")
     }
 
     /// The columns ``device(_:prefix:)`` reads, from the table aliased `table`, each selected
     /// as `<prefix><column>`.
-    static func deviceColumns(of table: String, prefix: String = "") -> String {
+    package static func deviceColumns(of table: String, prefix: String = "") -> String {
         [
             "id", "user_id", "provider", "address_key", "address_json", "app", "options", "platform", "app_version", "region", "locale",
             "installation_id", "created_at", "updated_at",
@@ -197,7 +197,7 @@ enum StoredRecords {
         c.attempts, c.topic_key AS delivery_topic, \(notificationColumns(of: "n")), \(deviceColumns(of: "dev", prefix: "dev_"))
         """
 
-    static func apiKey(_ row: some StoredRow) throws -> APIKeyRecord {
+    package static func apiKey(_ row: some StoredRow) throws -> APIKeyRecord {
         let roleText = try row.text("role")
         guard let role = Role(rawValue: roleText) else {
             throw HeraldError(.internal, code: "storage_corrupt", "api key has unknown role '\(roleText)'")
@@ -208,18 +208,18 @@ enum StoredRecords {
         )
     }
 
-    static func historyItem(_ row: some StoredRow) throws -> HistoryItem {
+    package static func historyItem(_ row: some StoredRow) throws -> HistoryItem {
         HistoryItem(
             notificationID: try row.objectID("id"), title: try row.text("title"), body: try row.text("body"), type: try row.text("type"),
             url: try row.optionalText("url"), timestamp: try row.date("timestamp"), read: try row.bool("read")
         )
     }
 
-    static func sequencedHistoryItem(_ row: some StoredRow) throws -> SequencedHistoryItem {
+    package static func sequencedHistoryItem(_ row: some StoredRow) throws -> SequencedHistoryItem {
         SequencedHistoryItem(sequence: try row.integer("seq"), item: try historyItem(row))
     }
 
-    static func archivedMessage(_ row: some StoredRow) throws -> ArchivedMessage {
+    package static func archivedMessage(_ row: some StoredRow) throws -> ArchivedMessage {
         ArchivedMessage(
             msiKey: try row.text("msi_key"), topicKey: try row.text("topic_key"), title: try row.text("title"), desc: try row.text("description"),
             message: try row.text("message"), distribution: TopicDistribution(rawValue: try row.text("distribution")) ?? .alert,
@@ -227,7 +227,7 @@ enum StoredRecords {
         )
     }
 
-    static func feedMessage(_ row: some StoredRow) throws -> FeedMessage {
+    package static func feedMessage(_ row: some StoredRow) throws -> FeedMessage {
         FeedMessage(
             id: try row.objectID("id"), title: try row.text("title"), body: try row.text("body"), url: try row.optionalText("url"),
             postedAt: try row.date("posted_at"), expiresAt: try row.date("expires_at"), priority: try row.int("priority"),
@@ -235,7 +235,7 @@ enum StoredRecords {
         )
     }
 
-    static func subject(_ row: some StoredRow) throws -> Subject {
+    package static func subject(_ row: some StoredRow) throws -> Subject {
         Subject(
             id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"),
             tags: try row.list("tags"), topicKey: try row.text("topic_key"),
@@ -246,21 +246,21 @@ enum StoredRecords {
         )
     }
 
-    static func area(_ row: some StoredRow, subjects: [Subject]) throws -> Area {
+    package static func area(_ row: some StoredRow, subjects: [Subject]) throws -> Area {
         Area(id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"), subjects: subjects)
     }
 
-    static func channel(_ row: some StoredRow, areas: [Area]) throws -> Channel {
+    package static func channel(_ row: some StoredRow, areas: [Area]) throws -> Channel {
         Channel(id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"), areas: areas)
     }
 
     /// A subject joined with its area's and channel's names (``SQLiteStore/entrySQL``-shaped rows).
-    static func entry(_ row: some StoredRow) throws -> SubjectEntry {
+    package static func entry(_ row: some StoredRow) throws -> SubjectEntry {
         SubjectEntry(channel: try row.text("channel_name"), area: try row.text("area_name"), subject: try subject(row))
     }
 
     /// Nests subjects into areas and areas into channels, keeping the rows' order.
-    static func hierarchy(channels: [some StoredRow], areas: [some StoredRow], subjects: [some StoredRow]) throws -> [Channel] {
+    package static func hierarchy(channels: [some StoredRow], areas: [some StoredRow], subjects: [some StoredRow]) throws -> [Channel] {
         var subjectsByArea: [String: [Subject]] = [:]
         for row in subjects { subjectsByArea[try row.text("area_id"), default: []].append(try subject(row)) }
         var areasByChannel: [String: [Area]] = [:]
@@ -270,12 +270,8 @@ enum StoredRecords {
         return try channels.map { try channel($0, areas: areasByChannel[try $0.text("id")] ?? []) }
     }
 
-    static func contentSet(items: String?, lastPublishedAt: Int64?) throws -> ContentSet {
-        ContentSet(items: try StoredJSON.decode([ContentItem].self, from: items) ?? [], lastPublishedAt: lastPublishedAt)
-    }
-
     /// The row sequence a paging cursor stands for; no cursor means "from the newest".
-    static func sequence(before cursor: String?) throws -> Int64 {
+    package static func sequence(before cursor: String?) throws -> Int64 {
         guard let cursor else { return Int64.max }
         guard let seq = Int64(cursor), seq > 0 else {
             throw HeraldError(.badRequest, code: "invalid_cursor", "'before' is not a cursor this server returned")
@@ -284,7 +280,7 @@ enum StoredRecords {
     }
 
     /// The next-page cursor: the last row's sequence when one more row than `limit` was read.
-    static func nextCursor(_ rows: [some StoredRow], limit: Int, column: String = "seq") throws -> String? {
+    package static func nextCursor(_ rows: [some StoredRow], limit: Int, column: String = "seq") throws -> String? {
         guard rows.count > limit else { return nil }
         return String(try rows[limit - 1].integer(column))
     }

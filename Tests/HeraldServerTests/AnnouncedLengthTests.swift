@@ -1,4 +1,5 @@
 import Foundation
+import HeraldHTTP
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting

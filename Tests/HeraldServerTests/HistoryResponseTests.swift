@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Testing
 
 @testable import HeraldServer

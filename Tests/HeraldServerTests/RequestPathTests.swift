@@ -1,4 +1,5 @@
 import HTTPTypes
+import HeraldHTTP
 import Testing
 
 @testable import HeraldServer

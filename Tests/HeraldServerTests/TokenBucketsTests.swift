@@ -1,4 +1,5 @@
 import Foundation
+import HeraldHTTP
 import Testing
 
 @testable import HeraldServer

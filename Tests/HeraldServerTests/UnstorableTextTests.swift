@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import HeraldTestSupport
 import HummingbirdTesting
 import NIOCore

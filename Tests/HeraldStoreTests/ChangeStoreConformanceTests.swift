@@ -190,7 +190,8 @@ import Testing
                 _ = try await store.writeFanOutPage(of: id, pageSize: 10) { _ in [] }
             })
         #expect(try await wait(for: .attributes(users: ["c"])) { try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "c") })
-        #expect(try await wait(for: .content) { _ = try await store.publishContent(at: 1) })
+        // A feature module's transaction announces what it names, once committed.
+        #expect(try await wait(for: .content) { _ = try await store.transaction([SharedStatement("SELECT 1 AS one")], announcing: .content) })
         // A change another writer commits on the same database reaches this watcher too.
         if let url {
             let other = try PostgresStore.patient(url: url)

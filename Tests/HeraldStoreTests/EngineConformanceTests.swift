@@ -6,35 +6,10 @@ import Testing
 
 @testable import HeraldStore
 
-/// Content, the pull feed, queue statistics and the work notifications, on every engine.
+/// The pull feed, queue statistics and the work notifications, on every engine.
 @Suite(.cleansUp) struct EngineConformanceTests {
     let ids = ObjectIDGenerator()
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
-
-    func item(_ title: String, order: Int, tiers: [String]? = nil) throws -> ContentItem {
-        var fields: [String: JSONValue] = ["type": .string("post"), "title": .string(title), "order": .integer(Int64(order))]
-        fields["visibility"] = tiers.map { .object(["tier_ids": .array($0.map(JSONValue.string))]) } ?? .object(["all": .bool(true)])
-        return try ContentItem(fields: fields, path: "items[\(order)]")
-    }
-
-    @Test(arguments: StoreKind.allCases)
-    func contentDraftPublishRevert(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
-        #expect(try await store.pendingContent().items.isEmpty)
-        #expect(try await store.publishedContent().items.isEmpty)
-        let first = [try item("One", order: 1), try item("Two", order: 2, tiers: ["3"])]
-        try await store.setPendingContent(first)
-        #expect(try await store.pendingContent().items == first)
-        #expect(try await store.publishedContent().items.isEmpty, "editing the draft publishes nothing")
-        let published = try await store.publishContent(at: 1_700_000_000_123)
-        #expect(published.items == first && published.lastPublishedAt == 1_700_000_000_123)
-        #expect(try await store.publishedContent() == published)
-        try await store.setPendingContent([try item("Three", order: 3)])
-        let reverted = try await store.revertContent()
-        #expect(reverted.items == first, "revert brings the published set back into the draft")
-        #expect(try await store.pendingContent().items == first)
-        await store.close()
-    }
 
     @Test(arguments: StoreKind.allCases)
     func feedMessagesAddOnceDeleteAndPurge(_ kind: StoreKind) async throws {

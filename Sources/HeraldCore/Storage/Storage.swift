@@ -293,7 +293,7 @@ public protocol RetentionStore: Sendable {
 }
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore, ContentStore,
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore,
     RetentionStore, CardStore, ChangeStore, TopicMembershipStore, FanOutJobStore
 {
     /// Creates or upgrades the schema; safe to run again.

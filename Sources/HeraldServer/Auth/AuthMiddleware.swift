@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCore
+import HeraldHTTP
 public import Hummingbird
 
 /// Reads `Authorization: Bearer …` and puts the caller into the context. A request without

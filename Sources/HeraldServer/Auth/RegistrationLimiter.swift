@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 
 /// Device registrations allowed per user and per API key (`devices.registrations_per_user_per_minute`,
 /// `devices.registrations_per_key_per_minute`). Each registration may name a new push service

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 public import JWTKit
 
 /// The claims of a user token: `sub` is the user id, `exp` must be in the future and `nbf`,
@@ -36,25 +37,6 @@ public struct UserTokenClaims: JWTPayload {
         try exp.verifyNotExpired()
         try nbf?.verifyNotBefore()
     }
-}
-
-/// A user token whose signature and times were checked.
-public struct UserToken: Sendable, Equatable {
-    /// Who minted it.
-    public enum Kind: String, Sendable {
-        /// The user's backend, with `user_token_secret`.
-        case backend
-        /// Herald, at `POST /api/auth/device`: never accepted there as a `proof`.
-        case device
-    }
-
-    public var userID: String
-    public var kind: Kind
-    /// Nil when the token has no `iat`.
-    public var issuedAt: Date?
-    public var expires: Date
-    /// The device a device token was issued to.
-    public var deviceID: String?
 }
 
 /// Verifies HS256 user tokens minted by a backend with `user_token_secret`.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldHTTP
 import NIOCore
 
 /// Anonymous device sign-ups allowed per client address: a token bucket per address holding

@@ -1,6 +1,7 @@
 public import Configuration
 import Foundation
 public import HeraldCore
+import HeraldHTTP
 public import Logging
 import SystemPackage
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// An `application/x-www-form-urlencoded` body, as the portal's forms send it.

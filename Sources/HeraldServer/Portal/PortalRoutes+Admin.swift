@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// The admin pages: the hierarchy, the archive and delivery status.
@@ -98,7 +99,7 @@ extension PortalRoutes {
                 throw HeraldError.notFound("portal action '\(action)'")
             }
         } catch let error as HeraldError where error.kind == .unprocessable || error.kind == .notFound {
-            return try await channelsPage(session, error: error.message, status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+            return try await channelsPage(session, error: error.message, status: ErrorAnswer.status(error.kind))
         }
         return PortalPages.redirect(to: "/portal/channels" + (anchor.isEmpty ? "" : "#\(anchor)"))
     }

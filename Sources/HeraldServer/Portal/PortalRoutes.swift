@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// The Message Hub web portal under `/portal/`: communicators send messages; admins also manage
@@ -85,7 +86,7 @@ struct PortalRoutes {
         } catch let error as HeraldError {
             return pages.page(
                 "error", ["title": "Something went wrong", "message": error.message], session: session,
-                status: ErrorMiddleware<HeraldRequestContext>.status(error.kind))
+                status: ErrorAnswer.status(error.kind))
         }
     }
 

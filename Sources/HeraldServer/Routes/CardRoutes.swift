@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// Cards for offline-first apps (docs/cards.md): backends store cards and score

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import HeraldStore
 import Hummingbird
 

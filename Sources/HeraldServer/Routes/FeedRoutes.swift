@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 import Logging
 

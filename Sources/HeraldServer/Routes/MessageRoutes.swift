@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// Message Hub messages: post to a subject's subscribers, read the archive (openapi.yaml).

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 import Logging
 import Prometheus

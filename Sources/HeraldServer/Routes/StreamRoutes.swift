@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
@@ -10,9 +11,12 @@ import ServiceLifecycle
 /// `Last-Event-ID` resumes without gaps); `content` and `feed` events carry the version (the
 /// entity tag without quotes) of what `GET /api/content` and `GET /feed/index.json` answer now.
 struct StreamRoutes {
-    let store: any (HistoryStore & ContentStore & UserStore)
+    let store: any HistoryStore
     let streams: LiveStreams
     let feed: FeedDocuments
+    /// What `GET /api/content` answers a user now (the content module's document), whose tag
+    /// is the version a `content` event carries.
+    let content: @Sendable (_ userID: String) async throws -> Data
     let heartbeat: Duration
     let timestamps: TimestampStyle
     /// A stream opened with a user or device token ends, at a heartbeat, once the token has
@@ -145,7 +149,7 @@ struct StreamRoutes {
         }
 
         mutating func announceContent(_ writer: inout any ResponseBodyWriter) async throws {
-            let version = Self.version(try await ContentRoutes.document(for: userID, format: nil, store: routes.store))
+            let version = Self.version(try await routes.content(userID))
             guard version != contentVersion else { return }
             contentVersion = version
             try await writer.write(event("content", version: version))

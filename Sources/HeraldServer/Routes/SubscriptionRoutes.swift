@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// A user's subscriptions to subjects (docs/topics.md).

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Hummingbird
 
 /// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (openapi.yaml).

@@ -330,10 +330,10 @@ struct PostgresSession: Sendable {
 }
 
 extension PostgresRandomAccessRow: StoredRow {
-    func text(_ column: String) throws -> String { try cell(column).decode(String.self) }
-    func optionalText(_ column: String) throws -> String? { try cell(column).decode(String?.self) }
-    func integer(_ column: String) throws -> Int64 { try cell(column).decode(Int64.self) }
-    func optionalInteger(_ column: String) throws -> Int64? { try cell(column).decode(Int64?.self) }
+    package func text(_ column: String) throws -> String { try cell(column).decode(String.self) }
+    package func optionalText(_ column: String) throws -> String? { try cell(column).decode(String?.self) }
+    package func integer(_ column: String) throws -> Int64 { try cell(column).decode(Int64.self) }
+    package func optionalInteger(_ column: String) throws -> Int64? { try cell(column).decode(Int64?.self) }
 
     /// The cell of `column`. postgres-nio's own subscript stops the process when a row lacks the
     /// column (a schema another Herald version migrated, say): here that is a storage error.

@@ -159,12 +159,12 @@ struct PositionedRow: StoredRow {
         return try Row.fetchAll(statement, arguments: arguments).map { PositionedRow(row: $0, positions: positions) }
     }
 
-    func optionalText(_ column: String) throws -> String? {
+    package func optionalText(_ column: String) throws -> String? {
         guard let index = positions.index[column] else { return try row.optionalText(column) }
         return try row.decode(String?.self, atIndex: index)
     }
 
-    func optionalInteger(_ column: String) throws -> Int64? {
+    package func optionalInteger(_ column: String) throws -> Int64? {
         guard let index = positions.index[column] else { return try row.optionalInteger(column) }
         return try row.decode(Int64?.self, atIndex: index)
     }
@@ -180,12 +180,12 @@ final class ColumnPositions: Sendable {
 }
 
 extension Row: StoredRow {
-    func optionalText(_ column: String) throws -> String? {
+    package func optionalText(_ column: String) throws -> String? {
         if let index = storedIndex(column) { return try decode(String?.self, atIndex: index) }
         return try decode(String?.self, forColumn: column)
     }
 
-    func optionalInteger(_ column: String) throws -> Int64? {
+    package func optionalInteger(_ column: String) throws -> Int64? {
         if let index = storedIndex(column) { return try decode(Int64?.self, atIndex: index) }
         return try decode(Int64?.self, forColumn: column)
     }

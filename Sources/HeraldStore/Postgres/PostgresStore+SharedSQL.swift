@@ -1,0 +1,41 @@
+import Foundation
+public import HeraldCore
+import PostgresNIO
+
+extension PostgresStore: SharedSQLDatabase {
+    public func rows(_ query: SharedStatement) async throws -> [SharedRow] {
+        try await withConnection { session in try await Self.run(query, session) }
+    }
+
+    public func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow] {
+        try await transaction { session in
+            var rows: [SharedRow] = []
+            for statement in statements { rows = try await Self.run(statement, session) }
+            if let change { try await session.announce(change) }
+            return rows
+        }
+    }
+
+    private static func run(_ statement: SharedStatement, _ session: PostgresSession) async throws -> [SharedRow] {
+        var bindings = PostgresBindings(capacity: statement.values.count)
+        for value in statement.values {
+            switch value {
+            case .text(let text): bindings.append(text)
+            case .integer(let number): bindings.append(number)
+            }
+        }
+        return try await session.rows(PostgresQuery(unsafeSQL: statement.text, binds: bindings)).map { row in
+            var columns: [String: SharedStatement.Value] = [:]
+            for cell in row {
+                // Both engines keep TEXT and 64-bit integers (StoredRow); a count(*) or an
+                // integer column arrives as int8, anything else is read as text.
+                if cell.dataType == .int8 || cell.dataType == .int4 || cell.dataType == .int2 {
+                    columns[cell.columnName] = .integer(try cell.decode(Int64?.self))
+                } else {
+                    columns[cell.columnName] = .text(try cell.decode(String?.self))
+                }
+            }
+            return SharedRow(columns: columns)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+public import Foundation
+public import HeraldCore
+
+/// One statement both engines accept as written, for a feature module's store (docs/
+/// architecture.md, "Feature modules"): its text names parameters `$1`, `$2`, … in the order
+/// they first appear (PostgreSQL numbers them; SQLite binds a `$name` parameter by its first
+/// appearance, so the two agree), and its values are text or 64-bit integers, the types both
+/// stores keep (StoredRow).
+public struct SharedStatement: Sendable, Equatable {
+    public enum Value: Sendable, Equatable {
+        case text(String?)
+        case integer(Int64?)
+    }
+
+    public let text: String
+    public let values: [Value]
+
+    public init(_ text: String, _ values: Value...) {
+        self.text = text
+        self.values = values
+    }
+}
+
+/// A result row of a ``SharedStatement``, read out of the engine's own row: text and integer
+/// columns by name, NULL as nil.
+public struct SharedRow: Sendable, Equatable, StoredRow {
+    let columns: [String: SharedStatement.Value]
+
+    public func optionalText(_ column: String) throws -> String? {
+        switch try value(column) {
+        case .text(let text): text
+        case .integer(let number): number.map(String.init)
+        }
+    }
+
+    public func optionalInteger(_ column: String) throws -> Int64? {
+        switch try value(column) {
+        case .integer(let number): return number
+        case .text(nil): return nil
+        case .text(let text?):
+            guard let number = Int64(text) else { throw HeraldError(.internal, code: "storage_corrupt", "column \(column) holds '\(text)', not an integer") }
+            return number
+        }
+    }
+
+    public func text(_ column: String) throws -> String {
+        guard let value = try optionalText(column) else { throw StoredRecords.null(column) }
+        return value
+    }
+
+    public func integer(_ column: String) throws -> Int64 {
+        guard let value = try optionalInteger(column) else { throw StoredRecords.null(column) }
+        return value
+    }
+
+    private func value(_ column: String) throws -> SharedStatement.Value {
+        guard let value = columns[column] else { throw HeraldError(.internal, code: "storage_corrupt", "the database returned no column \(column)") }
+        return value
+    }
+}
+
+/// What a feature module's store runs its SQL through, whichever engine Herald stores in: SQLite
+/// and PostgreSQL both offer it, so a module writes each statement once.
+public protocol SharedSQLDatabase: Sendable {
+    /// Reads `query`'s rows on any connection.
+    func rows(_ query: SharedStatement) async throws -> [SharedRow]
+    /// Runs `statements` in one transaction and returns the rows of the last; once it has
+    /// committed, every process's live streams hear of `change` (as the store's own writes tell them).
+    func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow]
+}
+
+extension SharedSQLDatabase {
+    public func transaction(_ statements: [SharedStatement]) async throws -> [SharedRow] {
+        try await transaction(statements, announcing: nil)
+    }
+}
