@@ -158,65 +158,6 @@ public struct HeraldServer: Sendable {
         }
     }
 
-    /// The built-in `history` and `feed` sinks, then every configured instance, each built by
-    /// the factory of its type. When one cannot be built, those already built are shut down.
-
-    /// Every factory's registration forms, in factory order; two claiming one field, or a form
-    /// taking a field every registration has, is the sink author's mistake, refused at start.
-    static func registrationForms(of factories: [SinkFactory]) throws -> [RegistrationForm] {
-        let reserved: Set<String> = ["provider", "address", "app", "platform", "app_version", "region", "locale"]
-        var forms: [RegistrationForm] = []
-        var claimed: [String: String] = [:]
-        for factory in factories.firstOfEachType {
-            for form in factory.registrationForms {
-                for field in [form.field] + form.options.map(\.field) {
-                    if reserved.contains(field) || claimed[field].map({ $0 != factory.type }) == true {
-                        throw HeraldError(
-                            .unprocessable, code: "invalid_config",
-                            "sink type '\(factory.type)' registers devices with the field '\(field)', which \(claimed[field].map { "sink type '\($0)'" } ?? "every registration") already uses"
-                        )
-                    }
-                    claimed[field] = factory.type
-                }
-                forms.append(form)
-            }
-        }
-        return forms
-    }
-
-    static func buildSinks(
-        _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
-    ) async throws -> [any NotificationSink] {
-        let byType = Dictionary(uniqueKeysWithValues: factories.firstOfEachType.map { ($0.type, $0) })
-        let always = ["history", "feed"].map { SinkInstance(name: $0, type: $0, settings: SinkSettings(name: $0, values: [:])) }
-        var built: [any NotificationSink] = []
-        do {
-            for instance in always + configuration.sinks {
-                guard let factory = byType[instance.type] else {
-                    let known = byType.keys.sorted().joined(separator: ", ")
-                    throw instance.settings.invalid("type", "'\(instance.type)' is not a sink type this server knows (known: \(known))")
-                }
-                let context = SinkContext(
-                    name: instance.name, settings: instance.settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics,
-                    timestamps: configuration.timestamps
-                )
-                built.append(try await factory.makeSink(context))
-            }
-            let instances = configuration.sinks.map(\.name)
-            if let check = configuration.unread, let file = check.file, let unread = check.firstSinkKey(among: instances) {
-                throw HeraldConfiguration.invalid(unread, "in \(file) is not a setting of its sink's type (misspelt?)")
-            }
-            // A warning, not a refusal: the environment is shared with other programs.
-            for name in configuration.unread?.environmentVariables(among: instances) ?? [] {
-                logger.warning("\(name) is set, but no setting reads it (misspelt?): ignored")
-            }
-        } catch {
-            await shutDown(built)
-            throw error
-        }
-        return built
-    }
-
     /// What an operator reads first in the log: which database (without a password) and which
     /// sinks this process serves.
     var startupSummary: String {
@@ -226,16 +167,6 @@ public struct HeraldServer: Sendable {
     static func startupSummary(database: String, sinks: [String], publicBaseURL: String) -> String {
         let shown = StorageLocation.sqlitePath(database).map { "sqlite:\($0)" } ?? RedactedURL.describe(database)
         return "starting with database \(shown), sinks \(sinks.joined(separator: ", ")), public_base_url \(publicBaseURL)"
-    }
-
-    /// Releases what sinks hold (their `Service` side) without serving: for servers that are
-    /// built and never run, and for start-ups that fail half way.
-    static func shutDown(_ sinks: [any NotificationSink]) async {
-        let services = sinks.compactMap { $0 as? any Service }
-        guard !services.isEmpty else { return }
-        let group = ServiceGroup(services: services, logger: Logger(label: "herald.shutdown", factory: { _ in SwiftLogNoOpLogHandler() }))
-        await group.triggerGracefulShutdown()
-        try? await group.run()
     }
 
     /// Releases every sink's and the store's resources, for a server that was started but is
@@ -259,118 +190,6 @@ public struct HeraldServer: Sendable {
         if key.revokedAt != nil {
             logger.warning("bootstrap_admin_key was revoked (key \(key.id)); it stays revoked: set a new one, or unset it")
         }
-    }
-
-    /// The Hummingbird router with every route, the auth and error middleware.
-    public func router() -> Router<HeraldRequestContext> {
-        makeRouter(recordingInto: RouteTable())
-    }
-
-    /// Every (method, path) the router serves, for checking the OpenAPI document.
-    public var routes: [RouteTable.Route] {
-        let table = RouteTable()
-        _ = makeRouter(recordingInto: table)
-        return table.routes
-    }
-
-    private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
-        // HEAD is answered wherever GET is (RFC 9110 §9.3.2), and listed in `Allow` with it.
-        let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
-        router.add(middleware: RequestLogMiddleware())
-        router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
-        // Outside the error middleware: an error answer gets CORS headers too (a browser app
-        // reads a 401's body only with them), and keeps Herald's error shape.
-        if !configuration.corsOrigins.isEmpty { router.add(middleware: CrossOriginRequests<HeraldRequestContext>(origins: configuration.corsOrigins)) }
-        router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
-        router.add(middleware: ExpectContinueMiddleware())
-        router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
-        router.add(
-            middleware: AuthMiddleware(
-                keys: store, userTokens: userTokens, endedTokens: endedTokens, failures: failedAuth, proxies: trustedProxies))
-        if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
-        OperationsRoutes(
-            store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics,
-            metricsPublic: configuration.metricsPublic
-        )
-        .register(on: router, table: routes)
-        UserRoutes(
-            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
-            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations, forms: registrationForms
-        ).register(on: router, table: routes)
-        NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)
-        TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
-        SubscriptionRoutes(store: store).register(on: router, table: routes)
-        MessageRoutes(service: service, store: store).register(on: router, table: routes)
-        let feedDocuments = FeedDocuments(snapshot: feed)
-        FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
-        let content = ContentRoutes(content: SharedContentStore(database: store), users: store)
-        content.register(on: router, table: routes)
-        CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
-        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
-            .register(on: router, table: routes)
-        DeviceAuthRoutes(
-            store: store, userTokens: userTokens, endedTokens: endedTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
-            failures: failedAuth, proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime,
-            secretClaimUntil: configuration.deviceSecretClaimUntil
-        ).register(on: router, table: routes)
-        StreamRoutes(
-            store: store, streams: streams, feed: feedDocuments, content: { try await content.document(for: $0, format: nil) },
-            heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps, endedTokens: endedTokens
-        )
-        .register(on: router, table: routes)
-        PortalRoutes(
-            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits,
-            timeline: engine.timeline, ids: ids,
-            secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies
-        ).register(on: router, table: routes)
-        return router
-    }
-
-    /// The runnable application: the HTTP server, plus, unless `deliveryWorkers` is false (tests
-    /// that drive ``DeliveryEngine/drain()`` themselves), the delivery workers, the sinks that
-    /// are services and the store. At shutdown they stop in reverse order: the server stops
-    /// accepting, the workers drain, the sinks release their clients, and the store closes,
-    /// however the group ends.
-    public func application(
-        deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
-        var policy = StorageMaintenance.Policy(
-            staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
-            idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
-        )
-        policy.events = configuration.eventRetention
-        let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
-        let named: [(String, any Service)] =
-            [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
-            + [
-                ("fan-out", fanOut), ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
-                ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
-            ] + (managesMembership ? [("topic membership", membership)] : [])
-        let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
-        let deadlines = RequestDeadlineLimits(
-            head: TimeAmount(configuration.requestHeadTimeout),
-            body: TimeAmount(configuration.requestBodyTimeout),
-            bodyMinimumRate: configuration.requestBodyMinimumRate
-        )
-        return Application(
-            router: router(),
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [
-                        RequestDeadlines(limits: deadlines, connections: connections, metrics: metrics), MalformedRequestAnswer(metrics: metrics),
-                        AfterDecoderInstaller(),
-                    ],
-                    idleTimeout: TimeAmount(configuration.idleTimeout)
-                )
-            ),
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: "Herald",
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)
-            ),
-            services: deliveryWorkers ? background : [],
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
-            logger: logger
-        )
     }
 
     /// Whether the topic-membership worker runs: switched on, and a sink keeps membership.

@@ -1,0 +1,45 @@
+public import Foundation
+
+/// What `POST /api/notifications` answers, and answers again for a repeated idempotency key.
+public struct NotificationReceipt: Sendable, Equatable {
+    public var id: ObjectID
+    public var recipients: Int
+
+    public init(id: ObjectID, recipients: Int) {
+        self.id = id
+        self.recipients = recipients
+    }
+}
+
+public enum AcceptResult: Sendable, Equatable {
+    /// Stored now.
+    case accepted(NotificationReceipt)
+    /// The idempotency key was seen within its window for the same request: the first answer,
+    /// nothing stored.
+    case replayed(NotificationReceipt)
+    /// The idempotency key was seen within its window for a different request: nothing stored;
+    /// the receipt is the first request's.
+    case keyReused(NotificationReceipt)
+
+    public var receipt: NotificationReceipt {
+        switch self {
+        case .accepted(let receipt), .replayed(let receipt), .keyReused(let receipt): receipt
+        }
+    }
+}
+
+/// An idempotency key as a sender claims it: scoped to the API key that sent it (IETF
+/// Idempotency-Key draft, Stripe), with a hash of the request's canonical form, so "the same
+/// request" means the same parsed JSON.
+public struct IdempotencyClaim: Sendable, Equatable {
+    /// Whose key it is: the sending API key's id.
+    public var scope: String
+    public var key: String
+    public var requestHash: String
+
+    public init(scope: String, key: String, requestHash: String) {
+        self.scope = scope
+        self.key = key
+        self.requestHash = requestHash
+    }
+}

@@ -1,0 +1,101 @@
+public import Foundation
+
+/// The state of one delivery (docs/durability.md).
+public enum DeliveryState: String, Sendable, Codable, CaseIterable {
+    case pending
+    case delivered
+    case failed
+    case dead
+}
+
+/// A stored delivery as `GET /api/notifications/{id}` shows it.
+public struct DeliveryRecord: Sendable, Equatable {
+    public var id: Int64
+    public var sink: String
+    public var userID: String
+    public var deviceID: ObjectID?
+    /// For a topic send, the topic.
+    public var topic: String?
+    public var distribution: Distribution
+    public var state: DeliveryState
+    public var attempts: Int
+    public var lastError: String?
+    public var nextAttemptAt: Date?
+    public var updatedAt: Date
+
+    public init(
+        id: Int64, sink: String, userID: String, deviceID: ObjectID?, topic: String? = nil, distribution: Distribution, state: DeliveryState,
+        attempts: Int, lastError: String?, nextAttemptAt: Date?, updatedAt: Date
+    ) {
+        self.id = id
+        self.sink = sink
+        self.userID = userID
+        self.deviceID = deviceID
+        self.topic = topic
+        self.distribution = distribution
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError
+        self.nextAttemptAt = nextAttemptAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// The result of one delivery attempt, to be recorded.
+public struct DeliveryUpdate: Sendable, Equatable {
+    public var id: Int64
+    public var state: DeliveryState
+    public var attempts: Int
+    /// Kept as ``FailureReason/storable(_:)`` makes it.
+    public private(set) var lastError: String?
+    /// For a delivery that stays pending: when to try again.
+    public var nextAttemptAt: Date?
+    /// A device to remove at once because the provider reported its token gone.
+    public var removeDevice: ObjectID?
+    /// For a delivery that stays pending: the claim's attempt is given back, since the provider
+    /// was down (its circuit open) or the delivery was held before it was sent; the circuit's
+    /// outage must not make it run out of attempts (docs/durability.md, "A sink that is down").
+    public var givesBackAttempt = false
+
+    /// What a store subtracts from the delivery's attempts as it records this: 1 for a pending
+    /// delivery that gives its attempt back (never below none), else 0. One rule for every engine.
+    public var attemptsGivenBack: Int { state == .pending && givesBackAttempt && attempts > 0 ? 1 : 0 }
+
+    public init(id: Int64, state: DeliveryState, attempts: Int, lastError: String? = nil, nextAttemptAt: Date? = nil, removeDevice: ObjectID? = nil) {
+        self.id = id
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError.map(FailureReason.storable)
+        self.nextAttemptAt = nextAttemptAt
+        self.removeDevice = removeDevice
+    }
+}
+
+/// Which sinks' deliveries a claim may take.
+public enum SinkFilter: Sendable, Equatable {
+    case all
+    /// Every sink but these (their circuits are open).
+    case excluding(Set<String>)
+    /// This sink only (a circuit's probe).
+    case only(String)
+
+    /// The sinks named, and whether they are the ones taken (`only`) or left (`excluding`).
+    public var names: (included: Bool, sinks: [String]) {
+        switch self {
+        case .all: (false, [])
+        case .excluding(let sinks): (false, sinks.sorted())
+        case .only(let sink): (true, [sink])
+        }
+    }
+}
+
+/// A claimed delivery's lease: its id and the attempt it was claimed for (the fencing token).
+public struct DeliveryLease: Sendable, Equatable, Hashable {
+    public var id: Int64
+    public var attempt: Int
+
+    public init(id: Int64, attempt: Int) {
+        self.id = id
+        self.attempt = attempt
+    }
+}

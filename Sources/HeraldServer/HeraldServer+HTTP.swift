@@ -1,0 +1,127 @@
+import Foundation
+public import HeraldContent
+import HeraldCore
+import HeraldHTTP
+public import HeraldStore
+public import Hummingbird
+import HummingbirdCore
+public import Logging
+import NIOCore
+public import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+/// The HTTP side: the router with every module's routes, and the application serving it.
+extension HeraldServer {
+    /// The Hummingbird router with every route, the auth and error middleware.
+    public func router() -> Router<HeraldRequestContext> {
+        makeRouter(recordingInto: RouteTable())
+    }
+
+    /// Every (method, path) the router serves, for checking the OpenAPI document.
+    public var routes: [RouteTable.Route] {
+        let table = RouteTable()
+        _ = makeRouter(recordingInto: table)
+        return table.routes
+    }
+
+    private func makeRouter(recordingInto routes: RouteTable) -> Router<HeraldRequestContext> {
+        // HEAD is answered wherever GET is (RFC 9110 §9.3.2), and listed in `Allow` with it.
+        let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
+        // Outside the error middleware: an error answer gets CORS headers too (a browser app
+        // reads a 401's body only with them), and keeps Herald's error shape.
+        if !configuration.corsOrigins.isEmpty { router.add(middleware: CrossOriginRequests<HeraldRequestContext>(origins: configuration.corsOrigins)) }
+        router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
+        router.add(middleware: ExpectContinueMiddleware())
+        router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
+        router.add(
+            middleware: AuthMiddleware(
+                keys: store, userTokens: userTokens, endedTokens: endedTokens, failures: failedAuth, proxies: trustedProxies))
+        if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
+        OperationsRoutes(
+            store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics,
+            metricsPublic: configuration.metricsPublic
+        )
+        .register(on: router, table: routes)
+        UserRoutes(
+            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
+            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations, forms: registrationForms
+        ).register(on: router, table: routes)
+        NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)
+        TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
+        SubscriptionRoutes(store: store).register(on: router, table: routes)
+        MessageRoutes(service: service, store: store).register(on: router, table: routes)
+        let feedDocuments = FeedDocuments(snapshot: feed)
+        FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
+        let content = ContentRoutes(content: SharedContentStore(database: store), users: store)
+        content.register(on: router, table: routes)
+        CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
+        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
+            .register(on: router, table: routes)
+        DeviceAuthRoutes(
+            store: store, userTokens: userTokens, endedTokens: endedTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
+            failures: failedAuth, proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime,
+            secretClaimUntil: configuration.deviceSecretClaimUntil
+        ).register(on: router, table: routes)
+        StreamRoutes(
+            store: store, streams: streams, feed: feedDocuments, content: { try await content.document(for: $0, format: nil) },
+            heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps, endedTokens: endedTokens
+        )
+        .register(on: router, table: routes)
+        PortalRoutes(
+            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits,
+            timeline: engine.timeline, ids: ids,
+            secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies
+        ).register(on: router, table: routes)
+        return router
+    }
+
+    /// The runnable application: the HTTP server, plus, unless `deliveryWorkers` is false (tests
+    /// that drive ``DeliveryEngine/drain()`` themselves), the delivery workers, the sinks that
+    /// are services and the store. At shutdown they stop in reverse order: the server stops
+    /// accepting, the workers drain, the sinks release their clients, and the store closes,
+    /// however the group ends.
+    public func application(
+        deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        var policy = StorageMaintenance.Policy(
+            staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
+            idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
+        )
+        policy.events = configuration.eventRetention
+        let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
+        let named: [(String, any Service)] =
+            [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
+            + [
+                ("fan-out", fanOut), ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
+                ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
+            ] + (managesMembership ? [("topic membership", membership)] : [])
+        let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
+        let deadlines = RequestDeadlineLimits(
+            head: TimeAmount(configuration.requestHeadTimeout),
+            body: TimeAmount(configuration.requestBodyTimeout),
+            bodyMinimumRate: configuration.requestBodyMinimumRate
+        )
+        return Application(
+            router: router(),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [
+                        RequestDeadlines(limits: deadlines, connections: connections, metrics: metrics), MalformedRequestAnswer(metrics: metrics),
+                        AfterDecoderInstaller(),
+                    ],
+                    idleTimeout: TimeAmount(configuration.idleTimeout)
+                )
+            ),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "Herald",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)
+            ),
+            services: deliveryWorkers ? background : [],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger
+        )
+    }
+}
