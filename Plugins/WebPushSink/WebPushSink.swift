@@ -300,20 +300,7 @@ public final class WebPushSink: ReleasingSink {
         guard let device = delivery.recipient.device, let subscription = Subscription(device: device) else {
             return .failed(reason: "the device has no usable Web Push subscription")
         }
-        // Subscriptions stored before this check, or under another setting, are judged again,
-        // and a name by the addresses it resolves to.
-        switch await verdict(on: subscription.endpoint, waitingAtMost: sendLookupLimit) {
-        case .allowed: break
-        case .refused(let problem): return .failed(reason: "the subscription's endpoint \(problem)")
-        case .undecided:
-            return .retry(
-                after: Self.busyResolverDelay,
-                reason: "the endpoint's host name could not be judged now (its lookup was slow, or too many names were being looked up)")
-        case .unresolved:
-            // Transient as often as not (a DNS server's hiccup): tried again like a connection
-            // that failed, and judged again then.
-            return .retry(after: nil, reason: "the endpoint's host did not resolve to any address")
-        }
+        if let refused = await judge(subscription.endpoint) { return refused }
         let now = clock()
         let origin = VAPIDKey.origin(of: subscription.endpoint) ?? "(no origin)"
         let host = subscription.endpoint.host ?? ""
@@ -356,44 +343,8 @@ public final class WebPushSink: ReleasingSink {
             } else {
                 response = try await post(clients.next())
             }
-            let status = response.status
             silentServices.answered(silenceKeys)
-            // The endpoint's path identifies the subscription: only its origin is ever shown.
-            let reason = "push service \(origin) answered \(status)"
-            switch status {
-            case 200..<300:
-                refusals.accepted(by: host)
-                resolver.carriesSubscriptions(host)
-                return .delivered
-            case 404, 410:
-                return .recipientGone(reason: "\(reason): the subscription is gone")
-            case 413:
-                return .failed(reason: "\(reason): the payload is too large", scope: .message)
-            case 401, 403:
-                // The push service refused the VAPID signature for this subscription: made for
-                // another application server key, or at a server that refuses everyone. It says
-                // something of the sink's own key only when a browser's push service refuses
-                // several subscriptions and accepts none (``CredentialRefusals``).
-                vapidHeaders.forget(subscription.endpoint)
-                let refusal = "\(reason): the push service refused the VAPID signature for this subscription"
-                if let fault = refusals.refused(
-                    endpoint: subscription.endpoint.absoluteString, by: host, reason: "\(reason): the VAPID key or subject of sink '\(name)' was refused",
-                    at: now)
-                {
-                    logger.error("\(fault)")
-                    return .retry(after: nil, reason: fault, scope: .credentials)
-                }
-                return .failed(reason: refusal, scope: .recipient)
-            case 429:
-                // Slow down, for this sender: the push service is answering, so its circuit
-                // does not count it (docs/sinks.md, "Outcomes and their scope").
-                return .retry(
-                    after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason, scope: .message)
-            case 500...599:
-                return .retry(after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason)
-            default:
-                return .failed(reason: reason)
-            }
+            return outcome(of: response, for: subscription, origin: origin, host: host, now: now)
         } catch let error as WebPushPayload.Failure {
             return .failed(reason: "the message could not be encrypted for this subscription: \(error)")
         } catch let error as HTTPClientError where Self.noAnswer.contains(error) {
@@ -404,6 +355,68 @@ public final class WebPushSink: ReleasingSink {
             return .retry(after: nil, reason: "push service \(origin) did not answer within \(configuration.timeout): \(error)")
         } catch {
             return .retry(after: nil, reason: "push service \(origin) did not answer: \(error)")
+        }
+    }
+
+    /// Whether the endpoint may be sent to now: nil when it may; else the outcome. Subscriptions
+    /// stored before this check, or under another setting, are judged again, and a name by the
+    /// addresses it resolves to.
+    private func judge(_ endpoint: URL) async -> DeliveryOutcome? {
+        switch await verdict(on: endpoint, waitingAtMost: sendLookupLimit) {
+        case .allowed:
+            return nil
+        case .refused(let problem):
+            return .failed(reason: "the subscription's endpoint \(problem)")
+        case .undecided:
+            return .retry(
+                after: Self.busyResolverDelay,
+                reason: "the endpoint's host name could not be judged now (its lookup was slow, or too many names were being looked up)")
+        case .unresolved:
+            // Transient as often as not (a DNS server's hiccup): tried again like a connection
+            // that failed, and judged again then.
+            return .retry(after: nil, reason: "the endpoint's host did not resolve to any address")
+        }
+    }
+
+    /// What a push service's answer means for the delivery (RFC 8030 §5 and the services'
+    /// documented statuses).
+    private func outcome(of response: SinkHTTPAnswer, for subscription: Subscription, origin: String, host: String, now: Date) -> DeliveryOutcome {
+        let status = response.status
+        // The endpoint's path identifies the subscription: only its origin is ever shown.
+        let reason = "push service \(origin) answered \(status)"
+        switch status {
+        case 200..<300:
+            refusals.accepted(by: host)
+            resolver.carriesSubscriptions(host)
+            return .delivered
+        case 404, 410:
+            return .recipientGone(reason: "\(reason): the subscription is gone")
+        case 413:
+            return .failed(reason: "\(reason): the payload is too large", scope: .message)
+        case 401, 403:
+            // The push service refused the VAPID signature for this subscription: made for
+            // another application server key, or at a server that refuses everyone. It says
+            // something of the sink's own key only when a browser's push service refuses
+            // several subscriptions and accepts none (``CredentialRefusals``).
+            vapidHeaders.forget(subscription.endpoint)
+            let refusal = "\(reason): the push service refused the VAPID signature for this subscription"
+            if let fault = refusals.refused(
+                endpoint: subscription.endpoint.absoluteString, by: host, reason: "\(reason): the VAPID key or subject of sink '\(name)' was refused",
+                at: now)
+            {
+                logger.error("\(fault)")
+                return .retry(after: nil, reason: fault, scope: .credentials)
+            }
+            return .failed(reason: refusal, scope: .recipient)
+        case 429:
+            // Slow down, for this sender: the push service is answering, so its circuit
+            // does not count it (docs/sinks.md, "Outcomes and their scope").
+            return .retry(
+                after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason, scope: .message)
+        case 500...599:
+            return .retry(after: response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: clock()) }, reason: reason)
+        default:
+            return .failed(reason: reason)
         }
     }
 }

@@ -149,6 +149,22 @@ public struct HeraldConfiguration: Sendable {
         userTokenSecret = try reader.optionalString(forKey: "user_token_secret", isSecret: true)
         extraTypes = try reader.optionalStringList(forKey: "types.extra") ?? []
         routing = try reader.optionalStringList(forKey: "routing") ?? []
+        logLevel = try reader.requiredString(forKey: "log_level", default: logLevel).lowercased()
+        // swift-log's names, in either case (`DEBUG` is common in environments); anything else
+        // was ignored, leaving `info` without a word.
+        guard Self.logLevels.contains(logLevel) else { throw Self.invalid("log_level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
+        let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
+        guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
+        shutdownTimeout = .saturating(seconds: shutdown)
+        try readDelivery(reader)
+        try readServer(reader)
+        try readFeatures(reader, shorthands: shorthands)
+        try readAuthAndStreams(reader)
+        sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames, shorthands: shorthands)
+    }
+
+    /// `delivery.*` and `circuit.*`: how the engine works its queue.
+    private mutating func readDelivery(_ reader: ConfigReader) throws {
         delivery.retry.maxAttempts = try reader.requiredInt(forKey: "delivery.max_attempts", default: delivery.retry.maxAttempts)
         guard (1...100).contains(delivery.retry.maxAttempts) else { throw Self.invalid("delivery.max_attempts", "must be 1-100") }
         let backoff = try reader.requiredDouble(forKey: "delivery.backoff", default: delivery.retry.baseDelay.seconds)
@@ -185,13 +201,10 @@ public struct HeraldConfiguration: Sendable {
         guard (1...64).contains(delivery.workers) else { throw Self.invalid("delivery.workers", "must be 1-64") }
         delivery.batchSize = try reader.requiredInt(forKey: "delivery.batch_size", default: delivery.batchSize)
         guard (1...10_000).contains(delivery.batchSize) else { throw Self.invalid("delivery.batch_size", "must be 1-10000") }
-        logLevel = try reader.requiredString(forKey: "log_level", default: logLevel).lowercased()
-        // swift-log's names, in either case (`DEBUG` is common in environments); anything else
-        // was ignored, leaving `info` without a word.
-        guard Self.logLevels.contains(logLevel) else { throw Self.invalid("log_level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
-        let shutdown = try reader.requiredDouble(forKey: "shutdown_timeout", default: shutdownTimeout.seconds)
-        guard shutdown >= 0.1, shutdown <= 3600 else { throw Self.invalid("shutdown_timeout", "must be a number of seconds, 0.1-3600") }
-        shutdownTimeout = .saturating(seconds: shutdown)
+    }
+
+    /// `metrics.public`, `server.*`, `fanout.*`, `devices.*` and `retention.*`.
+    private mutating func readServer(_ reader: ConfigReader) throws {
         metricsPublic = try reader.requiredBool(forKey: "metrics.public", default: metricsPublic)
         maxPendingAccepts = try reader.requiredInt(forKey: "server.max_pending_accepts", default: maxPendingAccepts)
         guard (1...1_000_000).contains(maxPendingAccepts) else { throw Self.invalid("server.max_pending_accepts", "must be 1-1000000") }
@@ -213,6 +226,10 @@ public struct HeraldConfiguration: Sendable {
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
+    }
+
+    /// `topics.*`, `timestamps` and `events.*`.
+    private mutating func readFeatures(_ reader: ConfigReader, shorthands: [String: SinkShorthand]) throws {
         topicsPublicRead = try reader.requiredBool(forKey: "topics.public_read", default: topicsPublicRead)
         manageTopicMembership =
             try reader.aliasedBool(forKey: "topics.manage_membership", aliases: shorthands.values.flatMap(\.keyAliases)) ?? manageTopicMembership
@@ -225,6 +242,10 @@ public struct HeraldConfiguration: Sendable {
         guard (EventRoutes.maxEventsPerRequest...1_000_000_000).contains(eventsPerUserPerHour) else {
             throw Self.invalid("events.max_per_user_per_hour", "must be \(EventRoutes.maxEventsPerRequest)-1000000000")
         }
+    }
+
+    /// `auth.*`, CORS and proxies, `stream.*` and registration limits (after `server.*`: `stream.max_total` is checked against `server.max_connections`).
+    private mutating func readAuthAndStreams(_ reader: ConfigReader) throws {
         deviceSignUp = try reader.requiredBool(forKey: "auth.device_sign_up", default: deviceSignUp)
         deviceSignUpsPerMinute = try reader.requiredInt(forKey: "auth.device_sign_ups_per_minute", default: deviceSignUpsPerMinute)
         trustedProxies = try reader.optionalStringList(forKey: "server.trusted_proxies") ?? trustedProxies
@@ -258,7 +279,6 @@ public struct HeraldConfiguration: Sendable {
         guard (1...100_000_000).contains(registrationsPerKeyPerMinute) else {
             throw Self.invalid("devices.registrations_per_key_per_minute", "must be 1-100000000")
         }
-        sinks = try SinkInstance.read(from: reader, namesInFile: sinkNames, shorthands: shorthands)
     }
 
     /// The configuration shorthands of Herald's own sink types, by type.
