@@ -13,28 +13,38 @@ import Synchronization
 /// authentication. Serves devices of the provider `apns`; a device's `environment` option
 /// (`production` or `sandbox`) picks the host.
 public final class APNsSink: ReleasingSink {
+    /// The device provider this sink serves: `apns_token` registrations.
     public static let provider = "apns"
 
+    /// Which APNs a device's token belongs to: an app built for development gets sandbox tokens.
     public enum Environment: String, Sendable, CaseIterable {
         case production, sandbox
     }
 
+    /// What the sink needs: the team's `.p8` key with its ids, the app's bundle id, and limits.
     public struct Configuration: Sendable {
         /// The `.p8` key's private key.
         public var key: P256.Signing.PrivateKey
+        /// The key's id in the Apple developer account (the JWT's `kid`).
         public var keyID: String
+        /// The team that owns the key (the JWT's `iss`).
         public var teamID: String
         /// The app's bundle id: `apns-topic`.
         public var topic: String
         /// The environment of devices registered without one.
         public var defaultEnvironment: Environment = .production
+        /// Where production tokens are sent (an emulator's URL in tests).
         public var productionEndpoint = "https://api.push.apple.com"
+        /// Where sandbox tokens are sent.
         public var sandboxEndpoint = "https://api.sandbox.push.apple.com"
         /// A PEM file of certificates to trust (the emulator's), besides the system's.
         public var caFile: String?
+        /// Pushes in flight at once.
         public var maxConcurrency = 64
+        /// How long one push may take before it is retried.
         public var timeout: Duration = .seconds(15)
 
+        /// A configuration with default endpoints and limits; `topic` is the app's bundle id.
         public init(key: P256.Signing.PrivateKey, keyID: String, teamID: String, topic: String) {
             self.key = key
             self.keyID = keyID
@@ -45,6 +55,7 @@ public final class APNsSink: ReleasingSink {
 
     /// APNs' limit for a notification payload.
     public static let maxPayloadBytes = 4_096
+    /// APNs' limit on `apns-collapse-id`.
     public static let maxCollapseIDBytes = 64
 
     public let name: String
@@ -59,6 +70,7 @@ public final class APNsSink: ReleasingSink {
     /// `max_concurrency`, for all of the engine's calls together.
     private let limiter: ConcurrencyLimiter
 
+    /// A sink named `name` (one per app); `clock` is for tests.
     public init(
         name: String = "apns", configuration: Configuration, logger: Logger = Logger(label: "herald.apns"), clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {

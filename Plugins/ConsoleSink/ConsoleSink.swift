@@ -11,6 +11,7 @@ public struct ConsoleSink: NotificationSink {
     public let providers: DeviceProviders = .all
     private let write: @Sendable (String) -> Void
 
+    /// A sink that writes one line per delivery through `write` (standard output by default).
     public init(name: String = "console", write: @escaping @Sendable (String) -> Void = StandardStream.output.line) {
         self.name = name
         self.write = write

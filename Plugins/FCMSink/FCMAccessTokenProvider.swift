@@ -12,6 +12,7 @@ import Synchronization
 /// Tokens are cached and refreshed a few minutes before they expire; concurrent callers share
 /// one refresh in flight.
 public actor FCMAccessTokenProvider {
+    /// The OAuth scope FCM's send API needs.
     public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 
     struct Token {

@@ -3,6 +3,7 @@ public import HeraldCore
 
 /// The body of `POST /v1/projects/{project}/messages:send`.
 public struct FCMSendRequest: Codable, Sendable, Equatable {
+    /// The message to send.
     public var message: FCMMessage
     /// FCM's dry run: validated, never delivered.
     public var validateOnly: Bool?
@@ -15,18 +16,24 @@ public struct FCMSendRequest: Codable, Sendable, Equatable {
 
 /// One FCM HTTP v1 message, with exactly the fields Herald uses.
 public struct FCMMessage: Codable, Sendable, Equatable {
+    /// What a visible notification shows, on both platforms.
     public struct Notification: Codable, Sendable, Equatable {
+        /// Its title.
         public var title: String
+        /// Its text.
         public var body: String
     }
 
+    /// Android's part of the message.
     public struct Android: Codable, Sendable, Equatable {
         /// What an Android device does with a notification message when it shows it.
         public struct Notification: Codable, Sendable, Equatable {
+            /// The sound to play (`default`).
             public var sound: String?
             /// The count on the app's icon (the user's badge).
             public var notificationCount: Int?
 
+            /// Android's notification options.
             public init(sound: String? = nil, notificationCount: Int? = nil) {
                 self.sound = sound
                 self.notificationCount = notificationCount
@@ -38,8 +45,11 @@ public struct FCMMessage: Codable, Sendable, Equatable {
             }
         }
 
+        /// `high` wakes the device at once.
         public var priority: String
+        /// Messages with the same key replace each other while waiting.
         public var collapseKey: String?
+        /// How a visible notification is shown.
         public var notification: Notification?
 
         enum CodingKeys: String, CodingKey {
@@ -49,18 +59,26 @@ public struct FCMMessage: Codable, Sendable, Equatable {
         }
     }
 
+    /// iOS's part of the message, passed on to APNs.
     public struct APNs: Codable, Sendable, Equatable {
+        /// The APNs payload.
         public struct Payload: Codable, Sendable, Equatable {
+            /// Apple's dictionary.
             public var aps: APS
         }
 
+        /// Apple's `aps` dictionary.
         public struct APS: Codable, Sendable, Equatable {
+            /// What a visible notification shows; absent for a background push.
             public var alert: Notification?
+            /// The sound to play.
             public var sound: String?
+            /// 1 for a background push.
             public var contentAvailable: Int?
             /// The count on the app's icon (the user's badge).
             public var badge: Int?
 
+            /// An `aps` dictionary.
             public init(alert: Notification? = nil, sound: String? = nil, contentAvailable: Int? = nil, badge: Int? = nil) {
                 self.alert = alert
                 self.sound = sound
@@ -74,15 +92,23 @@ public struct FCMMessage: Codable, Sendable, Equatable {
             }
         }
 
+        /// APNs headers (`apns-priority`, `apns-push-type`, `apns-collapse-id`).
         public var headers: [String: String]?
+        /// The payload.
         public var payload: Payload
     }
 
+    /// The device's registration token, for a message to one device.
     public var token: String?
+    /// The FCM topic, for a topic message.
     public var topic: String?
+    /// The visible notification; absent for silent data.
     public var notification: Notification?
+    /// The data map apps read (every value a string).
     public var data: [String: String]?
+    /// Android's options.
     public var android: Android?
+    /// iOS's options.
     public var apns: APNs?
 }
 
@@ -183,15 +209,22 @@ extension FCMMessage {
 
 /// A Message Hub message as sent to an FCM topic (docs/topics.md): one or two components.
 public struct FCMTopicMessage: Sendable, Equatable {
+    /// The message's id (24 hex).
     public var msiKey: String
+    /// The subject's topic, which is the FCM topic.
     public var topicKey: String
+    /// Alert (notification and data) or information (data only).
     public var distribution: Distribution
+    /// The notification's title.
     public var title: String
+    /// The notification's text.
     public var desc: String
+    /// The message's full text, in the data.
     public var message: String
     /// Milliseconds since the epoch.
     public var timestamp: Int64
 
+    /// A topic message as the Message Hub route builds it.
     public init(msiKey: String, topicKey: String, distribution: Distribution, title: String, desc: String, message: String, timestamp: Int64) {
         self.msiKey = msiKey
         self.topicKey = topicKey
@@ -207,6 +240,7 @@ public struct FCMTopicMessage: Sendable, Equatable {
 public enum FCMMessageBuilder {
     /// FCM's payload limits, in bytes of the `notification` and `data` parts.
     public static let tokenPayloadLimit = 4096
+    /// The smaller limit FCM documents for topic messages.
     public static let topicPayloadLimit = 2048
     /// Keys Herald writes into `data` itself.
     public static let heraldDataKeys: Set<String> = ["id", "timestamp", "type", "url", "title", "body"]

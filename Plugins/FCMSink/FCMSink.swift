@@ -11,6 +11,7 @@ import Synchronization
 
 /// How the FCM sink reaches Google (or the local emulator).
 public struct FCMConfiguration: Sendable {
+    /// The Google service account the sink signs its token requests with.
     public var account: ServiceAccount
     /// `https://fcm.googleapis.com` by default.
     public var endpoint: String
@@ -33,6 +34,7 @@ public struct FCMConfiguration: Sendable {
         didSet { while iidEndpoint.hasSuffix("/") { iidEndpoint.removeLast() } }
     }
 
+    /// A configuration: FCM's own endpoint unless an emulator's is given, with its limits.
     public init(account: ServiceAccount, endpoint: String = "https://fcm.googleapis.com", maxConcurrency: Int = 64, requestTimeout: Duration = .seconds(15)) {
         self.account = account
         var base = endpoint

@@ -4,11 +4,17 @@ import HeraldCore
 /// A Google service-account key file, used as it is: `project_id`, `client_email`,
 /// `private_key` (PEM) and `token_uri`.
 public struct ServiceAccount: Codable, Sendable, Equatable {
+    /// `service_account` in a key file from the Firebase console.
     public var type: String?
+    /// The Firebase project messages are sent for.
     public var projectID: String
+    /// The key's id, sent as the JWT's `kid`.
     public var privateKeyID: String?
+    /// The PEM private key that signs token requests.
     public var privateKey: String
+    /// The account's address (the JWT's `iss`).
     public var clientEmail: String
+    /// Where access tokens are asked for.
     public var tokenURI: String
 
     enum CodingKeys: String, CodingKey {
@@ -20,6 +26,7 @@ public struct ServiceAccount: Codable, Sendable, Equatable {
         case tokenURI = "token_uri"
     }
 
+    /// An account from its fields (tests, emulators); a key file is read with ``load(path:)``.
     public init(projectID: String, privateKeyID: String?, privateKey: String, clientEmail: String, tokenURI: String) {
         self.type = "service_account"
         self.projectID = projectID
@@ -59,7 +66,9 @@ public struct ServiceAccount: Codable, Sendable, Equatable {
 
 /// What went wrong talking to FCM or its token endpoint.
 public struct FCMError: Error, Sendable, CustomStringConvertible {
+    /// What failed: the configuration, a token request, or the connection.
     public enum Kind: Sendable { case configuration, tokenRequest, transport }
+    /// Which part failed.
     public var kind: Kind
     public var description: String
 

@@ -11,6 +11,7 @@ public struct HistorySink: NotificationSink {
     private let store: any HistoryStore
     private let clock: @Sendable () -> Date
 
+    /// A sink appending to `store`; `clock` stamps the rows (tests pass their own).
     public init(store: any HistoryStore, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.clock = clock

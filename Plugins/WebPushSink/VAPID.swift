@@ -6,8 +6,10 @@ import JWTKit
 /// An application server's VAPID key (RFC 8292): an ECDSA P-256 key pair whose public half the
 /// web app passes to `pushManager.subscribe`, and whose private half signs every push request.
 public struct VAPIDKey: Sendable {
+    /// The application server's P-256 key: browsers' subscriptions are made for its public half.
     public let privateKey: P256.Signing.PrivateKey
 
+    /// A key from its private half.
     public init(privateKey: P256.Signing.PrivateKey) {
         self.privateKey = privateKey
     }
@@ -24,8 +26,10 @@ public struct VAPIDKey: Sendable {
         }
     }
 
+    /// A new random key (`herald vapid generate`).
     public static func generate() -> VAPIDKey { VAPIDKey(privateKey: P256.Signing.PrivateKey()) }
 
+    /// The private half as configured (`vapid_private_key`).
     public var privateKeyBase64URL: String { Base64URL.encode(privateKey.rawRepresentation) }
     /// The application server key for `applicationServerKey` and the `k=` parameter.
     public var publicKeyBase64URL: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
@@ -60,6 +64,7 @@ public struct VAPIDKey: Sendable {
     }
 }
 
+/// Why a configured VAPID key or subject was refused.
 public enum VAPIDError: Error, Equatable, CustomStringConvertible {
     case invalidKey(String)
     case invalidEndpoint(String)

@@ -10,6 +10,7 @@ public enum WebPushPayload {
     public static let maxPlaintextBytes = 3_993
     static let recordSize: UInt32 = 4_096
 
+    /// Why a payload could not be encrypted for a subscription (its keys are malformed).
     public enum Failure: Error, Equatable {
         case invalidKey(String)
         case tooLarge(Int)

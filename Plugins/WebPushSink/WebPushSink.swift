@@ -13,16 +13,21 @@ import Synchronization
 /// (RFC 8291, aes128gcm) and signed with the application server's VAPID key (RFC 8292). Serves
 /// devices of the provider `webpush`, whose address is the subscription object.
 public final class WebPushSink: ReleasingSink {
+    /// The device provider this sink serves: `web_push` registrations.
     public static let provider = "webpush"
 
+    /// The VAPID key and subject the sink signs with, and its limits.
     public struct Configuration: Sendable {
+        /// The application server key subscriptions were made for.
         public var vapid: VAPIDKey
         /// The operator's contact for push services: `mailto:` or `https:`.
         public var subject: String
         /// Seconds a push service keeps an undelivered message when the notification has no
         /// `expires_at`.
         public var ttl = 86_400
+        /// Pushes in flight at once.
         public var maxConcurrency = 64
+        /// How long a push service may take to answer before the push is retried.
         public var timeout: Duration = .seconds(15)
         /// Whether endpoints at loopback, private or link-local addresses (and plain `http` on
         /// loopback) are accepted: for a push service emulator on this machine, never in
@@ -38,6 +43,7 @@ public final class WebPushSink: ReleasingSink {
             "fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com", ".notify.windows.com",
         ]
 
+        /// A configuration with default limits; `subject` is a `mailto:` or `https:` contact.
         public init(vapid: VAPIDKey, subject: String) {
             self.vapid = vapid
             self.subject = subject

@@ -8,6 +8,7 @@ public import Foundation
 public struct WebhookSignature: Sendable {
     let key: SymmetricKey
 
+    /// A signer with the receiver's shared secret.
     public init(secret: String) {
         if secret.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(secret.dropFirst(6))) {
             key = SymmetricKey(data: bytes)

@@ -14,12 +14,17 @@ import NIOHTTP1
 ///
 /// A `Service`: in Herald's service group it closes the HTTP client it owns at shutdown.
 public final class WebhookSink: ReleasingSink {
+    /// Where to post, the signing secret, and limits.
     public struct Configuration: Sendable {
         /// The part after `webhook:` in the sink's name, e.g. `moderation`.
         public var name: String
+        /// The receiver's URL.
         public var url: String
+        /// The shared secret the `webhook-signature` HMAC is made with.
         public var secret: String
+        /// How long the receiver may take to answer before the post is retried.
         public var timeout: Duration = .seconds(10)
+        /// Posts in flight at once.
         public var maxConcurrency = 8
         /// Notification types sent to the webhook; empty means every type.
         public var types: [String] = []
@@ -28,6 +33,7 @@ public final class WebhookSink: ReleasingSink {
         /// Whether engagement events are forwarded too (`type: engagement.event`).
         public var forwardsEvents = false
 
+        /// A configuration; `types` and `distributions` empty take every notification.
         public init(name: String, url: String, secret: String, types: [String] = [], distributions: [Distribution] = []) {
             self.name = name
             self.url = url

@@ -1,15 +1,12 @@
 import Foundation
-public import HeraldContent
+import HeraldContent
 import HeraldCore
 import HeraldHTTP
-public import HeraldStore
 public import Hummingbird
 import HummingbirdCore
-public import Logging
+import Logging
 import NIOCore
-public import Prometheus
 import ServiceLifecycle
-import UnixSignals
 
 /// The HTTP side: the router with every module's routes, and the application serving it.
 extension HeraldServer {

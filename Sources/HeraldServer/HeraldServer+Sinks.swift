@@ -1,15 +1,7 @@
 import Foundation
-public import HeraldContent
 import HeraldCore
-import HeraldHTTP
-public import HeraldStore
-public import Hummingbird
-import HummingbirdCore
-public import Logging
-import NIOCore
-public import Prometheus
+import Logging
 import ServiceLifecycle
-import UnixSignals
 
 /// Building the configured sinks and releasing them.
 extension HeraldServer {

@@ -1,9 +1,9 @@
 import Foundation
-public import HeraldContent
+import HeraldContent
 import HeraldCore
 import HeraldHTTP
 public import HeraldStore
-public import Hummingbird
+import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore

@@ -1,6 +1,8 @@
 /// What a sink can do, so the router knows how to address it.
 public struct SinkCapabilities: OptionSet, Sendable, Hashable {
+    /// The capabilities as bits; combine the named ones rather than writing bits.
     public let rawValue: Int
+    /// Capabilities from their bits (`OptionSet`).
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Delivers to devices of the providers the sink declares: one delivery per device, and
@@ -31,10 +33,15 @@ public struct SinkCapabilities: OptionSet, Sendable, Hashable {
 /// Who one delivery is for: a user, and for push sinks one of the user's devices; or, for a
 /// topic send, the provider-side topic (then `userID` is empty).
 public struct DeliveryRecipient: Sendable, Equatable {
+    /// The user; empty for a topic send.
     public var userID: String
+    /// For a push sink: the device to send to, as registered; nil when it was removed since the
+    /// delivery was planned (the engine fails such a push before the sink sees it).
     public var device: Device?
+    /// For a topic send: the provider-side topic.
     public var topic: String?
 
+    /// A recipient; give `device` for a push, `topic` for a topic send.
     public init(userID: String, device: Device? = nil, topic: String? = nil) {
         self.userID = userID
         self.device = device
@@ -44,10 +51,14 @@ public struct DeliveryRecipient: Sendable, Equatable {
 
 /// One notification × one recipient × one sink, as handed to the sink.
 public struct Delivery: Sendable, Equatable {
+    /// Stable across retries: providers that take an idempotency key (APNs' `apns-id`, a
+    /// webhook's `Idempotency-Key`) get one derived from it, so a retried send is recognisable.
     public var id: Int64
     /// The name of the sink this delivery is for.
     public var sink: String
+    /// What to send, as accepted.
     public var notification: HeraldNotification
+    /// Whom to send it to.
     public var recipient: DeliveryRecipient
     /// The distribution to use for this recipient: an alert becomes information in quiet hours.
     public var distribution: Distribution
@@ -57,6 +68,7 @@ public struct Delivery: Sendable, Equatable {
     /// the delivery is sent; nil leaves the icon as it is.
     public var badge: Int?
 
+    /// A delivery as the engine hands it over (tests and dry runs build their own).
     public init(
         id: Int64, sink: String, notification: HeraldNotification, recipient: DeliveryRecipient, distribution: Distribution, attempt: Int,
         badge: Int? = nil
@@ -118,10 +130,13 @@ public enum OutcomeScope: String, Sendable, Equatable, CaseIterable {
 public struct DeliveryReporter: Sendable {
     private let take: @Sendable ([(index: Int, outcome: DeliveryOutcome)]) async -> Void
 
+    /// A reporter that passes each report to `take` (the engine records them).
     public init(_ take: @escaping @Sendable ([(index: Int, outcome: DeliveryOutcome)]) async -> Void) {
         self.take = take
     }
 
+    /// Reports these outcomes, each with its delivery's index in the batch; report each
+    /// delivery once, in any order and in as many calls as suits the sink.
     public func callAsFunction(_ outcomes: [(index: Int, outcome: DeliveryOutcome)]) async {
         await take(outcomes)
     }
@@ -134,6 +149,7 @@ public enum DeviceProviders: Sendable, Equatable {
     /// Every device, whatever its provider: development sinks that print instead of sending.
     case all
 
+    /// Whether devices of `provider` are served.
     public func contains(_ provider: String) -> Bool {
         switch self {
         case .all: true
@@ -219,8 +235,10 @@ public protocol NotificationSink: Sendable {
 }
 
 extension NotificationSink {
+    /// No providers: a sink without `.push` serves no device.
     public var providers: DeviceProviders { .only([]) }
 
+    /// Reports all of ``deliver(_:)``'s outcomes at once, when it returns.
     public func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async {
         let outcomes = await deliver(batch)
         // A wrong number of outcomes says nothing of which is which: none is reported, and the
@@ -229,32 +247,42 @@ extension NotificationSink {
         await report(outcomes.enumerated().map { ($0.offset, $0.element) })
     }
 
+    /// Accepts every notification.
     public func validate(_ notification: HeraldNotification) throws {}
 
+    /// Accepts every topic send.
     public func validateTopicSend(_ notification: HeraldNotification, topic: String) throws {}
 
+    /// Checks the fields every registration has (``DeviceRegistration/validateCommonFields()``).
     public func prepare(_ registration: inout DeviceRegistration) throws {
         try registration.validateCommonFields()
     }
 
+    /// Admits every device.
     public func admit(_ registration: DeviceRegistration) async throws {}
 
+    /// Refuses every change: the sink keeps no provider-side topics.
     public func updateTopicMembership(_ changes: [TopicMembershipChange]) async -> [TopicMembershipOutcome] {
         changes.map { _ in .refused(reason: "sink '\(name)' does not keep topic membership") }
     }
 
+    /// Answers `.unsupported` for each delivery.
     public func dryRun(_ batch: [Delivery]) async -> [DryRunResult] {
         batch.map { _ in .unsupported }
     }
 
+    /// Fails every event: the sink does not take them.
     public func deliverEvents(_ events: [EngagementEvent]) async -> [DeliveryOutcome] {
         events.map { _ in .failed(reason: "sink '\(name)' does not take engagement events") }
     }
 
+    /// Always `.ok`.
     public func health() async -> SinkHealth { .ok }
 
+    /// No rules of its own.
     public var routingRules: [RoutingRule] { [] }
 
+    /// One circuit for the whole sink.
     public func endpoint(of delivery: Delivery) -> String? { nil }
 
     /// A short description for `herald sinks` and logs.

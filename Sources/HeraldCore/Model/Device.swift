@@ -4,13 +4,16 @@ public import Foundation
 /// a name a plugin declares) and its address for the device, as the app sent it: a token
 /// string, or an object such as a Web Push subscription.
 public struct DeviceAddress: Sendable, Hashable {
+    /// The provider's name, as its sink declares it (``DeviceProviders``).
     public var provider: String
+    /// The address as the app sent it.
     public var value: JSONValue
     /// What identifies the device within its provider: the token itself, or for an object
     /// address what the provider's sink chooses (a Web Push subscription's endpoint). Unique
     /// per provider: registering the same key again is the same device.
     public var key: String
 
+    /// An address with the key its provider's sink chose.
     public init(provider: String, value: JSONValue, key: String) {
         self.provider = provider
         self.value = value
@@ -27,6 +30,7 @@ public struct DeviceAddress: Sendable, Hashable {
         if case .string(let token) = value { token } else { nil }
     }
 
+    /// The longest provider name.
     public static let maxProviderBytes = 32
 
     /// Provider names: 1-32 of a-z, 0-9, '_' or '-'.
@@ -39,24 +43,34 @@ public struct DeviceAddress: Sendable, Hashable {
 /// One device of one user, for one provider. An address moves to the last user that
 /// registered it.
 public struct Device: Sendable, Equatable {
+    /// Herald's id for the device (`device_id` in the API).
     public var id: ObjectID
+    /// Its user.
     public var userID: String
+    /// Where its provider reaches it.
     public var address: DeviceAddress
     /// The name of the sink instance that serves this device (two FCM projects); nil means the
     /// first configured sink of its provider.
     public var app: String?
     /// Provider-specific facts the provider's sink needs (APNs: `environment`).
     public var options: [String: String]
+    /// What the app said it runs on (`ios`, `android`, `web`), as sent.
     public var platform: String?
+    /// The app's version, as sent; audiences and the feed may filter on it.
     public var appVersion: String?
+    /// The device's region code, as sent.
     public var region: String?
+    /// The device's locale, as sent.
     public var locale: String?
     /// The app installation that registered the device with a device token (its `device_id`
     /// claim), telling a user's devices apart; nil when a backend registered it.
     public var installationID: String?
+    /// When it was first registered.
     public var createdAt: Date
+    /// When it was last registered again (stale devices are pruned by this).
     public var updatedAt: Date
 
+    /// A device as stored.
     public init(
         id: ObjectID, userID: String, address: DeviceAddress, app: String? = nil, options: [String: String] = [:], platform: String? = nil,
         appVersion: String? = nil, region: String? = nil, locale: String? = nil, installationID: String? = nil, createdAt: Date, updatedAt: Date
@@ -75,6 +89,7 @@ public struct Device: Sendable, Equatable {
         self.updatedAt = updatedAt
     }
 
+    /// Its provider's name.
     public var provider: String { address.provider }
     /// The address when it is a token (FCM, APNs).
     public var token: String? { address.token }
@@ -84,22 +99,33 @@ public struct Device: Sendable, Equatable {
 /// The sink that serves its provider checks the address and may fill in defaults
 /// (``NotificationSink/prepare(_:)``).
 public struct DeviceRegistration: Sendable, Equatable {
+    /// The longest token, and the longest object address as canonical JSON.
     public static let maxTokenBytes = 4_096
+    /// The longest `platform`, `app_version`, `region`, `locale` or `app`.
     public static let maxFieldLength = 64
 
+    /// The address to register.
     public var address: DeviceAddress
     /// The request field the address came from (`fcm_token`, `web_push`, …), for errors.
     public var addressField: String
+    /// The sink instance to serve the device, or nil for its provider's first.
     public var app: String?
+    /// Provider-specific facts, from the form's options; ``NotificationSink/prepare(_:)`` may
+    /// fill in defaults.
     public var options: [String: String]
+    /// As ``Device/platform``.
     public var platform: String?
+    /// As ``Device/appVersion``.
     public var appVersion: String?
+    /// As ``Device/region``.
     public var region: String?
+    /// As ``Device/locale``.
     public var locale: String?
     /// The `device_id` of the device token the registration was made with (set by the server,
     /// never from the request body).
     public var installationID: String?
 
+    /// A registration as the route reads it from the request.
     public init(
         address: DeviceAddress, addressField: String = "address", app: String? = nil, options: [String: String] = [:], platform: String? = nil,
         appVersion: String? = nil, region: String? = nil, locale: String? = nil

@@ -12,13 +12,16 @@ public final class ConcurrencyLimiter: Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
+    /// The most operations running at once (at least 1).
     public let limit: Int
     private let state = Mutex(State())
 
+    /// A limiter of `limit` slots; below 1 reads as 1.
     public init(limit: Int) {
         self.limit = max(1, limit)
     }
 
+    /// Runs `operation` once a slot is free, waiting in arrival order.
     public func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
         await acquire()
         defer { release() }

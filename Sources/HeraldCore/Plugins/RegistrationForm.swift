@@ -25,6 +25,7 @@ public struct RegistrationForm: Sendable {
         /// The values it may take; empty takes any string.
         public let allowed: [String]
 
+        /// An option read from `field` into the device's `option`; `allowed` empty takes any string.
         public init(field: String, option: String, allowed: [String] = []) {
             self.field = field
             self.option = option
@@ -36,7 +37,9 @@ public struct RegistrationForm: Sendable {
     public let provider: String
     /// The request's field for the address, also used in the answer.
     public let field: String
+    /// What the field holds: a token, or an object with its shape check.
     public let address: Address
+    /// The fields that may accompany the address.
     public let options: [Option]
     private let tokenKey: @Sendable (String) -> String
 

@@ -9,6 +9,7 @@ public protocol ReleasingSink: NotificationSink, Service {
 }
 
 extension ReleasingSink {
+    /// Waits for the service group's graceful shutdown, then releases the sink.
     public func run() async throws {
         try? await gracefulShutdown()
         await shutdown()

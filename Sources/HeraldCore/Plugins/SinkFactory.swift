@@ -26,6 +26,9 @@ public struct SinkFactory: Sendable {
     public let shorthand: SinkShorthand?
     private let make: @Sendable (SinkContext) async throws -> any NotificationSink
 
+    /// A sink type: `type` is what `sinks.<name>.type` names, `make` builds one instance from
+    /// its context; `registrationForms` and `shorthand` are the provider's own registration
+    /// fields and configuration shorthand, if it has any.
     public init(
         type: String, registrationForms: [RegistrationForm] = [], shorthand: SinkShorthand? = nil,
         make: @escaping @Sendable (SinkContext) async throws -> any NotificationSink
@@ -61,6 +64,7 @@ public struct SinkContext: Sendable {
     /// The instance's name, its key under `sinks:`. Most sinks use it as their own name;
     /// a sink may derive another (a webhook named `moderation` is the sink `webhook:moderation`).
     public var name: String
+    /// The instance's keys under `sinks.<name>`, read with errors that name the key.
     public var settings: SinkSettings
     /// Users' histories, for the sink that appends to them.
     public var history: any HistoryStore
@@ -68,11 +72,14 @@ public struct SinkContext: Sendable {
     public var feedStore: any FeedStore
     /// The pull feed as served, refreshed when that sink adds a message.
     public var feed: FeedSnapshot
+    /// Herald's logger, at the configured level; a sink adds its own metadata.
     public var logger: Logger
+    /// Where a sink records its own metrics, exported at `GET /metrics` with Herald's.
     public var metrics: HeraldMetrics
     /// How instants are written into what apps parse (`timestamps`), for sinks that send them.
     public var timestamps: TimestampStyle
 
+    /// A context as the server builds it for each configured instance.
     public init(
         name: String, settings: SinkSettings, history: any HistoryStore, feedStore: any FeedStore, feed: FeedSnapshot, logger: Logger,
         metrics: HeraldMetrics, timestamps: TimestampStyle = .pong

@@ -26,6 +26,8 @@ public struct SinkSettings: Sendable {
     public let prefixes: [String]
     private let source: any ConfigurationSource
 
+    /// The settings of instance `name`, read from `source` under `sinks.<name>` and then each
+    /// alias section.
     public init(name: String, source: any ConfigurationSource, aliases: [String] = []) {
         self.name = name
         self.prefixes = ["sinks.\(name)"] + aliases
@@ -42,21 +44,27 @@ public struct SinkSettings: Sendable {
     /// The full key path of `key` in this section, as errors name it.
     public func path(_ key: String) -> String { "\(prefixes[0]).\(key)" }
 
+    /// `key`'s text, nil when absent or empty; `isSecret` keeps it out of access logs.
     public func string(_ key: String, isSecret: Bool = false) throws -> String? {
         try first(key) { try source.string($0, isSecret: isSecret) }
     }
 
+    /// `key`'s text; an absent key stops the server at start, naming it.
     public func requiredString(_ key: String, isSecret: Bool = false) throws -> String {
         guard let value = try string(key, isSecret: isSecret) else { throw invalid(key, "is required for a sink of this type") }
         return value
     }
 
+    /// `key` as an integer, nil when absent; a value that is not one is an error naming the key.
     public func int(_ key: String) throws -> Int? { try first(key) { try source.int($0) } }
 
+    /// `key` as a finite number, nil when absent; anything else is an error naming the key.
     public func double(_ key: String) throws -> Double? { try first(key) { try source.double($0) } }
 
+    /// `key` as `true` or `false`, nil when absent; anything else is an error naming the key.
     public func bool(_ key: String) throws -> Bool? { try first(key) { try source.bool($0) } }
 
+    /// `key` as a list: a YAML sequence, or one text with entries separated by commas or newlines.
     public func stringList(_ key: String) throws -> [String]? { try first(key) { try source.stringList($0) } }
 
     /// A path to a file this process can read (a certificate, a key), or nil when absent.
@@ -90,16 +98,22 @@ public struct SinkSettings: Sendable {
 public struct DictionarySource: ConfigurationSource {
     private let values: [String: String]
 
+    /// A source of these full keys (`sinks.chat.url`) and their texts.
     public init(_ values: [String: String]) { self.values = values }
 
+    /// The key's text; empty reads as absent.
     public func string(_ key: String, isSecret: Bool) throws -> String? { values[key].flatMap { $0.isEmpty ? nil : $0 } }
 
+    /// The key's text as an integer.
     public func int(_ key: String) throws -> Int? { try parse(key) { Int($0) } }
 
+    /// The key's text as a finite number.
     public func double(_ key: String) throws -> Double? { try parse(key) { Double($0).flatMap { $0.isFinite ? $0 : nil } } }
 
+    /// The key's text as `true` or `false`, in any case.
     public func bool(_ key: String) throws -> Bool? { try parse(key) { ["true": true, "false": false][$0.lowercased()] } }
 
+    /// The key's text split at commas and newlines, blanks dropped.
     public func stringList(_ key: String) throws -> [String]? {
         values[key].map { text in
             text.split(whereSeparator: { $0 == "," || $0 == "\n" }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -17,6 +17,8 @@ public struct SinkShorthand: Sendable {
     /// the key wins when both are set.
     public let keyAliases: [(alias: String, key: String)]
 
+    /// A shorthand: the `section` that stands for `sinks.<section>`, the key whose value
+    /// declares the instance, an optional fallback variable and older key names.
     public init(
         section: String, declaringKey: String, fallback: (variable: String, key: String)? = nil, keyAliases: [(alias: String, key: String)] = []
     ) {

@@ -2,10 +2,14 @@ public import Foundation
 
 /// What the router needs to know about one user recipient.
 public struct RecipientContext: Sendable, Equatable {
+    /// The user.
     public var userID: String
+    /// Their settings (defaults for a user Herald has never seen).
     public var settings: UserSettings
+    /// Their registered devices, of every provider.
     public var devices: [Device]
 
+    /// A recipient; a user with nothing stored gets default settings and no devices.
     public init(userID: String, settings: UserSettings = UserSettings(), devices: [Device] = []) {
         self.userID = userID
         self.settings = settings
@@ -15,13 +19,18 @@ public struct RecipientContext: Sendable, Equatable {
 
 /// One delivery the router decided on, before it is stored.
 public struct PlannedDelivery: Sendable, Equatable {
+    /// The sink it goes through.
     public var sink: String
+    /// The user; empty for a topic send or a broadcast.
     public var userID: String
+    /// For a push: the device.
     public var deviceID: ObjectID?
     /// For a topic send: the provider-side topic; `userID` is then empty.
     public var topic: String?
+    /// What the recipient gets (an alert is information in quiet hours).
     public var distribution: Distribution
 
+    /// A planned delivery.
     public init(sink: String, userID: String, deviceID: ObjectID? = nil, topic: String? = nil, distribution: Distribution) {
         self.sink = sink
         self.userID = userID
@@ -36,12 +45,16 @@ public struct NotificationRouter: Sendable {
     /// The sink that records every user's notifications; never removed.
     public static let historySink = "history"
 
+    /// What the router knows of a sink: its name and what it can do.
     public struct Sink: Sendable, Equatable {
+        /// The sink's name.
         public var name: String
+        /// What it can do (``SinkCapabilities``).
         public var capabilities: SinkCapabilities
         /// For push sinks: the device providers served.
         public var providers: DeviceProviders
 
+        /// A sink as the router sees it.
         public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .only([])) {
             self.name = name
             self.capabilities = capabilities
@@ -49,7 +62,9 @@ public struct NotificationRouter: Sendable {
         }
     }
 
+    /// Every configured sink, in configuration order.
     public let sinks: [Sink]
+    /// The sinks' own rules, then the operator's `routing` rules.
     public let rules: [RoutingRule]
     /// What decides, per recipient, whether a chosen sink is used (``RoutingPolicy``): the
     /// user's push settings, then each module's policies. History is never subject to them.

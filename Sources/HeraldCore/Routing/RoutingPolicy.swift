@@ -35,25 +35,32 @@ public enum RoutingVerdict: Sendable, Equatable {
 /// Why a sink is used or not for one recipient: every reason that counted, in the order they
 /// were given (the operator's rules first, then each policy).
 public struct RoutingDecision: Sendable, Equatable {
+    /// One verdict, and who gave it.
     public struct Reason: Sendable, Equatable {
         /// Who gave it: `rules` (routing rules and the sink's own), `devices`, or a policy's name.
         public var source: String
+        /// What it said, with its reason.
         public var verdict: RoutingVerdict
 
+        /// A reason given by `source`.
         public init(source: String, verdict: RoutingVerdict) {
             self.source = source
             self.verdict = verdict
         }
     }
 
+    /// The sink decided on.
     public var sink: String
+    /// Whether the recipient gets a delivery through it.
     public var used: Bool
     /// For a push sink used: the devices it sends to.
     public var devices: [ObjectID]
     /// The distribution the recipient gets (an alert is information in quiet hours).
     public var distribution: Distribution
+    /// Every reason that counted, in the order given.
     public var reasons: [Reason]
 
+    /// A decision, as ``NotificationRouter/explain(_:for:at:)`` makes it.
     public init(sink: String, used: Bool, devices: [ObjectID] = [], distribution: Distribution, reasons: [Reason]) {
         self.sink = sink
         self.used = used
@@ -66,10 +73,13 @@ public struct RoutingDecision: Sendable, Equatable {
 /// The user's own switches (`PUT /api/notifications/settings`): push off altogether, pull
 /// instead of push, or push off for a type. They shape push only; history always has it.
 public struct PushSettingsPolicy: RoutingPolicy {
+    /// `settings`, in explanations.
     public let name = "settings"
 
+    /// The policy; it reads everything it needs from the recipient's settings.
     public init() {}
 
+    /// Excludes push sinks when the user turned push off, pulls instead, or turned off this type.
     public func verdict(on sink: NotificationRouter.Sink, for notification: HeraldNotification, recipient: RecipientContext, at now: Date) -> RoutingVerdict? {
         guard sink.capabilities.contains(.push) else { return nil }
         let settings = recipient.settings

@@ -11,13 +11,20 @@ import Foundation
 /// Conditions (all must hold): `type=` (comma-separated list), `distribution=`,
 /// `target=` (`user_ids`, `topic`, `audience`, `broadcast`), `topic=` (a topic_key prefix).
 public struct RoutingRule: Sendable, Equatable, CustomStringConvertible {
+    /// `type=`: the types it matches, nil for every type.
     public var types: Set<String>?
+    /// `distribution=`: nil for both.
     public var distribution: Distribution?
+    /// `target=`: nil for every kind.
     public var targetKind: TargetKind?
+    /// `topic=`: a prefix of the topic key, for topic targets only.
     public var topicPrefix: String?
+    /// Sinks it adds (`+name`).
     public var add: [String]
+    /// Sinks it removes (`-name`).
     public var remove: [String]
 
+    /// A rule; conditions left nil match everything.
     public init(
         types: Set<String>? = nil, distribution: Distribution? = nil, targetKind: TargetKind? = nil,
         topicPrefix: String? = nil, add: [String] = [], remove: [String] = []
@@ -41,6 +48,7 @@ public struct RoutingRule: Sendable, Equatable, CustomStringConvertible {
         return (conditions + ["=>"] + changes).joined(separator: " ")
     }
 
+    /// Whether every condition holds for `notification`.
     public func matches(_ notification: HeraldNotification) -> Bool {
         if let types, !types.contains(notification.type) { return false }
         if let distribution, distribution != notification.distribution { return false }
