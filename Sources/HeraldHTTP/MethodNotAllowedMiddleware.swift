@@ -2,7 +2,11 @@ import Hummingbird
 
 /// Turns the router's 404 for a path it serves with other methods into 405 with `Allow`
 /// (RFC 9110 §15.5.6), so a client learns the method is wrong, not the path.
-package struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
+///
+/// Written for ``HeraldRequestContext`` rather than any context: a middleware generic over its
+/// context runs unspecialized when the server (another module) instantiates it, on every request.
+package struct MethodNotAllowedMiddleware: RouterMiddleware {
+    package typealias Context = HeraldRequestContext
     package init(routes: RouteTable) { self.routes = routes }
     package let routes: RouteTable
 

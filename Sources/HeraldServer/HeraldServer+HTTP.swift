@@ -32,7 +32,7 @@ extension HeraldServer {
         if !configuration.corsOrigins.isEmpty { router.add(middleware: CrossOriginRequests<HeraldRequestContext>(origins: configuration.corsOrigins)) }
         router.add(middleware: ErrorMiddleware<HeraldRequestContext>())
         router.add(middleware: ExpectContinueMiddleware())
-        router.add(middleware: MethodNotAllowedMiddleware<HeraldRequestContext>(routes: routes))
+        router.add(middleware: MethodNotAllowedMiddleware(routes: routes))
         router.add(
             middleware: AuthMiddleware(
                 keys: store, userTokens: userTokens, endedTokens: endedTokens, failures: failedAuth, proxies: trustedProxies))
