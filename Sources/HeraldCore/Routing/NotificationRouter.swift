@@ -217,15 +217,11 @@ public struct NotificationRouter: Sendable {
             guard chosen.contains(sink.name) else {
                 return RoutingDecision(sink: sink.name, used: false, distribution: distribution, reasons: reasons)
             }
-            var used = true
-            for policy in policies {
-                guard let verdict = policy.verdict(on: sink, for: notification, recipient: recipient, at: now) else { continue }
-                say(policy.name, verdict)
+            let verdicts = policies.compactMap { policy in
+                policy.verdict(on: sink, for: notification, recipient: recipient, at: now).map { (policy.name, $0) }
             }
-            let verdicts = reasons.filter { $0.source != "rules" }.map(\.verdict)
-            if !verdicts.contains(where: { if case .required = $0 { true } else { false } }) {
-                used = !verdicts.contains { if case .excluded = $0 { true } else { false } }
-            }
+            for (name, verdict) in verdicts { say(name, verdict) }
+            var used = RoutingVerdict.admit(verdicts.lazy.map(\.1))
             var devices: [ObjectID] = []
             if used, sink.capabilities.contains(.push) {
                 devices = recipient.devices.filter { serves(sink, $0) }.map(\.id)

@@ -90,18 +90,27 @@ public struct PushSettingsPolicy: RoutingPolicy {
     }
 }
 
-extension [any RoutingPolicy] {
-    /// Whether the policies let `sink` be used for this recipient: some requires it, or none
-    /// excludes it. The router's hot path: no reasons are kept.
-    func admit(_ sink: NotificationRouter.Sink, _ notification: HeraldNotification, _ recipient: RecipientContext, at now: Date) -> Bool {
+extension RoutingVerdict {
+    /// The one rule that combines policies' verdicts on a sink: used when some verdict requires
+    /// it, else when none excludes it. Stops at the first `required`, so a lazy sequence asks no
+    /// policy after it.
+    static func admit(_ verdicts: some Sequence<RoutingVerdict>) -> Bool {
         var excluded = false
-        for policy in self {
-            switch policy.verdict(on: sink, for: notification, recipient: recipient, at: now) {
-            case .required?: return true
-            case .excluded?: excluded = true
-            case .included?, nil: break
+        for verdict in verdicts {
+            switch verdict {
+            case .required: return true
+            case .excluded: excluded = true
+            case .included: break
             }
         }
         return !excluded
+    }
+}
+
+extension [any RoutingPolicy] {
+    /// Whether the policies let `sink` be used for this recipient (``RoutingVerdict/admit(_:)``).
+    /// The router's hot path: no reasons are kept.
+    func admit(_ sink: NotificationRouter.Sink, _ notification: HeraldNotification, _ recipient: RecipientContext, at now: Date) -> Bool {
+        RoutingVerdict.admit(lazy.compactMap { $0.verdict(on: sink, for: notification, recipient: recipient, at: now) })
     }
 }
