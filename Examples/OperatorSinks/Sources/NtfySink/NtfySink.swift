@@ -25,14 +25,8 @@ public struct NtfySink: NotificationSink {
     }
 
     public func deliver(_ batch: [Delivery]) async -> [DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome).self) { group in
-            for (index, delivery) in batch.enumerated() {
-                group.addTask { (index, await post(delivery)) }
-            }
-            var outcomes = [DeliveryOutcome](repeating: .failed(reason: "not sent", scope: .message), count: batch.count)
-            for await (index, outcome) in group { outcomes[index] = outcome }
-            return outcomes
-        }
+        // Every push of the batch at once (the engine's batch size bounds it), outcomes in order.
+        await deliverConcurrently(batch.count, limit: max(1, batch.count)) { index in await post(batch[index]) }
     }
 
     private func post(_ delivery: Delivery) async -> DeliveryOutcome {
