@@ -1,4 +1,3 @@
-public import Foundation
 public import HeraldCore
 
 /// One statement both engines accept as written, for a feature module's store (docs/

@@ -1,5 +1,3 @@
-public import Foundation
-
 /// What `POST /api/notifications` answers, and answers again for a repeated idempotency key.
 public struct NotificationReceipt: Sendable, Equatable {
     public var id: ObjectID

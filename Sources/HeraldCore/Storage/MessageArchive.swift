@@ -1,5 +1,3 @@
-public import Foundation
-
 /// Who a fan-out reaches, and how their deliveries are planned.
 public enum FanOutPlan: Sendable {
     /// Every subscriber gets a history row, whatever their settings (Message Hub messages),

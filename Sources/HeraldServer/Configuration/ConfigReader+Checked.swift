@@ -1,9 +1,6 @@
-public import Configuration
+import Configuration
 import Foundation
-public import HeraldCore
-import HeraldHTTP
-public import Logging
-import SystemPackage
+import HeraldCore
 
 extension ConfigReader {
     // The library returns the default when a value has the wrong type; Herald refuses to start

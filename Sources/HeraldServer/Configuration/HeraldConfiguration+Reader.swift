@@ -1,8 +1,6 @@
 public import Configuration
 import Foundation
 public import HeraldCore
-import HeraldHTTP
-public import Logging
 import SystemPackage
 
 extension HeraldConfiguration {
