@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldHTTP", targets: ["HeraldHTTP"]),
         .library(name: "HeraldContent", targets: ["HeraldContent"]),
+        .library(name: "HeraldCards", targets: ["HeraldCards"]),
         .library(name: "HeraldProcessTuning", targets: ["HeraldProcessTuning"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
@@ -277,12 +278,31 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The ranked card pool and engagement events (docs/cards.md): models, the store on
+        // each engine (their SQL differs: arrays on PostgreSQL, group commits on SQLite), routes.
+        .target(
+            name: "HeraldCards",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldHTTP",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldServer",
             dependencies: [
                 "HeraldCore",
                 "HeraldHTTP",
                 "HeraldContent",
+                "HeraldCards",
                 "HeraldStore",
                 "HeraldHistorySink",
                 "HeraldConsoleSink",
@@ -369,7 +389,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldStore", "HeraldCore",
+                "HeraldStore", "HeraldCore", "HeraldCards",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -386,6 +406,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldCardsTests",
+            dependencies: [
+                "HeraldCards", "HeraldCore", "HeraldStore", "HeraldTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldContentTests",
             dependencies: ["HeraldContent", "HeraldCore", "HeraldStore", "HeraldTestSupport"],
             swiftSettings: swiftSettings
@@ -393,7 +422,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
@@ -54,11 +55,11 @@ extension HeraldServer {
         FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
         let content = ContentRoutes(content: SharedContentStore(database: store), users: store)
         content.register(on: router, table: routes)
-        CardRoutes(store: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
-        EventRoutes(store: store, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
+        CardRoutes(store: cards, history: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
+        EventRoutes(store: cards, forwarder: EventForwarder(sinks: sinks.sinks, logger: logger), metrics: metrics, limiter: eventLimiter)
             .register(on: router, table: routes)
         DeviceAuthRoutes(
-            store: store, userTokens: userTokens, endedTokens: endedTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
+            store: store, cards: cards, userTokens: userTokens, endedTokens: endedTokens, signUp: configuration.deviceSignUp, limiter: signUpLimiter,
             failures: failedAuth, proxies: trustedProxies, tokenLifetime: configuration.deviceTokenLifetime,
             secretClaimUntil: configuration.deviceSecretClaimUntil
         ).register(on: router, table: routes)
@@ -83,12 +84,16 @@ extension HeraldServer {
     public func application(
         deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        var policy = StorageMaintenance.Policy(
+        let policy = StorageMaintenance.Policy(
             staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
             idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
         )
-        policy.events = configuration.eventRetention
-        let maintenance = StorageMaintenance(store: store, policy: policy, logger: logger, metrics: metrics)
+        let maintenance = StorageMaintenance(
+            store: store, policy: policy,
+            modulePurges: [
+                .init(kind: "events", retention: configuration.eventRetention, purge: { [cards] in try await cards.purgeEvents(before: $0, limit: $1) })
+            ],
+            logger: logger, metrics: metrics)
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
             + [

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
@@ -22,6 +23,8 @@ import UnixSignals
 public struct HeraldServer: Sendable {
     public let configuration: HeraldConfiguration
     public let store: any ServerStorage
+    /// The cards module's store (docs/cards.md), on the same database as ``store``.
+    public let cards: any CardStore
     public let sinks: SinkRegistry
     public let engine: DeliveryEngine
     public let service: NotificationService
@@ -133,7 +136,8 @@ public struct HeraldServer: Sendable {
                     userTokens = await UserTokenVerifier(secret: secret)
                 }
                 return HeraldServer(
-                    configuration: configuration, store: store, sinks: sinks, engine: engine, service: service, feed: feed,
+                    configuration: configuration, store: store, cards: CardStores.on(store, maxPendingEvents: configuration.maxPendingAccepts), sinks: sinks,
+                    engine: engine, service: service, feed: feed,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, registrationForms: try registrationForms(of: factories),
                     pushSetupKeys: factories.firstOfEachType.compactMap(\.shorthand).map { "\($0.section).\($0.declaringKey)" } + ["sinks.instances"], ids: ids,

@@ -5,18 +5,32 @@ public import ServiceLifecycle
 
 /// Keeps storage from growing forever: prunes devices not registered again for
 /// `devices.stale_after`, and purges finished deliveries, idempotency keys, and (when
-/// configured) history and the Message Hub archive past their retention, and engagement events
-/// past `retention.events`. Each purge runs in
-/// small batches, each its own transaction, so it never holds the write lock for long.
+/// configured) history and the Message Hub archive past their retention, and what feature
+/// modules keep (``ModulePurge``: the cards module's engagement events past `retention.events`).
+/// Each purge runs in small batches, each its own transaction, so it never holds the write lock
+/// for long.
 public struct StorageMaintenance: Service {
+    /// A feature module's rows past their retention, purged each pass beside the core's.
+    public struct ModulePurge: Sendable {
+        /// The kind counted in the pass's result and log line.
+        public var kind: String
+        public var retention: Duration
+        /// Removes at most `limit` rows older than the date. - Returns: how many it removed.
+        public var purge: @Sendable (_ before: Date, _ limit: Int) async throws -> Int
+
+        public init(kind: String, retention: Duration, purge: @escaping @Sendable (_ before: Date, _ limit: Int) async throws -> Int) {
+            self.kind = kind
+            self.retention = retention
+            self.purge = purge
+        }
+    }
+
     public struct Policy: Sendable {
         public var staleDevicesAfter: Duration
         public var deliveries: Duration
         public var idempotency: Duration
         public var history: Duration?
         public var archive: Duration?
-        /// Engagement events (`retention.events`).
-        public var events: Duration = .seconds(90 * 86_400)
         /// Rows per batch, and batches per kind per pass.
         public var batchSize = 500
         public var batchesPerPass = 20
@@ -35,9 +49,14 @@ public struct StorageMaintenance: Service {
     let interval: Duration
     let logger: Logger
     let metrics: HeraldMetrics
+    let modulePurges: [ModulePurge]
 
-    public init(store: any HeraldStorage, policy: Policy, interval: Duration = .seconds(60), logger: Logger, metrics: HeraldMetrics) {
+    public init(
+        store: any HeraldStorage, policy: Policy, modulePurges: [ModulePurge] = [], interval: Duration = .seconds(60), logger: Logger,
+        metrics: HeraldMetrics
+    ) {
         self.store = store
+        self.modulePurges = modulePurges
         self.policy = policy
         self.interval = interval
         self.logger = logger
@@ -71,7 +90,9 @@ public struct StorageMaintenance: Service {
         if let archive = policy.archive {
             removed["archive"] = try await batches { try await store.purgeArchive(before: cutoff(archive), limit: $0) }
         }
-        removed["events"] = try await batches { try await store.purgeEvents(before: cutoff(policy.events), limit: $0) }
+        for module in modulePurges {
+            removed[module.kind, default: 0] += try await batches { try await module.purge(cutoff(module.retention), $0) }
+        }
         // A notification goes once nothing refers to it: its deliveries and its history rows.
         removed["notifications"] = try await batches { try await store.purgeNotifications(before: cutoff(policy.deliveries), limit: $0) }
         removed = removed.filter { $0.value > 0 }

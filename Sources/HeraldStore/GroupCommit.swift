@@ -9,9 +9,9 @@ import Synchronization
 /// nothing; under load the wait is bounded by one commit. Each caller resumes only after the
 /// transaction holding its request has committed. When a batch fails, its requests are
 /// retried one per transaction, so one bad request cannot fail the others.
-final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
+package final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
     /// Runs `requests` in one transaction and returns one response per request, in order.
-    typealias Commit = @Sendable ([Request]) async throws -> [Response]
+    package typealias Commit = @Sendable ([Request]) async throws -> [Response]
 
     private struct Waiting {
         var request: Request
@@ -38,7 +38,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
 
     /// - Parameter maxWaiting: requests that may wait for a commit at once; one more is refused
     ///   at once (503), so a flood cannot grow memory without bound.
-    init(maxBatch: Int = 256, maxWaiting: Int = 10_000, commit: @escaping Commit) {
+    package init(maxBatch: Int = 256, maxWaiting: Int = 10_000, commit: @escaping Commit) {
         self.maxBatch = max(1, maxBatch)
         self.maxWaiting = max(1, maxWaiting)
         self.commit = commit
@@ -55,7 +55,7 @@ final class GroupCommit<Request: Sendable, Response: Sendable>: Sendable {
         HeraldError(.unavailable, code: "overloaded", "too many requests are waiting to be committed; retry shortly")
     }
 
-    func submit(_ request: Request) async throws -> Response {
+    package func submit(_ request: Request) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
             let (startCommitter, accepted) = state.withLock { state -> (Bool, Bool) in
                 guard state.waiting.count < maxWaiting else { return (false, false) }

@@ -3,7 +3,7 @@ public import HeraldCore
 
 /// Everything the server stores: Herald's storage plus the web portal's sessions and what
 /// guards users' tokens.
-public typealias ServerStorage = HeraldStorage & PortalSessionStore & UserCredentialStore & SharedSQLDatabase
+public typealias ServerStorage = HeraldStorage & PortalSessionStore & UserCredentialStore & SharedSQLDatabase & EngineBackedStorage
 
 /// Message Hub portal sessions, shared by every Herald process on the database.
 public protocol PortalSessionStore: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
@@ -20,8 +21,9 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func writersOfTheSameUsersNeverFailEachOther(_ kind: StoreKind) async throws {
         let store = try await kind.make()
+        let cards = CardStores.on(store)
         let t0 = Date()
-        _ = try await store.putCards((0..<3).map { Card(id: "c\($0)", metadata: [:], postedAt: t0) })
+        _ = try await cards.putCards((0..<3).map { Card(id: "c\($0)", metadata: [:], postedAt: t0) })
         let users = (0..<4).map { "u\($0)" }
         let tokens = (0..<6).map { "tok-\($0)" }
         let handOff = DeliveryHandOff(capacity: 10_000, lease: .seconds(30))
@@ -81,9 +83,9 @@ import Testing
                         userID: $0, card: "c\(Int.random(in: 0..<3, using: &random))", score: Double.random(in: 0..<1, using: &random),
                         timestamp: now.timeIntervalSince1970)
                 }
-                _ = try await store.applyScores(scores)
+                _ = try await cards.applyScores(scores)
             case 9:
-                _ = try await store.markSeen(userID: user, [SeenReport(card: "c\(Int.random(in: 0..<3, using: &random))", at: now)])
+                _ = try await cards.markSeen(userID: user, [SeenReport(card: "c\(Int.random(in: 0..<3, using: &random))", at: now)])
             case 10:
                 _ = try await store.updateSettings(userID: user) { $0.enabled.toggle() }
             case 11:
@@ -111,7 +113,7 @@ import Testing
             case 17:
                 try await store.setAttributes(UserAttributes(region: "r\(Int.random(in: 0..<3, using: &random))"), userID: user)
             case 18:
-                _ = try await store.promote(userID: user, at: now)
+                _ = try await cards.promote(userID: user, at: now)
             default:
                 _ = try await store.purgeFinishedDeliveries(before: now, limit: 20)
                 _ = try await store.purgeHistory(before: now.addingTimeInterval(-0.5), limit: 20)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldCards
 import HeraldCore
 import HeraldTestSupport
 import PostgresNIO
@@ -74,17 +75,17 @@ import Testing
         }
     }
 
-    func reportsPastTheLastCardIndexFail(_ store: some HeraldStorage, setNextIndex: (Int64) async throws -> Void) async throws {
-        let cards = ["a", "b", "c"].map { Card(id: $0, metadata: [:], postedAt: t0, hot: nil) }
-        _ = try await store.putCards(cards)
-        #expect(try await store.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")])
+    func reportsPastTheLastCardIndexFail(_ store: some EngineBackedStorage, setNextIndex: (Int64) async throws -> Void) async throws {
+        let cards = CardStores.on(store)
+        _ = try await cards.putCards(["a", "b", "c"].map { Card(id: $0, metadata: [:], postedAt: t0, hot: nil) })
+        #expect(try await cards.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")])
         try await setNextIndex(Int64.max - 1)
         await #expect(throws: (any Error).self) {
-            try await store.markSeen(userID: "u", [SeenReport(card: "b", at: t0), SeenReport(card: "c", at: t0)])
+            try await cards.markSeen(userID: "u", [SeenReport(card: "b", at: t0), SeenReport(card: "c", at: t0)])
         }
-        #expect(try await store.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")], "the store still answers")
+        #expect(try await cards.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")], "the store still answers")
         #expect(
-            try await store.pull(userID: "u", since: nil, order: .hot, limit: 10).history == [CardHistoryEntry(index: 0, card: "a")], "nothing was half written"
+            try await cards.pull(userID: "u", since: nil, order: .hot, limit: 10).history == [CardHistoryEntry(index: 0, card: "a")], "nothing was half written"
         )
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldTestSupport
 import Logging
@@ -48,8 +49,9 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aScoreUploadDuringAnErasureOfItsUserFinishesBeforeIt() async throws {
         let (store, log) = try await migratedStore()
-        _ = try await store.putCards([Card(id: "c1", metadata: [:], postedAt: t0)])
-        _ = try await store.applyScores([
+        let cards = CardStores.on(store)
+        _ = try await cards.putCards([Card(id: "c1", metadata: [:], postedAt: t0)])
+        _ = try await cards.applyScores([
             ScoreUpdate(userID: "alice", card: "c1", score: 1, timestamp: 1), ScoreUpdate(userID: "bob", card: "c1", score: 1, timestamp: 1),
         ])
 
@@ -59,7 +61,7 @@ import Testing
             try await session.execute("SELECT user_id FROM card_users WHERE user_id = 'bob' FOR UPDATE")
         }
         let uploading = Task {
-            try await store.applyScores([
+            try await cards.applyScores([
                 ScoreUpdate(userID: "alice", card: "c1", score: 2, timestamp: 2), ScoreUpdate(userID: "bob", card: "c1", score: 2, timestamp: 2),
             ])
         }

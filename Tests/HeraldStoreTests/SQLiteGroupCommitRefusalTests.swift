@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldTestSupport
 import Synchronization
@@ -13,17 +14,18 @@ import Testing
     @Test func aSeenReportNamingAnUnknownCardFailsAloneInsideItsBatch() async throws {
         let directory = try TestResources.temporaryDirectory("herald-store")
         let store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
+        let cardStore = CardStores.on(store)
         TestResources.register { await store.close() }
         try await store.migrate()
         let at = Date(timeIntervalSince1970: 1_700_000_000)
         // The unknown card in the middle, so it shares a batch even when some reports are late.
         let known = (0..<31).map { "card-\($0)" }
         let cards = known[..<15] + ["never"] + known[15...]
-        _ = try await store.putCards(known.map { Card(id: $0, metadata: [:], postedAt: at, hot: 0.5) })
+        _ = try await cardStore.putCards(known.map { Card(id: $0, metadata: [:], postedAt: at, hot: 0.5) })
         let seen = Mutex<[String: Bool]>([:])
         try await withHeldWriter(store.writer, requests: cards.count) { index in
             let card = cards[cards.startIndex + index]
-            let answered = (try? await store.markSeen(userID: "user-\(card)", [SeenReport(card: card, at: at)])) != nil
+            let answered = (try? await cardStore.markSeen(userID: "user-\(card)", [SeenReport(card: card, at: at)])) != nil
             seen.withLock { $0[card] = answered }
         }
         let answers = seen.withLock { $0 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
@@ -169,8 +170,9 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func erasingAUserRemovesEverythingOfTheirsAndNothingElse(_ kind: StoreKind) async throws {
         let store = try await kind.make()
+        let cards = CardStores.on(store)
         let topics = try await TopicTree.make(in: store, ids: ids)
-        try await store.putCards([Card(id: "c1", metadata: [:], postedAt: t0, hot: 1)])
+        try await cards.putCards([Card(id: "c1", metadata: [:], postedAt: t0, hot: 1)])
         var devices: [String: Device] = [:]
         for user in ["alice", "bob"] {
             _ = try await store.updateSettings(userID: user) { $0.enabled = false }
@@ -178,8 +180,8 @@ import Testing
             devices[user] = try await store.registerDevice(
                 userID: user, registration: .token("tok-\(user)", provider: "fcm"), newID: ids.next(), at: t0)
             try await store.subscribe(userID: user, topicKey: topics.optIn.topicKey, at: t0)
-            _ = try await store.markSeen(userID: user, [SeenReport(card: "c1", at: t0)])
-            _ = try await store.storeEvents([EngagementEvent(eventID: "e1", userID: user, type: "focus", card: "c1", at: t0)], at: t0)
+            _ = try await cards.markSeen(userID: user, [SeenReport(card: "c1", at: t0)])
+            _ = try await cards.storeEvents([EngagementEvent(eventID: "e1", userID: user, type: "focus", card: "c1", at: t0)], at: t0)
         }
         let alice = try #require(devices["alice"])
         let n = notification(["alice", "bob"])
@@ -198,7 +200,7 @@ import Testing
         #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.isEmpty)
         let aliceTopics = try await store.subscriptions(userID: "alice")
         #expect(aliceTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [false])
-        #expect(try await store.cardState(userID: "alice") == (try await store.cardState(userID: "nobody")))
+        #expect(try await cards.cardState(userID: "alice") == (try await cards.cardState(userID: "nobody")))
         let push = try #require(try await store.status(of: n.id)?.deliveries.first { $0.sink == "fcm" })
         #expect(push.state == .failed, "a push queued for an erased user's device is never sent")
         let aliceHistory = try #require(try await store.status(of: n.id)?.deliveries.first { $0.sink == "history" && $0.userID == "alice" })
@@ -212,7 +214,7 @@ import Testing
         #expect(try await store.history(userID: "bob", limit: 10, before: nil).items.count == 1)
         let bobTopics = try await store.subscriptions(userID: "bob")
         #expect(bobTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [true])
-        #expect(try await store.storeEvents([EngagementEvent(eventID: "e1", userID: "bob", type: "focus", card: "c1", at: t0)], at: t0).isEmpty)
+        #expect(try await cards.storeEvents([EngagementEvent(eventID: "e1", userID: "bob", type: "focus", card: "c1", at: t0)], at: t0).isEmpty)
 
         #expect(try await store.eraseUser(userID: "alice", at: t0) == UserErasure())
     }

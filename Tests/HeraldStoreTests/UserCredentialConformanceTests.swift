@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldTestSupport
 import Testing
@@ -53,6 +54,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func holdsDataSeesEveryKindOfRow(_ kind: StoreKind) async throws {
         let store = try await kind.make()
+        let cards = CardStores.on(store)
         #expect(try await store.holdsData(userID: "dev_x") == false)
         _ = try await store.updateSettings(userID: "dev_settings") { $0.enabled = false }
         #expect(try await store.holdsData(userID: "dev_settings"))
@@ -60,7 +62,7 @@ import Testing
             userID: "dev_device", registration: DeviceRegistration(address: DeviceAddress(provider: "fcm", value: .string("tok"), key: "tok")),
             newID: ObjectIDGenerator().next(), at: t0)
         #expect(try await store.holdsData(userID: "dev_device"))
-        _ = try await store.storeEvents(
+        _ = try await cards.storeEvents(
             [EngagementEvent(eventID: "e1", userID: "dev_events", type: "track", name: "opened", at: t0)], at: t0)
         #expect(try await store.holdsData(userID: "dev_events"))
         #expect(try await store.holdsData(userID: "dev_x") == false, "others' rows are not theirs")

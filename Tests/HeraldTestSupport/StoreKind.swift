@@ -1,4 +1,5 @@
 import Foundation
+public import HeraldCards
 import HeraldCore
 public import HeraldStore
 import Testing
@@ -30,6 +31,12 @@ public enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
         TestResources.register { await store.close() }
         try await store.migrate()
         return store
+    }
+
+    /// A migrated store and the cards module's store on its database.
+    public func makeWithCards() async throws -> (storage: any ServerStorage, cards: any CardStore) {
+        let storage = try await make()
+        return (storage, CardStores.on(storage))
     }
 }
 

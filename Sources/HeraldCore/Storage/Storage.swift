@@ -47,12 +47,18 @@ public protocol UserStore: Sendable {
 
 /// What ``UserStore/eraseUser(userID:at:)`` removed, by kind.
 public struct UserErasure: Sendable, Equatable, Encodable {
+    /// Devices removed.
     public var devices = 0
+    /// Topic subscriptions removed.
     public var subscriptions = 0
+    /// History rows removed.
     public var history = 0
+    /// Engagement events removed.
     public var events = 0
+    /// Card pool and history rows removed.
     public var cards = 0
 
+    /// Counts as given; none by default.
     public init(devices: Int = 0, subscriptions: Int = 0, history: Int = 0, events: Int = 0, cards: Int = 0) {
         (self.devices, self.subscriptions, self.history, self.events, self.cards) = (devices, subscriptions, history, events, cards)
     }
@@ -67,9 +73,12 @@ extension UserStore {
 
 /// A registered device, and the user's devices removed to keep the limit.
 public struct RegisteredDevice: Sendable, Equatable {
+    /// The device as stored.
     public var device: Device
+    /// The user's oldest devices removed to make room, if any.
     public var evicted: [Device]
 
+    /// A registration's result.
     public init(device: Device, evicted: [Device]) {
         self.device = device
         self.evicted = evicted
@@ -145,6 +154,7 @@ extension NotificationStore {
         )
     }
 
+    /// ``acceptFanOut(_:topic:level:plan:extra:archive:pageSize:inlineLimit:idempotency:idempotencySince:)`` with the notification's own, unscoped idempotency key.
     public func acceptFanOut(
         _ notification: HeraldNotification, topic: String, level: SubscriptionLevel, plan: FanOutPlan, extra: [PlannedDelivery],
         archive: ArchivedMessage?, pageSize: Int, inlineLimit: Int = .max, idempotencySince: Date
@@ -217,6 +227,7 @@ public enum WorkNotice: Sendable, Equatable {
 }
 
 extension DeliveryQueue {
+    /// Hears nothing: a store with one process has no other process to hear from.
     public func watchForWork(_ heard: @escaping @Sendable (WorkNotice) -> Void) async throws {}
 
     /// A claim from every sink.
@@ -224,6 +235,7 @@ extension DeliveryQueue {
         try await claimDue(now: now, limit: limit, lease: lease, sinks: .all)
     }
 
+    /// When the next delivery of any sink falls due; nil for none.
     public func nextDueDate() async throws -> Date? {
         try await nextDueDate(sinks: .all)
     }
@@ -294,7 +306,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore,
-    RetentionStore, CardStore, ChangeStore, TopicMembershipStore, FanOutJobStore
+    RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore
 {
     /// Creates or upgrades the schema; safe to run again.
     /// - Returns: the migrations the database has that this build does not know, sorted: a
@@ -312,5 +324,6 @@ public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, Delive
 }
 
 extension HeraldStorage {
+    /// Nothing to release.
     public func close() async {}
 }

@@ -1,5 +1,6 @@
 public import Configuration
 import Foundation
+import HeraldCards
 public import HeraldCore
 import HeraldHTTP
 public import Logging

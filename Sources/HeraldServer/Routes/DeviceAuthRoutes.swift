@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldHTTP
 import HeraldStore
@@ -12,7 +13,9 @@ import Hummingbird
 /// on, a device gets an anonymous user derived from its `device_id`, guarded by a device secret
 /// returned once at its first sign-up and required at every later one.
 struct DeviceAuthRoutes {
-    let store: any (CardStore & UserCredentialStore)
+    let store: any UserCredentialStore
+    /// A token's answer carries the user's card cache key (docs/cards.md).
+    let cards: any CardStore
     let userTokens: UserTokenVerifier?
     let endedTokens: EndedTokens
     let signUp: Bool
@@ -103,7 +106,7 @@ struct DeviceAuthRoutes {
         }
         // Read before a new secret is stored: once stored, the answer must go out, or the
         // device would never learn the secret its account now needs.
-        let state = try await store.cardState(userID: userID)
+        let state = try await cards.cardState(userID: userID)
         if body.proof == nil { newSecret = try await checkDeviceSecret(body.device_secret, userID: userID, now: now) }
         let token = try await userTokens.signDevice(userID: userID, deviceID: deviceID, expires: expires, issued: now)
         struct Answer: Encodable {

@@ -301,7 +301,7 @@ enum PostgresSchema {
         ),
         ("v8-topic-members", [TopicMembershipSQL.table]),
         ("v9-fanout-jobs", [FanOutJobSQL.table, FanOutJobSQL.pendingIndex]),
-        ("v10-card-history-index", [CardRecords.historyIndex]),
+        ("v10-card-history-index", [SharedSchema.cardHistoryIndex]),
         // As SQLite's v15: APNs tokens in hex keyed in lower case, one row per device.
         (
             "v11-apns-keys-in-lower-case",

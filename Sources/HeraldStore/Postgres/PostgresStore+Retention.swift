@@ -42,7 +42,7 @@ extension PostgresStore {
     /// One bounded delete, committed by itself, run again when PostgreSQL rolled it back to
     /// break a deadlock (it locks its rows in its plan's order, beside writers that lock the
     /// same rows in id order). - Returns: the rows deleted.
-    func purge(_ query: PostgresQuery) async throws -> Int {
+    package func purge(_ query: PostgresQuery) async throws -> Int {
         try await Self.retryingConflicts(logger: logger) {
             try await withConnection { session in try await session.count(query) }
         }

@@ -30,8 +30,6 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let preparation = StatementPreparation()
     /// Concurrent accepts share a transaction, so one commit serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
-    /// Engagement events are group-committed too.
-    let events: GroupCommit<StoredEvents, [EngagementEvent]>
     /// And device registrations.
     let registrations: GroupCommit<StoredRegistration, RegistrationOutcome>
 
@@ -58,9 +56,6 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 try await Self.accept(batch: requests, session)
             }
             return AcceptOutcome.handOver(outcomes, of: requests)
-        }
-        events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
-            try await Self.transaction(pool, preparation: preparation, logger: logger) { session in try await Self.storeEvents(batches, session) }
         }
         registrations = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try await Self.register(batch: requests, pool, preparation: preparation, logger: logger)
@@ -213,7 +208,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     }
 
     /// Runs `body` on one pooled connection, outside a transaction: each statement commits by itself.
-    func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
+    package func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
         let (logger, preparation) = (self.logger, self.preparation)
         return try await pool.withConnection { connection in
             try await body(PostgresSession(connection: connection, preparation: preparation, logger: logger))
@@ -221,7 +216,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
-    func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
+    package func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
         try await Self.transaction(pool, preparation: preparation, logger: logger, body)
     }
 
@@ -263,7 +258,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         }
     }
 
-    static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
+    package static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
 
     /// Holds one pooled connection to `LISTEN` on `channel`, calling `heard` per notification,
     /// until the task is cancelled or the connection is lost (then it throws).
@@ -288,20 +283,20 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
 }
 
 /// One connection lent to a store operation.
-struct PostgresSession: Sendable {
+package struct PostgresSession: Sendable {
     let connection: PostgresConnection
     let preparation: StatementPreparation
     let logger: Logger
 
-    func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+    package func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
         try await connection.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
     }
 
-    func row(_ query: PostgresQuery) async throws -> PostgresRandomAccessRow? {
+    package func row(_ query: PostgresQuery) async throws -> PostgresRandomAccessRow? {
         try await rows(query).first
     }
 
-    func execute(_ query: PostgresQuery) async throws {
+    package func execute(_ query: PostgresQuery) async throws {
         _ = try await connection.query(query, logger: logger).collect()
     }
 
@@ -337,7 +332,7 @@ extension PostgresRandomAccessRow: StoredRow {
 
     /// The cell of `column`. postgres-nio's own subscript stops the process when a row lacks the
     /// column (a schema another Herald version migrated, say): here that is a storage error.
-    func cell(_ column: String) throws -> PostgresCell {
+    package func cell(_ column: String) throws -> PostgresCell {
         guard contains(column) else { throw HeraldError(.internal, code: "storage_corrupt", "the database returned no column \(column)") }
         return self[column]
     }

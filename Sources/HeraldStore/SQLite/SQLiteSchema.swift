@@ -315,7 +315,7 @@ enum SQLiteSchema {
             try db.execute(sql: FanOutJobSQL.pendingIndex)
         }
         migrator.registerMigration("v14-card-history-index") { db in
-            try db.execute(sql: CardRecords.historyIndex)
+            try db.execute(sql: SharedSchema.cardHistoryIndex)
         }
         // APNs tokens in hex are keyed in lower case (RegistrationForm.apns in the APNs sink module): of the rows
         // one device has in several cases the most recently registered stays (its queued pushes

@@ -18,7 +18,7 @@ extension SQLiteStore {
     /// client sending refused requests would cost every other writer the group commit. Any
     /// other error (the database's own) still fails the batch, so `body` may run twice, in its
     /// batch's transaction and then alone; it must only touch the database.
-    func groupCommitted<Value: Sendable>(_ body: @escaping @Sendable (Database) throws -> Value) async throws -> Value {
+    package func groupCommitted<Value: Sendable>(_ body: @escaping @Sendable (Database) throws -> Value) async throws -> Value {
         let answer = try await appWrites.submit(
             AppWrite { db in
                 var outcome: Result<Value, HeraldError>?

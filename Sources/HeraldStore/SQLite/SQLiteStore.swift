@@ -9,19 +9,16 @@ public import HeraldCore
 /// try await store.migrate()
 /// ```
 public final class SQLiteStore: HeraldStorage, PortalSessionStore {
-    let writer: any DatabaseWriter
+    package let writer: any DatabaseWriter
     /// Concurrent accepts share a transaction, so one fsync serves many requests.
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
-    /// Engagement events are group-committed too.
-    let events: GroupCommit<StoredEvents, [EngagementEvent]>
     /// And the short writes apps make once per request (device registrations on every start,
     /// seen cards, promotions, read marks, settings, topic subscriptions), together in one
     /// group commit whatever their kind (``groupCommitted(_:)``): one fsync each held SQLite's
     /// single writer for about a millisecond.
     let appWrites: GroupCommit<AppWrite, any Sendable>
-    /// This process's commits, and the card states read between them (``CommitCounter``).
-    let commits = CommitCounter()
-    let cardStates = CardStateCache()
+    /// This process's commits (``CommitCounter``): a read answered from memory is current while the count has not moved.
+    package let commits = CommitCounter()
     /// Only this process writes the file, so its own commits are every change there is.
     let changes: Broadcaster<StoreChange>
 
@@ -67,10 +64,6 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
             if !historyUsers.isEmpty { changes.send(.history(users: historyUsers.uniqued())) }
             return results
         }
-        events = GroupCommit(maxWaiting: maxPendingAccepts) { batches in
-            try Self.checkFile(file)
-            return try await writer.write { db in try Self.storeEvents(batches, db) }
-        }
         appWrites = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             try Self.checkFile(file)
             return try await writer.write { db in try requests.map { try $0.run(db) } }
@@ -78,13 +71,13 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     }
 
     /// The database file, nil in memory.
-    let file: String?
+    package let file: String?
 
     /// A database file deleted under a running server would take every later write with it
     /// (to an unlinked inode): refuse instead, so nothing is answered 2xx and then lost. The
     /// answer goes to API clients: it names no path (the operator's start-up log names the
     /// database).
-    static func checkFile(_ path: String?) throws {
+    package static func checkFile(_ path: String?) throws {
         guard let path, !FileManager.default.fileExists(atPath: path) else { return }
         throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file is gone (deleted or moved while Herald ran)")
     }
@@ -125,11 +118,11 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         await changes.listen(heard)
     }
 
-    static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
+    package static func micros(_ date: Date) -> Int64 { Timestamp.microseconds(date) }
     static func date(_ micros: Int64?) -> Date? { micros.map(Timestamp.date(microseconds:)) }
 
     /// `?, ?, ?` for an IN list of `count` values.
-    static func placeholders(_ count: Int) -> String {
+    package static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// `maxInFlight` batches wait at once for each sink: one that stalls costs memory no further,
 /// and the others' batches still go out (a count shared by every sink let one stalled receiver
 /// stop the forwarding to all).
-final class EventForwarder: Sendable {
+package final class EventForwarder: Sendable {
     let sinks: [any NotificationSink]
     let logger: Logger
     let retryDelays: [Duration]
@@ -16,7 +16,7 @@ final class EventForwarder: Sendable {
     /// Batches in flight, by the sink's index in `sinks`.
     private let inFlight: Mutex<[Int]>
 
-    init(
+    package init(
         sinks: [any NotificationSink], logger: Logger, maxInFlight: Int = 1_000, retryDelays: [Duration] = [.seconds(1), .seconds(5), .seconds(30)]
     ) {
         self.sinks = sinks.filter { $0.capabilities.contains(.events) }

@@ -1,11 +1,35 @@
 import Foundation
 import GRDB
 public import HeraldCore
+public import HeraldStore
 
-extension SQLiteStore {
+/// Cards on SQLite (docs/cards.md): the short per-user writes (seen cards, promotions) join the
+/// store's group commit of app writes, engagement events have a group commit of their own, and
+/// the pull's 304 path answers from memory while no commit has happened since the state was read.
+public final class SQLiteCardStore: CardStore {
+    let store: SQLiteStore
+    /// Engagement events, group-committed: one fsync for every request that arrived meanwhile.
+    let events: GroupCommit<StoredEvents, [EngagementEvent]>
+    let cardStates = CardStateCache()
+
+    /// - Parameter maxPendingEvents: event uploads that may wait for a group commit at once;
+    ///   more are refused with a 503 (`server.max_pending_accepts`).
+    public init(store: SQLiteStore, maxPendingEvents: Int = 10_000) {
+        self.store = store
+        let writer = store.writer
+        let file = store.file
+        events = GroupCommit(maxWaiting: maxPendingEvents) { batches in
+            try SQLiteStore.checkFile(file)
+            return try await writer.write { db in try SQLiteCardStore.storeEvents(batches, db) }
+        }
+    }
+
+    var writer: any DatabaseWriter { store.writer }
+    var file: String? { store.file }
+
     public func putCards(_ cards: [Card]) async throws -> Set<String> {
         guard !cards.isEmpty else { return [] }
-        try Self.checkFile(file)
+        try SQLiteStore.checkFile(file)
         return try await writer.write { db in
             let clock = try Self.tickCardsClock(db)
             var created: Set<String> = []
@@ -19,14 +43,14 @@ extension SQLiteStore {
                         ON CONFLICT (id) DO UPDATE SET metadata = excluded.metadata, posted_at = excluded.posted_at, hot = excluded.hot,
                             deleted = 0, clock = excluded.clock
                         """
-                ).execute(arguments: [card.id, CardRecords.metadataText(card), Self.micros(card.postedAt), card.hot, clock])
+                ).execute(arguments: [card.id, CardRecords.metadataText(card), SQLiteStore.micros(card.postedAt), card.hot, clock])
             }
             return created
         }
     }
 
     public func deleteCard(id: String) async throws -> Bool {
-        try Self.checkFile(file)
+        try SQLiteStore.checkFile(file)
         return try await writer.write { db in
             guard let deleted = try Bool.fetchOne(db, sql: "SELECT deleted FROM cards WHERE id = ?", arguments: [id]) else { return false }
             if !deleted {
@@ -40,14 +64,15 @@ extension SQLiteStore {
     public func applyScores(_ updates: [ScoreUpdate]) async throws -> ScoreReport {
         let (winners, superseded) = ScoreRules.winners(updates)
         guard !winners.isEmpty else { return ScoreReport(stale: superseded) }
-        try Self.checkFile(file)
+        try SQLiteStore.checkFile(file)
         return try await writer.write { db in
             var report = ScoreReport(stale: superseded)
             var live: Set<String> = []
             for chunk in Set(winners.map(\.card)).sorted().chunked(500) {
                 live.formUnion(
                     try String.fetchAll(
-                        db, sql: "SELECT id FROM cards WHERE deleted = 0 AND id IN (\(Self.placeholders(chunk.count)))", arguments: StatementArguments(chunk)
+                        db, sql: "SELECT id FROM cards WHERE deleted = 0 AND id IN (\(SQLiteStore.placeholders(chunk.count)))",
+                        arguments: StatementArguments(chunk)
                     )
                 )
             }
@@ -92,11 +117,11 @@ extension SQLiteStore {
 
     public func markSeen(userID: String, _ reports: [SeenReport]) async throws -> [CardHistoryEntry] {
         // A report naming an unknown card fails only its own request (groupCommitted's savepoint).
-        try await groupCommitted { db in try Self.markSeen(db, userID: userID, reports, unknown: .refuse) }
+        try await store.groupCommitted { db in try Self.markSeen(db, userID: userID, reports, unknown: .refuse) }
     }
 
     public func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)? {
-        try await groupCommitted { db in
+        try await store.groupCommitted { db in
             guard
                 let top = try String.fetchOne(
                     db,
@@ -116,7 +141,7 @@ extension SQLiteStore {
     }
 
     public func cardState(userID: String) async throws -> CardState {
-        let commits = self.commits.value
+        let commits = store.commits.value
         if let state = cardStates.state(userID: userID, commits: commits) { return state }
         let state = try await writer.unsafeRead { db in
             // One statement, so no transaction is needed for a consistent answer.
@@ -173,7 +198,7 @@ extension SQLiteStore {
 
     public func storeEvents(_ events: [EngagementEvent], at date: Date) async throws -> [EngagementEvent] {
         guard !events.isEmpty else { return [] }
-        try Self.checkFile(file)
+        try SQLiteStore.checkFile(file)
         return try await self.events.submit(StoredEvents(events: events, at: date))
     }
 
@@ -189,7 +214,7 @@ extension SQLiteStore {
                         """
                 ).execute(arguments: [
                     event.userID, event.eventID, event.type, event.reaction, event.card, event.name,
-                    JSONValue.object(event.properties).canonicalText, micros(event.at), micros(batch.at),
+                    JSONValue.object(event.properties).canonicalText, SQLiteStore.micros(event.at), SQLiteStore.micros(batch.at),
                 ])
                 guard db.changesCount > 0 else { continue }
                 stored.append(event)
@@ -217,7 +242,7 @@ extension SQLiteStore {
     public func purgeEvents(before: Date, limit: Int) async throws -> Int {
         try await writer.write { db in
             try db.execute(
-                sql: "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < ? LIMIT ?)", arguments: [Self.micros(before), limit]
+                sql: "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < ? LIMIT ?)", arguments: [SQLiteStore.micros(before), limit]
             )
             return db.changesCount
         }
@@ -256,7 +281,7 @@ extension SQLiteStore {
                         INSERT INTO user_cards (user_id, card_id, seen_index, seen_at, seq) VALUES (?, ?, ?, ?, ?)
                         ON CONFLICT (user_id, card_id) DO UPDATE SET seen_index = excluded.seen_index, seen_at = excluded.seen_at, seq = excluded.seq
                         """
-                ).execute(arguments: [userID, report.card, index, micros(report.at), seq])
+                ).execute(arguments: [userID, report.card, index, SQLiteStore.micros(report.at), seq])
                 entries.append(CardHistoryEntry(index: index, card: report.card))
             }
             try db.execute(sql: "UPDATE card_users SET next_index = ? WHERE user_id = ?", arguments: [first + Int64(pending.count), userID])
@@ -299,7 +324,7 @@ extension SQLiteStore {
         var cards: [CardContent] = []
         for chunk in ids.chunked(500) {
             cards += try Row.fetchAll(
-                db, sql: "SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id IN (\(placeholders(chunk.count))) ORDER BY id",
+                db, sql: "SELECT id, metadata, posted_at, hot FROM cards WHERE deleted = 0 AND id IN (\(SQLiteStore.placeholders(chunk.count))) ORDER BY id",
                 arguments: StatementArguments(chunk)
             ).map {
                 CardRecords.card(

@@ -1,20 +1,34 @@
 import Foundation
 public import HeraldCore
+public import HeraldStore
 import PostgresNIO
 
 /// Cards on PostgreSQL. Several processes write at once, so the order of changes comes from
 /// row locks: the single `card_clock` row serialises card writes, and a user's `card_users`
 /// row serialises changes to that user's pool and history (always locked in user-id order).
 /// A counter read after commit therefore covers every change numbered up to it.
-extension PostgresStore {
+public final class PostgresCardStore: CardStore {
+    let store: PostgresStore
+    /// Engagement events, group-committed: one transaction for every request that arrived meanwhile.
+    let events: GroupCommit<StoredEvents, [EngagementEvent]>
+
+    /// - Parameter maxPendingEvents: event uploads that may wait for a group commit at once;
+    ///   more are refused with a 503 (`server.max_pending_accepts`).
+    public init(store: PostgresStore, maxPendingEvents: Int = 10_000) {
+        self.store = store
+        events = GroupCommit(maxWaiting: maxPendingEvents) { batches in
+            try await store.transaction { session in try await PostgresCardStore.storeEvents(batches, session) }
+        }
+    }
+
     public func putCards(_ cards: [Card]) async throws -> Set<String> {
         guard !cards.isEmpty else { return [] }
-        return try await transaction { session in
+        return try await store.transaction { session in
             let clock = try await Self.tickCardsClock(session)
             let ids = cards.map(\.id)
             let existing = Set(try await session.rows("SELECT id FROM cards WHERE id = ANY(\(ids))").map { try $0.text("id") })
             let metadata = cards.map(CardRecords.metadataText)
-            let posted = cards.map { Self.micros($0.postedAt) }
+            let posted = cards.map { PostgresStore.micros($0.postedAt) }
             // Arrays cannot carry NULLs here: a missing hot travels as NaN and becomes NULL again.
             let hot = cards.map { $0.hot ?? .nan }
             try await session.execute(
@@ -31,7 +45,7 @@ extension PostgresStore {
     }
 
     public func deleteCard(id: String) async throws -> Bool {
-        try await transaction { session in
+        try await store.transaction { session in
             guard let row = try await session.row("SELECT deleted FROM cards WHERE id = \(id) FOR UPDATE") else { return false }
             if try row.integer("deleted") == 0 {
                 let clock = try await Self.tickCardsClock(session)
@@ -44,7 +58,7 @@ extension PostgresStore {
     public func applyScores(_ updates: [ScoreUpdate]) async throws -> ScoreReport {
         let (winners, superseded) = ScoreRules.winners(updates)
         guard !winners.isEmpty else { return ScoreReport(stale: superseded) }
-        return try await transaction { session in
+        return try await store.transaction { session in
             var report = ScoreReport(stale: superseded)
             let cardIDs = Array(Set(winners.map(\.card)))
             let live = Set(try await session.rows("SELECT id FROM cards WHERE deleted = 0 AND id = ANY(\(cardIDs))").map { try $0.text("id") })
@@ -103,14 +117,14 @@ extension PostgresStore {
     }
 
     public func markSeen(userID: String, _ reports: [SeenReport]) async throws -> [CardHistoryEntry] {
-        try await transaction { session in
+        try await store.transaction { session in
             try await Self.lockUsers([userID], session)
             return try await Self.markSeen(session, userID: userID, reports, unknown: .refuse)
         }
     }
 
     public func promote(userID: String, at date: Date) async throws -> (entry: CardHistoryEntry, card: Card)? {
-        try await transaction { session in
+        try await store.transaction { session in
             try await Self.lockUsers([userID], session)
             guard
                 let top = try await session.row(
@@ -130,7 +144,7 @@ extension PostgresStore {
     }
 
     public func cardState(userID: String) async throws -> CardState {
-        try await withConnection { session in
+        try await store.withConnection { session in
             guard
                 let row = try await session.row(
                     """
@@ -151,7 +165,7 @@ extension PostgresStore {
     }
 
     public func pull(userID: String, since: CardMark?, order: PoolOrder, limit: Int) async throws -> CardPull {
-        try await withConnection { session in
+        try await store.withConnection { session in
             // The mark first: a change committed after it has a higher number and comes again next time.
             let mark = try await Self.cardMark(session, userID: userID)
             guard let since, since.cardsClock <= mark.cardsClock, since.userSeq <= mark.userSeq else {
@@ -208,10 +222,10 @@ extension PostgresStore {
             let inserted = try await session.rows(
                 """
                 INSERT INTO events (user_id, event_id, type, reaction, card, name, properties, at, received_at)
-                SELECT user_id, event_id, type, NULLIF(reaction, ''), NULLIF(card, ''), NULLIF(name, ''), properties, at, \(micros(batch.at))
+                SELECT user_id, event_id, type, NULLIF(reaction, ''), NULLIF(card, ''), NULLIF(name, ''), properties, at, \(PostgresStore.micros(batch.at))
                 FROM UNNEST(\(events.map(\.userID))::text[], \(events.map(\.eventID))::text[], \(events.map(\.type))::text[],
                     \(events.map { $0.reaction ?? "" })::text[], \(events.map { $0.card ?? "" })::text[], \(events.map { $0.name ?? "" })::text[],
-                    \(events.map { JSONValue.object($0.properties).canonicalText })::text[], \(events.map { micros($0.at) })::bigint[])
+                    \(events.map { JSONValue.object($0.properties).canonicalText })::text[], \(events.map { PostgresStore.micros($0.at) })::bigint[])
                     AS u(user_id, event_id, type, reaction, card, name, properties, at)
                 ON CONFLICT (user_id, event_id) DO NOTHING
                 RETURNING user_id, event_id
@@ -232,7 +246,7 @@ extension PostgresStore {
     }
 
     public func eventStats(card: String) async throws -> CardEventStats {
-        try await withConnection { session in
+        try await store.withConnection { session in
             var stats = CardEventStats()
             for row in try await session.rows("SELECT type, reaction, COUNT(*) AS n FROM events WHERE card = \(card) GROUP BY type, reaction") {
                 CardRecords.tally(&stats, type: try row.text("type"), reaction: try row.optionalText("reaction"), count: try row.int("n"))
@@ -242,7 +256,8 @@ extension PostgresStore {
     }
 
     public func purgeEvents(before: Date, limit: Int) async throws -> Int {
-        try await purge("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING seq")
+        try await store.purge(
+            "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(PostgresStore.micros(before)) LIMIT \(limit)) RETURNING seq")
     }
 
     // MARK: - Pieces
@@ -288,7 +303,7 @@ extension PostgresStore {
             """
             INSERT INTO user_cards (user_id, card_id, seen_index, seen_at, seq)
             SELECT \(userID), card_id, seen_index, seen_at, \(seq)
-            FROM UNNEST(\(pending.map(\.card))::text[], \(indexes)::bigint[], \(pending.map { micros($0.at) })::bigint[]) AS u(card_id, seen_index, seen_at)
+            FROM UNNEST(\(pending.map(\.card))::text[], \(indexes)::bigint[], \(pending.map { PostgresStore.micros($0.at) })::bigint[]) AS u(card_id, seen_index, seen_at)
             ON CONFLICT (user_id, card_id) DO UPDATE SET seen_index = excluded.seen_index, seen_at = excluded.seen_at, seq = excluded.seq
             """
         )

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// Cards, users' pools and histories of seen cards, and engagement events (docs/cards.md).
 public protocol CardStore: Sendable {

@@ -1,14 +1,10 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 
 /// What both stores share about cards: how a card is stored and how a pull's changes are put
 /// together from the rows each engine reads.
 enum CardRecords {
-    /// A full pull reads the user's history (seen cards, in the order seen) by this index
-    /// rather than every card the user was ever scored for: 21 ms against 0.2 ms for a user
-    /// with 100 000 scored cards, 100 of them seen (SQLite).
-    static let historyIndex = "CREATE INDEX user_cards_history ON user_cards(user_id, seen_index) WHERE seen_index IS NOT NULL"
-
     static func metadataText(_ card: Card) -> String {
         JSONValue.object(card.metadata).canonicalText
     }

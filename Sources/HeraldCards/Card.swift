@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// A card of an offline-first swiping app (docs/cards.md): the backend's content, which users' pools
 /// rank and their histories record.

@@ -5,7 +5,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import HeraldServer
+@testable import HeraldCards
 
 /// Engagement events go to every sink that takes them, each sink with its own bound on the
 /// batches waiting for it: one receiver that stalls loses its own events (they are stored),

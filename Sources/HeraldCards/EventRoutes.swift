@@ -6,7 +6,7 @@ import Logging
 
 /// Engagement events (docs/cards.md): apps report them in batches, idempotently by `event_id`;
 /// backends read per-card counts; sinks that take events get them forwarded.
-struct EventRoutes {
+package struct EventRoutes {
     let store: any CardStore
     let forwarder: EventForwarder
     let metrics: HeraldMetrics
@@ -15,9 +15,16 @@ struct EventRoutes {
     /// backends and are not counted.
     let limiter: TokenBuckets
 
-    static let maxEventsPerRequest = 500
+    package init(store: any CardStore, forwarder: EventForwarder, metrics: HeraldMetrics, limiter: TokenBuckets) {
+        self.store = store
+        self.forwarder = forwarder
+        self.metrics = metrics
+        self.limiter = limiter
+    }
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    package static let maxEventsPerRequest = 500
+
+    package func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/events", post)
         table.add(router, .get, "/api/events/stats", stats)
     }

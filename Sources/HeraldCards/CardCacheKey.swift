@@ -9,11 +9,11 @@ import HeraldCore
 /// the digest covers what a pull always sends whole (settings, unread count), so that any
 /// change to the answer changes the key and `If-None-Match` is exact. The user part keeps one
 /// user's key from being read as another's.
-struct CardCacheKey: Equatable {
+package struct CardCacheKey: Equatable {
     var mark: CardMark
     var newestNotification: String?
 
-    static func text(userID: String, state: CardState) -> String {
+    package static func text(userID: String, state: CardState) -> String {
         let digest = Hex.lowercase(SHA256.hash(data: Data("\(state.settingsJSON ?? "")|\(state.unread)".utf8)).prefix(6))
         return "v1.\(userTag(userID)).\(state.mark.cardsClock).\(state.mark.userSeq).\(state.newestNotification ?? "-").\(digest)"
     }

@@ -5,10 +5,19 @@ import Hummingbird
 
 /// Cards for offline-first apps (docs/cards.md): backends store cards and score
 /// them per user; apps pull what changed, report what was seen and promote the next card.
-struct CardRoutes {
-    let store: any (CardStore & HistoryStore)
+package struct CardRoutes {
+    let store: any CardStore
+    /// A pull carries the user's newest notifications too.
+    let history: any HistoryStore
     let metrics: HeraldMetrics
     let timestamps: TimestampStyle
+
+    package init(store: any CardStore, history: any HistoryStore, metrics: HeraldMetrics, timestamps: TimestampStyle) {
+        self.store = store
+        self.history = history
+        self.metrics = metrics
+        self.timestamps = timestamps
+    }
 
     static let maxCardsPerRequest = 1_000
     static let maxSeenPerRequest = 1_000
@@ -24,7 +33,7 @@ struct CardRoutes {
     /// History items a pull carries at most.
     static let pullNotifications = 50
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    package func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .put, "/api/cards/{id}", putCard)
         table.add(router, .delete, "/api/cards/{id}", deleteCard)
         table.add(router, .post, "/api/cards", putCards)
@@ -298,7 +307,7 @@ struct CardRoutes {
         answered.mark = pull.mark
         let key = answered == state ? current : CardCacheKey.text(userID: userID, state: answered)
 
-        let recent = try await store.history(userID: userID, limit: Self.pullNotifications, before: nil).items
+        let recent = try await history.history(userID: userID, limit: Self.pullNotifications, before: nil).items
         var notifications = recent
         if !pull.full, let given {
             if let known = given.newestNotification, let position = recent.firstIndex(where: { $0.notificationID.hex == known }) {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 import HeraldTestSupport
 import Testing
@@ -17,7 +18,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func cardsAreStoredReplacedAndDeleted(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         #expect(try await store.putCards([Self.card("a"), Self.card("b")]) == ["a", "b"])
         #expect(try await store.putCards([Self.card("a", minutes: 5)]) == [], "a second put replaces")
         #expect(try await store.deleteCard(id: "a"))
@@ -30,7 +31,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func scoreRulesLatestTimestampWinsSeenIgnoredUnknownRejected(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         _ = try await store.putCards(["a", "b", "c"].map { Self.card($0) })
         var report = try await store.applyScores([Self.update("u", "a", 0.5, at: 10), Self.update("u", "b", 0.9, at: 10), Self.update("u", "zz", 1, at: 10)])
         #expect(report == ScoreReport(applied: 2, rejected: [.init(userID: "u", card: "zz", reason: "unknown_card")]))
@@ -50,7 +51,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func seenIsIdempotentInAnyOrderAndPromoteTakesTheTop(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         _ = try await store.putCards(["a", "b", "c", "d"].map { Self.card($0) })
         _ = try await store.applyScores([Self.update("u", "a", 0.3, at: 1), Self.update("u", "b", 0.9, at: 1), Self.update("u", "c", 0.9, at: 1)])
         let late = [SeenReport(card: "d", at: Self.epoch.addingTimeInterval(60)), SeenReport(card: "a", at: Self.epoch)]
@@ -73,7 +74,7 @@ import Testing
     /// broke ties otherwise than SQLite and the pull's own changes (sorted in Swift).
     @Test(arguments: StoreKind.allCases)
     func tiesGoToTheSmallerCardIDByItsBytes(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         let ids = ["card_3", "a", "card1", "B", "card.0", "card-2", "Card:9"]
         let bytewise = ids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         #expect(bytewise == ["B", "Card:9", "a", "card-2", "card.0", "card1", "card_3"])
@@ -96,7 +97,7 @@ import Testing
     /// fails alone.
     @Test(arguments: StoreKind.allCases)
     func concurrentSeenReportsLandAsIfOneByOne(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         let cards = (0..<16).map { "card-\($0)" }
         _ = try await store.putCards(cards.map { Self.card($0) })
         let users = (0..<4).map { "user-\($0)" }
@@ -133,7 +134,7 @@ import Testing
     /// card once, indexes without gaps, and nothing once the pool is empty.
     @Test(arguments: StoreKind.allCases)
     func concurrentPromotionsTakeEachCardOnce(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         let cards = (0..<12).map { "card-\($0)" }
         _ = try await store.putCards(cards.map { Self.card($0) })
         _ = try await store.applyScores(cards.enumerated().map { Self.update("u", $1, Double($0), at: 1) })
@@ -148,7 +149,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func aFullPullCarriesThePoolsAndTheHistorysCardsInIdOrder(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         _ = try await store.putCards(["d", "a", "c", "b", "e"].map { Self.card($0) })
         _ = try await store.applyScores(["a", "b", "c", "d", "e"].enumerated().map { Self.update("u", $1, Double($0) / 10, at: 1) })
         _ = try await store.markSeen(userID: "u", [SeenReport(card: "b", at: Self.epoch), SeenReport(card: "e", at: Self.epoch)])
@@ -161,7 +162,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func pullAnswersTheChangesSinceAMark(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let (storage, store) = try await kind.makeWithCards()
         _ = try await store.putCards([Self.card("a", minutes: 1), Self.card("b", minutes: 3), Self.card("c", minutes: 2)])
         _ = try await store.applyScores([Self.update("u", "a", 0.9, at: 1), Self.update("u", "b", 0.1, at: 1), Self.update("u", "c", 0.5, at: 1)])
         let full = try await store.pull(userID: "u", since: nil, order: .hot, limit: 2)
@@ -199,8 +200,8 @@ import Testing
         #expect(empty.newestNotification == nil && empty.unread == 0 && empty.settingsJSON == nil)
         let ids = ObjectIDGenerator()
         let (first, second) = (ids.next(), ids.next())
-        try await store.appendHistory([(notificationID: first, userID: "u"), (notificationID: second, userID: "u")], at: Self.epoch)
-        _ = try await store.updateSettings(userID: "u") { $0.enabled = false }
+        try await storage.appendHistory([(notificationID: first, userID: "u"), (notificationID: second, userID: "u")], at: Self.epoch)
+        _ = try await storage.updateSettings(userID: "u") { $0.enabled = false }
         let state = try await store.cardState(userID: "u")
         #expect(state.newestNotification == second.hex)
         #expect(state.unread == 2)
@@ -210,7 +211,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func eventsAreIdempotentCountedAndReactionsMarkSeen(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let store = try await kind.makeWithCards().cards
         _ = try await store.putCards([Self.card("a"), Self.card("b")])
         _ = try await store.applyScores([Self.update("u", "a", 1, at: 1), Self.update("u", "b", 0.5, at: 1)])
         let events = [
@@ -236,7 +237,7 @@ import Testing
     func anyInterleavingConvergesToTheRules(_ kind: StoreKind) async throws {
         var random = SplitMix64(seed: 0x5EED_0000 + UInt64(kind.rawValue.utf8.count))
         for _ in 0..<(kind == .postgres ? 6 : 15) {
-            let store = try await kind.make()
+            let store = try await kind.makeWithCards().cards
             let cards = (0..<12).map { "c\($0)" }
             _ = try await store.putCards(cards.map { Self.card($0) })
             let users = ["u1", "u2"]
