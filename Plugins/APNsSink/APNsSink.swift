@@ -18,6 +18,7 @@ public final class APNsSink: ReleasingSink {
 
     /// Which APNs a device's token belongs to: an app built for development gets sandbox tokens.
     public enum Environment: String, Sendable, CaseIterable {
+        /// Apps from the App Store or TestFlight; or apps built for development.
         case production, sandbox
     }
 

@@ -4,6 +4,7 @@ import HeraldCore
 /// What one FCM answer means for the delivery (docs/fcm.md: classify by HTTP status and by the
 /// `errorCode` of the `FcmError` detail; a `google.rpc.BadRequest` detail is a payload bug).
 public enum FCMResult: Sendable, Equatable {
+    /// FCM took the message.
     case sent
     /// The token is dead: remove the device, never try it again.
     case unregistered(String)

@@ -66,7 +66,9 @@ public struct VAPIDKey: Sendable {
 
 /// Why a configured VAPID key or subject was refused.
 public enum VAPIDError: Error, Equatable, CustomStringConvertible {
+    /// The private key is not 32 bytes of base64url naming a P-256 key; the text says which.
     case invalidKey(String)
+    /// A subscription's endpoint has no origin the JWT's audience can name; the text is the endpoint.
     case invalidEndpoint(String)
 
     public var description: String {

@@ -1,4 +1,3 @@
-
 /// A card's score for one user, as of `timestamp` (any number the backend counts time in,
 /// compared as a number).
 public struct ScoreUpdate: Sendable, Equatable {

@@ -3,17 +3,23 @@ public import Foundation
 /// What a notification would do, worked out without storing or sending anything: who it
 /// reaches, which deliveries the router plans, and what each push provider says of them.
 public struct DryRunReport: Sendable {
+    /// What one push sink's provider said of its delivery.
     public struct ProviderAnswer: Sendable, Equatable {
+        /// The sink that asked its provider.
         public var sink: String
+        /// The provider's verdict.
         public var result: DryRunResult
 
+        /// An answer from `sink`.
         public init(sink: String, result: DryRunResult) {
             self.sink = sink
             self.result = result
         }
     }
 
+    /// The notification as it would be accepted.
     public var notification: HeraldNotification
+    /// Users it would reach.
     public var recipients: Int
     /// In the order the router planned them; ids are 0: nothing was stored.
     public var deliveries: [Delivery]

@@ -6,9 +6,13 @@ public struct NotificationService: Sendable {
     /// How long an idempotency key is remembered.
     public static let idempotencyWindow: TimeInterval = 24 * 3600
 
+    /// Checks submissions and builds notifications.
     public let validator: NotificationValidator
+    /// Plans each recipient's deliveries.
     public let router: NotificationRouter
+    /// The configured sinks, for dry runs' provider checks.
     public let sinks: SinkRegistry
+    /// Where notifications, their deliveries and their recipients are stored and read.
     public let store: any (NotificationStore & UserStore & TopicStore)
     /// Subscribers read and written per page in a topic fan-out.
     public var fanOutPageSize = 1_000
@@ -16,7 +20,9 @@ public struct NotificationService: Sendable {
     /// transaction (`fanout.inline_limit`); larger ones are committed as a ``FanOutJob`` and
     /// written by ``FanOutWorker``.
     public var fanOutInlineLimit = 10_000
+    /// Makes the notifications' ids.
     public let ids: ObjectIDGenerator
+    /// Where accepts are counted.
     public var metrics = HeraldMetrics()
     /// The engine that sends this process's deliveries (``DeliveryEngine/handOff``): an accept
     /// for users stores the deliveries it admits leased to it, so no worker has to claim them.

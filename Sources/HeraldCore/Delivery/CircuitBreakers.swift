@@ -19,8 +19,10 @@ public struct CircuitConfiguration: Sendable, Equatable {
     /// Short, so a provider that comes back is sending again within seconds (a probe round
     /// that fails costs no attempt: ``DeliveryUpdate/givesBackAttempt``).
     public var probeAfter: Duration = .seconds(2)
+    /// The longest the wait between probe rounds grows to.
     public var maxProbeInterval: Duration = .seconds(8)
 
+    /// The defaults `delivery.circuit` starts from.
     public init() {}
 }
 
@@ -50,11 +52,13 @@ public final class CircuitBreakers: Sendable {
         /// How often this circuit has opened.
         public var timesOpened = 0
 
+        /// Whether the circuit is open (or half-open, probing).
         public var isOpen: Bool { openedAt != nil }
         var probing: Bool { probesOutstanding > 0 }
 
         /// Deliveries in the window and the share of them that failed (0 with none).
         public var judged: Int { recent.count }
+        /// The share of ``judged`` deliveries that failed.
         public var failureRate: Double { recent.isEmpty ? 0 : Double(recent.filter { !$0 }.count) / Double(recent.count) }
 
         /// A closed circuit that has never failed.
@@ -73,6 +77,7 @@ public final class CircuitBreakers: Sendable {
         var endpoint: String
     }
 
+    /// Every sink's circuit closed.
     public init(configuration: CircuitConfiguration = .init()) {
         self.configuration = configuration
     }
@@ -80,6 +85,7 @@ public final class CircuitBreakers: Sendable {
     /// Deliveries let through at once while half-open.
     var probeBatch: Int { max(1, configuration.probes) }
 
+    /// `sink`'s circuit now; a sink never judged has a closed one.
     public func state(of sink: String) -> State {
         states.withLock { $0[sink] ?? State() }
     }

@@ -23,10 +23,13 @@ public final class CredentialRefusals: Sendable {
     /// The push services whose refusals can prove the key wrong: lower-case host names, or
     /// suffixes written with a leading dot (`.notify.windows.com`).
     public let witnesses: Set<String>
+    /// Distinct endpoints a witness must refuse before the key is judged wrong.
     public let threshold: Int
+    /// Seconds within which those refusals must fall.
     public let window: TimeInterval
     private let state = Mutex(State())
 
+    /// A judge with no refusals yet: three endpoints in ten minutes by default.
     public init(witnesses: Set<String>, threshold: Int = 3, window: TimeInterval = 600) {
         self.witnesses = Set(witnesses.map { $0.lowercased() })
         self.threshold = max(1, threshold)

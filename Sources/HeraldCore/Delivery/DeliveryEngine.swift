@@ -22,12 +22,15 @@ public struct DeliveryEngineConfiguration: Sendable, Equatable {
     public var lease: Duration = .seconds(60)
     /// The longest an idle worker waits before looking for due retries.
     public var idlePoll: Duration = .seconds(1)
+    /// When failed deliveries are tried again, and how many times (`delivery.retry`).
     public var retry: RetryPolicy = RetryPolicy()
     /// The longest a sink's retry-after (a provider's `Retry-After`) may postpone a delivery;
     /// a longer one is capped, so one odd answer cannot park work for years.
     public var maxRetryAfter: Duration = .seconds(3600)
+    /// When a failing sink's circuit opens, and how it is probed.
     public var circuit = CircuitConfiguration()
 
+    /// The defaults `delivery:` starts from.
     public init() {}
 }
 
@@ -56,6 +59,9 @@ public final class DeliveryEngine: Service {
     /// Where badge-carrying sinks' counts come from, when a module keeps them.
     let badgeCounts: (any BadgeCounts)?
 
+    /// An engine over `queue` delivering through `sinks`; it claims nothing until ``run()``.
+    /// `dueHooks` see each sink's due deliveries in order before the sink does; `badgeCounts`,
+    /// when given, fills ``Delivery/badge`` for sinks that carry one; `clock` is for tests.
     public init(
         queue: any DeliveryQueue, sinks: SinkRegistry, configuration: DeliveryEngineConfiguration = .init(),
         logger: Logger = DeliveryEngine.silentLogger, metrics: HeraldMetrics = HeraldMetrics(), dueHooks: [any DueHook] = [],

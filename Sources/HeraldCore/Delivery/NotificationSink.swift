@@ -85,6 +85,7 @@ public struct Delivery: Sendable, Equatable {
 
 /// What happened to one delivery.
 public enum DeliveryOutcome: Sendable, Equatable {
+    /// The provider (or the sink's own store) took it.
     case delivered
     /// A transient failure: try again, no sooner than `after` when the provider said so.
     /// `scope` says what the failure is about; by default the provider (it may be down).

@@ -4,8 +4,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxAttempts: Int
     /// The delay before the second attempt; it doubles after each failure.
     public var baseDelay: Duration
+    /// The longest any one delay grows to.
     public var maxDelay: Duration
 
+    /// Eight attempts, from two seconds, capped at an hour, by default.
     public init(maxAttempts: Int = 8, baseDelay: Duration = .seconds(2), maxDelay: Duration = .seconds(3600)) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay

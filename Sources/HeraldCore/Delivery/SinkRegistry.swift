@@ -1,5 +1,6 @@
 /// The sinks a server delivers through, by name. Built once from configuration.
 public struct SinkRegistry: Sendable {
+    /// The sinks in configuration order.
     public let sinks: [any NotificationSink]
     private let byName: [String: any NotificationSink]
 
@@ -19,10 +20,13 @@ public struct SinkRegistry: Sendable {
         self.byName = byName
     }
 
+    /// The sink named `name`, if one is.
     public subscript(name: String) -> (any NotificationSink)? { byName[name] }
 
+    /// Every sink's name, in configuration order.
     public var names: [String] { sinks.map(\.name) }
 
+    /// Whether `name` may name a sink instance: 1-64 of `a-z`, `0-9`, `_`, `-` and `:`.
     public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 64
             && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 || $0 == 58 }

@@ -5,18 +5,26 @@ public struct FeedMessage: Sendable, Equatable {
     /// `"CA"` in `targetRegions` means every region.
     public static let everyRegion = "CA"
 
+    /// The message's id.
     public var id: ObjectID
+    /// Its title.
     public var title: String
+    /// Its text.
     public var body: String
+    /// Where opening it leads; nil for nowhere.
     public var url: String?
+    /// When it was posted (the order apps show).
     public var postedAt: Date
+    /// When it leaves the feed.
     public var expiresAt: Date
     /// Higher first.
     public var priority: Int
+    /// The regions it is for; ``everyRegion`` for all.
     public var targetRegions: [String]
     /// A semver range; nil means every version.
     public var targetVersion: String?
 
+    /// A message as stored.
     public init(
         id: ObjectID, title: String, body: String, url: String?, postedAt: Date, expiresAt: Date, priority: Int,
         targetRegions: [String], targetVersion: String?
@@ -49,6 +57,7 @@ public protocol FeedStore: Sendable {
 }
 
 extension FeedStore {
+    /// Returns at once: one process writes the store, and it knows its own changes.
     public func watchFeedChanges(_ changed: @escaping @Sendable () -> Void) async throws {}
 }
 
@@ -59,8 +68,10 @@ public struct FeedQuery: Sendable, Hashable {
     public var region: String? {
         didSet { region = region.map(RegionCode.folded) }
     }
+    /// The app version asking; nil skips the version filter (every message's range passes).
     public var version: SemanticVersion?
 
+    /// A query; the region is folded as ``region`` keeps it.
     public init(region: String? = nil, version: SemanticVersion? = nil) {
         self.region = region.map(RegionCode.folded)
         self.version = version

@@ -2,15 +2,24 @@ public import Foundation
 
 /// The body of `POST /api/feed/messages`.
 public struct FeedMessageSubmission: Decodable, Sendable {
+    /// `title`, required.
     public var title: String?
+    /// `body`.
     public var body: String?
+    /// `url`, resolved like a notification's.
     public var url: String?
+    /// `posted_at` (RFC 3339); the time of the request when absent.
     public var postedAt: String?
+    /// `expires_at` (RFC 3339), required, after `posted_at` and in the future.
     public var expiresAt: String?
+    /// `priority`, higher first; 0 when absent.
     public var priority: Int?
+    /// `target_regions`, required: region codes, `"CA"` for every region.
     public var targetRegions: [String]?
+    /// `target_version`: a semver range the app's version must satisfy.
     public var targetVersion: String?
 
+    /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = ["title", "body", "url", "posted_at", "expires_at", "priority", "target_regions", "target_version"]
 
     enum CodingKeys: String, CodingKey {
@@ -33,6 +42,8 @@ public struct FeedMessageSubmission: Decodable, Sendable {
         targetVersion = try c.decodeIfPresent(String.self, forKey: .targetVersion)
     }
 
+    /// The message to store as `id`.
+    /// - Throws: a 422 naming the first field that breaks a rule.
     public func validated(id: ObjectID, now: Date, resources: ResourceResolver) throws -> FeedMessage {
         guard let title, !title.isEmpty else { throw title == nil ? HeraldError.missingField("title") : HeraldError.invalidField("title", "must not be empty") }
         guard title.unicodeScalars.count <= NotificationValidator.maxTitleLength else {

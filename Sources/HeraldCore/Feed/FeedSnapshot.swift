@@ -34,6 +34,7 @@ public final class FeedSnapshot: Sendable {
     /// Told after each reload, for live streams to check whether what they serve changed.
     public let reloads = Broadcaster<Void>()
 
+    /// An empty snapshot, until the first ``reload(from:)``.
     public init() {}
 
     /// Replaces the snapshot with the store's current messages, unless a read that began after

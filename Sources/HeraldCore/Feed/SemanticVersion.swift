@@ -2,7 +2,9 @@
 public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// A prerelease identifier: numeric ones compare as numbers and sort before alphanumeric ones.
     public enum Identifier: Sendable, Hashable, Comparable, CustomStringConvertible {
+        /// Digits only, compared as a number.
         case numeric(Int)
+        /// Anything else, compared as ASCII text, after every numeric one.
         case alphanumeric(String)
 
         init?(_ text: Substring) {
@@ -32,15 +34,20 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
         }
     }
 
+    /// The major number.
     public var major: Int
+    /// The minor number.
     public var minor: Int
+    /// The patch number.
     public var patch: Int
+    /// The pre-release identifiers (`1.2.0-beta.2`: `beta`, `2`); empty for a release.
     public var prerelease: [Identifier]
 
     /// The largest major, minor or patch number read (npm's too: 2^53 - 1). A range's upper
     /// bound is the next number (`1.x` is `>=1.0.0 <2.0.0-0`), which for Int.max would trap.
     public static let maxComponent = 9_007_199_254_740_991
 
+    /// A version from its parts.
     public init(_ major: Int, _ minor: Int, _ patch: Int, prerelease: [Identifier] = []) {
         self.major = major
         self.minor = minor
@@ -60,6 +67,7 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
         self.init(major, partial.minor ?? 0, partial.patch ?? 0, prerelease: partial.prerelease)
     }
 
+    /// Major, minor and patch, for comparing releases.
     public var tuple: [Int] { [major, minor, patch] }
 
     public static func < (lhs: SemanticVersion, rhs: SemanticVersion) -> Bool {

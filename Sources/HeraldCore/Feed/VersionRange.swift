@@ -40,6 +40,8 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
         sets = try alternatives.map { try Self.parseSet($0.trimmingCharacters(in: .whitespaces), whole: text) }
     }
 
+    /// Whether `version` is in the range. A pre-release is, as npm reads ranges, only where a
+    /// comparator of the same major, minor and patch names a pre-release itself.
     public func isSatisfied(by version: SemanticVersion) -> Bool {
         sets.contains { set in
             guard set.allSatisfy({ $0.test(version) }) else { return false }

@@ -10,8 +10,10 @@ public final class Broadcaster<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
+    /// A broadcaster with no listeners.
     public init() {}
 
+    /// Calls every listener registered now with `value`, on this task.
     public func send(_ value: Value) {
         let listeners = state.withLock { Array($0.listeners.values) }
         for listener in listeners { listener(value) }

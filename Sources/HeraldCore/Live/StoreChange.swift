@@ -21,8 +21,10 @@ public protocol ChangeStore: Sendable {
 public struct SequencedHistoryItem: Sendable, Equatable {
     /// Grows with each row written for the user, in commit order; the stream's event id.
     public var sequence: Int64
+    /// The row as the history endpoint shows it.
     public var item: HistoryItem
 
+    /// A row and its place in the user's order.
     public init(sequence: Int64, item: HistoryItem) {
         self.sequence = sequence
         self.item = item

@@ -2,6 +2,7 @@ public import Foundation
 
 /// Base64url without padding (RFC 4648 §5), the encoding Web Push keys and VAPID use.
 public enum Base64URL {
+    /// `data` in base64url, without padding.
     public static func encode(_ data: some DataProtocol) -> String {
         Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")

@@ -183,12 +183,18 @@ public struct DeviceRegistration: Sendable, Equatable {
 
 /// Attributes a backend sets on a user (`PUT /api/users/{id}`), used by audiences and content.
 public struct UserAttributes: Sendable, Equatable, Codable {
+    /// `tier_id`: the user's plan or level, for tier audiences and content.
     public var tierID: String?
+    /// `group_ids`: the groups the user belongs to, at most 1000.
     public var groupIDs: [String]
+    /// `region`: a region code, for content and feed targeting.
     public var region: String?
+    /// `app_version`: the version of the app the user runs.
     public var appVersion: String?
+    /// `locale`: a BCP 47 language tag such as `fr-CA`.
     public var locale: String?
 
+    /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = ["tier_id", "group_ids", "region", "app_version", "locale"]
 
     enum CodingKeys: String, CodingKey {
@@ -198,6 +204,7 @@ public struct UserAttributes: Sendable, Equatable, Codable {
         case appVersion = "app_version"
     }
 
+    /// Attributes as given; ``validate()`` checks them.
     public init(tierID: String? = nil, groupIDs: [String] = [], region: String? = nil, appVersion: String? = nil, locale: String? = nil) {
         self.tierID = tierID
         self.groupIDs = groupIDs
@@ -224,6 +231,7 @@ public struct UserAttributes: Sendable, Equatable, Codable {
         try container.encode(locale, forKey: .locale)
     }
 
+    /// - Throws: a 422 naming the field when a value is empty or longer than 128 characters, or there are more than 1000 groups.
     public func validate() throws {
         guard groupIDs.count <= 1_000 else { throw HeraldError.invalidField("group_ids", "must have at most 1000 entries") }
         for (name, value) in [("tier_id", tierID), ("region", region), ("app_version", appVersion), ("locale", locale)] {

@@ -3,6 +3,7 @@
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
+    /// Two lowercase hex digits per byte.
     public static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
         var out = [UInt8]()
         out.reserveCapacity(bytes.underestimatedCount * 2)

@@ -2,12 +2,19 @@ import Foundation
 
 /// Any JSON value, kept as it was sent: content items carry free fields Herald does not interpret.
 public enum JSONValue: Sendable, Hashable, Codable {
+    /// A string.
     case string(String)
+    /// A number with a fraction or exponent.
     case number(Double)
+    /// A whole number that fits 64 bits.
     case integer(Int64)
+    /// `true` or `false`.
     case bool(Bool)
+    /// `null`.
     case null
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {

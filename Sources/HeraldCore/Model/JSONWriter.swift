@@ -7,14 +7,17 @@
 /// Strings are escaped as RFC 8259 requires (quote, backslash, and control characters below
 /// U+0020); everything else, slashes and non-ASCII included, is written as its UTF-8 bytes.
 public struct JSONWriter: Sendable {
+    /// The document written so far.
     public private(set) var bytes: [UInt8] = []
     /// Whether the next value in the open object or array needs a comma before it.
     private var needsComma = false
 
+    /// An empty document with room for `capacity` bytes before it grows.
     public init(capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
     }
 
+    /// The document as a string.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// `{ … }`, with `body` writing its members.
@@ -44,24 +47,28 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// A string value, escaped.
     public mutating func string(_ value: String) {
         separate()
         writeString(value)
         needsComma = true
     }
 
+    /// An integer value, in decimal.
     public mutating func integer(_ value: some BinaryInteger) {
         separate()
         bytes.append(contentsOf: String(value).utf8)
         needsComma = true
     }
 
+    /// `true` or `false`.
     public mutating func bool(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
         needsComma = true
     }
 
+    /// `null`.
     public mutating func null() {
         separate()
         bytes.append(contentsOf: "null".utf8)
@@ -105,6 +112,7 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// An array of strings, in the order given.
     public mutating func stringArray(_ values: [String]) {
         array { writer in
             for value in values { writer.string(value) }

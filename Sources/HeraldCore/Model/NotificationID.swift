@@ -5,6 +5,7 @@ import Synchronization
 /// like a MongoDB ObjectId: 4 bytes of Unix seconds, 5 random bytes chosen once per process,
 /// and a 3-byte counter.
 public struct ObjectID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+    /// The 24 lowercase hex characters.
     public let hex: String
 
     /// Accepts exactly 24 lowercase hex characters.
@@ -50,12 +51,14 @@ public final class ObjectIDGenerator: Sendable {
     private let processUnique: [UInt8]
     private let counter: Mutex<UInt32>
 
+    /// A generator with this process's random bytes and a random first count.
     public init() {
         var rng = SystemRandomNumberGenerator()
         self.processUnique = (0..<5).map { _ in UInt8.random(in: 0...255, using: &rng) }
         self.counter = Mutex(UInt32.random(in: 0..<0xFF_FFFF, using: &rng))
     }
 
+    /// A new id with `date`'s second; ids made in one second are ordered by the counter.
     public func next(at date: Date = Date()) -> ObjectID {
         let seconds = UInt32(clamping: Int64(saturating: date.timeIntervalSince1970.rounded(.down)))
         let count = counter.withLock { value -> UInt32 in

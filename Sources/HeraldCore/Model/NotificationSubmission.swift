@@ -3,23 +3,38 @@
 /// Field names are the wire names; ``NotificationValidator`` turns a submission into a
 /// ``HeraldNotification`` or a ``HeraldError`` naming the offending field.
 public struct NotificationSubmission: Decodable, Sendable {
+    /// `type`: a built-in or configured notification type (``NotificationTypes``).
     public var type: String?
+    /// `title`: the visible title; required for the alert distribution.
     public var title: String?
+    /// `body`: the visible text, at most ``NotificationValidator/maxBodyLength`` bytes.
     public var body: String?
+    /// `url`: where opening the notification leads, absolute or resolved against the public base URL.
     public var url: String?
+    /// `data`: string pairs handed to the app as they are.
     public var data: [String: String]?
+    /// `distribution`: `alert` (a visible push) or `information` (silent data).
     public var distribution: String?
+    /// `priority`: 1-10, the provider's urgency.
     public var priority: Int?
+    /// `expires_at`: an RFC 3339 time after which the notification is no longer sent.
     public var expiresAt: String?
+    /// `collapse_key`: newer notifications under the same key replace older ones on the device.
     public var collapseKey: String?
+    /// `idempotency_key`: the same request under the same key within 24 hours returns the first receipt.
     public var idempotencyKey: String?
+    /// `user_ids`: the recipients, at most ``NotificationValidator/maxRecipients``.
     public var userIDs: [String]?
+    /// `topic`: a Message Hub topic whose subscribers receive it.
     public var topic: String?
+    /// `audience`: users picked by tier, group or id, or everyone.
     public var audience: Audience?
+    /// `broadcast`: a message for the pull feed, optionally narrowed.
     public var broadcast: BroadcastTarget?
     /// Validate, route and ask the push providers to validate; store and send nothing.
     public var dryRun: Bool?
 
+    /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -50,6 +65,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun)
     }
 
+    /// A submission with the given fields, as a body with them would decode.
     public init(
         type: String? = nil, title: String? = nil, body: String? = nil, url: String? = nil,
         data: [String: String]? = nil, distribution: String? = nil, priority: Int? = nil,
@@ -75,8 +91,12 @@ public struct NotificationSubmission: Decodable, Sendable {
 
 /// `broadcast`: `true`, or an object with optional `regions`, `version` and `expires_at`.
 public struct BroadcastTarget: Decodable, Sendable, Equatable {
+    /// Region codes the message is for; nil for every region.
     public var regions: [String]?
+    /// The app versions it is for (a range such as `>=2.1 <3`); nil for every version.
     public var version: String?
+    /// When it leaves the feed (RFC 3339); nil for the notification's `expires_at`, else the
+    /// default lifetime.
     public var expiresAt: String?
 
     enum CodingKeys: String, CodingKey {
@@ -127,8 +147,10 @@ extension Audience {
 
 /// A tier or group id: a string, or an integer taken as its decimal text (docs/content.md).
 public struct LenientID: Decodable, Sendable, Equatable {
+    /// The id as text.
     public var value: String
 
+    /// An id given as text.
     public init(_ value: String) { self.value = value }
 
     public init(from decoder: any Decoder) throws {
@@ -146,6 +168,7 @@ public struct LenientID: Decodable, Sendable, Equatable {
 /// An integer field read as a number first: Foundation reports a fractional or huge number for
 /// an `Int` without the field's path (or with an error of its own), so this names the field.
 public struct WholeNumber: Decodable, Sendable {
+    /// The number read.
     public var value: Int
 
     public init(from decoder: any Decoder) throws {

@@ -1,6 +1,7 @@
 /// The set of notification types a server accepts: the built-in well-known types plus the
 /// operator's `types.extra`.
 public struct NotificationTypes: Sendable, Equatable {
+    /// The well-known types every server accepts (docs/routing.md).
     public static let builtIn = ["upvote", "comment", "hot", "top", "leader", "message", "reply", "violation", "generic", "alert", "like"]
 
     /// Every accepted type, built-ins first, in a stable order for error messages.
@@ -20,6 +21,7 @@ public struct NotificationTypes: Sendable, Equatable {
         self.lookup = Set(all)
     }
 
+    /// Whether `type` is accepted.
     public func contains(_ type: String) -> Bool { lookup.contains(type) }
 
     /// Throws the 400 that lists the valid types when `type` is unknown.

@@ -2,25 +2,34 @@ public import Foundation
 
 /// Checks a ``NotificationSubmission`` against the rules of docs/routing.md and builds the ``HeraldNotification``.
 public struct NotificationValidator: Sendable {
+    /// Users a notification's `user_ids` may name.
     public static let maxRecipients = 1_000
     /// Ids an audience may list per kind (tiers, groups, users); the users they match are unbounded.
     public static let maxAudienceIDs = 1_000
     /// Lengths count Unicode code points, as JSON Schema's `maxLength` in openapi.yaml does.
     public static let maxTitleLength = 1_024
+    /// Longest `body`, in code points.
     public static let maxBodyLength = 8_192
     /// Priorities a notification or feed message may have.
     public static let priorityRange = -1_000_000...1_000_000
+    /// Pairs `data` may hold.
     public static let maxDataEntries = 100
+    /// Longest `collapse_key` and `idempotency_key`, in code points.
     public static let maxKeyLength = 255
 
+    /// The types a notification may have.
     public var types: NotificationTypes
+    /// Resolves a relative `url` against the public base URL.
     public var resources: ResourceResolver
 
+    /// A validator accepting `types` and resolving URLs with `resources`.
     public init(types: NotificationTypes, resources: ResourceResolver) {
         self.types = types
         self.resources = resources
     }
 
+    /// - Returns: the notification as accepted, with `id` and `now` as its acceptance time.
+    /// - Throws: a ``HeraldError`` naming the first field that breaks a rule.
     public func validate(_ submission: NotificationSubmission, id: ObjectID, now: Date) throws -> HeraldNotification {
         guard let type = submission.type else { throw HeraldError.missingField("type") }
         try types.validate(type)

@@ -5,6 +5,7 @@ import Foundation
 /// `/posts/DKJW` becomes `<public_base_url>/posts/DKJW`; an absolute http(s) URL is kept;
 /// nil stays nil, meaning the notification refers to no resource.
 public struct ResourceResolver: Sendable, Equatable {
+    /// The base relative paths resolve against, without a trailing slash.
     public let publicBaseURL: String
 
     /// - Throws: a 422 when `publicBaseURL` is not an absolute http(s) URL.
@@ -19,6 +20,8 @@ public struct ResourceResolver: Sendable, Equatable {
         self.publicBaseURL = base
     }
 
+    /// - Returns: the absolute URL, or nil for nil.
+    /// - Throws: a 422 naming `field` for a value that is neither a path nor an absolute http(s) URL.
     public func resolve(_ resource: String?, field: String = "url") throws -> String? {
         guard let resource else { return nil }
         if resource.hasPrefix("/") && !resource.hasPrefix("//") {

@@ -4,9 +4,12 @@ public import Foundation
 /// `2022-04-08T15:17:41.900560` (UTC, six fractional digits, no offset), the form the Pong app
 /// parses and Herald's default; `rfc3339` adds the `Z`.
 public enum TimestampStyle: String, Sendable, CaseIterable {
+    /// `2022-04-08T15:17:41.900560`: UTC, no offset (the default).
     case pong
+    /// `2022-04-08T15:17:41.900560Z`.
     case rfc3339
 
+    /// `date` in this style, to the microsecond.
     public func format(_ date: Date) -> String {
         let text = Timestamp.format(date)
         return self == .pong ? String(text.dropLast()) : text
@@ -27,6 +30,7 @@ public enum Timestamp {
         clamp(Int64(saturating: (date.timeIntervalSince1970 * 1_000_000).rounded()))
     }
 
+    /// The instant a stored value names, clamped to ``representable``.
     public static func date(microseconds: Int64) -> Date {
         Date(timeIntervalSince1970: TimeInterval(clamp(microseconds)) / 1_000_000)
     }
@@ -35,10 +39,12 @@ public enum Timestamp {
         min(max(microseconds, representable.lowerBound), representable.upperBound)
     }
 
+    /// `date` as RFC 3339 in UTC with six fractional digits and `Z`.
     public static func format(_ date: Date) -> String {
         format(microseconds: microseconds(date))
     }
 
+    /// A stored value as RFC 3339 (``format(_:)``), clamped to ``representable`` first.
     public static func format(microseconds unclamped: Int64) -> String {
         let microseconds = clamp(unclamped)
         let seconds = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000

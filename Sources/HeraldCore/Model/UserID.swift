@@ -3,6 +3,7 @@ import Foundation
 /// User ids are opaque strings chosen by the backend; Herald only insists they are printable,
 /// and written one way.
 public enum UserID {
+    /// Longest id, in code points.
     public static let maxLength = 128
 
     /// - Throws: a 422 naming `field` when `id` is empty, too long, has spaces or control
@@ -19,7 +20,7 @@ public enum UserID {
     }
 
     /// - Throws: a 422 naming `field` when `text`, an id matched against others by bytes, is not
-    ///   in Unicode normalization form C (see ``isNFC(_:)``).
+    ///   in Unicode normalization form C.
     public static func checkNFC(_ text: String, field: String) throws {
         guard isNFC(text) else {
             throw HeraldError.invalidField(

@@ -2,7 +2,9 @@ public import Foundation
 
 /// Whether a user wants push at all, or prefers to pull from history.
 public enum DeliveryPreference: String, Sendable, Codable {
+    /// Push notifications, as settings allow.
     case push
+    /// No push: the app reads its history.
     case pull
 }
 
@@ -12,10 +14,12 @@ public struct UserSettings: Sendable, Equatable, Codable {
     public var enabled: Bool
     /// Per-type push opt-out: `false` means no push for that type.
     public var types: [String: Bool]
+    /// Push, or pull only (the app reads its history; no push is sent).
     public var delivery: DeliveryPreference
     /// During quiet hours alerts arrive silently, as information.
     public var quietHours: QuietHours?
 
+    /// The defaults: push on for every type, no quiet hours.
     public init(enabled: Bool = true, types: [String: Bool] = [:], delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil) {
         self.enabled = enabled
         self.types = types
@@ -47,10 +51,14 @@ public struct UserSettings: Sendable, Equatable, Codable {
 
 /// `{"start":"22:00","end":"07:00","tz":"America/Toronto"}`; the window may wrap midnight.
 public struct QuietHours: Sendable, Equatable, Codable {
+    /// `HH:MM`, when the window opens (24-hour clock).
     public var start: String
+    /// `HH:MM`, when it closes; earlier than `start` for a window over midnight.
     public var end: String
+    /// An IANA zone name (`Europe/Paris`); the window is read in it.
     public var tz: String
 
+    /// A window as given; ``validate(field:)`` checks it.
     public init(start: String, end: String, tz: String) {
         self.start = start
         self.end = end
@@ -102,14 +110,19 @@ public struct QuietHours: Sendable, Equatable, Codable {
 /// A `PATCH /api/notifications/settings` body: only the fields present change.
 /// `"quiet_hours": null` removes quiet hours; `types` entries merge into the existing map.
 public struct SettingsPatch: Decodable, Sendable {
+    /// The master switch, when given.
     public var enabled: Bool?
+    /// Per-type entries to merge into the stored map, when given.
     public var types: [String: Bool]?
+    /// `push` or `pull`, when given (checked when applied).
     public var delivery: String?
     /// Outer nil: not given. Inner nil: given as null.
     public var quietHours: QuietHours??
 
+    /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = ["enabled", "types", "delivery", "quiet_hours"]
 
+    /// A patch changing only the fields given.
     public init(enabled: Bool? = nil, types: [String: Bool]? = nil, delivery: String? = nil, quietHours: QuietHours?? = nil) {
         self.enabled = enabled
         self.types = types

@@ -10,11 +10,14 @@ public final class DeliveryTimeline: Sendable {
     public struct Minute: Sendable, Equatable {
         /// The minute's start.
         public var start: Date
+        /// Deliveries delivered.
         public var delivered = 0
+        /// Attempts that failed and will be tried again.
         public var retried = 0
         /// Failed or dead: given up on.
         public var failed = 0
 
+        /// A minute's counts.
         public init(start: Date, delivered: Int = 0, retried: Int = 0, failed: Int = 0) {
             (self.start, self.delivered, self.retried, self.failed) = (start, delivered, retried, failed)
         }
@@ -22,10 +25,14 @@ public final class DeliveryTimeline: Sendable {
 
     /// A circuit opening (with why) or closing.
     public struct CircuitChange: Sendable, Equatable {
+        /// When it changed.
         public var at: Date
+        /// True when it opened, false when it closed.
         public var opened: Bool
+        /// Why it opened; nil for a closing.
         public var reason: String?
 
+        /// A change as recorded.
         public init(at: Date, opened: Bool, reason: String?) {
             (self.at, self.opened, self.reason) = (at, opened, reason)
         }
@@ -42,6 +49,7 @@ public final class DeliveryTimeline: Sendable {
 
     private let sinks = Mutex<[String: Sink]>([:])
 
+    /// An empty timeline.
     public init() {}
 
     /// Counts one delivery outcome of `sink` (`delivered`, `retry`, `failed` or `dead`).

@@ -38,6 +38,7 @@ public struct HeraldMetrics: Sendable {
         }
     }
 
+    /// A failed delivery of `sink` was scheduled to be tried again.
     public func retryScheduled(sink: String) {
         Counter(label: "herald_delivery_retries_total", dimensions: [("sink", sink)], factory: factory).increment()
     }
@@ -59,6 +60,7 @@ public struct HeraldMetrics: Sendable {
         handles.counter("herald_http_refused_total", [("code", code)], factory: factory).increment()
     }
 
+    /// A request answered, by method, route pattern (never the path: ids would be labels) and status.
     public func httpRequest(method: String, route: String, status: Int) {
         handles.counter("herald_http_requests_total", [("method", method), ("route", route), ("status", String(status))], factory: factory).increment()
     }

@@ -14,7 +14,9 @@
 /// is a pipe or a file (a container runtime, systemd, `| tee`), so a long-running process's
 /// lines (the console sink's pushes) showed up kilobytes later, or never when it was stopped.
 public enum StandardStream: Int32, Sendable {
+    /// Standard output.
     case output = 1
+    /// Standard error.
     case error = 2
 
     /// Writes `text` as is, in as few `write(2)` calls as the stream takes (one for a line a pipe

@@ -25,13 +25,20 @@ public enum Role: String, Sendable, Codable, CaseIterable {
     }
 }
 
+/// An API key as stored and listed (`herald keys list`): never its secret, only its hash.
 public struct APIKeyRecord: Sendable, Equatable {
+    /// The key's id, as `herald keys list` shows it and `herald keys revoke` takes it.
     public var id: ObjectID
+    /// The operator's name for it.
     public var name: String
+    /// What it may do.
     public var role: Role
+    /// When it was created.
     public var createdAt: Date
+    /// When it was revoked; nil while it works.
     public var revokedAt: Date?
 
+    /// A record as stored.
     public init(id: ObjectID, name: String, role: Role, createdAt: Date, revokedAt: Date? = nil) {
         self.id = id
         self.name = name

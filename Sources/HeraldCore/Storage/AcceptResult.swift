@@ -1,14 +1,18 @@
 /// What `POST /api/notifications` answers, and answers again for a repeated idempotency key.
 public struct NotificationReceipt: Sendable, Equatable {
+    /// The notification's id.
     public var id: ObjectID
+    /// Users it is for.
     public var recipients: Int
 
+    /// A receipt for `id`.
     public init(id: ObjectID, recipients: Int) {
         self.id = id
         self.recipients = recipients
     }
 }
 
+/// What storing a notification did, idempotency keys considered.
 public enum AcceptResult: Sendable, Equatable {
     /// Stored now.
     case accepted(NotificationReceipt)
@@ -19,6 +23,7 @@ public enum AcceptResult: Sendable, Equatable {
     /// the receipt is the first request's.
     case keyReused(NotificationReceipt)
 
+    /// The receipt to answer with, whatever the case.
     public var receipt: NotificationReceipt {
         switch self {
         case .accepted(let receipt), .replayed(let receipt), .keyReused(let receipt): receipt
@@ -32,9 +37,12 @@ public enum AcceptResult: Sendable, Equatable {
 public struct IdempotencyClaim: Sendable, Equatable {
     /// Whose key it is: the sending API key's id.
     public var scope: String
+    /// The sender's key, as sent.
     public var key: String
+    /// SHA-256 of the request's canonical JSON, hex.
     public var requestHash: String
 
+    /// A claim of `key` by `scope` for the request hashed to `requestHash`.
     public init(scope: String, key: String, requestHash: String) {
         self.scope = scope
         self.key = key

@@ -2,27 +2,42 @@ public import Foundation
 
 /// The state of one delivery (docs/durability.md).
 public enum DeliveryState: String, Sendable, Codable, CaseIterable {
+    /// Waiting for its first attempt or a retry.
     case pending
+    /// The provider (or the sink's own store) took it.
     case delivered
+    /// Refused for good (a bad token, a payload the provider rejects): never retried.
     case failed
+    /// Every attempt failed (``RetryPolicy/maxAttempts``).
     case dead
 }
 
 /// A stored delivery as `GET /api/notifications/{id}` shows it.
 public struct DeliveryRecord: Sendable, Equatable {
+    /// The delivery's id.
     public var id: Int64
+    /// The sink instance it goes through.
     public var sink: String
+    /// The recipient; empty for a topic or broadcast delivery.
     public var userID: String
+    /// The device, for a per-device push; nil otherwise.
     public var deviceID: ObjectID?
     /// For a topic send, the topic.
     public var topic: String?
+    /// Alert (visible) or information (silent data).
     public var distribution: Distribution
+    /// Where it stands.
     public var state: DeliveryState
+    /// Attempts made so far.
     public var attempts: Int
+    /// Why the last attempt failed, if it did.
     public var lastError: String?
+    /// When it is next tried, while pending.
     public var nextAttemptAt: Date?
+    /// When it last changed.
     public var updatedAt: Date
 
+    /// A record as stored.
     public init(
         id: Int64, sink: String, userID: String, deviceID: ObjectID?, topic: String? = nil, distribution: Distribution, state: DeliveryState,
         attempts: Int, lastError: String?, nextAttemptAt: Date?, updatedAt: Date
@@ -43,8 +58,11 @@ public struct DeliveryRecord: Sendable, Equatable {
 
 /// The result of one delivery attempt, to be recorded.
 public struct DeliveryUpdate: Sendable, Equatable {
+    /// The delivery recorded.
     public var id: Int64
+    /// Its new state.
     public var state: DeliveryState
+    /// Its attempts, this one included.
     public var attempts: Int
     /// Kept as ``FailureReason/storable(_:)`` makes it.
     public private(set) var lastError: String?
@@ -61,6 +79,7 @@ public struct DeliveryUpdate: Sendable, Equatable {
     /// delivery that gives its attempt back (never below none), else 0. One rule for every engine.
     public var attemptsGivenBack: Int { state == .pending && givesBackAttempt && attempts > 0 ? 1 : 0 }
 
+    /// An update; `lastError` is cut to what a store keeps (``FailureReason/storable(_:)``).
     public init(id: Int64, state: DeliveryState, attempts: Int, lastError: String? = nil, nextAttemptAt: Date? = nil, removeDevice: ObjectID? = nil) {
         self.id = id
         self.state = state
@@ -73,6 +92,7 @@ public struct DeliveryUpdate: Sendable, Equatable {
 
 /// Which sinks' deliveries a claim may take.
 public enum SinkFilter: Sendable, Equatable {
+    /// Every sink's deliveries.
     case all
     /// Every sink but these (their circuits are open).
     case excluding(Set<String>)
@@ -91,9 +111,12 @@ public enum SinkFilter: Sendable, Equatable {
 
 /// A claimed delivery's lease: its id and the attempt it was claimed for (the fencing token).
 public struct DeliveryLease: Sendable, Equatable, Hashable {
+    /// The delivery claimed.
     public var id: Int64
+    /// The attempt it was claimed for: a record for another attempt is refused.
     public var attempt: Int
 
+    /// The lease on `id` for `attempt`.
     public init(id: Int64, attempt: Int) {
         self.id = id
         self.attempt = attempt

@@ -11,6 +11,7 @@ public enum FanOutKind: String, Sendable {
     /// deliveries for recipients with devices.
     case historyAndDevices = "history_devices"
 
+    /// The kind that stores `plan`.
     public init(_ plan: FanOutPlan) {
         switch plan {
         case .historyOnly: self = .history
@@ -30,6 +31,7 @@ public struct FanOutProgress: Sendable, Equatable {
     /// Whether every page is written.
     public var done: Bool
 
+    /// Progress as stored.
     public init(recipients: Int, written: Int, done: Bool) {
         self.recipients = recipients
         self.written = written
@@ -41,10 +43,14 @@ public struct FanOutProgress: Sendable, Equatable {
 /// a cursor, and ``FanOutWorker`` writes its recipients page by page, each page with the
 /// cursor's advance in one transaction, so a crash resumes where the last commit left off.
 public struct FanOutJob: Sendable, Equatable {
+    /// The notification whose recipients are written.
     public var notification: HeraldNotification
+    /// How their rows are made.
     public var kind: FanOutKind
+    /// How far the writing has got.
     public var progress: FanOutProgress
 
+    /// A job as stored.
     public init(notification: HeraldNotification, kind: FanOutKind, progress: FanOutProgress) {
         self.notification = notification
         self.kind = kind

@@ -2,14 +2,22 @@ public import Foundation
 
 /// One row of a user's history, in the shape apps parse (openapi.yaml).
 public struct HistoryItem: Sendable, Equatable {
+    /// The notification the row is for.
     public var notificationID: ObjectID
+    /// Its title.
     public var title: String
+    /// Its text.
     public var body: String
+    /// Its type.
     public var type: String
+    /// Where opening it leads; nil for nowhere.
     public var url: String?
+    /// When it was accepted.
     public var timestamp: Date
+    /// Whether the user marked it read.
     public var read: Bool
 
+    /// A row as stored.
     public init(notificationID: ObjectID, title: String, body: String, type: String, url: String?, timestamp: Date, read: Bool) {
         self.notificationID = notificationID
         self.title = title
@@ -21,11 +29,14 @@ public struct HistoryItem: Sendable, Equatable {
     }
 }
 
+/// One page of a user's history, newest first.
 public struct HistoryPage: Sendable, Equatable {
+    /// The rows, newest first.
     public var items: [HistoryItem]
     /// Pass as `before` to get the next (older) page; nil on the last page.
     public var next: String?
 
+    /// A page and the cursor to the next.
     public init(items: [HistoryItem], next: String?) {
         self.items = items
         self.next = next

@@ -12,14 +12,21 @@ public enum FanOutPlan: Sendable {
 
 /// A Message Hub message as archived (openapi.yaml `GET /message`).
 public struct ArchivedMessage: Sendable, Equatable {
+    /// `msi_key`: the message's id (the notification's, hex).
     public var msiKey: String
+    /// `topic_key`: the subject it was posted to (`channel-area-subject` ids).
     public var topicKey: String
+    /// The push title.
     public var title: String
+    /// The push text.
     public var desc: String
+    /// The full message the app shows when opened.
     public var message: String
+    /// Alert or Information, as the subject posted it.
     public var distribution: TopicDistribution
     /// Milliseconds since the epoch.
     public var timestamp: Int64
+    /// Who posted it: the key's role in words and its name (``Role/sender(keyName:)``).
     public var sender: String
 
     public init(
@@ -36,10 +43,14 @@ public struct ArchivedMessage: Sendable, Equatable {
     }
 }
 
+/// One page of a topic's archive, newest first.
 public struct MessagePage: Sendable, Equatable {
+    /// The messages, newest first.
     public var messages: [ArchivedMessage]
+    /// Pass as `before` to get the next (older) page; nil on the last page.
     public var next: String?
 
+    /// A page and the cursor to the next.
     public init(messages: [ArchivedMessage], next: String?) {
         self.messages = messages
         self.next = next

@@ -1,10 +1,13 @@
 public import Foundation
 
+/// A notification and where its deliveries stand (`GET /api/notifications/{id}`).
 public struct NotificationStatus: Sendable, Equatable {
     /// At most this many deliveries are listed; `summary` always counts all of them.
     public static let deliveryListLimit = 1_000
 
+    /// The notification as accepted.
     public var notification: HeraldNotification
+    /// Users it was for.
     public var recipients: Int
     /// The first ``deliveryListLimit`` deliveries, in creation order.
     public var deliveries: [DeliveryRecord]
@@ -13,6 +16,7 @@ public struct NotificationStatus: Sendable, Equatable {
     /// For a fan-out written after the accept (``FanOutJob``): how far it has got.
     public var fanOut: FanOutProgress?
 
+    /// A status; `summary` is counted from `deliveries` when not given.
     public init(
         notification: HeraldNotification, recipients: Int, deliveries: [DeliveryRecord], summary: [String: [DeliveryState: Int]]? = nil,
         fanOut: FanOutProgress? = nil
@@ -27,11 +31,14 @@ public struct NotificationStatus: Sendable, Equatable {
 
 /// Deliveries of one sink counted by state, for `herald sinks`.
 public struct SinkCounters: Sendable, Equatable {
+    /// The sink counted.
     public var sink: String
+    /// Its deliveries per state.
     public var counts: [DeliveryState: Int]
     /// The most recently recorded error, if any.
     public var lastError: String?
 
+    /// Counts for `sink`.
     public init(sink: String, counts: [DeliveryState: Int], lastError: String?) {
         self.sink = sink
         self.counts = counts
@@ -41,10 +48,12 @@ public struct SinkCounters: Sendable, Equatable {
 
 /// The delivery queue's size, for metrics.
 public struct QueueStats: Sendable, Equatable {
+    /// Deliveries waiting to be sent or retried.
     public var pending: Int
     /// The accept time of the oldest pending delivery's notification.
     public var oldestPendingSince: Date?
 
+    /// The queue's size as read.
     public init(pending: Int, oldestPendingSince: Date?) {
         self.pending = pending
         self.oldestPendingSince = oldestPendingSince

@@ -1,13 +1,21 @@
 /// The body of `POST /message`: a Message Hub message for one subject's subscribers.
 public struct MessageSubmission: Decodable, Sendable {
+    /// `title`: the push title.
     public var title: String?
+    /// `desc`: the push text; may be empty only for Information.
     public var desc: String?
+    /// `message`: the full text the app shows when opened.
     public var message: String?
+    /// `topic_key`: the subject posted to.
     public var topicKey: String?
+    /// `distribution`: `Alert` or `Information`, required.
     public var distribution: String?
 
+    /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = ["title", "desc", "message", "topic_key", "distribution"]
+    /// Longest `title`, in code points.
     public static let maxTitleLength = NotificationValidator.maxTitleLength
+    /// Longest `desc` and `message`, in code points.
     public static let maxMessageLength = NotificationValidator.maxBodyLength
 
     enum CodingKeys: String, CodingKey {
@@ -15,6 +23,7 @@ public struct MessageSubmission: Decodable, Sendable {
         case topicKey = "topic_key"
     }
 
+    /// A submission with the given fields.
     public init(title: String?, desc: String?, message: String?, topicKey: String?, distribution: String?) {
         self.title = title
         self.desc = desc

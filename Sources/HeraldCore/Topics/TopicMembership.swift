@@ -1,16 +1,20 @@
 /// One device token to add to or remove from a provider-side topic (FCM's Instance ID API), so
 /// who a Message Hub topic send reaches follows Herald's subscriptions.
 public struct TopicMembershipChange: Sendable, Hashable {
+    /// Whether the token joins or leaves the topic.
     public enum Action: String, Sendable, Hashable {
+        /// Join, or leave.
         case add, remove
     }
 
+    /// Join or leave.
     public var action: Action
     /// The device's provider token (its address key).
     public var token: String
     /// The topic key, which is the provider-side topic's name.
     public var topic: String
 
+    /// A change of `token`'s membership in `topic`.
     public init(_ action: Action, token: String, topic: String) {
         self.action = action
         self.token = token
@@ -20,6 +24,7 @@ public struct TopicMembershipChange: Sendable, Hashable {
 
 /// What the provider said to one change.
 public enum TopicMembershipOutcome: Sendable, Equatable {
+    /// Done (or nothing to undo: a removal of a membership the provider no longer has).
     case applied
     /// Never to be retried as it is (an unknown token, too many topics): recorded as refused.
     case refused(reason: String)
@@ -30,10 +35,13 @@ public enum TopicMembershipOutcome: Sendable, Equatable {
 /// Which devices a sink keeps in provider-side topics: its providers' devices that name it, or
 /// name no sink when it is the first of their provider.
 public struct TopicMembershipScope: Sendable, Equatable {
+    /// The sink instance keeping membership.
     public var sink: String
     public var providers: [String]
+    /// Whether devices that name no sink count as its own (it is the first of their provider).
     public var servesUnnamedDevices: Bool
 
+    /// A scope as the membership worker reads it.
     public init(sink: String, providers: [String], servesUnnamedDevices: Bool) {
         self.sink = sink
         self.providers = providers
