@@ -35,7 +35,10 @@ public actor FCMAccessTokenProvider {
     private let timeout: Duration
 
     /// - Parameters:
+    ///   - account: the service account whose key signs the token requests.
+    ///   - http: the client the token requests go through.
     ///   - timeout: how long one token request may take, connecting included.
+    ///   - clock: the time tokens are judged fresh by (tests move it).
     ///   - onRefresh: called for each token request (metrics).
     public init(
         account: ServiceAccount, http: HTTPClient, timeout: Duration = .seconds(30), clock: @escaping @Sendable () -> Date = { Date() },

@@ -113,7 +113,7 @@ public struct FCMMessage: Codable, Sendable, Equatable {
 }
 
 extension FCMSendRequest {
-    /// The request as JSON, written by ``JSONWriter``: through `JSONEncoder` it was about 5 % of
+    /// The request as JSON, written by HeraldCore's `JSONWriter`: through `JSONEncoder` it was about 5 % of
     /// the server's CPU under load. The `Codable` shape and this text agree (a test decodes one
     /// into the other).
     public var json: Data {

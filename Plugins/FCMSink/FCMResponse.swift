@@ -27,7 +27,10 @@ public enum FCMResult: Sendable, Equatable {
 
     /// Classifies an FCM response.
     /// - Parameters:
+    ///   - status: the HTTP status.
+    ///   - body: the response body.
     ///   - retryAfter: the `Retry-After` header, in seconds or as an HTTP-date.
+    ///   - now: the time an HTTP-date is counted from.
     public static func classify(status: Int, body: Data, retryAfter: String?, now: Date = Date()) -> FCMResult {
         if (200..<300).contains(status) { return .sent }
         struct Body: Decodable {

@@ -79,10 +79,16 @@ public final class FCMSink: ReleasingSink {
         SinkHTTPClients.makeClient(maxConcurrency: 1_024, trusting: caFile)
     }
 
-    /// - Parameter http: a client the caller owns and shuts down, which then carries every
-    ///   send (one HTTP/2 connection over `https`); by default the sink makes its own,
-    ///   ``FCMConfiguration/connections`` of them over `https`, and closes them when
-    ///   ``run()`` ends (or ``shutdown()`` is called).
+    /// - Parameters:
+    ///   - name: the sink instance's name (`sinks.<name>`).
+    ///   - configuration: the project, credentials and limits.
+    ///   - http: a client the caller owns and shuts down, which then carries every send (one
+    ///     HTTP/2 connection over `https`); by default the sink makes its own,
+    ///     ``FCMConfiguration/connections`` of them over `https`, and closes them when
+    ///     ``run()`` ends (or ``shutdown()`` is called).
+    ///   - logger: where refusals and failures are reported.
+    ///   - metrics: where token refreshes and sends are counted.
+    ///   - clock: the time tokens and retries are judged by (tests move it).
     public init(
         name: String = "fcm", configuration: FCMConfiguration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.fcm"),
         metrics: HeraldMetrics = HeraldMetrics(), clock: @escaping @Sendable () -> Date = { Date() }

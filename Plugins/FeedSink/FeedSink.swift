@@ -11,7 +11,9 @@ public struct FeedSink: NotificationSink {
     private let store: any FeedStore
     private let snapshot: FeedSnapshot?
 
-    /// - Parameter snapshot: the served feed, reloaded after each publish.
+    /// - Parameters:
+    ///   - store: where feed messages are stored.
+    ///   - snapshot: the served feed, reloaded after each publish.
     public init(store: any FeedStore, snapshot: FeedSnapshot? = nil) {
         self.store = store
         self.snapshot = snapshot

@@ -31,10 +31,10 @@ public final class WebPushSink: ReleasingSink {
         public var timeout: Duration = .seconds(15)
         /// Whether endpoints at loopback, private or link-local addresses (and plain `http` on
         /// loopback) are accepted: for a push service emulator on this machine, never in
-        /// production, where a subscription is whatever a client sent (``PushServiceHost``).
+        /// production, where a subscription is whatever a client sent (`PushServiceHost`).
         public var allowsPrivateEndpoints = false
         /// Push services whose refusal of several subscriptions, with no send accepted between,
-        /// proves the VAPID key or subject wrong (``CredentialRefusals``): the browsers' own. A
+        /// proves the VAPID key or subject wrong (HeraldCore's `CredentialRefusals`): the browsers' own. A
         /// refusal anywhere else is about that subscription alone.
         public var credentialWitnesses: Set<String> = Self.browserPushServices
 
@@ -67,10 +67,15 @@ public final class WebPushSink: ReleasingSink {
     let pinned: PinnedPushClients?
     private let connectAddress: @Sendable ([UInt8]) -> String
 
-    /// - Parameter http: a client the caller owns; by default the sink makes its own
-    ///   (``SinkHTTPClients``: no redirects, one per 100 of `maxConcurrency`, since a push
-    ///   service such as Google's allows 100 streams on one HTTP/2 connection) and closes them
-    ///   when ``run()`` ends.
+    /// - Parameters:
+    ///   - name: the sink instance's name (`sinks.<name>`).
+    ///   - configuration: the VAPID key and subject, limits and witnesses.
+    ///   - http: a client the caller owns; by default the sink makes its own (HeraldSinkHTTP's
+    ///     `SinkHTTPClients`: no redirects, one per 100 of `maxConcurrency`, since a push
+    ///     service such as Google's allows 100 streams on one HTTP/2 connection) and closes
+    ///     them when ``run()`` ends.
+    ///   - logger: where refusals and failures are reported.
+    ///   - clock: the time VAPID tokens and retries are judged by (tests move it).
     public convenience init(
         name: String = "webpush", configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webpush"),
         clock: @escaping @Sendable () -> Date = { Date() }
@@ -142,10 +147,10 @@ public final class WebPushSink: ReleasingSink {
         try registration.validateCommonFields()
     }
 
-    /// Refuses an endpoint inside the operator's network (``verdict(on:waitingAtMost:)``), here
+    /// Refuses an endpoint inside the operator's network (`PushServiceHost`'s verdict), here
     /// and not in ``prepare(_:)``, so a subscription stored before that check can still be
     /// removed. A host name is judged when the resolver answers within
-    /// ``admissionLookupLimit``; a slower answer, or none, admits it (a registration should not
+    /// `admissionLookupLimit`; a slower answer, or none, admits it (a registration should not
     /// wait on DNS), and every send judges it again.
     public func admit(_ registration: DeviceRegistration) async throws {
         guard let object = registration.address.value.objectValue, let subscription = try? Subscription(object, field: registration.addressField),

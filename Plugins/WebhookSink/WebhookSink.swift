@@ -53,12 +53,16 @@ public final class WebhookSink: ReleasingSink {
     private let logger: Logger
     private let clock: @Sendable () -> Date
 
-    /// - Parameter http: a client the caller owns and closes; by default the sink makes its own
-    ///   and closes them when ``run()`` ends (or ``shutdown()`` is called): ``SinkHTTPClients``,
-    ///   since `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host (holding a
-    ///   `max_concurrency` above 8 to 8) and follows redirects, which would re-send a signed
-    ///   delivery wherever a 307 points, or turn it into a GET on a 301/302 and count the GET's
-    ///   200 as delivered.
+    /// - Parameters:
+    ///   - configuration: the URL, secret and limits.
+    ///   - http: a client the caller owns and closes; by default the sink makes its own and
+    ///     closes them when ``run()`` ends (or ``shutdown()`` is called): `SinkHTTPClients`,
+    ///     since `HTTPClient.shared` keeps 8 HTTP/1.1 connections per host (holding a
+    ///     `max_concurrency` above 8 to 8) and follows redirects, which would re-send a signed
+    ///     delivery wherever a 307 points, or turn it into a GET on a 301/302 and count the
+    ///     GET's 200 as delivered.
+    ///   - logger: where failures are reported.
+    ///   - clock: the time signatures and retries are judged by (tests move it).
     public init(
         configuration: Configuration, http: HTTPClient? = nil, logger: Logger = Logger(label: "herald.webhook"),
         clock: @escaping @Sendable () -> Date = { Date() }

@@ -39,8 +39,14 @@ public struct NotificationService: Sendable {
         public var mayHaveFanOut: Bool
     }
 
-    /// - Parameter onAccepted: called after each commit, typically to wake
-    ///   ``DeliveryEngine/wake()`` and, when ``AcceptedWork/mayHaveFanOut``, the ``FanOutWorker``.
+    /// - Parameters:
+    ///   - validator: checks submissions and builds notifications.
+    ///   - router: plans each recipient's deliveries.
+    ///   - sinks: the configured sinks, for dry runs' provider checks.
+    ///   - store: where notifications and their deliveries are stored, and recipients read.
+    ///   - ids: makes the notifications' ids.
+    ///   - onAccepted: called after each commit, typically to wake ``DeliveryEngine/wake()``
+    ///     and, when ``AcceptedWork/mayHaveFanOut``, the ``FanOutWorker``.
     public init(
         validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore & TopicStore),
         ids: ObjectIDGenerator, onAccepted: @escaping @Sendable (AcceptedWork) -> Void = { _ in }
@@ -53,7 +59,10 @@ public struct NotificationService: Sendable {
         self.onAccepted = onAccepted
     }
 
+    /// Validates and routes `submission`, and stores it with every delivery before returning.
     /// - Parameters:
+    ///   - submission: the request's body, as decoded.
+    ///   - now: the acceptance time.
     ///   - scope: whose idempotency keys these are (the sending API key's id): another sender's
     ///     key of the same name is another key.
     ///   - requestHash: the request's canonical hash: the same key for another request is refused.

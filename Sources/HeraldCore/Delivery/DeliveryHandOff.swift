@@ -26,8 +26,11 @@ public final class DeliveryHandOff: Sendable {
     private let state = Mutex(State())
     private let admitsSink: @Sendable (String) -> Bool
 
-    /// - Parameter admits: whether a delivery to the named sink may be handed off now (the
-    ///   engine says no for a sink whose circuit is open).
+    /// - Parameters:
+    ///   - capacity: deliveries the hand-off holds at most; more are left for workers to claim.
+    ///   - lease: how long a handed-off delivery is leased, as a claim's lease is.
+    ///   - admits: whether a delivery to the named sink may be handed off now (the engine says
+    ///     no for a sink whose circuit is open).
     public init(capacity: Int, lease: Duration, admits: @escaping @Sendable (String) -> Bool = { _ in true }) {
         self.capacity = max(1, capacity)
         self.lease = lease

@@ -43,9 +43,14 @@ public struct RegistrationForm: Sendable {
     public let options: [Option]
     private let tokenKey: @Sendable (String) -> String
 
-    /// - Parameter key: a token address's key (what identifies the device within the provider)
-    ///   from the token as sent; by default the token itself. An object address's key is
-    ///   chosen by the provider's sink.
+    /// - Parameters:
+    ///   - provider: the provider the devices registered this way belong to.
+    ///   - field: the registration body's field that carries the address.
+    ///   - address: a token, or an object with its shape check.
+    ///   - options: the fields that may accompany the address.
+    ///   - key: a token address's key (what identifies the device within the provider) from
+    ///     the token as sent; by default the token itself. An object address's key is chosen
+    ///     by the provider's sink.
     public init(
         provider: String, field: String, address: Address = .token, options: [Option] = [], key: @escaping @Sendable (String) -> String = { $0 }
     ) {

@@ -18,8 +18,12 @@ public final class FanOutWorker: Service {
     private let signal = WakeSignal()
 
     /// - Parameters:
+    ///   - store: where the jobs and their cursors are.
+    ///   - router: plans each recipient's deliveries.
+    ///   - pageSize: recipients written per transaction.
     ///   - interval: how often to look for jobs nobody woke the worker for (another process's,
     ///     or one a crash interrupted).
+    ///   - logger: where paused and finished fan-outs are reported.
     ///   - onPage: called after each committed page, typically ``DeliveryEngine/wake()``.
     public init(
         store: any FanOutJobStore, router: NotificationRouter, pageSize: Int = 1_000, interval: Duration = .seconds(5),

@@ -29,6 +29,7 @@ public struct ArchivedMessage: Sendable, Equatable {
     /// Who posted it: the key's role in words and its name (``Role/sender(keyName:)``).
     public var sender: String
 
+    /// An archived message as stored.
     public init(
         msiKey: String, topicKey: String, title: String, desc: String, message: String, distribution: TopicDistribution, timestamp: Int64, sender: String
     ) {

@@ -15,8 +15,14 @@ public final class TopicMembershipWorker: Service {
     /// Changes handed to a sink per call (FCM's batch API takes 1 000 tokens per topic).
     public static let batchSize = 1_000
 
-    /// - Parameter interval: how often to look for differences nobody woke the worker for
-    ///   (another process's changes, devices removed by deliveries).
+    /// - Parameters:
+    ///   - store: subscriptions, devices and the membership each sink is known to have.
+    ///   - sinks: the sinks whose capabilities include topic membership.
+    ///   - router: which devices each sink serves.
+    ///   - retry: when a change the provider did not take is tried again.
+    ///   - interval: how often to look for differences nobody woke the worker for (another
+    ///     process's changes, devices removed by deliveries).
+    ///   - logger: where refused and failed changes are reported.
     public init(
         store: any TopicMembershipStore, sinks: SinkRegistry, router: NotificationRouter, retry: RetryPolicy, interval: Duration = .seconds(60), logger: Logger
     ) {
