@@ -99,9 +99,10 @@ public struct NotificationService: Sendable {
             // Herald fans out to each subscriber's devices and history, so every user's settings apply.
             let router = self.router
             let planned = notification
+            let level = topicSubject?.subject.opt.level ?? .optIn
             result = try await store.acceptFanOut(
-                notification, topic: key, level: topicSubject?.subject.opt.level ?? .optIn,
-                plan: .route { router.plan(planned, for: $0, at: now) }, extra: [], archive: nil,
+                notification, topic: key, level: level,
+                plan: .route { router.plan(planned, for: $0.subscribed(at: level), at: now) }, extra: [], archive: nil,
                 pageSize: fanOutPageSize, inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         case .broadcast:
@@ -172,7 +173,9 @@ public struct NotificationService: Sendable {
         )
         let router = self.router
         let plan: FanOutPlan =
-            router.hasPushSinksWithoutTopics ? .historyAndDevices { router.messageHubDeliveries(notification, for: $0, at: now) } : .historyOnly
+            router.hasPushSinksWithoutTopics
+            ? .historyAndDevices { [level = entry.subject.opt.level] in router.messageHubDeliveries(notification, for: $0.subscribed(at: level), at: now) }
+            : .historyOnly
         _ = try await store.acceptFanOut(
             notification, topic: input.topicKey, level: entry.subject.opt.level, plan: plan,
             extra: router.topicSends(notification, topic: input.topicKey), archive: archive, pageSize: fanOutPageSize,

@@ -29,13 +29,15 @@ extension HeraldServer {
     }
 
     /// The built-in `history` and `feed` sinks, then every configured instance, each built by
-    /// the factory of its type. When one cannot be built, those already built are shut down.
+    /// the factory of its type, with the channels the configuration sets for instances
+    /// (``channelSetting(of:)``). When one cannot be built, those already built are shut down.
     static func buildSinks(
         _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
-    ) async throws -> [any NotificationSink] {
+    ) async throws -> (sinks: [any NotificationSink], channels: [String: SinkChannel]) {
         let byType = Dictionary(uniqueKeysWithValues: factories.firstOfEachType.map { ($0.type, $0) })
         let always = ["history", "feed"].map { SinkInstance(name: $0, type: $0, settings: SinkSettings(name: $0, values: [:])) }
         var built: [any NotificationSink] = []
+        var channels: [String: SinkChannel] = [:]
         do {
             for instance in always + configuration.sinks {
                 guard let factory = byType[instance.type] else {
@@ -46,7 +48,9 @@ extension HeraldServer {
                     name: instance.name, settings: instance.settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics,
                     timestamps: configuration.timestamps
                 )
-                built.append(try await factory.makeSink(context))
+                let sink = try await factory.makeSink(context)
+                built.append(sink)
+                if let channel = try channelSetting(of: instance, over: sink.channel) { channels[sink.name] = channel }
             }
             let instances = configuration.sinks.map(\.name)
             if let check = configuration.unread, let file = check.file, let unread = check.firstSinkKey(among: instances) {
@@ -60,7 +64,24 @@ extension HeraldServer {
             await shutDown(built)
             throw error
         }
-        return built
+        return (built, channels)
+    }
+
+    /// `sinks.<name>.channel` and `sinks.<name>.user_facing` over the sink's own channel; nil
+    /// when neither is set. History stays `in_app`: it is never suppressed.
+    static func channelSetting(of instance: SinkInstance, over own: SinkChannel) throws -> SinkChannel? {
+        let name = try instance.settings.string("channel")
+        let userFacing = try instance.settings.bool("user_facing")
+        guard name != nil || userFacing != nil else { return nil }
+        if let name {
+            guard SinkChannel.isValidName(name) else {
+                throw instance.settings.invalid("channel", "must be 1-32 of a-z, 0-9 and '_', starting with a letter (push, chat, email, …)")
+            }
+            guard name != SinkChannel.inApp.name else {
+                throw instance.settings.invalid("channel", "cannot be in_app: history and the live stream are the in-app channel")
+            }
+        }
+        return SinkChannel(name ?? own.name, userFacing: userFacing ?? (name != nil ? true : own.userFacing))
     }
 
     /// Releases what sinks hold (their `Service` side) without serving: for servers that are

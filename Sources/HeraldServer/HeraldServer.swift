@@ -106,11 +106,13 @@ public struct HeraldServer: Sendable {
             let types = try NotificationTypes(extra: configuration.extraTypes)
             let feed = FeedSnapshot()
             try await feed.reload(from: store)
-            let built = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
+            let (built, channels) = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
             do {
-                let sinks = try SinkRegistry(built + extraSinks)
+                let sinks = try SinkRegistry(built + extraSinks, channels: channels)
+                try configuration.checkPreferenceChannels(sinks.choosableChannels)
                 let router = try NotificationRouter(
-                    registry: sinks, rules: try configuration.routing.map(RoutingRule.parse), policies: [PushSettingsPolicy()] + routingPolicies)
+                    registry: sinks, rules: try configuration.routing.map(RoutingRule.parse),
+                    policies: [PreferencePolicy(configuration.preferences)] + routingPolicies)
                 let engine = DeliveryEngine(
                     queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
                     badgeCounts: badgeCounts)

@@ -7,6 +7,10 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     public var name: String
     /// What the sink does (``NotificationSink/summary``).
     public var kind: String
+    /// The channel it delivers on (docs/routing.md, "Channels and preferences").
+    public var channel: String = SinkChannel.operatorOnly.name
+    /// Whether users' preferences apply to it.
+    public var userFacing = false
     /// `ok` or `degraded`.
     public var status: String
     public var reason: String?
@@ -41,7 +45,8 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, kind, status, reason
+        case name, kind, channel, status, reason
+        case userFacing = "user_facing"
         case circuitOpen = "circuit_open"
         case circuitOpened = "circuit_opened"
         case failureRate = "failure_rate"
@@ -72,6 +77,8 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
                         health = .degraded(reason: health.reason.map { "\($0); \(reason)" } ?? reason)
                     }
                     var report = SinkHealthReport(name: sink.name, kind: sink.summary, status: health.isOK ? "ok" : "degraded", reason: health.reason)
+                    let channel = sinks.channel(of: sink)
+                    (report.channel, report.userFacing) = (channel.name, channel.userFacing)
                     report.circuitOpen = circuit.isOpen
                     report.circuitOpened = circuit.timesOpened
                     (report.failureRate, report.judged) = (circuit.failureRate, circuit.judged)

@@ -22,13 +22,15 @@ enum FanOutJobSQL {
 
     /// The unfinished jobs with their notifications (`n.*`), oldest first; bind the limit.
     static let pendingColumns =
-        "SELECT j.kind, j.recipients AS job_recipients, j.written, n.* FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id WHERE j.done_at IS NULL ORDER BY j.created_at, j.notification_id"
+        "SELECT j.kind, j.source AS job_source, j.recipients AS job_recipients, j.written, n.* FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id WHERE j.done_at IS NULL ORDER BY j.created_at, j.notification_id"
 
     /// A row of ``pendingColumns``.
     static func pendingJob(_ row: some StoredRow) throws -> FanOutJob {
         FanOutJob(
             notification: try StoredRecords.notification(row), kind: try kind(row),
-            progress: FanOutProgress(recipients: try row.int("job_recipients"), written: try row.int("written"), done: false))
+            progress: FanOutProgress(recipients: try row.int("job_recipients"), written: try row.int("written"), done: false),
+            // Every user is a Forced subject's audience (``FanOutRecipients/everyone``).
+            forcedSubject: try row.text("job_source") == "everyone")
     }
 
     static func kind(_ row: some StoredRow) throws -> FanOutKind {

@@ -25,18 +25,18 @@ struct Sinks: AsyncParsableCommand {
         }
         let health = await SinkHealthReport.collect(server.sinks, circuits: server.engine.circuits, queue: server.store)
         await server.close()
-        func row(_ name: String, _ kind: String, _ state: String) -> [String] {
+        func row(_ name: String, _ kind: String, _ channel: String, _ state: String) -> [String] {
             let counts = counters.first { $0.sink == name }
             let numbers = DeliveryState.allCases.map { String(counts?.counts[$0] ?? 0) }
-            return [name, kind, state] + numbers + [counts?.lastError.map { String($0.prefix(80)) } ?? ""]
+            return [name, kind, channel, state] + numbers + [counts?.lastError.map { String($0.prefix(80)) } ?? ""]
         }
         // Sinks with stored deliveries that this configuration no longer has are listed too:
         // their pending deliveries wait for the sink to come back.
         let configured = Set(server.sinks.names)
         let rows =
-            health.map { row($0.name, $0.kind, $0.reason.map { "degraded: \($0)" } ?? "ok") }
-            + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "not configured") }
-        let header = ["SINK", "KIND", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
+            health.map { row($0.name, $0.kind, $0.userFacing ? $0.channel : "\($0.channel) (operator)", $0.reason.map { "degraded: \($0)" } ?? "ok") }
+            + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "-", "not configured") }
+        let header = ["SINK", "KIND", "CHANNEL", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
             print(

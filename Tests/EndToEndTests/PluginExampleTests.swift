@@ -11,8 +11,9 @@ import Testing
 
     static let admin = "hk_" + String(repeating: "c", count: 40)
 
-    /// The example's server, with `sinks` (YAML lines under `sinks:`) configured.
-    static func start(sinks: String) async throws -> RunningHerald {
+    /// The example's server, with `sinks` (YAML lines under `sinks:`) configured, and `more`
+    /// top-level YAML after them.
+    static func start(sinks: String, more: String = "") async throws -> RunningHerald {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.binary),
             "build the example first: swift build --package-path Examples/OperatorSinks --scratch-path .build (scripts/test does)"
@@ -25,6 +26,7 @@ import Testing
         bootstrap_admin_key: \(admin)
         sinks:
         \(sinks)
+        \(more)
         """.write(to: config, atomically: true, encoding: .utf8)
         return try await RunningHerald(executable: Self.binary, arguments: [config.path], in: directory)
     }
@@ -91,6 +93,55 @@ import Testing
         let hit = try #require(receiver.received.first, "\(herald.output.stdout)\(herald.output.stderr)")
         #expect(hit.headers["title"] == "New reply" && hit.headers["priority"] == "high")
         #expect(String(decoding: hit.body, as: UTF8.self) == "Bea answered")
+        await herald.expectCleanStop()
+        await receiver.stop()
+    }
+
+    /// The example's chat room is a user-facing `chat` channel: a user who turned chat off for
+    /// comments gets the push and no chat message, one who kept it gets both, and a critical
+    /// type reaches both channels whatever the user chose.
+    @Test func theChatChannelFollowsEachUsersChoiceAndCriticalTypesReachIt() async throws {
+        let receiver = Receiver()
+        try await receiver.start()
+        let admin = Self.admin
+        let herald = try await Self.start(
+            sinks: "  room:\n    type: chat\n    url: \(receiver.url)\n    types: [comment, alert]\n  console:\n    enabled: true",
+            more: "preferences:\n  critical: [alert]")
+        for user in ["ann", "bob"] {
+            let (status, body) = try await LoadHarness.request(
+                .POST, "\(herald.url)/api/notifications/register", key: admin, user: user, body: #"{"fcm_token":"phone-\#(user)"}"#)
+            #expect(status == 200, "\(body)")
+        }
+        let (patched, settings) = try await LoadHarness.request(
+            .PATCH, "\(herald.url)/api/notifications/settings", key: admin, user: "ann", body: #"{"preferences":{"comment":{"chat":false}}}"#)
+        #expect(patched == 200 && (settings["channels"] as? [String: Bool]) == ["push": true, "chat": true], "\(settings)")
+        func deliveries(_ id: Any?) async throws -> Set<String> {
+            let (_, detail) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/\(id as? String ?? "")", key: admin)
+            let list = (detail["deliveries"] as? [[String: Any]]) ?? []
+            return Set(list.compactMap { d in d["state"] as? String == "delivered" ? "\(d["sink"] ?? "")/\(d["user_id"] ?? "")" : nil })
+        }
+        func waitFor(_ id: Any?, _ expected: Set<String>) async throws -> Set<String> {
+            let deadline = ContinuousClock.now + .seconds(20)
+            var seen = try await deliveries(id)
+            while seen != expected && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                seen = try await deliveries(id)
+            }
+            return seen
+        }
+        let (_, comment) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: admin, body: #"{"type":"comment","title":"Re","body":"a reply","user_ids":["ann","bob"]}"#)
+        let commentExpected: Set = ["history/ann", "history/bob", "console/ann", "console/bob", "room/bob"]
+        #expect(try await waitFor(comment["id"], commentExpected) == commentExpected, "\(herald.output.stderr)")
+        // Ann turns chat and push off altogether: the critical alert reaches both anyway.
+        _ = try await LoadHarness.request(
+            .PATCH, "\(herald.url)/api/notifications/settings", key: admin, user: "ann", body: #"{"enabled":false,"channels":{"chat":false}}"#)
+        let (_, alert) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: admin, body: #"{"type":"alert","title":"Outage","body":"down","user_ids":["ann"]}"#)
+        let alertExpected: Set = ["history/ann", "console/ann", "room/ann"]
+        #expect(try await waitFor(alert["id"], alertExpected) == alertExpected)
+        let texts = receiver.received.compactMap { (try? JSONSerialization.jsonObject(with: $0.body) as? [String: String])?["text"] }
+        #expect(texts.sorted() == ["*Outage*: down (for ann)", "*Re*: a reply (for bob)"])
         await herald.expectCleanStop()
         await receiver.stop()
     }

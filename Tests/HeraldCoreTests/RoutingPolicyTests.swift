@@ -29,7 +29,7 @@ import Testing
 
     /// A module's policy: no APNs for `comment`, and `violation` always reaches every channel.
     struct ChannelChoices: RoutingPolicy {
-        let name = "preferences"
+        let name = "module"
         func verdict(on sink: NotificationRouter.Sink, for notification: HeraldNotification, recipient: RecipientContext, at now: Date) -> RoutingVerdict? {
             if notification.type == "violation" { return .required(because: "violations are critical") }
             if sink.name == "apns" && notification.type == "comment" { return .excluded(because: "comments are off on iOS") }
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func aModulesPolicyExcludesOneSinkForOneType() throws {
-        let router = try NotificationRouter(sinks: Self.sinks, policies: [PushSettingsPolicy(), ChannelChoices()])
+        let router = try NotificationRouter(sinks: Self.sinks, policies: [PreferencePolicy(), ChannelChoices()])
         let comment = router.plan(notification(type: "comment"), for: recipient(), at: now)
         #expect(Set(comment.map(\.sink)) == ["history", "fcm"])
         let upvote = router.plan(notification(type: "upvote"), for: recipient(), at: now)
@@ -48,7 +48,7 @@ import Testing
 
     @Test func aRequiredSinkBeatsTheUsersOptOutButHistoryIsNeverAPolicysToRemove() throws {
         let off = UserSettings(enabled: false)
-        let router = try NotificationRouter(sinks: Self.sinks, policies: [PushSettingsPolicy(), ChannelChoices()])
+        let router = try NotificationRouter(sinks: Self.sinks, policies: [PreferencePolicy(), ChannelChoices()])
         #expect(router.plan(notification(type: "comment"), for: recipient(off), at: now).map(\.sink) == ["history"])
         let critical = router.plan(notification(type: "violation"), for: recipient(off), at: now)
         #expect(Set(critical.map(\.sink)) == ["history", "fcm", "apns"], "a critical type reaches a user who turned push off")
@@ -73,7 +73,7 @@ import Testing
 
     @Test func everyDecisionIsExplainedAndAgreesWithThePlan() throws {
         let rule = try RoutingRule.parse("type=comment => +webhook:moderation")
-        let router = try NotificationRouter(sinks: Self.sinks, rules: [rule], policies: [PushSettingsPolicy(), ChannelChoices()])
+        let router = try NotificationRouter(sinks: Self.sinks, rules: [rule], policies: [PreferencePolicy(), ChannelChoices()])
         let who = recipient(UserSettings(types: ["upvote": false]), providers: ["fcm"])
         for type in ["comment", "upvote", "violation"] {
             let n = notification(type: type)
@@ -87,18 +87,23 @@ import Testing
         }
         let comment = router.explain(notification(type: "comment"), for: who, at: now)
         let byName = Dictionary(uniqueKeysWithValues: comment.map { ($0.sink, $0) })
-        #expect(byName["history"]?.reasons.first?.verdict == .required(because: "a user's history holds everything they were sent"))
-        #expect(byName["apns"]?.reasons.last == .init(source: "preferences", verdict: .excluded(because: "comments are off on iOS")))
+        #expect(byName["history"]?.reasons.first?.step == "in_app")
+        #expect(byName["history"]?.reasons.first?.verdict.effect == .require)
+        #expect(byName["apns"]?.reasons.last == .init(giver: "module", verdict: .excluded(because: "comments are off on iOS")))
         let violation = Dictionary(uniqueKeysWithValues: router.explain(notification(type: "violation"), for: who, at: now).map { ($0.sink, $0) })
-        #expect(violation["apns"]?.used == false && violation["apns"]?.reasons.last?.source == "devices", "required, but no iOS device: said so")
+        #expect(violation["apns"]?.used == false && violation["apns"]?.reasons.last?.step == "no_device_for_provider", "required, but no iOS device: said so")
         #expect(violation["fcm"]?.used == true && violation["fcm"]?.devices.count == 1)
         let webhook = try #require(byName["webhook:moderation"])
         #expect(!webhook.used)
-        #expect(webhook.reasons.contains { $0.source == "rules" && $0.verdict.reason.contains("type=comment => +webhook:moderation") })
-        #expect(webhook.reasons.last == .init(source: "preferences", verdict: .excluded(because: "no moderation copies")))
+        #expect(
+            webhook.reasons.contains {
+                $0.step == "routing_rule" && $0.source == "operator" && $0.verdict.reason.contains("type=comment => +webhook:moderation")
+            })
+        #expect(webhook.reasons.last == .init(giver: "module", verdict: .excluded(because: "no moderation copies")))
         let upvote = Dictionary(uniqueKeysWithValues: router.explain(notification(type: "upvote"), for: who, at: now).map { ($0.sink, $0) })
         #expect(upvote["fcm"]?.used == false)
-        #expect(upvote["fcm"]?.reasons.last == .init(source: "settings", verdict: .excluded(because: "the user turned push off for 'upvote'")))
+        let last = try #require(upvote["fcm"]?.reasons.last)
+        #expect((last.giver, last.step, last.source, last.value) == ("preferences", "type_channel", "user", false))
     }
 
     @Test func aRuleReadsBackAsItsConfigurationLine() throws {
@@ -109,7 +114,7 @@ import Testing
     }
 
     @Test func messageHubDeliveriesFollowThePolicies() throws {
-        let router = try NotificationRouter(sinks: Self.sinks, policies: [PushSettingsPolicy(), ChannelChoices()])
+        let router = try NotificationRouter(sinks: Self.sinks, policies: [PreferencePolicy(), ChannelChoices()])
         #expect(router.messageHubDeliveries(notification(type: "comment"), for: recipient(), at: now).isEmpty, "APNs is off for comments")
         #expect(router.messageHubDeliveries(notification(type: "upvote"), for: recipient(), at: now).map(\.sink) == ["apns"])
         #expect(router.messageHubDeliveries(notification(type: "upvote"), for: recipient(UserSettings(enabled: false)), at: now).isEmpty)

@@ -113,4 +113,34 @@ import Testing
             #expect((subject?["opt"] as? [String: String]) == ["level": "Forced", "distribution": "Alert"])
         }
     }
+
+    /// docs/routing.md's settings document, written back with PATCH on a server with a `chat`
+    /// channel and `alert` critical, is what GET answers; and its explanation's shape is the one
+    /// the page shows.
+    @Test func theSettingsAndExplanationAreThePagesShapes() async throws {
+        let blocks = try Self.jsonBlocks("routing.md")
+        let documentedText = try #require(blocks.first)
+        let chat = RecordingSink(name: "chat", capabilities: .perUser, channel: SinkChannel("chat"))
+        let herald = try await TestHerald.make(extraSinks: [chat]) { configuration in
+            configuration.preferences = ChannelPreferences(critical: ["alert"])
+            configuration.routing = ["type=comment => +chat"]
+        }
+        try await herald.test { client in
+            let documented = try #require(Self.parse(documentedText) as? [String: Any])
+            var patch = documented
+            patch["locked"] = nil
+            let patched = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: js(patch))
+            #expect(patched.status == .ok, "\(patched.object)")
+            let read = try await client.call(.get, "/api/notifications/settings", headers(herald.backend, user: "ann"))
+            #expect(NSDictionary(dictionary: read.object) == NSDictionary(dictionary: documented), "\(read.object)")
+
+            let explained = try #require(Self.parse(blocks.dropFirst().first ?? "") as? [String: Any])
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: js(["fcm_token": "ann-phone"]))
+            let answer = try await client.call(
+                .post, "/api/notifications/explain", headers(herald.backend),
+                json: js(["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann"]))
+            #expect(answer.status == .ok)
+            #expect(Self.shape(answer.object) == Self.shape(explained), "\(answer.object)")
+        }
+    }
 }

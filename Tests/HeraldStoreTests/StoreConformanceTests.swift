@@ -91,6 +91,15 @@ import Testing
             }
         }
         #expect(try await store.settings(userID: "u").enabled == false, "a failed change is rolled back")
+        // Channel preferences are stored and read back exactly, push kept as `types`.
+        let chosen = try await store.updateSettings(userID: "u") {
+            $0.channels = ["chat": false, "email": true]
+            $0.setChoice(false, type: "comment", channel: "chat")
+            $0.setChoice(true, type: "comment", channel: "push")
+        }
+        #expect(chosen.types == ["hot": false, "comment": true] && chosen.preferences == ["comment": ["chat": false]])
+        #expect(try await store.settings(userID: "u") == chosen)
+        #expect(try await store.recipients(userIDs: ["u"]).first?.settings == chosen, "the router reads them as stored")
     }
 
     /// Read-change-writes of one user's settings from many tasks at once: none is lost, one that

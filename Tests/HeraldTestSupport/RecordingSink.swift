@@ -7,6 +7,7 @@ public final class RecordingSink: NotificationSink {
     public let name: String
     public let capabilities: SinkCapabilities
     public let providers: DeviceProviders
+    public let channel: SinkChannel
     private let state = Mutex<State>(State())
 
     struct State {
@@ -17,10 +18,12 @@ public final class RecordingSink: NotificationSink {
     }
 
     /// - Parameter providers: for a push sink, the device providers it takes (every one by default).
-    public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .all) {
+    /// - Parameter channel: the channel it delivers on; by default as a sink of its capabilities.
+    public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .all, channel: SinkChannel? = nil) {
         self.name = name
         self.capabilities = capabilities
         self.providers = providers
+        self.channel = channel ?? SinkChannel.byDefault(name: name, capabilities: capabilities)
     }
 
     /// Outcomes handed out in order to the next deliveries; `.delivered` once it runs out.

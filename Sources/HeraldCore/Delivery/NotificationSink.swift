@@ -233,11 +233,19 @@ public protocol NotificationSink: Sendable {
     /// deliveries. nil (the default) keeps them under one circuit for every endpoint the sink
     /// cannot tell apart.
     func endpoint(of delivery: Delivery) -> String?
+    /// The channel the sink delivers on (docs/routing.md, "Channels and preferences"), which
+    /// users' preferences name; `sinks.<name>.channel` and `user_facing` override it. The
+    /// default: `in_app` for history, `push` for a push sink, `feed` for a broadcast sink, and
+    /// otherwise an operator's own sink, which preferences never remove.
+    var channel: SinkChannel { get }
 }
 
 extension NotificationSink {
     /// No providers: a sink without `.push` serves no device.
     public var providers: DeviceProviders { .only([]) }
+
+    /// ``SinkChannel/byDefault(name:capabilities:)``.
+    public var channel: SinkChannel { SinkChannel.byDefault(name: name, capabilities: capabilities) }
 
     /// Reports all of ``deliver(_:)``'s outcomes at once, when it returns.
     public func deliver(_ batch: [Delivery], reporting report: DeliveryReporter) async {

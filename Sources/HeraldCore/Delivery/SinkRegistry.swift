@@ -3,9 +3,13 @@ public struct SinkRegistry: Sendable {
     /// The sinks in configuration order.
     public let sinks: [any NotificationSink]
     private let byName: [String: any NotificationSink]
+    /// Channels the configuration set for instances (`sinks.<name>.channel`, `user_facing`).
+    private let channels: [String: SinkChannel]
 
+    /// - Parameter channels: channels the configuration sets per instance name, over the
+    ///   sinks' own (``NotificationSink/channel``).
     /// - Throws: a configuration error for duplicate or malformed names.
-    public init(_ sinks: [any NotificationSink]) throws {
+    public init(_ sinks: [any NotificationSink], channels: [String: SinkChannel] = [:]) throws {
         var byName: [String: any NotificationSink] = [:]
         for sink in sinks {
             guard SinkRegistry.isValidName(sink.name) else {
@@ -18,6 +22,15 @@ public struct SinkRegistry: Sendable {
         }
         self.sinks = sinks
         self.byName = byName
+        self.channels = channels
+    }
+
+    /// The channel `sink` delivers on: the configuration's, else its own.
+    public func channel(of sink: any NotificationSink) -> SinkChannel { channels[sink.name] ?? sink.channel }
+
+    /// The channels users choose among on this server (``SinkChannel/isChoosable``), sorted.
+    public var choosableChannels: [String] {
+        Array(Set(sinks.map { channel(of: $0) }.filter(\.isChoosable).map(\.name))).sorted()
     }
 
     /// The sink named `name`, if one is.

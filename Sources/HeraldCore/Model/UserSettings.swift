@@ -9,41 +9,89 @@ public enum DeliveryPreference: String, Sendable, Codable {
 }
 
 /// A user's notification settings. Settings shape delivery; they never suppress history.
+///
+/// `types` is Pong's map: a type's push switch. `preferences` holds the other channels' choices
+/// per type, and `types.<t>` and `preferences.<t>.push` are one setting seen two ways: it is
+/// kept in `types`, and the JSON shows it in both (docs/routing.md, "Channels and preferences").
 public struct UserSettings: Sendable, Equatable, Codable {
-    /// Master switch for push.
+    /// The master switch: off, no user-facing channel but history delivers (critical types do).
     public var enabled: Bool
-    /// Per-type push opt-out: `false` means no push for that type.
+    /// Per-type push switch: `false` means no push for that type.
     public var types: [String: Bool]
+    /// Per-channel switches (`{"chat": false}`), for every type the user did not choose alone.
+    public var channels: [String: Bool]
+    /// Per type, per channel other than push (`{"comment": {"chat": false}}`); push is `types`.
+    public var preferences: [String: [String: Bool]]
     /// Push, or pull only (the app reads its history; no push is sent).
     public var delivery: DeliveryPreference
     /// During quiet hours alerts arrive silently, as information.
     public var quietHours: QuietHours?
 
     /// The defaults: push on for every type, no quiet hours.
-    public init(enabled: Bool = true, types: [String: Bool] = [:], delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil) {
+    public init(
+        enabled: Bool = true, types: [String: Bool] = [:], channels: [String: Bool] = [:], preferences: [String: [String: Bool]] = [:],
+        delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil
+    ) {
         self.enabled = enabled
         self.types = types
+        self.channels = channels
+        self.preferences = [:]
         self.delivery = delivery
         self.quietHours = quietHours
+        for (type, choices) in preferences {
+            for (channel, on) in choices { setChoice(on, type: type, channel: channel) }
+        }
+    }
+
+    /// The user's own choice for `type` on `channel`, nil when they made none.
+    public func choice(type: String, channel: String) -> Bool? {
+        channel == SinkChannel.push.name ? types[type] : preferences[type]?[channel]
+    }
+
+    /// Records the user's choice for `type` on `channel` (push in `types`).
+    public mutating func setChoice(_ on: Bool, type: String, channel: String) {
+        if channel == SinkChannel.push.name {
+            types[type] = on
+        } else {
+            preferences[type, default: [:]][channel] = on
+        }
+    }
+
+    /// `preferences` as the JSON shows it: every type's choices, push included.
+    public var allPreferences: [String: [String: Bool]] {
+        var all = preferences
+        for (type, on) in types { all[type, default: [:]][SinkChannel.push.name] = on }
+        return all
     }
 
     enum CodingKeys: String, CodingKey {
-        case enabled, types, delivery
+        case enabled, types, channels, preferences, delivery
         case quietHours = "quiet_hours"
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        enabled = try container.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
-        types = try container.decodeIfPresent([String: Bool].self, forKey: .types) ?? [:]
-        delivery = try container.decodeIfPresent(DeliveryPreference.self, forKey: .delivery) ?? .push
-        quietHours = try container.decodeIfPresent(QuietHours.self, forKey: .quietHours)
+        self.init(
+            enabled: try container.decodeIfPresent(Bool.self, forKey: .enabled) ?? true,
+            types: try container.decodeIfPresent([String: Bool].self, forKey: .types) ?? [:],
+            channels: try container.decodeIfPresent([String: Bool].self, forKey: .channels) ?? [:],
+            delivery: try container.decodeIfPresent(DeliveryPreference.self, forKey: .delivery) ?? .push,
+            quietHours: try container.decodeIfPresent(QuietHours.self, forKey: .quietHours)
+        )
+        // `types` is the push choice; a push entry in `preferences` is the same setting.
+        for (type, choices) in try container.decodeIfPresent([String: [String: Bool]].self, forKey: .preferences) ?? [:] {
+            for (channel, on) in choices where !(channel == SinkChannel.push.name && types[type] != nil) {
+                setChoice(on, type: type, channel: channel)
+            }
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(enabled, forKey: .enabled)
         try container.encode(types, forKey: .types)
+        try container.encode(channels, forKey: .channels)
+        try container.encode(allPreferences, forKey: .preferences)
         try container.encode(delivery, forKey: .delivery)
         try container.encode(quietHours, forKey: .quietHours) // explicit null: apps see the key
     }
@@ -108,24 +156,34 @@ public struct QuietHours: Sendable, Equatable, Codable {
 }
 
 /// A `PATCH /api/notifications/settings` body: only the fields present change.
-/// `"quiet_hours": null` removes quiet hours; `types` entries merge into the existing map.
+/// `"quiet_hours": null` removes quiet hours; `types`, `channels` and `preferences` entries
+/// merge into the stored maps.
 public struct SettingsPatch: Decodable, Sendable {
     /// The master switch, when given.
     public var enabled: Bool?
-    /// Per-type entries to merge into the stored map, when given.
+    /// Per-type push entries to merge into the stored map, when given.
     public var types: [String: Bool]?
+    /// Per-channel switches to merge, when given.
+    public var channels: [String: Bool]?
+    /// Per type, per channel choices to merge (push among them), when given.
+    public var preferences: [String: [String: Bool]]?
     /// `push` or `pull`, when given (checked when applied).
     public var delivery: String?
     /// Outer nil: not given. Inner nil: given as null.
     public var quietHours: QuietHours??
 
     /// The wire names this body accepts; any other field is refused.
-    public static let fieldNames: Set<String> = ["enabled", "types", "delivery", "quiet_hours"]
+    public static let fieldNames: Set<String> = ["enabled", "types", "channels", "preferences", "delivery", "quiet_hours"]
 
     /// A patch changing only the fields given.
-    public init(enabled: Bool? = nil, types: [String: Bool]? = nil, delivery: String? = nil, quietHours: QuietHours?? = nil) {
+    public init(
+        enabled: Bool? = nil, types: [String: Bool]? = nil, channels: [String: Bool]? = nil, preferences: [String: [String: Bool]]? = nil,
+        delivery: String? = nil, quietHours: QuietHours?? = nil
+    ) {
         self.enabled = enabled
         self.types = types
+        self.channels = channels
+        self.preferences = preferences
         self.delivery = delivery
         self.quietHours = quietHours
     }
@@ -134,6 +192,8 @@ public struct SettingsPatch: Decodable, Sendable {
         let container = try decoder.container(keyedBy: UserSettings.CodingKeys.self)
         enabled = try container.decodeIfPresent(Bool.self, forKey: .enabled)
         types = try container.decodeIfPresent([String: Bool].self, forKey: .types)
+        channels = try container.decodeIfPresent([String: Bool].self, forKey: .channels)
+        preferences = try container.decodeIfPresent([String: [String: Bool]].self, forKey: .preferences)
         delivery = try container.decodeIfPresent(String.self, forKey: .delivery)
         if container.contains(.quietHours) {
             quietHours = .some(try container.decodeNil(forKey: .quietHours) ? nil : try container.decode(QuietHours.self, forKey: .quietHours))
@@ -141,14 +201,47 @@ public struct SettingsPatch: Decodable, Sendable {
     }
 
     /// Checks every value, then applies the patch to `settings`.
-    public func apply(to settings: inout UserSettings, types known: NotificationTypes) throws {
+    /// - Parameters:
+    ///   - known: the types a choice may name (an unknown one is a 400 `unknown_type`).
+    ///   - channels: the channels users choose on this server (``SinkChannel/isChoosable``);
+    ///     another is a 422 naming the field.
+    ///   - preferences: the operator's critical types, which no user may turn off (a 422).
+    public func apply(
+        to settings: inout UserSettings, types known: NotificationTypes, channels: [String] = [SinkChannel.push.name],
+        preferences: ChannelPreferences = ChannelPreferences()
+    ) throws {
         var result = settings
         if let enabled { result.enabled = enabled }
+        func checkLock(_ on: Bool, type: String, field: String) throws {
+            guard !on, preferences.critical.contains(type) else { return }
+            throw HeraldError.invalidField(field, "is locked: the operator made '\(type)' critical, so it is always delivered")
+        }
+        func checkChannel(_ channel: String, field: String) throws {
+            guard !channels.contains(channel) else { return }
+            let list = channels.sorted().joined(separator: ", ")
+            throw HeraldError.invalidField(field, "names no channel users choose on this server (\(list.isEmpty ? "none" : list))")
+        }
         if let types {
-            for (type, _) in types.sorted(by: { $0.key < $1.key }) {
+            for (type, on) in types.sorted(by: { $0.key < $1.key }) {
                 try known.validate(type, field: "types")
+                try checkLock(on, type: type, field: "types.\(type)")
             }
             result.types.merge(types) { _, new in new }
+        }
+        if let channels = self.channels {
+            for (channel, _) in channels.sorted(by: { $0.key < $1.key }) { try checkChannel(channel, field: "channels.\(channel)") }
+            result.channels.merge(channels) { _, new in new }
+        }
+        if let preferences = self.preferences {
+            for (type, choices) in preferences.sorted(by: { $0.key < $1.key }) {
+                try known.validate(type, field: "preferences")
+                for (channel, on) in choices.sorted(by: { $0.key < $1.key }) {
+                    // Push is chosen here or in `types`, whatever channels are configured.
+                    if channel != SinkChannel.push.name { try checkChannel(channel, field: "preferences.\(type).\(channel)") }
+                    try checkLock(on, type: type, field: "preferences.\(type).\(channel)")
+                    result.setChoice(on, type: type, channel: channel)
+                }
+            }
         }
         if let delivery {
             guard let value = DeliveryPreference(rawValue: delivery) else {

@@ -82,10 +82,12 @@ public final class FanOutWorker: Service {
         let notification = job.notification
         let router = self.router
         let acceptedAt = notification.timestamp
+        // Planned as the accept planned its inline pages: a Forced subject's subscribers as such.
+        let forced = job.forcedSubject
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] =
             switch job.kind {
-            case .route: { router.plan(notification, for: $0, at: acceptedAt) }
-            case .historyAndDevices: { router.messageHubDeliveries(notification, for: $0, at: acceptedAt) }
+            case .route: { router.plan(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: acceptedAt) }
+            case .historyAndDevices: { router.messageHubDeliveries(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: acceptedAt) }
             case .history: { _ in [] }
             }
         guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route) else { return }

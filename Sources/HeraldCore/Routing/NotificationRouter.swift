@@ -8,12 +8,25 @@ public struct RecipientContext: Sendable, Equatable {
     public var settings: UserSettings
     /// Their registered devices, of every provider.
     public var devices: [Device]
+    /// For a notification to a Message Hub subject: the subject's subscription level (a Forced
+    /// subject's messages are critical on `push`); nil otherwise.
+    public var subjectLevel: SubscriptionLevel?
 
     /// A recipient; a user with nothing stored gets default settings and no devices.
-    public init(userID: String, settings: UserSettings = UserSettings(), devices: [Device] = []) {
+    public init(userID: String, settings: UserSettings = UserSettings(), devices: [Device] = [], subjectLevel: SubscriptionLevel? = nil) {
         self.userID = userID
         self.settings = settings
         self.devices = devices
+        self.subjectLevel = subjectLevel
+    }
+}
+
+extension RecipientContext {
+    /// The recipient as a subscriber of a subject at `level`.
+    public func subscribed(at level: SubscriptionLevel) -> RecipientContext {
+        var recipient = self
+        recipient.subjectLevel = level
+        return recipient
     }
 }
 
@@ -53,12 +66,15 @@ public struct NotificationRouter: Sendable {
         public var capabilities: SinkCapabilities
         /// For push sinks: the device providers served.
         public var providers: DeviceProviders
+        /// The channel it delivers on, which users' preferences name.
+        public var channel: SinkChannel
 
-        /// A sink as the router sees it.
-        public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .only([])) {
+        /// A sink as the router sees it; the channel defaults as ``NotificationSink/channel`` does.
+        public init(name: String, capabilities: SinkCapabilities, providers: DeviceProviders = .only([]), channel: SinkChannel? = nil) {
             self.name = name
             self.capabilities = capabilities
             self.providers = providers
+            self.channel = channel ?? SinkChannel.byDefault(name: name, capabilities: capabilities)
         }
     }
 
@@ -75,7 +91,7 @@ public struct NotificationRouter: Sendable {
 
     /// - Throws: a configuration error when a rule names a sink that is not configured, or
     ///   tries to remove history.
-    public init(sinks: [Sink], rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PushSettingsPolicy()]) throws {
+    public init(sinks: [Sink], rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()]) throws {
         let names = Set(sinks.map(\.name))
         for rule in rules {
             for name in rule.add + rule.remove where !names.contains(name) {
@@ -100,9 +116,9 @@ public struct NotificationRouter: Sendable {
 
     /// A router over a registry's sinks; each sink's own rules (``NotificationSink/routingRules``)
     /// come first, so an operator's `routing` rules can still override them.
-    public init(registry: SinkRegistry, rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PushSettingsPolicy()]) throws {
+    public init(registry: SinkRegistry, rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()]) throws {
         try self.init(
-            sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities, providers: $0.providers) },
+            sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities, providers: $0.providers, channel: registry.channel(of: $0)) },
             rules: registry.sinks.flatMap(\.routingRules) + rules, policies: policies
         )
     }
@@ -203,16 +219,20 @@ public struct NotificationRouter: Sendable {
         let chosen = sinkNames(for: notification)
         return sinks.map { sink in
             var reasons: [RoutingDecision.Reason] = []
-            func say(_ source: String, _ verdict: RoutingVerdict) { reasons.append(.init(source: source, verdict: verdict)) }
+            func say(_ giver: String, _ verdict: RoutingVerdict) { reasons.append(.init(giver: giver, verdict: verdict)) }
             if sink.name == Self.historySink {
-                say("rules", .required(because: "a user's history holds everything they were sent"))
+                say("rules", .required(because: "a user's history holds everything they were sent", step: "in_app", source: "operator"))
                 return RoutingDecision(sink: sink.name, used: true, distribution: distribution, reasons: reasons)
             }
             let byDefault = sink.capabilities.contains(.push)
-            say("rules", byDefault ? .included(because: "push sinks are used unless a rule removes them") : .excluded(because: "used only when a rule adds it"))
+            say(
+                "rules",
+                byDefault
+                    ? .included(because: "push sinks are used unless a rule removes them", step: "sink_type", source: "sink")
+                    : .excluded(because: "used only when a rule adds it", step: "sink_type", source: "sink"))
             for rule in rules where rule.matches(notification) {
-                if rule.remove.contains(sink.name) { say("rules", .excluded(because: "the rule '\(rule)' removes it")) }
-                if rule.add.contains(sink.name) { say("rules", .included(because: "the rule '\(rule)' adds it")) }
+                if rule.remove.contains(sink.name) { say("rules", .excluded(because: "\(rule)", step: "routing_rule", source: "operator")) }
+                if rule.add.contains(sink.name) { say("rules", .included(because: "\(rule)", step: "routing_rule", source: "operator")) }
             }
             guard chosen.contains(sink.name) else {
                 return RoutingDecision(sink: sink.name, used: false, distribution: distribution, reasons: reasons)
@@ -227,8 +247,11 @@ public struct NotificationRouter: Sendable {
                 devices = recipient.devices.filter { serves(sink, $0) }.map(\.id)
                 if devices.isEmpty {
                     used = false
-                    say("devices", .excluded(because: "the user has no device this sink serves"))
+                    say("devices", .excluded(because: "the user has no device this sink serves", step: "no_device_for_provider", source: "user"))
                 }
+            }
+            if used, distribution != notification.distribution {
+                say("settings", .included(because: "quiet hours: the alert arrives silent, as information", step: "quiet_hours", source: "user"))
             }
             return RoutingDecision(sink: sink.name, used: used, devices: devices, distribution: distribution, reasons: reasons)
         }

@@ -15,21 +15,53 @@ public protocol RoutingPolicy: Sendable {
 
 /// One policy's word on one sink for one recipient. Combined: a sink is used when some policy
 /// requires it, else when none excludes it; so an opt-out beats the default and a critical type
-/// (`.required`) beats an opt-out.
-public enum RoutingVerdict: Sendable, Equatable {
-    /// Use the sink, unless another policy excludes it.
-    case included(because: String)
-    /// Do not use the sink, unless another policy requires it.
-    case excluded(because: String)
-    /// Use the sink whatever other policies say.
-    case required(because: String)
-
-    /// The reason given.
-    public var reason: String {
-        switch self {
-        case .included(let reason), .excluded(let reason), .required(let reason): reason
-        }
+/// (``required(because:step:source:)``) beats an opt-out.
+public struct RoutingVerdict: Sendable, Equatable {
+    /// What the verdict does to the sink.
+    public enum Effect: String, Sendable, Equatable {
+        /// Use the sink, unless another policy excludes it.
+        case include
+        /// Do not use the sink, unless another policy requires it.
+        case exclude
+        /// Use the sink whatever other policies say.
+        case require
     }
+
+    /// What it does.
+    public var effect: Effect
+    /// Why, in words an operator or a user reads.
+    public var reason: String
+    /// The rule it comes from, as explanations name it (`type_channel`, `critical`); nil
+    /// names it by the policy.
+    public var step: String?
+    /// Whose choice it carries out (`user`, `operator`, `sink`); nil names the policy.
+    public var source: String?
+
+    /// A verdict; ``included(because:step:source:)`` and its siblings read better.
+    public init(_ effect: Effect, because reason: String, step: String? = nil, source: String? = nil) {
+        self.effect = effect
+        self.reason = reason
+        self.step = step
+        self.source = source
+    }
+
+    /// Use the sink, unless another policy excludes it.
+    public static func included(because reason: String, step: String? = nil, source: String? = nil) -> RoutingVerdict {
+        RoutingVerdict(.include, because: reason, step: step, source: source)
+    }
+
+    /// Do not use the sink, unless another policy requires it.
+    public static func excluded(because reason: String, step: String? = nil, source: String? = nil) -> RoutingVerdict {
+        RoutingVerdict(.exclude, because: reason, step: step, source: source)
+    }
+
+    /// Use the sink whatever other policies say.
+    public static func required(because reason: String, step: String? = nil, source: String? = nil) -> RoutingVerdict {
+        RoutingVerdict(.require, because: reason, step: step, source: source)
+    }
+
+    /// Whether, on its own, the verdict lets the sink be used.
+    public var delivers: Bool { effect != .exclude }
 }
 
 /// Why a sink is used or not for one recipient: every reason that counted, in the order they
@@ -38,15 +70,22 @@ public struct RoutingDecision: Sendable, Equatable {
     /// One verdict, and who gave it.
     public struct Reason: Sendable, Equatable {
         /// Who gave it: `rules` (routing rules and the sink's own), `devices`, or a policy's name.
-        public var source: String
+        public var giver: String
         /// What it said, with its reason.
         public var verdict: RoutingVerdict
 
-        /// A reason given by `source`.
-        public init(source: String, verdict: RoutingVerdict) {
-            self.source = source
+        /// A reason given by `giver`.
+        public init(giver: String, verdict: RoutingVerdict) {
+            self.giver = giver
             self.verdict = verdict
         }
+
+        /// The rule it comes from (`routing_rule`, `type_channel`): the verdict's step, else who gave it.
+        public var step: String { verdict.step ?? giver }
+        /// Whose choice it was (`user`, `operator`, `sink`): the verdict's source, else who gave it.
+        public var source: String { verdict.source ?? giver }
+        /// Whether it speaks for using the sink.
+        public var value: Bool { verdict.delivers }
     }
 
     /// The sink decided on.
@@ -70,26 +109,6 @@ public struct RoutingDecision: Sendable, Equatable {
     }
 }
 
-/// The user's own switches (`PUT /api/notifications/settings`): push off altogether, pull
-/// instead of push, or push off for a type. They shape push only; history always has it.
-public struct PushSettingsPolicy: RoutingPolicy {
-    /// `settings`, in explanations.
-    public let name = "settings"
-
-    /// The policy; it reads everything it needs from the recipient's settings.
-    public init() {}
-
-    /// Excludes push sinks when the user turned push off, pulls instead, or turned off this type.
-    public func verdict(on sink: NotificationRouter.Sink, for notification: HeraldNotification, recipient: RecipientContext, at now: Date) -> RoutingVerdict? {
-        guard sink.capabilities.contains(.push) else { return nil }
-        let settings = recipient.settings
-        if !settings.enabled { return .excluded(because: "the user turned push off") }
-        if settings.delivery == .pull { return .excluded(because: "the user pulls from history instead of push") }
-        if settings.types[notification.type] == false { return .excluded(because: "the user turned push off for '\(notification.type)'") }
-        return nil
-    }
-}
-
 extension RoutingVerdict {
     /// The one rule that combines policies' verdicts on a sink: used when some verdict requires
     /// it, else when none excludes it. Stops at the first `required`, so a lazy sequence asks no
@@ -97,10 +116,10 @@ extension RoutingVerdict {
     static func admit(_ verdicts: some Sequence<RoutingVerdict>) -> Bool {
         var excluded = false
         for verdict in verdicts {
-            switch verdict {
-            case .required: return true
-            case .excluded: excluded = true
-            case .included: break
+            switch verdict.effect {
+            case .require: return true
+            case .exclude: excluded = true
+            case .include: break
             }
         }
         return !excluded

@@ -49,12 +49,15 @@ public struct FanOutJob: Sendable, Equatable {
     public var kind: FanOutKind
     /// How far the writing has got.
     public var progress: FanOutProgress
+    /// Whether it is a Forced subject's message (critical on `push`).
+    public var forcedSubject: Bool
 
     /// A job as stored.
-    public init(notification: HeraldNotification, kind: FanOutKind, progress: FanOutProgress) {
+    public init(notification: HeraldNotification, kind: FanOutKind, progress: FanOutProgress, forcedSubject: Bool = false) {
         self.notification = notification
         self.kind = kind
         self.progress = progress
+        self.forcedSubject = forcedSubject
     }
 }
 

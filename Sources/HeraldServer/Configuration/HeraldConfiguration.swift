@@ -26,6 +26,9 @@ public struct HeraldConfiguration: Sendable {
     public var extraTypes: [String] = []
     /// Routing rules, one per line: `type=violation => +webhook:moderation` (see ``RoutingRule``).
     public var routing: [String] = []
+    /// `preferences.defaults` and `preferences.critical`: what users who never chose get, and the
+    /// types user-facing channels always deliver (docs/routing.md, "Channels and preferences").
+    public var preferences = ChannelPreferences()
     public var delivery: DeliveryEngineConfiguration = .init()
     /// The configured sink instances (`sinks.<name>` with a `type`), in order; each is built
     /// by the factory of its type, which reads its own settings. `history` and `feed` are
@@ -138,8 +141,12 @@ public struct HeraldConfiguration: Sendable {
     ///   are added to them.
     /// - Parameter shorthands: the sink types' configuration shorthands (``SinkShorthand``), by
     ///   type; by default those of Herald's own sink types.
+    /// - Parameter fileKeys: every key the configuration file sets (the reader cannot list
+    ///   them), for the entries of maps such as `preferences.defaults`.
     /// - Throws: ``HeraldError`` naming the key when a value has the wrong type or range.
-    public init(reader: ConfigReader, sinkNames: [String] = [], shorthands: [String: SinkShorthand] = Self.builtInShorthands) throws {
+    public init(
+        reader: ConfigReader, sinkNames: [String] = [], shorthands: [String: SinkShorthand] = Self.builtInShorthands, fileKeys: [String] = []
+    ) throws {
         self.init()
         host = try reader.requiredString(forKey: "host", default: host)
         port = try reader.requiredInt(forKey: "port", default: port)
@@ -150,6 +157,7 @@ public struct HeraldConfiguration: Sendable {
         userTokenSecret = try reader.optionalString(forKey: "user_token_secret", isSecret: true)
         extraTypes = try reader.optionalStringList(forKey: "types.extra") ?? []
         routing = try reader.optionalStringList(forKey: "routing") ?? []
+        preferences = try Self.readPreferences(reader, fileKeys: fileKeys, types: try NotificationTypes(extra: extraTypes))
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel).lowercased()
         // swift-log's names, in either case (`DEBUG` is common in environments); anything else
         // was ignored, leaving `info` without a word.
@@ -292,7 +300,7 @@ public struct HeraldConfiguration: Sendable {
 
     /// Reads the layered configuration (see ``reader(configFile:overrides:environment:)``),
     /// including the sink instances declared in the file.
-    /// - Parameter shorthands: as for ``init(reader:sinkNames:shorthands:)``; an operator's
+    /// - Parameter shorthands: as for ``init(reader:sinkNames:shorthands:fileKeys:)``; an operator's
     ///   server with its own sink types passes ``shorthands(of:)`` of its factories.
     public static func load(
         configFile: String?, overrides: [String: String] = [:], environment: [String: String]? = nil,
@@ -302,8 +310,9 @@ public struct HeraldConfiguration: Sendable {
         let reader = try await reader(
             configFile: configFile, overrides: overrides, environment: environment, accessReporter: read, fallbacks: Array(shorthands.values))
         let file = configFile.flatMap(ConfigurationFileKeys.root(ofFile:))
-        var configuration = try HeraldConfiguration(reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file), shorthands: shorthands)
         let keys = ConfigurationFileKeys.keys(in: file)
+        var configuration = try HeraldConfiguration(
+            reader: reader, sinkNames: ConfigurationFileKeys.sinkNames(in: file), shorthands: shorthands, fileKeys: keys)
         let sections = Set(shorthands.values.map(\.section))
         if let configFile, let section = keys.first(where: { ConfigurationFileKeys.isSinkSection($0, shorthands: sections) }) {
             let hint = ConfigurationFileKeys.sinkSectionHint(section, shorthands: Array(shorthands.values))

@@ -26,8 +26,6 @@ struct UserRoutes {
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications/register", registerDevice)
         table.add(router, .delete, "/api/notifications/register", unregisterDevice)
-        table.add(router, .get, "/api/notifications/settings", getSettings)
-        table.add(router, .patch, "/api/notifications/settings", patchSettings)
         table.add(router, .get, "/api/notifications/history", history)
         table.add(router, .post, "/api/notifications/read", markRead)
     }
@@ -108,22 +106,6 @@ struct UserRoutes {
             return nil
         }
         return sinks[chosen.name]
-    }
-
-    @Sendable func getSettings(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let userID = try context.actingUser(request)
-        return try JSONBody.response(try await store.settings(userID: userID))
-    }
-
-    @Sendable func patchSettings(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let userID = try context.actingUser(request)
-        let patch = try await JSONBody.decode(SettingsPatch.self, from: request, context: context, knownFields: SettingsPatch.fieldNames)
-        let types = self.types
-        // A bad value throws inside the transaction, which rolls back: nothing changes.
-        let settings = try await store.updateSettings(userID: userID) { settings in
-            try patch.apply(to: &settings, types: types)
-        }
-        return try JSONBody.response(settings)
     }
 
     @Sendable func history(_ request: Request, context: HeraldRequestContext) async throws -> Response {

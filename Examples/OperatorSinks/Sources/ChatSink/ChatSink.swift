@@ -6,8 +6,10 @@ import HeraldCore
 /// and Google Chat all take this shape) for each notification that matches its rule.
 public struct ChatSink: NotificationSink {
     public let name: String
-    // One delivery per user recipient, whatever the user's push settings.
+    // One delivery per user recipient, when the user's preferences let the chat channel through.
     public let capabilities: SinkCapabilities = .perUser
+    /// A user-facing channel of its own: users turn `chat` on or off, per type or altogether.
+    public let channel = SinkChannel("chat")
     /// Which notifications reach the room: those of the configured types.
     public let routingRules: [RoutingRule]
     let url: String

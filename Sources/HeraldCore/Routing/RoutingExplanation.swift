@@ -1,0 +1,120 @@
+public import Foundation
+
+/// Why a notification would, or would not, reach one user through each configured sink
+/// (`POST /api/notifications/explain`): worked out as an accept would plan it, nothing stored
+/// or sent (docs/routing.md, "Explaining a decision").
+public struct RoutingExplanation: Sendable, Equatable {
+    /// A device of the user, and the sink that would serve it.
+    public struct DeviceRoute: Sendable, Equatable {
+        /// The device as registered.
+        public var device: Device
+        /// The push sink that serves it; nil when none configured serves its provider and app.
+        public var sink: String?
+
+        /// A device and its sink.
+        public init(device: Device, sink: String?) {
+            self.device = device
+            self.sink = sink
+        }
+    }
+
+    /// The user explained.
+    public var userID: String
+    /// The notification as it would be accepted.
+    public var notification: HeraldNotification
+    /// What the user would get (an alert is information in their quiet hours).
+    public var distribution: Distribution
+    /// Whether the notification's target includes the user; when not, no sink reaches them,
+    /// and ``notRecipient`` says why.
+    public var recipient: Bool
+    /// Why the user is not a recipient (`not_targeted`, `topic_not_subscribed`, `broadcast`).
+    public var notRecipient: String?
+    /// Each configured sink's decision, in configuration order.
+    public var decisions: [RoutingDecision]
+    /// The user's devices with the sink serving each.
+    public var devices: [DeviceRoute]
+
+    /// An explanation as ``NotificationService/explain(_:userID:now:)`` makes it.
+    public init(
+        userID: String, notification: HeraldNotification, distribution: Distribution, recipient: Bool, notRecipient: String?,
+        decisions: [RoutingDecision], devices: [DeviceRoute]
+    ) {
+        self.userID = userID
+        self.notification = notification
+        self.distribution = distribution
+        self.recipient = recipient
+        self.notRecipient = notRecipient
+        self.decisions = decisions
+        self.devices = devices
+    }
+}
+
+extension NotificationService {
+    /// Explains how `submission` would reach `userID` (``RoutingExplanation``): validated as a
+    /// send, the user's settings and devices read, the router's decision per sink with its
+    /// reasons. A user the target does not include gets every sink's decision as if they were
+    /// one, each sink not chosen, with the reason first.
+    /// - Throws: what a send would throw for the same body (a 400 or 422 naming the field, a 404
+    ///   for an unknown topic); a 422 naming `user_id` for an id that is not one.
+    public func explain(_ submission: NotificationSubmission, userID: String, now: Date = Date()) async throws -> RoutingExplanation {
+        try UserID.validate(userID, field: "user_id")
+        var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        var recipient = try await store.recipients(userIDs: [userID]).first ?? RecipientContext(userID: userID)
+        var notRecipient: String?
+        switch notification.target {
+        case .users(let userIDs):
+            if !userIDs.contains(where: { UserID.same($0, userID) }) { notRecipient = "not_targeted" }
+        case .topic(let key):
+            guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
+            if submission.distribution == nil { notification.distribution = entry.subject.opt.distribution.distribution }
+            recipient = recipient.subscribed(at: entry.subject.opt.level)
+            if entry.subject.opt.level != .forced {
+                let subscribed = try await store.subscriptions(userID: userID).contains { $0.entry.subject.topicKey == key && $0.subscribed }
+                if !subscribed { notRecipient = "topic_not_subscribed" }
+            }
+        case .audience(let audience):
+            let attributes = try await store.attributes(userID: userID) ?? UserAttributes()
+            if !audience.includes(userID: userID, attributes: attributes) { notRecipient = "not_in_audience" }
+        case .broadcast:
+            notRecipient = "broadcast"
+        }
+        var decisions = router.explain(notification, for: recipient, at: now)
+        if let notRecipient {
+            let why = RoutingExplanation.words(notRecipient)
+            decisions = decisions.map { decision in
+                var decision = decision
+                decision.used = false
+                decision.devices = []
+                decision.reasons.insert(.init(giver: "target", verdict: .excluded(because: why, step: notRecipient, source: "sender")), at: 0)
+                return decision
+            }
+        }
+        let devices = recipient.devices.map { device in
+            RoutingExplanation.DeviceRoute(device: device, sink: router.sinks.first { router.serves($0, device) }?.name)
+        }
+        return RoutingExplanation(
+            userID: userID, notification: notification, distribution: NotificationRouter.distribution(of: notification, for: recipient.settings, at: now),
+            recipient: notRecipient == nil, notRecipient: notRecipient, decisions: decisions, devices: devices)
+    }
+}
+
+extension RoutingExplanation {
+    static func words(_ notRecipient: String) -> String {
+        switch notRecipient {
+        case "topic_not_subscribed": "the user is not subscribed to the topic"
+        case "not_in_audience": "the user's attributes do not match the audience"
+        case "broadcast": "a broadcast goes to the anonymous pull feed, not to users"
+        default: "the notification's user_ids do not name the user"
+        }
+    }
+}
+
+extension Audience {
+    /// Whether the audience includes a user with `attributes`: everyone, a listed id, the user's
+    /// tier, or one of their groups (OR-ed, as the stores select them).
+    public func includes(userID: String, attributes: UserAttributes) -> Bool {
+        if all || userIDs.contains(where: { UserID.same($0, userID) }) { return true }
+        if let tier = attributes.tierID, tierIDs.contains(tier) { return true }
+        return attributes.groupIDs.contains { groupIDs.contains($0) }
+    }
+}

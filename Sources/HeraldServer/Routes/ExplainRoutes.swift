@@ -1,0 +1,106 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+import Hummingbird
+
+/// `POST /api/notifications/explain` (docs/routing.md, "Explaining a decision"): a send's body
+/// plus `user_id`; nothing is stored or sent. Every configured sink with whether it would reach
+/// the user and the ordered reasons why, the state of its circuit and its health added, and the
+/// user's devices with the sink that would serve each.
+struct ExplainRoutes {
+    let service: NotificationService
+    let circuits: CircuitBreakers
+
+    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .post, "/api/notifications/explain", explain)
+    }
+
+    /// The body's own field beside a send's.
+    struct Subject: Decodable {
+        var user_id: String?
+    }
+
+    @Sendable func explain(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let (submission, bytes) = try await JSONBody.decodeKeepingBytes(
+            NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames.union(["user_id"]))
+        let subject: Subject
+        do {
+            subject = try JSONDecoder().decode(Subject.self, from: bytes)
+        } catch {
+            throw HeraldError.invalidField("user_id", "must be a string")
+        }
+        guard let userID = subject.user_id else { throw HeraldError.missingField("user_id") }
+        let explanation = try await service.explain(submission, userID: userID)
+        var sinks: [ExplainedSink] = []
+        for decision in explanation.decisions {
+            guard let sink = service.sinks[decision.sink] else { continue }
+            var reasons = decision.reasons.map(ExplainedReason.init)
+            // The engine's view: a chosen sink whose circuit is open or that reports itself
+            // degraded still gets the delivery, which waits (docs/durability.md).
+            if decision.used {
+                if circuits.state(of: sink.name).isOpen {
+                    reasons.append(
+                        ExplainedReason(step: "circuit_open", value: true, source: "sink", detail: "the delivery waits until the provider answers again"))
+                }
+                if case .degraded(let why) = await sink.health() {
+                    reasons.append(ExplainedReason(step: "sink_degraded", value: true, source: "sink", detail: why))
+                }
+            }
+            let channel = service.sinks.channel(of: sink)
+            sinks.append(
+                ExplainedSink(
+                    sink: sink.name, channel: channel.name, user_facing: channel.userFacing, chosen: decision.used, reasons: reasons,
+                    devices: decision.devices.map(\.hex)))
+        }
+        let devices = explanation.devices.map { route in
+            ExplainedDevice(device_id: route.device.id.hex, provider: route.device.provider, sink: Nullable(route.sink))
+        }
+        return try JSONBody.response(
+            ExplainAnswer(
+                user_id: userID, type: explanation.notification.type, distribution: explanation.distribution.rawValue, recipient: explanation.recipient,
+                sinks: sinks, devices: devices))
+    }
+}
+
+struct ExplainAnswer: Encodable {
+    var user_id: String
+    var type: String
+    var distribution: String
+    var recipient: Bool
+    var sinks: [ExplainedSink]
+    var devices: [ExplainedDevice]
+}
+
+struct ExplainedSink: Encodable {
+    var sink: String
+    var channel: String
+    var user_facing: Bool
+    var chosen: Bool
+    var reasons: [ExplainedReason]
+    /// For a push sink chosen: the devices it would send to.
+    var devices: [String]
+}
+
+/// One reason: which rule (`step`), whether it speaks for the sink (`value`), whose choice it
+/// was (`source`), in words (`detail`).
+struct ExplainedReason: Encodable {
+    var step: String
+    var value: Bool
+    var source: String
+    var detail: String
+
+    init(step: String, value: Bool, source: String, detail: String) {
+        (self.step, self.value, self.source, self.detail) = (step, value, source, detail)
+    }
+
+    init(_ reason: RoutingDecision.Reason) {
+        self.init(step: reason.step, value: reason.value, source: reason.source, detail: reason.verdict.reason)
+    }
+}
+
+struct ExplainedDevice: Encodable {
+    var device_id: String
+    var provider: String
+    var sink: Nullable<String>
+}

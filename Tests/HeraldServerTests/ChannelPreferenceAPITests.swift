@@ -1,0 +1,183 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import HummingbirdTesting
+import Testing
+
+/// Users choose their channels (docs/routing.md, "Channels and preferences"): per type, per
+/// channel, the operator's defaults and critical types, and an explanation for every decision.
+@Suite(.cleansUp) struct ChannelPreferenceAPITests {
+    /// A server with the recording `fcm` push sink, a user-facing `chat` sink that comments and
+    /// alerts go to, an operator's `audit` sink for alerts, `alert` critical and upvote pushes
+    /// off by default.
+    static func make() async throws -> (TestHerald, chat: RecordingSink, audit: RecordingSink) {
+        let chat = RecordingSink(name: "chat", capabilities: .perUser, channel: SinkChannel("chat"))
+        let audit = RecordingSink(name: "audit", capabilities: .perUser)
+        let herald = try await TestHerald.make(extraSinks: [chat, audit]) { configuration in
+            configuration.routing = ["type=comment,alert,upvote => +chat", "type=alert => +audit"]
+            configuration.preferences = ChannelPreferences(defaults: ["upvote": ["push": false]], critical: ["alert"])
+        }
+        return (herald, chat, audit)
+    }
+
+    @Test func settingsShowChannelsPreferencesAndLocksAndPatchesMergeThem() async throws {
+        let (herald, _, _) = try await Self.make()
+        try await herald.test { client in
+            let initial = try await client.call(.get, "/api/notifications/settings", headers(herald.backend, user: "ann"))
+            #expect(initial.status == .ok)
+            #expect(initial.object["channels"] as? [String: Bool] == ["push": true, "chat": true], "every channel users choose here")
+            #expect((initial.object["preferences"] as? [String: Any])?.isEmpty == true)
+            #expect(
+                initial.object["locked"] as? [[String: String]] == [["type": "alert", "channel": "chat"], ["type": "alert", "channel": "push"]])
+            #expect((initial.object["types"] as? [String: Bool])?.isEmpty == true, "Pong's members are all there")
+
+            let patched = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"),
+                json: ["preferences": ["comment": ["chat": false, "push": true]], "channels": ["chat": true]])
+            #expect(patched.status == .ok, "\(patched.object)")
+            #expect(patched.object["types"] as? [String: Bool] == ["comment": true], "preferences.<t>.push is types.<t>")
+            #expect((patched.object["preferences"] as? [String: [String: Bool]]) == ["comment": ["chat": false, "push": true]])
+            let viaTypes = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["types": ["comment": false]])
+            #expect((viaTypes.object["preferences"] as? [String: [String: Bool]]) == ["comment": ["chat": false, "push": false]])
+            let again = try await client.call(.get, "/api/notifications/settings", headers(herald.backend, user: "ann"))
+            #expect(NSDictionary(dictionary: again.object) == NSDictionary(dictionary: viaTypes.object), "stored exactly as answered")
+
+            for (body, status, field) in [
+                (["channels": ["sms": true]], 422, "channels.sms"),
+                (["channels": ["in_app": false]], 422, "channels.in_app"),
+                (["preferences": ["comment": ["sms": false]]], 422, "preferences.comment.sms"),
+                (["preferences": ["alert": ["chat": false]]], 422, "preferences.alert.chat"),
+                (["types": ["alert": false]], 422, "types.alert"),
+                (["preferences": ["nope": ["chat": false]]], 400, "preferences"),
+                (["channels": ["chat": "off"]], 422, "channels.chat"),
+                (["locked": []], 422, "locked"),
+            ] as [([String: Any], Int, String)] {
+                let refused = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: body)
+                #expect(Int(refused.status.code) == status, "\(body): \(refused.object)")
+                let message = (refused.object["error"] as? [String: Any])?["message"] as? String ?? ""
+                #expect(message.contains(field), "\(body): \(message)")
+            }
+            let unchanged = try await client.call(.get, "/api/notifications/settings", headers(herald.backend, user: "ann"))
+            #expect(NSDictionary(dictionary: unchanged.object) == NSDictionary(dictionary: viaTypes.object), "a refused patch changes nothing")
+        }
+    }
+
+    @Test func everySinkObeysTheUsersChannelChoicesAndCriticalTypesReachEveryChannel() async throws {
+        let (herald, chat, audit) = try await Self.make()
+        try await herald.test { client in
+            for user in ["ann", "bob"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": "tok-\(user)"])
+            }
+            // Ann: comments on her phone, not in chat. Bob keeps the defaults.
+            _ = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["preferences": ["comment": ["chat": false]]])
+            _ = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann", "bob"]])
+            try await herald.deliver()
+            #expect(Set(herald.push.received.map(\.recipient.userID)) == ["ann", "bob"])
+            #expect(chat.received.map(\.recipient.userID) == ["bob"], "Ann turned chat off for comments")
+
+            // Ann turns chat off altogether and push off: a critical alert still reaches both, and
+            // the operator's audit sink gets it whatever anyone chose.
+            _ = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["channels": ["chat": false], "enabled": false])
+            _ = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "alert", "title": "a", "user_ids": ["ann"]])
+            try await herald.deliver()
+            #expect(herald.push.received.filter { $0.notification.type == "alert" }.map(\.recipient.userID) == ["ann"])
+            #expect(chat.received.filter { $0.notification.type == "alert" }.map(\.recipient.userID) == ["ann"])
+            #expect(audit.received.map(\.recipient.userID) == ["ann"])
+
+            // The operator's default: no upvote pushes, unless the user turns them on.
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "bob"), json: ["types": ["upvote": true]])
+            _ = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "upvote", "title": "u", "user_ids": ["ann", "bob", "cat"]])
+            try await herald.deliver()
+            #expect(herald.push.received.filter { $0.notification.type == "upvote" }.map(\.recipient.userID) == ["bob"])
+            #expect(
+                Set(chat.received.filter { $0.notification.type == "upvote" }.map(\.recipient.userID)) == ["bob", "cat"],
+                "the default is for push only; Ann turned chat off")
+        }
+    }
+
+    @Test func anExplanationListsEverySinkWithItsReasonsAndTheDevices() async throws {
+        let (herald, _, _) = try await Self.make()
+        try await herald.test { client in
+            let device = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": "t-ann"])
+            _ = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["preferences": ["comment": ["chat": false]]])
+            let answer = try await client.call(
+                .post, "/api/notifications/explain", headers(herald.backend),
+                json: ["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann"])
+            #expect(answer.status == .ok, "\(answer.object)")
+            #expect(answer.object["recipient"] as? Bool == true)
+            let sinks = try #require(answer.object["sinks"] as? [[String: Any]])
+            let byName = Dictionary(uniqueKeysWithValues: sinks.compactMap { s in (s["sink"] as? String).map { ($0, s) } })
+            #expect(Set(byName.keys) == ["history", "feed", "fcm", "chat", "audit"], "every configured sink")
+            #expect(byName["fcm"]?["chosen"] as? Bool == true)
+            #expect(byName["fcm"]?["devices"] as? [String] == [device.object["device_id"] as? String ?? ""])
+            #expect(byName["chat"]?["chosen"] as? Bool == false)
+            #expect(byName["chat"]?["channel"] as? String == "chat")
+            let chatReasons = try #require(byName["chat"]?["reasons"] as? [[String: Any]])
+            #expect(chatReasons.contains { $0["step"] as? String == "routing_rule" && $0["source"] as? String == "operator" })
+            let last = try #require(chatReasons.last)
+            #expect(last["step"] as? String == "type_channel" && last["value"] as? Bool == false && last["source"] as? String == "user")
+            #expect(byName["audit"]?["user_facing"] as? Bool == false && byName["audit"]?["chosen"] as? Bool == false)
+            let devices = try #require(answer.object["devices"] as? [[String: Any]])
+            #expect(devices.first?["sink"] as? String == "fcm" && devices.first?["provider"] as? String == "fcm")
+
+            let critical = try await client.call(
+                .post, "/api/notifications/explain", headers(herald.backend), json: ["type": "alert", "title": "a", "user_ids": ["ann"], "user_id": "ann"])
+            let criticalSinks = try #require(critical.object["sinks"] as? [[String: Any]])
+            let criticalChat = try #require(criticalSinks.first { $0["sink"] as? String == "chat" })
+            #expect(criticalChat["chosen"] as? Bool == true)
+            #expect((criticalChat["reasons"] as? [[String: Any]])?.contains { $0["step"] as? String == "critical" } == true)
+
+            let other = try await client.call(
+                .post, "/api/notifications/explain", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["bob"], "user_id": "ann"])
+            #expect(other.object["recipient"] as? Bool == false)
+            let otherSinks = try #require(other.object["sinks"] as? [[String: Any]])
+            #expect(otherSinks.allSatisfy { $0["chosen"] as? Bool == false })
+            #expect((otherSinks.first?["reasons"] as? [[String: Any]])?.first?["step"] as? String == "not_targeted")
+
+            #expect(try await herald.server.store.history(userID: "ann", limit: 10, before: nil).items.isEmpty, "nothing was stored")
+            #expect(herald.push.received.isEmpty, "nothing was sent")
+
+            for (body, status) in [
+                (["type": "comment", "title": "c", "user_ids": ["ann"]], 422),
+                (["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": 7], 422),
+                (["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "a b"], 422),
+                (
+                    [
+                        "type": "comment", "title": "c", "topic": "\(ObjectIDGenerator().next())-\(ObjectIDGenerator().next())-\(ObjectIDGenerator().next())",
+                        "user_id": "ann",
+                    ], 404
+                ),
+                (["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann", "extra": 1], 422),
+            ] as [([String: Any], Int)] {
+                let refused = try await client.call(.post, "/api/notifications/explain", headers(herald.backend), json: body)
+                #expect(Int(refused.status.code) == status, "\(body): \(refused.object)")
+            }
+            let user = try await client.call(
+                .post, "/api/notifications/explain", headers(try await herald.userToken("ann")),
+                json: ["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann"])
+            #expect(user.status == .forbidden, "backend and admin keys only")
+        }
+    }
+
+    @Test func aForcedSubjectsMessagesAreCriticalOnPush() async throws {
+        let herald = try await TestHerald.make()
+        let topics = try await TopicTree.make(in: herald.server.store, ids: ObjectIDGenerator())
+        try await herald.test { client in
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": "tok-ann"])
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["enabled": false])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "topic": topics.forced.topicKey])
+            #expect(sent.status == .accepted, "\(sent.object)")
+            try await herald.deliver()
+            #expect(herald.push.received.map(\.recipient.userID) == ["ann"], "a Forced subject reaches the phone of a user who turned push off")
+        }
+    }
+}
