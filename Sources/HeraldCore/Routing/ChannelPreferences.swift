@@ -71,7 +71,7 @@ public struct ChannelPreferences: Sendable, Equatable {
         guard channel.userFacing else { return Outcome(true, .notUserFacing, .operator) }
         guard channel != .inApp else { return Outcome(true, .inApp, .operator) }
         let isPush = channel.name == SinkChannel.push.name
-        if critical.contains(type) || (forced && isPush) { return Outcome(true, .critical, .operator) }
+        if (!critical.isEmpty && critical.contains(type)) || (forced && isPush) { return Outcome(true, .critical, .operator) }
         if !settings.enabled { return Outcome(false, .masterSwitch, .user) }
         if isPush && settings.delivery == .pull { return Outcome(false, .deliveryPull, .user) }
         if let chosen = settings.choice(type: type, channel: channel.name) { return Outcome(chosen, .typeChannel, .user) }
