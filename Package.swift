@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HeraldHTTP", targets: ["HeraldHTTP"]),
         .library(name: "HeraldContent", targets: ["HeraldContent"]),
         .library(name: "HeraldCards", targets: ["HeraldCards"]),
+        .library(name: "HeraldLive", targets: ["HeraldLive"]),
         .library(name: "HeraldProcessTuning", targets: ["HeraldProcessTuning"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
@@ -296,6 +297,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Live updates (`GET /api/stream`, docs/pong.md "Live updates"): the streams open in this
+        // process, what wakes them, and the route; the feed and content reach it as closures.
+        .target(
+            name: "HeraldLive",
+            dependencies: [
+                "HeraldCore",
+                "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldServer",
             dependencies: [
@@ -303,6 +319,7 @@ let package = Package(
                 "HeraldHTTP",
                 "HeraldContent",
                 "HeraldCards",
+                "HeraldLive",
                 "HeraldStore",
                 "HeraldHistorySink",
                 "HeraldConsoleSink",

@@ -3,6 +3,7 @@ import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
+import HeraldLive
 public import Hummingbird
 import HummingbirdCore
 import Logging
@@ -67,8 +68,9 @@ extension HeraldServer {
             secretClaimUntil: configuration.deviceSecretClaimUntil
         ).register(on: router, table: routes)
         StreamRoutes(
-            store: store, streams: streams, feed: feedDocuments, content: { try await content.document(for: $0, format: nil) },
-            heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps, endedTokens: endedTokens
+            store: store, streams: streams, feedQuery: { try FeedRoutes.query($0) }, feedTag: { try feedDocuments.document(for: $0, at: Date()).tag },
+            content: { try await content.document(for: $0, format: nil) }, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps,
+            tokenStillValid: { [endedTokens] in await endedTokens.stillValid($0) }
         )
         .register(on: router, table: routes)
         PortalRoutes(

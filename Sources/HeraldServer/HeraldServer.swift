@@ -3,6 +3,7 @@ import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
+import HeraldLive
 public import HeraldStore
 import Hummingbird
 import HummingbirdCore

@@ -36,6 +36,20 @@ final class EndedTokens: Sendable {
         }
     }
 
+    /// Whether a live stream's token still holds: not expired, and its user's tokens not ended
+    /// since. A storage error keeps the stream (its next heartbeat asks again).
+    func stillValid(_ token: UserToken, now: Date = Date()) async -> Bool {
+        guard now < token.expires else { return false }
+        do {
+            try await check(token)
+            return true
+        } catch let error as HeraldError where error.kind == .unauthorized {
+            return false
+        } catch {
+            return true
+        }
+    }
+
     /// Ends the user's tokens in this process at once (other processes within ``lifetime``).
     func ended(userID: String, before date: Date) {
         entries.withLock { $0[userID] = Entry(endedBefore: date, until: .now + Self.lifetime) }

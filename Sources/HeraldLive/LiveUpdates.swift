@@ -4,13 +4,20 @@ import ServiceLifecycle
 
 /// Wakes this process's live streams when storage commits a change they serve (in any process,
 /// on PostgreSQL) and when the feed snapshot reloads.
-struct LiveUpdates: Service {
+package struct LiveUpdates: Service {
     let store: any ChangeStore
     let feed: FeedSnapshot
     let streams: LiveStreams
     let logger: Logger
 
-    func run() async throws {
+    package init(store: any ChangeStore, feed: FeedSnapshot, streams: LiveStreams, logger: Logger) {
+        self.store = store
+        self.feed = feed
+        self.streams = streams
+        self.logger = logger
+    }
+
+    package func run() async throws {
         await withGracefulShutdownHandler {
             await cancelWhenGracefulShutdown {
                 await withTaskGroup(of: Void.self) { group in

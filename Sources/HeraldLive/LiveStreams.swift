@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The live streams open in this process, by user: what a committed change wakes.
-final class LiveStreams: Sendable {
+package final class LiveStreams: Sendable {
     struct Opened: Sendable {
         let id: Int
         let userID: String
@@ -21,7 +21,7 @@ final class LiveStreams: Sendable {
     /// and users are many, so without it streams could take every connection the server has.
     let maxTotal: Int
 
-    init(maxPerUser: Int, maxTotal: Int = .max) {
+    package init(maxPerUser: Int, maxTotal: Int = .max) {
         self.maxPerUser = max(1, maxPerUser)
         self.maxTotal = max(1, maxTotal)
     }
@@ -79,7 +79,7 @@ final class LiveStreams: Sendable {
     }
 
     /// Ends every stream (a shutdown).
-    func closeAll() {
+    package func closeAll() {
         let inboxes = state.withLock { state in
             defer { (state.byUser, state.total) = ([:], 0) }
             return state.byUser.values.flatMap { $0.map(\.inbox) }

@@ -1,11 +1,10 @@
-import HeraldCore
-import Logging
+public import Logging
 
 /// Holds a storage watch (PostgreSQL `LISTEN`) open until the task is cancelled or the watch
 /// returns by itself (a store with nothing to watch). After a failure it logs, pauses (0.2 s,
 /// doubling to 5 s), calls `afterFailure` for what may have been missed meanwhile, and watches
 /// again.
-func keepWatching(_ what: String, logger: Logger, afterFailure: () -> Void = {}, _ watch: () async throws -> Void) async {
+public func keepWatching(_ what: String, logger: Logger, afterFailure: () -> Void = {}, _ watch: () async throws -> Void) async {
     var failures = 0
     while !Task.isCancelled {
         do {

@@ -10,31 +10,51 @@ import ServiceLifecycle
 /// `notification` events replay history rows (their ids are history sequences, so
 /// `Last-Event-ID` resumes without gaps); `content` and `feed` events carry the version (the
 /// entity tag without quotes) of what `GET /api/content` and `GET /feed/index.json` answer now.
-struct StreamRoutes {
+package struct StreamRoutes {
     let store: any HistoryStore
     let streams: LiveStreams
-    let feed: FeedDocuments
+    /// The feed query a request names (`region`, `version`), as `GET /feed/index.json` reads it.
+    let feedQuery: @Sendable (Request) throws -> FeedQuery
+    /// The entity tag of the feed document served for a query now, whose version a `feed`
+    /// event carries.
+    let feedTag: @Sendable (FeedQuery) throws -> String
     /// What `GET /api/content` answers a user now (the content module's document), whose tag
     /// is the version a `content` event carries.
     let content: @Sendable (_ userID: String) async throws -> Data
     let heartbeat: Duration
     let timestamps: TimestampStyle
-    /// A stream opened with a user or device token ends, at a heartbeat, once the token has
-    /// expired or its user's tokens were ended (docs/security.md).
-    let endedTokens: EndedTokens
+    /// Whether a stream's token still holds: a stream opened with a user or device token ends,
+    /// at a heartbeat, once the token has expired or its user's tokens were ended
+    /// (docs/security.md). A storage error keeps the stream (the next heartbeat asks again).
+    let tokenStillValid: @Sendable (UserToken) async -> Bool
+
+    package init(
+        store: any HistoryStore, streams: LiveStreams, feedQuery: @escaping @Sendable (Request) throws -> FeedQuery,
+        feedTag: @escaping @Sendable (FeedQuery) throws -> String, content: @escaping @Sendable (_ userID: String) async throws -> Data,
+        heartbeat: Duration, timestamps: TimestampStyle, tokenStillValid: @escaping @Sendable (UserToken) async -> Bool
+    ) {
+        self.store = store
+        self.streams = streams
+        self.feedQuery = feedQuery
+        self.feedTag = feedTag
+        self.content = content
+        self.heartbeat = heartbeat
+        self.timestamps = timestamps
+        self.tokenStillValid = tokenStillValid
+    }
     /// History rows read per query while catching up.
     static let page = 200
 
     /// Seconds a client turned away by `stream.max_total` is asked to wait.
     static let fullRetryAfter = 30
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    package func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/api/stream", stream)
     }
 
     @Sendable func stream(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
-        let feedQuery = try FeedRoutes.query(request)
+        let feedQuery = try self.feedQuery(request)
         var session = Session(userID: userID, feedQuery: feedQuery, routes: self)
         if let header = request.headers[.lastEventID] {
             guard let seen = Int64(header.trimmingOptionalWhitespace), seen >= 0 else {
@@ -50,7 +70,7 @@ struct StreamRoutes {
                 status: .serviceUnavailable, code: "too_many_streams")
         }
         let token = context.userToken
-        let body = ResponseBody { [streams, heartbeat, session, endedTokens] writer in
+        let body = ResponseBody { [streams, heartbeat, session, tokenStillValid] writer in
             // Registered while the body is written, so an answer never sent leaves nothing behind;
             // anything committed before is read by the catch-up below.
             guard let opened = streams.open(userID: userID) else {
@@ -75,7 +95,7 @@ struct StreamRoutes {
                     try await session.announceContent(&writer)
                     try await session.announceFeed(&writer)
                     while let kinds = await opened.inbox.next() {
-                        if kinds.contains(.heartbeat), let token, await !Self.stillValid(token, endedTokens: endedTokens) {
+                        if kinds.contains(.heartbeat), let token, await !tokenStillValid(token) {
                             try await writer.write(ByteBuffer(string: ": the token has ended; sign in again\n\n"))
                             break
                         }
@@ -97,20 +117,6 @@ struct StreamRoutes {
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
             body: body
         )
-    }
-
-    /// Whether a stream's token still holds: not expired, and its user's tokens not ended since.
-    /// A storage error keeps the stream (the next heartbeat asks again).
-    static func stillValid(_ token: UserToken, endedTokens: EndedTokens, now: Date = Date()) async -> Bool {
-        guard now < token.expires else { return false }
-        do {
-            try await endedTokens.check(token)
-            return true
-        } catch let error as HeraldError where error.kind == .unauthorized {
-            return false
-        } catch {
-            return true
-        }
     }
 
     /// What one stream has sent.
@@ -156,7 +162,7 @@ struct StreamRoutes {
         }
 
         mutating func announceFeed(_ writer: inout any ResponseBodyWriter) async throws {
-            let version = Self.version(tag: try routes.feed.document(for: feedQuery, at: Date()).tag)
+            let version = Self.version(tag: try routes.feedTag(feedQuery))
             guard version != feedVersion else { return }
             feedVersion = version
             try await writer.write(event("feed", version: version))
