@@ -86,6 +86,13 @@ def get_json(url):
         return json.load(response)
 
 
+def post_json(url, key, body):
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST", headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
 class Portal:
     def __init__(self, base, artifacts):
         options = webdriver.ChromeOptions()
@@ -293,6 +300,17 @@ def main():
         check(len(portal.driver.find_elements(By.CSS_SELECTOR, "#timelines svg.timeline rect.delivered")) >= 1, "the deliveries just made are drawn")
         check(all(chart.size["width"] > 300 and chart.size["height"] > 100 for chart in charts), "the charts are drawn at a readable size")
         portal.shot("status")
+        # A notification to a user: each user's delivery links to why it went where it did.
+        sent = post_json(herald.url + "/api/notifications", admin_key, {"type": "comment", "title": "Why me", "user_ids": ["reader&co#1"]})
+        portal.open(f"/portal/status?id={sent['id']}")
+        WebDriverWait(portal.driver, 20).until(lambda d: "delivered" in d.find_element(By.ID, "deliveries").text or d.refresh())
+        links = portal.driver.find_elements(By.CSS_SELECTOR, "#deliveries a.why")
+        check(len(links) >= 1, "each user's delivery links to its explanation")
+        links[0].click()
+        check("reader&co#1" in portal.find("h1").text, "the link names the user, escaped")
+        check("history" in portal.find("#why-sinks").text and "in_app" in portal.find("#why-sinks").text, "the why page lists every sink with its reasons")
+        check("delivered" in portal.find("#why-deliveries").text, "and the user's deliveries with their outcomes")
+        portal.shot("why")
         portal.sign_out()
 
         # A communicator sends an Information message and cannot manage the hierarchy.

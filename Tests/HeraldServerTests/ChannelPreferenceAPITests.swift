@@ -180,4 +180,40 @@ import Testing
             #expect(herald.push.received.map(\.recipient.userID) == ["ann"], "a Forced subject reaches the phone of a user who turned push off")
         }
     }
+
+    @Test func anAcceptedNotificationIsExplainedPerRecipientWithItsDeliveries() async throws {
+        let (herald, _, _) = try await Self.make()
+        try await herald.test { client in
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": "t-ann"])
+            _ = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "ann"), json: ["preferences": ["comment": ["chat": false]]])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann", "bob"]])
+            let id = try #require(sent.object["id"] as? String)
+            try await herald.deliver()
+            let ann = try await client.call(.get, "/api/notifications/\(id)/recipients/ann", headers(herald.backend, contentType: nil))
+            #expect(ann.status == .ok, "\(ann.object)")
+            #expect(ann.object["notification_id"] as? String == id && ann.object["recipient"] as? Bool == true)
+            let deliveries = try #require(ann.object["deliveries"] as? [[String: Any]])
+            #expect(Set(deliveries.compactMap { $0["sink"] as? String }) == ["history", "fcm"])
+            #expect(deliveries.allSatisfy { $0["state"] as? String == "delivered" && $0["attempts"] as? Int == 1 }, "\(deliveries)")
+            let chat = (ann.object["sinks"] as? [[String: Any]])?.first { $0["sink"] as? String == "chat" }
+            #expect(chat?["chosen"] as? Bool == false)
+            #expect((chat?["reasons"] as? [[String: Any]])?.last?["step"] as? String == "type_channel")
+            let bob = try await client.call(.get, "/api/notifications/\(id)/recipients/bob", headers(herald.backend, contentType: nil))
+            #expect(Set((bob.object["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["sink"] as? String }) == ["history", "chat"])
+            let outsider = try await client.call(.get, "/api/notifications/\(id)/recipients/zed", headers(herald.backend, contentType: nil))
+            #expect(outsider.object["recipient"] as? Bool == false && (outsider.object["deliveries"] as? [Any])?.isEmpty == true)
+
+            for (path, status) in [
+                ("/api/notifications/\(ObjectIDGenerator().next())/recipients/ann", 404), ("/api/notifications/nope/recipients/ann", 404),
+                ("/api/notifications/\(id)/recipients/a%20b", 422), ("/api/notifications/\(id)/recipients/%E9", 422),
+            ] {
+                let refused = try await client.call(.get, path, headers(herald.backend, contentType: nil))
+                #expect(Int(refused.status.code) == status, "\(path): \(refused.object)")
+            }
+            let communicator = try await client.call(.get, "/api/notifications/\(id)/recipients/ann", headers(herald.communicator, contentType: nil))
+            #expect(communicator.status == .forbidden)
+        }
+    }
 }

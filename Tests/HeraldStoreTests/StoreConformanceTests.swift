@@ -21,6 +21,26 @@ import Testing
         users.map { PlannedDelivery(sink: "history", userID: $0, distribution: .alert) }
     }
 
+    /// One recipient's deliveries of a notification, in creation order, whatever else it has
+    /// (the per-recipient explanation reads them).
+    @Test(arguments: StoreKind.allCases)
+    func oneRecipientsDeliveriesAreReadAlone(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let n = notification(["a", "b"])
+        _ = try await store.accept(
+            n, recipients: 2,
+            deliveries: [
+                PlannedDelivery(sink: "history", userID: "a", distribution: .alert), PlannedDelivery(sink: "history", userID: "b", distribution: .alert),
+                PlannedDelivery(sink: "chat", userID: "a", distribution: .information),
+            ], idempotencySince: t0)
+        let mine = try await store.deliveries(of: n.id, userID: "a")
+        #expect(mine.map(\.sink) == ["history", "chat"] && mine.allSatisfy { $0.userID == "a" })
+        #expect(mine.map(\.id) == mine.map(\.id).sorted())
+        #expect(mine.last?.distribution == .information && mine.last?.state == .pending)
+        #expect(try await store.deliveries(of: n.id, userID: "nobody").isEmpty)
+        #expect(try await store.deliveries(of: ids.next(), userID: "a").isEmpty)
+    }
+
     /// An audience reaches the users whose tier or groups it lists and the users it names
     /// (known or not), OR-ed and once each; `all` reaches every user Herald knows.
     @Test(arguments: StoreKind.allCases)

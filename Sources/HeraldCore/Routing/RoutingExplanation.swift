@@ -58,15 +58,40 @@ extension NotificationService {
     ///   for an unknown topic); a 422 naming `user_id` for an id that is not one.
     public func explain(_ submission: NotificationSubmission, userID: String, now: Date = Date()) async throws -> RoutingExplanation {
         try UserID.validate(userID, field: "user_id")
-        var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        return try await explain(notification, userID: userID, accepted: false, topicDistribution: submission.distribution == nil, at: now)
+    }
+
+    /// Explains how an accepted `notification` reaches `userID`, as the router decides it at its
+    /// accept time with the user's settings and devices as they are now (docs/routing.md,
+    /// "Explaining a decision").
+    public func explain(accepted notification: HeraldNotification, userID: String) async throws -> RoutingExplanation {
+        try await explain(notification, userID: userID, accepted: true, topicDistribution: false, at: notification.timestamp)
+    }
+
+    /// - Parameters:
+    ///   - accepted: whether the notification was accepted (a subject removed since is then a
+    ///     reason, not a 404).
+    ///   - topicDistribution: whether a topic's subject gives the distribution (a send that
+    ///     named none).
+    func explain(
+        _ notification: HeraldNotification, userID: String, accepted: Bool, topicDistribution: Bool, at now: Date
+    ) async throws
+        -> RoutingExplanation
+    {
+        var notification = notification
         var recipient = try await store.recipients(userIDs: [userID]).first ?? RecipientContext(userID: userID)
         var notRecipient: String?
         switch notification.target {
         case .users(let userIDs):
             if !userIDs.contains(where: { UserID.same($0, userID) }) { notRecipient = "not_targeted" }
         case .topic(let key):
-            guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
-            if submission.distribution == nil { notification.distribution = entry.subject.opt.distribution.distribution }
+            guard let entry = try await store.subject(topicKey: key) else {
+                guard accepted else { throw HeraldError.notFound("topic '\(key)'") }
+                notRecipient = "topic_removed"
+                break
+            }
+            if topicDistribution { notification.distribution = entry.subject.opt.distribution.distribution }
             recipient = recipient.subscribed(at: entry.subject.opt.level)
             if entry.subject.opt.level != .forced {
                 let subscribed = try await store.subscriptions(userID: userID).contains { $0.entry.subject.topicKey == key && $0.subscribed }
@@ -104,6 +129,7 @@ extension RoutingExplanation {
         case "topic_not_subscribed": "the user is not subscribed to the topic"
         case "not_in_audience": "the user's attributes do not match the audience"
         case "broadcast": "a broadcast goes to the anonymous pull feed, not to users"
+        case "topic_removed": "the topic's subject has been removed since"
         default: "the notification's user_ids do not name the user"
         }
     }

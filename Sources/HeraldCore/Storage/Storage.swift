@@ -132,6 +132,9 @@ public protocol NotificationStore: Sendable {
     /// receipt for the same request, `.keyReused` for another request, nil when unclaimed.
     func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult?
     func status(of id: ObjectID) async throws -> NotificationStatus?
+    /// Every delivery of notification `id` to `userID`, in creation order (one recipient's
+    /// explanation, however many deliveries the notification has).
+    func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord]
     /// Deliveries per sink and state, with each sink's latest error, sorted by sink name.
     func sinkCounters() async throws -> [SinkCounters]
 }

@@ -164,6 +164,7 @@ extension PortalRoutes {
                     [
                         "sink": d.sink, "recipient": d.topic.map { "topic \($0)" } ?? d.userID, "state": d.state.rawValue, "attempts": d.attempts,
                         "error": d.lastError ?? "", "updated": Timestamp.format(d.updatedAt),
+                        "hasWhy": !d.userID.isEmpty, "why": d.userID.isEmpty ? "" : Self.whyLink(id: n.id.hex, userID: d.userID),
                     ]
                 }
                 let total = status.summary.values.reduce(0) { sum, counts in sum + counts.values.reduce(0, +) }

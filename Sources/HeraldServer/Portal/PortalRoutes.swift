@@ -51,6 +51,9 @@ struct PortalRoutes {
         table.add(router, .get, "/portal/status", documented: false) { request, _ in
             try await withSession(request, admin: true) { try await statusPage(request, $0) }
         }
+        table.add(router, .get, "/portal/why", documented: false) { request, _ in
+            try await withSession(request, admin: true) { try await whyPage(request, $0) }
+        }
         table.add(router, .get, "/portal/static/portal.css", documented: false) { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8")
         }
         table.add(router, .get, "/portal/static/portal.js", documented: false) { _, _ in

@@ -6,13 +6,31 @@ import Hummingbird
 /// `POST /api/notifications/explain` (docs/routing.md, "Explaining a decision"): a send's body
 /// plus `user_id`; nothing is stored or sent. Every configured sink with whether it would reach
 /// the user and the ordered reasons why, the state of its circuit and its health added, and the
-/// user's devices with the sink that would serve each.
+/// user's devices with the sink that would serve each. `GET /api/notifications/{id}/recipients/{user_id}`
+/// explains an accepted notification the same way, with the user's deliveries and their outcomes.
 struct ExplainRoutes {
     let service: NotificationService
     let circuits: CircuitBreakers
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications/explain", explain)
+        table.add(router, .get, "/api/notifications/{id}/recipients/{user_id}", recipient)
+    }
+
+    @Sendable func recipient(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let text = try context.parameters.require("id")
+        let raw = try context.parameters.require("user_id")
+        guard let userID = raw.removingPercentEncoding else {
+            throw HeraldError.invalidField("user_id", "must be percent-encoded UTF-8 (a '%' itself as %25)")
+        }
+        try UserID.validate(userID, field: "user_id")
+        guard let id = ObjectID(text), let status = try await service.store.status(of: id) else { throw HeraldError.notFound("notification '\(text)'") }
+        let explanation = try await service.explain(accepted: status.notification, userID: userID)
+        var answer = await answer(explanation)
+        answer.notification_id = id.hex
+        answer.deliveries = try await service.store.deliveries(of: id, userID: userID).map(ExplainedDelivery.init)
+        return try JSONBody.response(answer)
     }
 
     /// The body's own field beside a send's.
@@ -31,7 +49,10 @@ struct ExplainRoutes {
             throw HeraldError.invalidField("user_id", "must be a string")
         }
         guard let userID = subject.user_id else { throw HeraldError.missingField("user_id") }
-        let explanation = try await service.explain(submission, userID: userID)
+        return try JSONBody.response(await answer(try await service.explain(submission, userID: userID)))
+    }
+
+    func answer(_ explanation: RoutingExplanation) async -> ExplainAnswer {
         var sinks: [ExplainedSink] = []
         for decision in explanation.decisions {
             guard let sink = service.sinks[decision.sink] else { continue }
@@ -56,10 +77,9 @@ struct ExplainRoutes {
         let devices = explanation.devices.map { route in
             ExplainedDevice(device_id: route.device.id.hex, provider: route.device.provider, sink: Nullable(route.sink))
         }
-        return try JSONBody.response(
-            ExplainAnswer(
-                user_id: userID, type: explanation.notification.type, distribution: explanation.distribution.rawValue, recipient: explanation.recipient,
-                sinks: sinks, devices: devices))
+        return ExplainAnswer(
+            user_id: explanation.userID, type: explanation.notification.type, distribution: explanation.distribution.rawValue,
+            recipient: explanation.recipient, sinks: sinks, devices: devices)
     }
 }
 
@@ -70,6 +90,32 @@ struct ExplainAnswer: Encodable {
     var recipient: Bool
     var sinks: [ExplainedSink]
     var devices: [ExplainedDevice]
+    /// For an accepted notification: its id, and the user's deliveries with their outcomes.
+    var notification_id: String?
+    var deliveries: [ExplainedDelivery]?
+}
+
+/// One delivery of an accepted notification to the user, as it stands.
+struct ExplainedDelivery: Encodable {
+    var id: Int64
+    var sink: String
+    var device_id: Nullable<String>
+    var distribution: String
+    var state: String
+    var attempts: Int
+    var last_error: Nullable<String>
+    var updated_at: String
+
+    init(_ record: DeliveryRecord) {
+        id = record.id
+        sink = record.sink
+        device_id = Nullable(record.deviceID?.hex)
+        distribution = record.distribution.rawValue
+        state = record.state.rawValue
+        attempts = record.attempts
+        last_error = Nullable(record.lastError)
+        updated_at = Timestamp.format(record.updatedAt)
+    }
 }
 
 struct ExplainedSink: Encodable {

@@ -294,6 +294,13 @@ extension PostgresStore {
         }
     }
 
+    public func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord] {
+        try await withConnection { session in
+            try await session.rows("SELECT * FROM deliveries WHERE notification_id = \(id.hex) AND user_id = \(userID) ORDER BY id").map(
+                StoredRecords.deliveryRecord)
+        }
+    }
+
     public func sinkCounters() async throws -> [SinkCounters] {
         try await withConnection { session in
             var counters: [String: SinkCounters] = [:]

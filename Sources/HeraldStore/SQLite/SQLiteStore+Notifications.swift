@@ -136,6 +136,14 @@ extension SQLiteStore {
         }
     }
 
+    public func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord] {
+        try await writer.read { db in
+            try Row.fetchAll(
+                try db.cachedStatement(sql: "SELECT * FROM deliveries WHERE notification_id = ? AND user_id = ? ORDER BY id"), arguments: [id.hex, userID]
+            ).map(StoredRecords.deliveryRecord)
+        }
+    }
+
     public func sinkCounters() async throws -> [SinkCounters] {
         try await writer.read { db in
             var counters: [String: SinkCounters] = [:]
