@@ -65,7 +65,8 @@ struct ExplainRoutes {
                         ExplainedReason(step: "circuit_open", value: true, source: "sink", detail: "the delivery waits until the provider answers again"))
                 }
                 if case .degraded(let why) = await sink.health() {
-                    reasons.append(ExplainedReason(step: "sink_degraded", value: true, source: "sink", detail: why))
+                    // A provider's words: bounded as a delivery's are (SinkHealthReport).
+                    reasons.append(ExplainedReason(step: "sink_degraded", value: true, source: "sink", detail: FailureReason.storable(why)))
                 }
             }
             let channel = service.sinks.channel(of: sink)
