@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 
 /// What both stores share about cards: how a card is stored and how a pull's changes are put
 /// together from the rows each engine reads.

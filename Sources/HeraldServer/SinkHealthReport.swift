@@ -11,6 +11,8 @@ public struct SinkHealthReport: Sendable, Equatable, Encodable {
     public var channel: String = SinkChannel.operatorOnly.name
     /// Whether users' preferences apply to it.
     public var userFacing = false
+    /// The channel as `herald sinks` and the portal show it (``SinkChannel/description``).
+    public var channelLabel: String { SinkChannel(channel, userFacing: userFacing).description }
     /// `ok` or `degraded`.
     public var status: String
     public var reason: String?

@@ -34,7 +34,7 @@ struct Sinks: AsyncParsableCommand {
         // their pending deliveries wait for the sink to come back.
         let configured = Set(server.sinks.names)
         let rows =
-            health.map { row($0.name, $0.kind, $0.userFacing ? $0.channel : "\($0.channel) (operator)", $0.reason.map { "degraded: \($0)" } ?? "ok") }
+            health.map { row($0.name, $0.kind, $0.channelLabel, $0.reason.map { "degraded: \($0)" } ?? "ok") }
             + counters.filter { !configured.contains($0.sink) }.map { row($0.sink, "-", "-", "not configured") }
         let header = ["SINK", "KIND", "CHANNEL", "STATE"] + DeliveryState.allCases.map { $0.rawValue.uppercased() } + ["LAST ERROR"]
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }

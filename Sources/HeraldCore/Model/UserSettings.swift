@@ -27,7 +27,8 @@ public struct UserSettings: Sendable, Equatable, Codable {
     /// During quiet hours alerts arrive silently, as information.
     public var quietHours: QuietHours?
 
-    /// The defaults: push on for every type, no quiet hours.
+    /// Settings as given; by default push on for every type, no quiet hours. `preferences` may
+    /// hold push entries: they are `types`' (which wins where both name a type).
     public init(
         enabled: Bool = true, types: [String: Bool] = [:], channels: [String: Bool] = [:], preferences: [String: [String: Bool]] = [:],
         delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil
@@ -38,8 +39,12 @@ public struct UserSettings: Sendable, Equatable, Codable {
         self.preferences = [:]
         self.delivery = delivery
         self.quietHours = quietHours
+        // `types` is the push choice: a push entry in `preferences` is the same setting, and
+        // counts only for a type `types` leaves out.
         for (type, choices) in preferences {
-            for (channel, on) in choices { setChoice(on, type: type, channel: channel) }
+            for (channel, on) in choices where !(channel == SinkChannel.push.name && types[type] != nil) {
+                setChoice(on, type: type, channel: channel)
+            }
         }
     }
 
@@ -75,15 +80,10 @@ public struct UserSettings: Sendable, Equatable, Codable {
             enabled: try container.decodeIfPresent(Bool.self, forKey: .enabled) ?? true,
             types: try container.decodeIfPresent([String: Bool].self, forKey: .types) ?? [:],
             channels: try container.decodeIfPresent([String: Bool].self, forKey: .channels) ?? [:],
+            preferences: try container.decodeIfPresent([String: [String: Bool]].self, forKey: .preferences) ?? [:],
             delivery: try container.decodeIfPresent(DeliveryPreference.self, forKey: .delivery) ?? .push,
             quietHours: try container.decodeIfPresent(QuietHours.self, forKey: .quietHours)
         )
-        // `types` is the push choice; a push entry in `preferences` is the same setting.
-        for (type, choices) in try container.decodeIfPresent([String: [String: Bool]].self, forKey: .preferences) ?? [:] {
-            for (channel, on) in choices where !(channel == SinkChannel.push.name && types[type] != nil) {
-                setChoice(on, type: type, channel: channel)
-            }
-        }
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -24,11 +24,11 @@ public struct RoutingExplanation: Sendable, Equatable {
     public var notification: HeraldNotification
     /// What the user would get (an alert is information in their quiet hours).
     public var distribution: Distribution
-    /// Whether the notification's target includes the user; when not, no sink reaches them,
-    /// and ``notRecipient`` says why.
-    public var recipient: Bool
-    /// Why the user is not a recipient (`not_targeted`, `topic_not_subscribed`, `broadcast`).
-    public var notRecipient: String?
+    /// Why the notification's target does not include the user (then no sink reaches them);
+    /// nil for a recipient.
+    public var notRecipient: NotRecipient?
+    /// Whether the notification's target includes the user.
+    public var recipient: Bool { notRecipient == nil }
     /// Each configured sink's decision, in configuration order.
     public var decisions: [RoutingDecision]
     /// The user's devices with the sink serving each.
@@ -36,13 +36,12 @@ public struct RoutingExplanation: Sendable, Equatable {
 
     /// An explanation as ``NotificationService/explain(_:userID:now:)`` makes it.
     public init(
-        userID: String, notification: HeraldNotification, distribution: Distribution, recipient: Bool, notRecipient: String?,
-        decisions: [RoutingDecision], devices: [DeviceRoute]
+        userID: String, notification: HeraldNotification, distribution: Distribution, notRecipient: NotRecipient?, decisions: [RoutingDecision],
+        devices: [DeviceRoute]
     ) {
         self.userID = userID
         self.notification = notification
         self.distribution = distribution
-        self.recipient = recipient
         self.notRecipient = notRecipient
         self.decisions = decisions
         self.devices = devices
@@ -69,6 +68,13 @@ extension NotificationService {
         try await explain(notification, userID: userID, accepted: true, topicDistribution: false, at: notification.timestamp)
     }
 
+    /// One recipient's explanation of accepted notification `id` (``explain(accepted:userID:)``)
+    /// with the deliveries stored for them, in creation order; nil for an unknown notification.
+    public func explainRecipient(of id: ObjectID, userID: String) async throws -> (explanation: RoutingExplanation, deliveries: [DeliveryRecord])? {
+        guard let status = try await store.status(of: id) else { return nil }
+        return (try await explain(accepted: status.notification, userID: userID), try await store.deliveries(of: id, userID: userID))
+    }
+
     /// - Parameters:
     ///   - accepted: whether the notification was accepted (a subject removed since is then a
     ///     reason, not a 404).
@@ -81,36 +87,37 @@ extension NotificationService {
     {
         var notification = notification
         var recipient = try await store.recipients(userIDs: [userID]).first ?? RecipientContext(userID: userID)
-        var notRecipient: String?
+        var notRecipient: RoutingExplanation.NotRecipient?
         switch notification.target {
         case .users(let userIDs):
-            if !userIDs.contains(where: { UserID.same($0, userID) }) { notRecipient = "not_targeted" }
+            if !userIDs.contains(where: { UserID.same($0, userID) }) { notRecipient = .notTargeted }
         case .topic(let key):
             guard let entry = try await store.subject(topicKey: key) else {
                 guard accepted else { throw HeraldError.notFound("topic '\(key)'") }
-                notRecipient = "topic_removed"
+                notRecipient = .topicRemoved
                 break
             }
             if topicDistribution { notification.distribution = entry.subject.opt.distribution.distribution }
             recipient = recipient.subscribed(at: entry.subject.opt.level)
             if entry.subject.opt.level != .forced {
                 let subscribed = try await store.subscriptions(userID: userID).contains { $0.entry.subject.topicKey == key && $0.subscribed }
-                if !subscribed { notRecipient = "topic_not_subscribed" }
+                if !subscribed { notRecipient = .topicNotSubscribed }
             }
         case .audience(let audience):
             let attributes = try await store.attributes(userID: userID) ?? UserAttributes()
-            if !audience.includes(userID: userID, attributes: attributes) { notRecipient = "not_in_audience" }
+            if !audience.includes(userID: userID, attributes: attributes) { notRecipient = .notInAudience }
         case .broadcast:
-            notRecipient = "broadcast"
+            notRecipient = .broadcast
         }
         var decisions = router.explain(notification, for: recipient, at: now)
         if let notRecipient {
-            let why = RoutingExplanation.words(notRecipient)
+            let reason = RoutingDecision.Reason(
+                giver: "target", verdict: .excluded(because: notRecipient.words, step: notRecipient.rawValue, source: "sender"))
             decisions = decisions.map { decision in
                 var decision = decision
                 decision.used = false
                 decision.devices = []
-                decision.reasons.insert(.init(giver: "target", verdict: .excluded(because: why, step: notRecipient, source: "sender")), at: 0)
+                decision.reasons.insert(reason, at: 0)
                 return decision
             }
         }
@@ -119,18 +126,33 @@ extension NotificationService {
         }
         return RoutingExplanation(
             userID: userID, notification: notification, distribution: NotificationRouter.distribution(of: notification, for: recipient.settings, at: now),
-            recipient: notRecipient == nil, notRecipient: notRecipient, decisions: decisions, devices: devices)
+            notRecipient: notRecipient, decisions: decisions, devices: devices)
     }
 }
 
 extension RoutingExplanation {
-    static func words(_ notRecipient: String) -> String {
-        switch notRecipient {
-        case "topic_not_subscribed": "the user is not subscribed to the topic"
-        case "not_in_audience": "the user's attributes do not match the audience"
-        case "broadcast": "a broadcast goes to the anonymous pull feed, not to users"
-        case "topic_removed": "the topic's subject has been removed since"
-        default: "the notification's user_ids do not name the user"
+    /// Why a user is not among a notification's recipients, as explanations name it.
+    public enum NotRecipient: String, Sendable, Equatable {
+        /// The notification's `user_ids` do not name the user.
+        case notTargeted = "not_targeted"
+        /// The user is not subscribed to the (not Forced) topic.
+        case topicNotSubscribed = "topic_not_subscribed"
+        /// The topic's subject was removed after the accept.
+        case topicRemoved = "topic_removed"
+        /// The user's attributes do not match the audience.
+        case notInAudience = "not_in_audience"
+        /// A broadcast goes to the anonymous feed, to no user.
+        case broadcast
+
+        /// In words, for the reason's detail.
+        public var words: String {
+            switch self {
+            case .notTargeted: "the notification's user_ids do not name the user"
+            case .topicNotSubscribed: "the user is not subscribed to the topic"
+            case .topicRemoved: "the topic's subject has been removed since"
+            case .notInAudience: "the user's attributes do not match the audience"
+            case .broadcast: "a broadcast goes to the anonymous pull feed, not to users"
+            }
         }
     }
 }

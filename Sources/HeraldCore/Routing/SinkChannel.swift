@@ -28,7 +28,9 @@ public struct SinkChannel: Sendable, Hashable, CustomStringConvertible {
     /// Whether users choose whether the sink reaches them: user-facing, and not `in_app`.
     public var isChoosable: Bool { userFacing && self != .inApp }
 
-    public var description: String { userFacing ? name : "\(name) (not user-facing)" }
+    /// As `herald sinks` and the portal show it: the name, marked `(operator)` when no user
+    /// preference applies.
+    public var description: String { userFacing ? name : "\(name) (operator)" }
 
     /// A sink's channel when neither it nor the configuration names one: history is `in_app`,
     /// a push sink `push`, a broadcast sink `feed`, anything else an operator's own.

@@ -12,16 +12,17 @@ extension HeraldConfiguration {
     /// - Parameter fileKeys: the keys the configuration file sets, for the map's entries.
     static func readPreferences(_ reader: ConfigReader, fileKeys: [String], types: NotificationTypes) throws -> ChannelPreferences {
         var preferences = ChannelPreferences()
-        for type in try reader.optionalStringList(forKey: "preferences.critical") ?? [] {
-            guard types.contains(type) else {
-                throw invalid("preferences.critical", "names '\(type)', which is not a notification type (types: \(types.all.joined(separator: ", ")))")
-            }
-            preferences.critical.insert(type)
-        }
-        func add(type: String, channel: String, value: Bool, key: String) throws {
+        func checkType(_ type: String, key: String) throws {
             guard types.contains(type) else {
                 throw invalid(key, "names '\(type)', which is not a notification type (types: \(types.all.joined(separator: ", ")))")
             }
+        }
+        for type in try reader.optionalStringList(forKey: "preferences.critical") ?? [] {
+            try checkType(type, key: "preferences.critical")
+            preferences.critical.insert(type)
+        }
+        func add(type: String, channel: String, value: Bool, key: String) throws {
+            try checkType(type, key: key)
             guard SinkChannel.isValidName(channel) else { throw invalid(key, "names '\(channel)', which is not a channel name") }
             preferences.defaults[type, default: [:]][channel] = value
         }

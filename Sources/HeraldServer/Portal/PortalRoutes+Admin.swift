@@ -136,7 +136,7 @@ extension PortalRoutes {
             let history = timeline.history(of: report.name, now: now)
             sinks.append([
                 "chart": TimelineChart.svg(sink: report.name, minutes: history.minutes, changes: history.changes, now: now),
-                "name": report.name, "kind": report.kind, "channel": report.userFacing ? report.channel : "\(report.channel) (operator)",
+                "name": report.name, "kind": report.kind, "channel": report.channelLabel,
                 "status": report.status, "reason": report.reason ?? "",
                 "circuit": report.circuitOpen
                     ? "open" : report.openEndpoints.isEmpty ? "closed" : "open for \(report.openEndpoints.map(\.endpoint).joined(separator: ", "))",

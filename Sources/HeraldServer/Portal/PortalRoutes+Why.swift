@@ -18,26 +18,28 @@ extension PortalRoutes {
         let text = (try request.queryText("id") ?? "").trimmingCharacters(in: .whitespaces)
         let userID = try request.queryText("user") ?? ""
         var values: [String: Any] = ["id": text, "user": userID]
-        guard let id = ObjectID(text), (try? UserID.validate(userID, field: "user")) != nil, let status = try await store.status(of: id) else {
+        guard let id = ObjectID(text), (try? UserID.validate(userID, field: "user")) != nil,
+            let (explanation, deliveries) = try await service.explainRecipient(of: id, userID: userID)
+        else {
             values["notFound"] = true
             return pages.page("why", values, session: session, status: .notFound)
         }
-        let explanation = try await service.explain(accepted: status.notification, userID: userID)
+        let notification = explanation.notification
         values["notification"] = [
-            "title": status.notification.title, "type": status.notification.type, "time": Timestamp.format(status.notification.timestamp),
+            "title": notification.title, "type": notification.type, "time": Timestamp.format(notification.timestamp),
             "recipient": explanation.recipient ? "yes" : "no", "distribution": explanation.distribution.rawValue,
         ]
         values["sinks"] = explanation.decisions.map { decision -> [String: Any] in
             let channel = service.sinks[decision.sink].map { service.sinks.channel(of: $0) }
             return [
-                "sink": decision.sink, "channel": channel.map { $0.userFacing ? $0.name : "\($0.name) (operator)" } ?? "—",
+                "sink": decision.sink, "channel": channel?.description ?? "—",
                 "chosen": decision.used ? "yes" : "no",
                 "reasons": decision.reasons.map { reason in
                     ["step": reason.step, "value": reason.value ? "for" : "against", "source": reason.source, "detail": reason.verdict.reason]
                 },
             ]
         }
-        values["deliveries"] = try await store.deliveries(of: id, userID: userID).map { d -> [String: Any] in
+        values["deliveries"] = deliveries.map { d -> [String: Any] in
             ["sink": d.sink, "state": d.state.rawValue, "attempts": d.attempts, "error": d.lastError ?? "", "updated": Timestamp.format(d.updatedAt)]
         }
         return pages.page("why", values, session: session)

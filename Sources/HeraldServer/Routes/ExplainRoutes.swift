@@ -25,31 +25,33 @@ struct ExplainRoutes {
             throw HeraldError.invalidField("user_id", "must be percent-encoded UTF-8 (a '%' itself as %25)")
         }
         try UserID.validate(userID, field: "user_id")
-        guard let id = ObjectID(text), let status = try await service.store.status(of: id) else { throw HeraldError.notFound("notification '\(text)'") }
-        let explanation = try await service.explain(accepted: status.notification, userID: userID)
-        var answer = await answer(explanation)
+        guard let id = ObjectID(text), let found = try await service.explainRecipient(of: id, userID: userID) else {
+            throw HeraldError.notFound("notification '\(text)'")
+        }
+        var answer = await answer(found.explanation)
         answer.notification_id = id.hex
-        answer.deliveries = try await service.store.deliveries(of: id, userID: userID).map(ExplainedDelivery.init)
+        answer.deliveries = found.deliveries.map(ExplainedDelivery.init)
         return try JSONBody.response(answer)
     }
 
-    /// The body's own field beside a send's.
-    struct Subject: Decodable {
-        var user_id: String?
+    /// A send's body and the explanation's own field, read in one parse.
+    struct Body: Decodable {
+        var submission: NotificationSubmission
+        var userID: String?
+
+        enum CodingKeys: String, CodingKey { case userID = "user_id" }
+
+        init(from decoder: any Decoder) throws {
+            submission = try NotificationSubmission(from: decoder)
+            userID = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .userID)
+        }
     }
 
     @Sendable func explain(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
-        let (submission, bytes) = try await JSONBody.decodeKeepingBytes(
-            NotificationSubmission.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames.union(["user_id"]))
-        let subject: Subject
-        do {
-            subject = try JSONDecoder().decode(Subject.self, from: bytes)
-        } catch {
-            throw HeraldError.invalidField("user_id", "must be a string")
-        }
-        guard let userID = subject.user_id else { throw HeraldError.missingField("user_id") }
-        return try JSONBody.response(await answer(try await service.explain(submission, userID: userID)))
+        let body = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: NotificationSubmission.fieldNames.union(["user_id"]))
+        guard let userID = body.userID else { throw HeraldError.missingField("user_id") }
+        return try JSONBody.response(await answer(try await service.explain(body.submission, userID: userID)))
     }
 
     func answer(_ explanation: RoutingExplanation) async -> ExplainAnswer {
