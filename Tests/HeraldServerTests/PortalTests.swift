@@ -180,4 +180,29 @@ import Testing
             #expect(try await client.call(.get, "/portal/send", [.cookie: cookie]).status == .seeOther, "revoking the key ends the session")
         }
     }
+
+    /// `/portal/why`: one recipient's explanation for admins; a bad or unknown notification id, or
+    /// a user id that is not one, is the page's own 404, and the user id is escaped in the page.
+    @Test func theWhyPageExplainsOneRecipientAndRefusesBadInput() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["<b>ann</b>"]])
+            let id = try #require(sent.object["id"] as? String)
+            let (session, _) = try await signIn(client, key: herald.admin)
+            let cookie = try #require(session)
+            let page = try await client.call(.get, "/portal/why?id=\(id)&user=%3Cb%3Eann%3C%2Fb%3E", [.cookie: cookie])
+            #expect(page.status == .ok)
+            let html = String(buffer: page.body)
+            #expect(html.contains("id=\"why-sinks\"") && html.contains("in_app") && html.contains("&lt;b&gt;ann&lt;/b&gt;"))
+            #expect(!html.contains("<b>ann</b>"), "the user id is escaped")
+            for query in ["id=nope&user=ann", "id=\(ObjectIDGenerator().next())&user=ann", "id=\(id)&user=a%20b", "id=\(id)"] {
+                let refused = try await client.call(.get, "/portal/why?\(query)", [.cookie: cookie])
+                #expect(refused.status == .notFound, "\(query)")
+            }
+            let (communicator, _) = try await signIn(client, key: herald.communicator)
+            let forbidden = try await client.call(.get, "/portal/why?id=\(id)&user=ann", [.cookie: try #require(communicator)])
+            #expect(forbidden.status != .ok, "admins only")
+        }
+    }
 }
