@@ -202,7 +202,49 @@ import Testing
             }
             let (communicator, _) = try await signIn(client, key: herald.communicator)
             let forbidden = try await client.call(.get, "/portal/why?id=\(id)&user=ann", [.cookie: try #require(communicator)])
-            #expect(forbidden.status != .ok, "admins only")
+            #expect(forbidden.status == .notFound, "admins, and the communicator who sent a Message Hub message, only")
+        }
+    }
+
+    /// A communicator sees the status and the recipients' explanations of the messages it sent,
+    /// and nothing of another sender's or of the sinks: those are answered as unknown ids.
+    @Test func aCommunicatorSeesWhyForTheMessagesItSent() async throws {
+        let herald = try await TestHerald.make()
+        let topics = try await TopicTree.make(in: herald.server.store, ids: ObjectIDGenerator())
+        let otherSecret = APIKeySecret.generate()
+        try await herald.server.store.createKey(
+            APIKeyRecord(id: ObjectIDGenerator().next(), name: "someone-else", role: .communicator, createdAt: Date()),
+            secretHash: APIKeySecret.hash(otherSecret))
+        try await herald.test { (client: any TestClientProtocol) async throws in
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": "t-ann"])
+            let message = try await client.call(
+                .post, "/message", headers(herald.communicator),
+                json: ["title": "Snow day", "desc": "Closed", "message": "Stay home", "topic_key": topics.forced.topicKey, "distribution": "Alert"])
+            let id = try #require(message.object["msi_key"] as? String, "\(message.object)")
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann"]])
+            let notification = try #require(sent.object["id"] as? String)
+
+            let mine = try #require(try await signIn(client, key: herald.communicator).0)
+            let status = try await client.call(.get, "/portal/status?id=\(id)", [.cookie: mine])
+            let statusPage = String(buffer: status.body)
+            #expect(status.status == .ok && statusPage.contains("Snow day") && statusPage.contains("class=\"why\""))
+            #expect(!statusPage.contains("id=\"sinks\""), "the sinks' health is for admins")
+            let why = try await client.call(.get, "/portal/why?id=\(id)&user=ann", [.cookie: mine])
+            #expect(why.status == .ok && String(buffer: why.body).contains("id=\"decided-with\""))
+            for query in ["status?id=\(notification)", "why?id=\(notification)&user=ann"] {
+                let page = try await client.call(.get, "/portal/\(query)", [.cookie: mine])
+                #expect(String(buffer: page.body).contains("No message you sent has that id"), "\(query): not theirs")
+            }
+
+            let theirs = try #require(try await signIn(client, key: otherSecret).0)
+            let otherStatus = try await client.call(.get, "/portal/status?id=\(id)", [.cookie: theirs])
+            #expect(!String(buffer: otherStatus.body).contains("Snow day"), "another communicator's message is not theirs")
+            #expect(try await client.call(.get, "/portal/why?id=\(id)&user=ann", [.cookie: theirs]).status == .notFound)
+
+            let admin = try #require(try await signIn(client, key: herald.admin).0)
+            let adminStatus = String(buffer: try await client.call(.get, "/portal/status?id=\(id)", [.cookie: admin]).body)
+            #expect(adminStatus.contains("Snow day") && adminStatus.contains("id=\"sinks\""))
         }
     }
 }

@@ -132,7 +132,7 @@ extension PortalRoutes {
         var values: [String: Any] = ["id": text]
         var sinks: [[String: Any]] = []
         let now = Date()
-        for report in await SinkHealthReport.collect(service.sinks, circuits: circuits, queue: store, now: now) {
+        for report in session.isAdmin ? await SinkHealthReport.collect(service.sinks, circuits: circuits, queue: store, now: now) : [] {
             let history = timeline.history(of: report.name, now: now)
             sinks.append([
                 "chart": TimelineChart.svg(sink: report.name, minutes: history.minutes, changes: history.changes, now: now),
@@ -147,7 +147,7 @@ extension PortalRoutes {
         }
         values["sinks"] = sinks
         if !text.isEmpty {
-            if let id = ObjectID(text), let status = try await store.status(of: id) {
+            if let id = ObjectID(text), try await maySee(id, session), let status = try await store.status(of: id) {
                 let n = status.notification
                 values["notification"] = [
                     "id": n.id.hex, "title": n.title, "type": n.type, "distribution": n.distribution.rawValue, "recipients": status.recipients,

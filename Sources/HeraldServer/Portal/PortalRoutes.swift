@@ -48,11 +48,12 @@ struct PortalRoutes {
         table.add(router, .get, "/portal/messages", documented: false) { request, _ in
             try await withSession(request, admin: true) { try await messagesPage(request, $0) }
         }
+        // Admins see every notification and the sinks; a communicator the messages it sent.
         table.add(router, .get, "/portal/status", documented: false) { request, _ in
-            try await withSession(request, admin: true) { try await statusPage(request, $0) }
+            try await withSession(request) { try await statusPage(request, $0) }
         }
         table.add(router, .get, "/portal/why", documented: false) { request, _ in
-            try await withSession(request, admin: true) { try await whyPage(request, $0) }
+            try await withSession(request) { try await whyPage(request, $0) }
         }
         table.add(router, .get, "/portal/static/portal.css", documented: false) { _, _ in pages.asset(pages.stylesheet, contentType: "text/css; charset=utf-8")
         }
