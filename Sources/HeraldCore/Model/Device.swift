@@ -248,3 +248,14 @@ public struct UserAttributes: Sendable, Equatable, Codable {
         for (index, group) in groupIDs.enumerated() { try UserID.checkNFC(group, field: "group_ids[\(index)]") }
     }
 }
+
+extension Device {
+    /// The error a device's pending pushes fail with when registering another put its user over
+    /// `devices.max_per_user` (`keep`) and the device, the oldest, was removed.
+    public static func removedOverLimit(keep: Int) -> String { "\(overLimitPrefix)\(keep) devices" }
+
+    /// Whether a delivery's error is ``removedOverLimit(keep:)``'s (explanations' `device_limit`).
+    public static func wasRemovedOverLimit(_ error: String) -> Bool { error.hasPrefix(overLimitPrefix) }
+
+    private static let overLimitPrefix = "device removed: the user registered more than "
+}

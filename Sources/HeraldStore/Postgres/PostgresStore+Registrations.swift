@@ -231,7 +231,7 @@ extension PostgresStore {
             let extra = devices.sorted { ($0.updatedAt, $0.id.hex) > ($1.updatedAt, $1.id.hex) }.dropFirst(max(keep, 0))
             for device in extra {
                 try await Self.removeDevice(
-                    session, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: Self.micros(date))
+                    session, id: device.id.hex, reason: Device.removedOverLimit(keep: keep), at: Self.micros(date))
             }
             return Array(extra)
         }
