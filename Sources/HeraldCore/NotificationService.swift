@@ -10,6 +10,10 @@ public struct NotificationService: Sendable {
     public let validator: NotificationValidator
     /// Plans each recipient's deliveries.
     public let router: NotificationRouter
+    /// What ``router`` decides with, as stored (``NotificationStore/recordRoutingInputs(_:)``),
+    /// and its id, which every notification accepted here is stamped with.
+    public let routingInputs: RoutingInputs
+    let routingInputsID: String
     /// The configured sinks, for dry runs' provider checks.
     public let sinks: SinkRegistry
     /// Where notifications, their deliveries and their recipients are stored and read.
@@ -53,6 +57,8 @@ public struct NotificationService: Sendable {
     ) {
         self.validator = validator
         self.router = router
+        routingInputs = RoutingInputs(router: router)
+        routingInputsID = routingInputs.id
         self.sinks = sinks
         self.store = store
         self.ids = ids
@@ -70,6 +76,7 @@ public struct NotificationService: Sendable {
     public func send(_ submission: NotificationSubmission, now: Date = Date(), scope: String = "", requestHash: String = "") async throws -> AcceptResult {
         let started = ContinuousClock.now
         var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        notification.routingInputs = routingInputsID
         var topicSubject: SubjectEntry?
         if case .topic(let key) = notification.target {
             guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
@@ -155,10 +162,12 @@ public struct NotificationService: Sendable {
         guard entry.subject.opt.distribution == input.distribution else {
             throw HeraldError.invalidField("distribution", "must be the subject's distribution, \"\(entry.subject.opt.distribution.rawValue)\"")
         }
-        let notification = HeraldNotification(
+        var message = HeraldNotification(
             id: ids.next(at: now), type: "message", title: input.title, body: input.desc, url: nil, data: ["message": input.message],
             timestamp: now, distribution: input.distribution.distribution, target: .topic(input.topicKey)
         )
+        message.routingInputs = routingInputsID
+        let notification = message
         // Checked against every provider's limits before anything is stored.
         for sink in sinks.sinks where sink.capabilities.contains(.push) {
             if sink.capabilities.contains(.topics) {

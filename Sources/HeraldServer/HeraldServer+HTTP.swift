@@ -48,7 +48,7 @@ extension HeraldServer {
             store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
             timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations, forms: registrationForms
         ).register(on: router, table: routes)
-        ExplainRoutes(service: service, circuits: engine.circuits).register(on: router, table: routes)
+        ExplainRoutes(service: service, circuits: engine.circuits, maxDevicesPerUser: configuration.maxDevicesPerUser).register(on: router, table: routes)
         SettingsRoutes(store: store, types: types, channels: sinks.choosableChannels, preferences: configuration.preferences)
             .register(on: router, table: routes)
         NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)

@@ -128,6 +128,8 @@ public struct HeraldServer: Sendable {
                 )
                 service.metrics = metrics
                 service.handOff = engine.handOff
+                // Before anything is accepted: every notification names what routed it.
+                try await store.recordRoutingInputs(service.routingInputs)
                 service.fanOutInlineLimit = configuration.fanOutInlineLimit
                 var userTokens: UserTokenVerifier?
                 if let secret = configuration.userTokenSecret {

@@ -216,4 +216,87 @@ import Testing
             #expect(communicator.status == .forbidden)
         }
     }
+
+    /// An accepted notification is explained as it was decided: a settings change since, or a
+    /// server restarted with other rules, does not rewrite why it went where it went.
+    @Test func anAcceptedNotificationIsExplainedWithTheInputsItWasDecidedOn() async throws {
+        let database = "sqlite:" + (try TestResources.temporaryDirectory("herald-why")).appendingPathComponent("herald.sqlite").path
+        let chat = RecordingSink(name: "chat", capabilities: .perUser, channel: SinkChannel("chat"))
+        let first = try await TestHerald.make(extraSinks: [chat]) { configuration in
+            configuration.database = database
+            configuration.routing = ["type=comment => +chat"]
+        }
+        let (id, routingInputs) = try await first.test { client in
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(first.backend, user: "ann"), json: ["channels": ["chat": false]])
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(first.backend, user: "bob"), json: ["channels": ["chat": true]])
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(first.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann", "bob", "cy"]])
+            let id = try #require(sent.object["id"] as? String)
+            // After the accept: ann turns chat on. Her explanation stays the accept's.
+            _ = try await client.call(.patch, "/api/notifications/settings", headers(first.backend, user: "ann"), json: ["channels": ["chat": true]])
+            let ann = try await client.call(.get, "/api/notifications/\(id)/recipients/ann", headers(first.backend, contentType: nil))
+            let annChat = (ann.object["sinks"] as? [[String: Any]])?.first { $0["sink"] as? String == "chat" }
+            #expect(annChat?["chosen"] as? Bool == false, "\(ann.object)")
+            #expect((annChat?["reasons"] as? [[String: Any]])?.last?["step"] as? String == "channel_switch")
+            let decided = try #require(ann.object["decided_with"] as? [String: Any])
+            #expect(decided["settings"] as? String == "saved" && decided["settings_saved_at"] is String)
+            let routingInputs = try #require(decided["routing_inputs"] as? String)
+            let cy = try await client.call(.get, "/api/notifications/\(id)/recipients/cy", headers(first.backend, contentType: nil))
+            #expect((cy.object["decided_with"] as? [String: Any])?["settings"] as? String == "defaults")
+            #expect((cy.object["decided_with"] as? [String: Any])?["settings_saved_at"] is NSNull)
+            let explained = try await client.call(
+                .post, "/api/notifications/explain", headers(first.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann"])
+            #expect(explained.object["decided_with"] == nil, "a send explained is decided with what is in force now")
+            return (id, routingInputs)
+        }
+        await first.server.close()
+
+        // The same database under other rules: chat is no longer added to comments.
+        let second = try await TestHerald.make(extraSinks: [RecordingSink(name: "chat", capabilities: .perUser, channel: SinkChannel("chat"))]) {
+            configuration in
+            configuration.database = database
+        }
+        try await second.test { client in
+            let bob = try await client.call(.get, "/api/notifications/\(id)/recipients/bob", headers(second.backend, contentType: nil))
+            #expect(bob.status == .ok, "\(bob.object)")
+            #expect((bob.object["decided_with"] as? [String: Any])?["routing_inputs"] as? String == routingInputs)
+            let bobChat = (bob.object["sinks"] as? [[String: Any]])?.first { $0["sink"] as? String == "chat" }
+            #expect(bobChat?["chosen"] as? Bool == true, "the rule in force at the accept added chat: \(bob.object)")
+            #expect((bobChat?["reasons"] as? [[String: Any]])?.contains { $0["detail"] as? String == "type=comment => +chat" } == true)
+            // A send explained now is decided by today's rules.
+            let now = try await client.call(
+                .post, "/api/notifications/explain", headers(second.backend), json: ["type": "comment", "title": "c", "user_ids": ["bob"], "user_id": "bob"])
+            let nowChat = (now.object["sinks"] as? [[String: Any]])?.first { $0["sink"] as? String == "chat" }
+            #expect(nowChat?["chosen"] as? Bool == false)
+        }
+    }
+
+    /// `device_limit`: a user at `devices.max_per_user` is told registering another removes the
+    /// oldest; a push that failed because its device was removed so says why.
+    @Test func theDeviceLimitIsAReason() async throws {
+        let herald = try await TestHerald.make { $0.maxDevicesPerUser = 2 }
+        try await herald.test { client in
+            for token in ["t-1", "t-2"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": token])
+            }
+            func fcmReasons(_ answer: [String: Any]) -> [[String: Any]] {
+                ((answer["sinks"] as? [[String: Any]])?.first { $0["sink"] as? String == "fcm" }?["reasons"] as? [[String: Any]]) ?? []
+            }
+            let atLimit = try await client.call(
+                .post, "/api/notifications/explain", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann"], "user_id": "ann"])
+            let limit = fcmReasons(atLimit.object).first { $0["step"] as? String == "device_limit" }
+            #expect(limit?["value"] as? Bool == true && (limit?["detail"] as? String)?.contains("removes the oldest") == true, "\(atLimit.object)")
+
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "c", "user_ids": ["ann"]])
+            let id = try #require(sent.object["id"] as? String)
+            // A third device before the pushes went out: the oldest goes, and its push fails.
+            _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: "ann"), json: ["fcm_token": "t-3"])
+            let accepted = try await client.call(.get, "/api/notifications/\(id)/recipients/ann", headers(herald.backend, contentType: nil))
+            let removed = fcmReasons(accepted.object).first { $0["step"] as? String == "device_limit" }
+            #expect(
+                removed?["value"] as? Bool == false && (removed?["detail"] as? String)?.hasPrefix("1 of the user's devices was removed") == true,
+                "\(accepted.object)")
+        }
+    }
 }

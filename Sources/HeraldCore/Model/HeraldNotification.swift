@@ -110,6 +110,9 @@ public struct HeraldNotification: Sendable, Equatable {
     public var idempotencyKey: String?
     /// Whom it is for.
     public var target: NotificationTarget
+    /// The id of the ``RoutingInputs`` it was routed with, stamped at accept; nil for one
+    /// accepted before Herald recorded them, or stored directly by a tool or test.
+    public var routingInputs: String?
 
     /// A notification as the validator builds it (tests build their own).
     public init(

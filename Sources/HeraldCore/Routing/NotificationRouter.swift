@@ -222,7 +222,7 @@ public struct NotificationRouter: Sendable {
             func say(_ giver: String, _ verdict: RoutingVerdict) { reasons.append(.init(giver: giver, verdict: verdict)) }
             if sink.name == Self.historySink {
                 say("rules", .required(because: "a user's history holds everything they were sent", step: "in_app", source: "operator"))
-                return RoutingDecision(sink: sink.name, used: true, distribution: distribution, reasons: reasons)
+                return RoutingDecision(sink: sink.name, channel: sink.channel, used: true, distribution: distribution, reasons: reasons)
             }
             let byDefault = sink.capabilities.contains(.push)
             say(
@@ -235,7 +235,7 @@ public struct NotificationRouter: Sendable {
                 if rule.add.contains(sink.name) { say("rules", .included(because: "\(rule)", step: "routing_rule", source: "operator")) }
             }
             guard chosen.contains(sink.name) else {
-                return RoutingDecision(sink: sink.name, used: false, distribution: distribution, reasons: reasons)
+                return RoutingDecision(sink: sink.name, channel: sink.channel, used: false, distribution: distribution, reasons: reasons)
             }
             let verdicts = policies.compactMap { policy in
                 policy.verdict(on: sink, for: notification, recipient: recipient, at: now).map { (policy.name, $0) }
@@ -253,7 +253,7 @@ public struct NotificationRouter: Sendable {
             if used, distribution != notification.distribution {
                 say("settings", .included(because: "quiet hours: the alert arrives silent, as information", step: "quiet_hours", source: "user"))
             }
-            return RoutingDecision(sink: sink.name, used: used, devices: devices, distribution: distribution, reasons: reasons)
+            return RoutingDecision(sink: sink.name, channel: sink.channel, used: used, devices: devices, distribution: distribution, reasons: reasons)
         }
     }
 }

@@ -31,8 +31,26 @@ public struct RoutingExplanation: Sendable, Equatable {
     public var recipient: Bool { notRecipient == nil }
     /// Each configured sink's decision, in configuration order.
     public var decisions: [RoutingDecision]
-    /// The user's devices with the sink serving each.
+    /// The user's devices with the sink serving each (as registered now).
     public var devices: [DeviceRoute]
+    /// For an accepted notification: what it was decided with; nil for a send explained.
+    public var basis: Basis?
+
+    /// What an accepted notification's explanation was decided with.
+    public struct Basis: Sendable, Equatable {
+        /// The id of the routing inputs it was accepted under; nil when it names none that are
+        /// stored (accepted before Herald recorded them): today's configuration decided.
+        public var routingInputs: String?
+        /// The user's settings in force at its accept time; nil when they had saved none by
+        /// then, so the defaults decided.
+        public var settings: SettingsVersion?
+
+        /// A basis.
+        public init(routingInputs: String?, settings: SettingsVersion?) {
+            self.routingInputs = routingInputs
+            self.settings = settings
+        }
+    }
 
     /// An explanation as ``NotificationService/explain(_:userID:now:)`` makes it.
     public init(
@@ -61,18 +79,30 @@ extension NotificationService {
         return try await explain(notification, userID: userID, accepted: false, topicDistribution: submission.distribution == nil, at: now)
     }
 
-    /// Explains how an accepted `notification` reaches `userID`, as the router decides it at its
-    /// accept time with the user's settings and devices as they are now (docs/routing.md,
-    /// "Explaining a decision").
-    public func explain(accepted notification: HeraldNotification, userID: String) async throws -> RoutingExplanation {
-        try await explain(notification, userID: userID, accepted: true, topicDistribution: false, at: notification.timestamp)
-    }
-
-    /// One recipient's explanation of accepted notification `id` (``explain(accepted:userID:)``)
-    /// with the deliveries stored for them, in creation order; nil for an unknown notification.
+    /// One recipient's explanation of accepted notification `id`, decided again as it was
+    /// decided: by the routing inputs it was accepted under (``HeraldNotification/routingInputs``)
+    /// and the user's settings in force at its accept time (``UserStore/settingsVersion(userID:at:)``),
+    /// with the deliveries stored for them in creation order; nil for an unknown notification.
+    /// A notification accepted before inputs were recorded is decided by today's configuration,
+    /// and ``RoutingExplanation/basis`` says which (docs/routing.md, "Explaining a decision").
     public func explainRecipient(of id: ObjectID, userID: String) async throws -> (explanation: RoutingExplanation, deliveries: [DeliveryRecord])? {
-        guard let status = try await store.status(of: id) else { return nil }
-        return (try await explain(accepted: status.notification, userID: userID), try await store.deliveries(of: id, userID: userID))
+        guard let notification = try await store.notification(id: id) else { return nil }
+        let deliveries = try await store.deliveries(of: id, userID: userID)
+        var router = self.router
+        var inputsUsed: String?
+        if let recorded = notification.routingInputs {
+            if recorded == routingInputsID {
+                inputsUsed = recorded
+            } else if let inputs = try await store.routingInputs(id: recorded), let then = try? inputs.router(policies: router.policies) {
+                (router, inputsUsed) = (then, recorded)
+            }
+        }
+        let version = try await store.settingsVersion(userID: userID, at: notification.timestamp)
+        var explanation = try await explain(
+            notification, userID: userID, accepted: true, topicDistribution: false, at: notification.timestamp, router: router,
+            settings: version?.settings ?? UserSettings(), reached: !deliveries.isEmpty)
+        explanation.basis = RoutingExplanation.Basis(routingInputs: inputsUsed, settings: version)
+        return (explanation, deliveries)
     }
 
     /// - Parameters:
@@ -80,13 +110,20 @@ extension NotificationService {
     ///     reason, not a 404).
     ///   - topicDistribution: whether a topic's subject gives the distribution (a send that
     ///     named none).
+    ///   - router: the router that decides (an accepted notification's own).
+    ///   - settings: the user's settings to decide with; nil for those stored now.
+    ///   - reached: deliveries were stored for the user, so they were a recipient whatever
+    ///     their subscriptions or attributes are now.
     func explain(
-        _ notification: HeraldNotification, userID: String, accepted: Bool, topicDistribution: Bool, at now: Date
+        _ notification: HeraldNotification, userID: String, accepted: Bool, topicDistribution: Bool, at now: Date, router: NotificationRouter? = nil,
+        settings: UserSettings? = nil, reached: Bool = false
     ) async throws
         -> RoutingExplanation
     {
+        let router = router ?? self.router
         var notification = notification
         var recipient = try await store.recipients(userIDs: [userID]).first ?? RecipientContext(userID: userID)
+        if let settings { recipient.settings = settings }
         var notRecipient: RoutingExplanation.NotRecipient?
         switch notification.target {
         case .users(let userIDs):
@@ -94,18 +131,20 @@ extension NotificationService {
         case .topic(let key):
             guard let entry = try await store.subject(topicKey: key) else {
                 guard accepted else { throw HeraldError.notFound("topic '\(key)'") }
-                notRecipient = .topicRemoved
+                if !reached { notRecipient = .topicRemoved }
                 break
             }
             if topicDistribution { notification.distribution = entry.subject.opt.distribution.distribution }
             recipient = recipient.subscribed(at: entry.subject.opt.level)
-            if entry.subject.opt.level != .forced {
+            if entry.subject.opt.level != .forced, !reached {
                 let subscribed = try await store.subscriptions(userID: userID).contains { $0.entry.subject.topicKey == key && $0.subscribed }
                 if !subscribed { notRecipient = .topicNotSubscribed }
             }
         case .audience(let audience):
-            let attributes = try await store.attributes(userID: userID) ?? UserAttributes()
-            if !audience.includes(userID: userID, attributes: attributes) { notRecipient = .notInAudience }
+            if !reached {
+                let attributes = try await store.attributes(userID: userID) ?? UserAttributes()
+                if !audience.includes(userID: userID, attributes: attributes) { notRecipient = .notInAudience }
+            }
         case .broadcast:
             notRecipient = .broadcast
         }

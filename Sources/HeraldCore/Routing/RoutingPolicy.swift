@@ -92,6 +92,8 @@ public struct RoutingDecision: Sendable, Equatable {
     public var sink: String
     /// Whether the recipient gets a delivery through it.
     public var used: Bool
+    /// The channel the sink delivers on, as the deciding router knew it.
+    public var channel: SinkChannel
     /// For a push sink used: the devices it sends to.
     public var devices: [ObjectID]
     /// The distribution the recipient gets (an alert is information in quiet hours).
@@ -100,8 +102,9 @@ public struct RoutingDecision: Sendable, Equatable {
     public var reasons: [Reason]
 
     /// A decision, as ``NotificationRouter/explain(_:for:at:)`` makes it.
-    public init(sink: String, used: Bool, devices: [ObjectID] = [], distribution: Distribution, reasons: [Reason]) {
+    public init(sink: String, channel: SinkChannel, used: Bool, devices: [ObjectID] = [], distribution: Distribution, reasons: [Reason]) {
         self.sink = sink
+        self.channel = channel
         self.used = used
         self.devices = devices
         self.distribution = distribution

@@ -21,6 +21,11 @@ public protocol UserStore: Sendable {
     /// release it after the call returns, and may run it twice (SQLite's group commit retries a
     /// failed batch's requests one by one), so it must only change the settings it is given.
     func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings
+    /// The settings `userID` had at `date`: the version saved last at or before it; nil when
+    /// they had saved none by then (they had the defaults). Every change
+    /// ``updateSettings(userID:_:)`` saves is a version; versions older than the one in force
+    /// at the oldest stored notification are removed as new ones are saved.
+    func settingsVersion(userID: String, at date: Date) async throws -> SettingsVersion?
     func setAttributes(_ attributes: UserAttributes, userID: String) async throws
     func attributes(userID: String) async throws -> UserAttributes?
     /// Registers a device for `userID`, keyed by its provider and address key, moving it from
@@ -128,10 +133,19 @@ public protocol NotificationStore: Sendable {
     ) async throws -> AcceptResult
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
+    /// The archived Message Hub message with this `msi_key` (its notification's id); nil when none is.
+    func archivedMessage(msiKey: String) async throws -> ArchivedMessage?
     /// What an idempotency key claimed since `since` stands for: `.replayed` with the first
     /// receipt for the same request, `.keyReused` for another request, nil when unclaimed.
     func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult?
     func status(of id: ObjectID) async throws -> NotificationStatus?
+    /// Notification `id` as stored, without its deliveries; nil when unknown.
+    func notification(id: ObjectID) async throws -> HeraldNotification?
+    /// Stores `inputs` under their id (``RoutingInputs/id``) unless stored already: each
+    /// process records its own as it starts, before it accepts anything.
+    func recordRoutingInputs(_ inputs: RoutingInputs) async throws
+    /// The routing inputs stored under `id`; nil when none are.
+    func routingInputs(id: String) async throws -> RoutingInputs?
     /// Every delivery of notification `id` to `userID`, in creation order (one recipient's
     /// explanation, however many deliveries the notification has).
     func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord]

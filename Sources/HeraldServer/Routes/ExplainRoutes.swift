@@ -11,6 +11,8 @@ import Hummingbird
 struct ExplainRoutes {
     let service: NotificationService
     let circuits: CircuitBreakers
+    /// `devices.max_per_user`, for the `device_limit` reason.
+    let maxDevicesPerUser: Int
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications/explain", explain)
@@ -28,7 +30,7 @@ struct ExplainRoutes {
         guard let id = ObjectID(text), let found = try await service.explainRecipient(of: id, userID: userID) else {
             throw HeraldError.notFound("notification '\(text)'")
         }
-        var answer = await answer(found.explanation)
+        var answer = await answer(found.explanation, deliveries: found.deliveries)
         answer.notification_id = id.hex
         answer.deliveries = found.deliveries.map(ExplainedDelivery.init)
         return try JSONBody.response(answer)
@@ -54,14 +56,19 @@ struct ExplainRoutes {
         return try JSONBody.response(await answer(try await service.explain(body.submission, userID: userID)))
     }
 
-    func answer(_ explanation: RoutingExplanation) async -> ExplainAnswer {
+    /// - Parameter deliveries: an accepted notification's deliveries to the user.
+    func answer(_ explanation: RoutingExplanation, deliveries: [DeliveryRecord] = []) async -> ExplainAnswer {
         var sinks: [ExplainedSink] = []
         for decision in explanation.decisions {
-            guard let sink = service.sinks[decision.sink] else { continue }
             var reasons = decision.reasons.map(ExplainedReason.init)
+            let sinkDeliveries = deliveries.filter { $0.sink == decision.sink }
+            if decision.channel == .push, decision.used || !sinkDeliveries.isEmpty {
+                reasons += deviceLimit(explanation, deliveries: sinkDeliveries)
+            }
             // The engine's view: a chosen sink whose circuit is open or that reports itself
-            // degraded still gets the delivery, which waits (docs/durability.md).
-            if decision.used {
+            // degraded still gets the delivery, which waits (docs/durability.md). A sink an
+            // accepted notification's configuration had and this one has not has neither.
+            if decision.used, let sink = service.sinks[decision.sink] {
                 if circuits.state(of: sink.name).isOpen {
                     reasons.append(
                         ExplainedReason(step: "circuit_open", value: true, source: "sink", detail: "the delivery waits until the provider answers again"))
@@ -71,18 +78,43 @@ struct ExplainRoutes {
                     reasons.append(ExplainedReason(step: "sink_degraded", value: true, source: "sink", detail: FailureReason.storable(why)))
                 }
             }
-            let channel = service.sinks.channel(of: sink)
             sinks.append(
                 ExplainedSink(
-                    sink: sink.name, channel: channel.name, user_facing: channel.userFacing, chosen: decision.used, reasons: reasons,
-                    devices: decision.devices.map(\.hex)))
+                    sink: decision.sink, channel: decision.channel.name, user_facing: decision.channel.userFacing, chosen: decision.used,
+                    reasons: reasons, devices: decision.devices.map(\.hex)))
         }
         let devices = explanation.devices.map { route in
             ExplainedDevice(device_id: route.device.id.hex, provider: route.device.provider, sink: Nullable(route.sink))
         }
         return ExplainAnswer(
             user_id: explanation.userID, type: explanation.notification.type, distribution: explanation.distribution.rawValue,
-            recipient: explanation.recipient, sinks: sinks, devices: devices)
+            recipient: explanation.recipient, sinks: sinks, devices: devices, decided_with: explanation.basis.map(DecidedWith.init))
+    }
+}
+
+extension ExplainRoutes {
+    /// `device_limit`: a push that failed because its device was removed to keep the user's
+    /// devices within `devices.max_per_user` (a later registration); else, for a user at the
+    /// limit, that registering another device removes the oldest.
+    func deviceLimit(_ explanation: RoutingExplanation, deliveries: [DeliveryRecord]) -> [ExplainedReason] {
+        let removed = deliveries.filter { $0.lastError.map(Device.wasRemovedOverLimit) ?? false }.count
+        if removed > 0 {
+            return [
+                ExplainedReason(
+                    step: "device_limit", value: false, source: "operator",
+                    detail:
+                        "\(removed) of the user's devices \(removed == 1 ? "was" : "were") removed before the push went out: registering another put them over the limit of \(maxDevicesPerUser) (devices.max_per_user)"
+                )
+            ]
+        }
+        guard explanation.devices.count >= maxDevicesPerUser else { return [] }
+        return [
+            ExplainedReason(
+                step: "device_limit", value: true, source: "operator",
+                detail:
+                    "the user has \(explanation.devices.count) devices, the limit (devices.max_per_user): registering another removes the oldest, and its pending pushes fail"
+            )
+        ]
     }
 }
 
@@ -93,9 +125,31 @@ struct ExplainAnswer: Encodable {
     var recipient: Bool
     var sinks: [ExplainedSink]
     var devices: [ExplainedDevice]
+    /// For an accepted notification: what it was decided with.
+    var decided_with: DecidedWith?
     /// For an accepted notification: its id, and the user's deliveries with their outcomes.
     var notification_id: String?
     var deliveries: [ExplainedDelivery]?
+}
+
+/// An accepted notification's ``RoutingExplanation/Basis``: the routing inputs it names (null
+/// when accepted before Herald recorded them), and which settings of the user decided.
+struct DecidedWith: Encodable {
+    var routing_inputs: Nullable<String>
+    /// `saved` (at `settings_saved_at`), `defaults` (the user had saved none by then), or
+    /// `unversioned` (saved before this database kept versions).
+    var settings: String
+    var settings_saved_at: Nullable<String>
+
+    init(_ basis: RoutingExplanation.Basis) {
+        routing_inputs = Nullable(basis.routingInputs)
+        switch basis.settings {
+        case nil: settings = "defaults"
+        case .some(let version) where version.savedAt == nil: settings = "unversioned"
+        case .some: settings = "saved"
+        }
+        settings_saved_at = Nullable(basis.settings?.savedAt.map(Timestamp.format))
+    }
 }
 
 /// One delivery of an accepted notification to the user, as it stands.

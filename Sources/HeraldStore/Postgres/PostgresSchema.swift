@@ -345,6 +345,8 @@ enum PostgresSchema {
             ]
         ),
         ("v14-device-installations", [DeviceInstallationSQL.column]),
+        // As SQLite's v18: what accepted notifications are explained with.
+        ("v15-routing-records", RoutingRecordSQL.migration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -116,4 +116,10 @@ extension PostgresStore {
             )
         }
     }
+
+    public func archivedMessage(msiKey: String) async throws -> ArchivedMessage? {
+        try await withConnection { session in
+            try await session.row("SELECT * FROM messages WHERE msi_key = \(msiKey)").map(StoredRecords.archivedMessage)
+        }
+    }
 }

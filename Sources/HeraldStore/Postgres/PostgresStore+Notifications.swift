@@ -147,6 +147,7 @@ extension PostgresStore {
             let hasIdempotencyKey = all.map { $0.idempotencyKey != nil }
             let targets = try all.map { try StoredJSON.encode(target: $0.target) }
             let recipients = writes.notifications.map { Int64($0.recipients) }
+            let routingInputs = all.map { $0.routingInputs ?? "" }
 
             let deliveries = writes.deliveries
             let deliveryNotifications = deliveries.map(\.notification.hex)
@@ -168,16 +169,16 @@ extension PostgresStore {
             query = """
                 WITH stored AS (
                     INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                        collapse_key, idempotency_key, target, recipients)
+                        collapse_key, idempotency_key, target, recipients, routing_inputs)
                     SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
                         CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
-                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients
+                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, '')
                     FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
                         \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
                         \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
-                        \(targets)::text[], \(recipients)::int8[])
+                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[])
                         AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients)
+                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs)
                 ), planned AS MATERIALIZED (
                     SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
                     FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
@@ -292,6 +293,29 @@ extension PostgresStore {
                 fanOut: try await Self.fanOutProgress(session, of: id)
             )
         }
+    }
+
+    public func notification(id: ObjectID) async throws -> HeraldNotification? {
+        try await withConnection { session -> HeraldNotification? in
+            guard let row = try await session.row("SELECT * FROM notifications WHERE id = \(id.hex)") else { return nil }
+            var notification = try StoredRecords.notification(row)
+            notification.routingInputs = try row.optionalText("routing_inputs")
+            return notification
+        }
+    }
+
+    public func recordRoutingInputs(_ inputs: RoutingInputs) async throws {
+        var binds = PostgresBindings()
+        binds.append(inputs.id)
+        binds.append(inputs.json)
+        binds.append(Self.micros(Date()))
+        let query = PostgresQuery(unsafeSQL: RoutingRecordSQL.recordInputs, binds: binds)
+        try await withConnection { session in try await session.execute(query) }
+    }
+
+    public func routingInputs(id: String) async throws -> RoutingInputs? {
+        let json = try await withConnection { session in try await session.row("SELECT inputs FROM routing_inputs WHERE id = \(id)")?.text("inputs") }
+        return try json.map(RoutingInputs.init(json:))
     }
 
     public func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord] {

@@ -15,12 +15,33 @@ extension PostgresStore {
             // The row lock serialises concurrent read-change-writes of one user's settings.
             try await Self.ensureUser(session, userID, at: Self.micros(Date()))
             let text = try await session.row("SELECT settings FROM users WHERE id = \(userID) FOR UPDATE")?.optionalText("settings")
-            var settings = try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
+            let before = try StoredJSON.decode(UserSettings.self, from: text) ?? UserSettings()
+            var settings = before
             try change(&settings)
-            try await session.execute(
-                "UPDATE users SET settings = \(try StoredJSON.encode(settings)), updated_at = \(Self.micros(Date())) WHERE id = \(userID)"
-            )
+            let now = Self.micros(Date())
+            let saved = try StoredJSON.encode(settings)
+            try await session.execute("UPDATE users SET settings = \(saved), updated_at = \(now) WHERE id = \(userID)")
+            if settings != before {
+                var binds = PostgresBindings()
+                binds.append(userID)
+                binds.append(now)
+                binds.append(saved)
+                try await session.execute(PostgresQuery(unsafeSQL: RoutingRecordSQL.appendVersion, binds: binds))
+                var pruneBinds = PostgresBindings()
+                pruneBinds.append(userID)
+                pruneBinds.append(now)
+                try await session.execute(PostgresQuery(unsafeSQL: RoutingRecordSQL.pruneVersions, binds: pruneBinds))
+            }
             return settings
+        }
+    }
+
+    public func settingsVersion(userID: String, at date: Date) async throws -> SettingsVersion? {
+        try await withConnection { session in
+            var binds = PostgresBindings()
+            binds.append(userID)
+            binds.append(Self.micros(date))
+            return try await session.row(PostgresQuery(unsafeSQL: RoutingRecordSQL.versionAt, binds: binds)).map(RoutingRecordSQL.version)
         }
     }
 
@@ -161,6 +182,7 @@ extension PostgresStore {
             erased.events = try await session.rows("DELETE FROM events WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM users WHERE id = \(userID)")
+            try await session.execute("DELETE FROM settings_versions WHERE user_id = \(userID)")
             // Every token issued for them so far ends with their data (docs/security.md).
             try await Self.endTokens(session, userID: userID, issuedBefore: date)
             try await session.announce(.attributes(users: [userID]))

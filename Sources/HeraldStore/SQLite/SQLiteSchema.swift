@@ -351,6 +351,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v17-device-installations") { db in
             try db.execute(sql: DeviceInstallationSQL.column)
         }
+        migrator.registerMigration("v18-routing-records") { db in
+            for statement in RoutingRecordSQL.migration { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

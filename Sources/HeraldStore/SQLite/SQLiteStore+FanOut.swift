@@ -175,4 +175,10 @@ extension SQLiteStore {
             return MessagePage(messages: messages, next: next)
         }
     }
+
+    public func archivedMessage(msiKey: String) async throws -> ArchivedMessage? {
+        try await writer.read { db in
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM messages WHERE msi_key = ?"), arguments: [msiKey]).map(StoredRecords.archivedMessage)
+        }
+    }
 }

@@ -63,15 +63,15 @@ extension SQLiteStore {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                    collapse_key, idempotency_key, target, recipients)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    collapse_key, idempotency_key, target, recipients, routing_inputs)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         try insert.execute(arguments: [
             notification.id.hex, notification.type, notification.title, notification.body, notification.url,
             StoredJSON.encode(data: notification.data), now, notification.distribution.rawValue, notification.priority,
             notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
-            try StoredJSON.encode(target: notification.target), recipients,
+            try StoredJSON.encode(target: notification.target), recipients, notification.routingInputs,
         ])
         return nil
     }
@@ -134,6 +134,30 @@ extension SQLiteStore {
                 summary: summary,
                 fanOut: try Self.fanOutProgress(db, of: id))
         }
+    }
+
+    public func notification(id: ObjectID) async throws -> HeraldNotification? {
+        try await writer.read { db in
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM notifications WHERE id = ?"), arguments: [id.hex]) else {
+                return nil
+            }
+            var notification = try StoredRecords.notification(row)
+            notification.routingInputs = try row.optionalText("routing_inputs")
+            return notification
+        }
+    }
+
+    public func recordRoutingInputs(_ inputs: RoutingInputs) async throws {
+        try await writer.write { db in
+            try db.execute(sql: RoutingRecordSQL.recordInputs, arguments: [inputs.id, inputs.json, Self.micros(Date())])
+        }
+    }
+
+    public func routingInputs(id: String) async throws -> RoutingInputs? {
+        let json = try await writer.read { db in
+            try String.fetchOne(try db.cachedStatement(sql: "SELECT inputs FROM routing_inputs WHERE id = ?"), arguments: [id])
+        }
+        return try json.map(RoutingInputs.init(json:))
     }
 
     public func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord] {

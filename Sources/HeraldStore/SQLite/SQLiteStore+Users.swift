@@ -9,16 +9,29 @@ extension SQLiteStore {
 
     public func updateSettings(userID: String, _ change: @escaping @Sendable (inout UserSettings) throws -> Void) async throws -> UserSettings {
         try await groupCommitted { db in
-            var settings = try Self.settings(db, userID: userID)
+            let before = try Self.settings(db, userID: userID)
+            var settings = before
             try change(&settings)
+            let now = Self.micros(Date())
+            let text = try StoredJSON.encode(settings)
             try db.execute(
                 sql: """
                     INSERT INTO users (id, settings, updated_at) VALUES (?, ?, ?)
                     ON CONFLICT (id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at
                     """,
-                arguments: [userID, try StoredJSON.encode(settings), Self.micros(Date())]
+                arguments: [userID, text, now]
             )
+            if settings != before {
+                try db.execute(sql: RoutingRecordSQL.appendVersion, arguments: [userID, now, text])
+                try db.execute(sql: RoutingRecordSQL.pruneVersions, arguments: [userID, now])
+            }
             return settings
+        }
+    }
+
+    public func settingsVersion(userID: String, at date: Date) async throws -> SettingsVersion? {
+        try await writer.read { db in
+            try Row.fetchOne(try db.cachedStatement(sql: RoutingRecordSQL.versionAt), arguments: [userID, Self.micros(date)]).map(RoutingRecordSQL.version)
         }
     }
 
@@ -138,7 +151,7 @@ extension SQLiteStore {
             arguments: [userID, max(keep, 0)]
         ).map { try StoredRecords.device($0) }
         for device in extra {
-            try removeDevice(db, id: device.id.hex, reason: "device removed: the user registered more than \(keep) devices", at: micros(date))
+            try removeDevice(db, id: device.id.hex, reason: Device.removedOverLimit(keep: keep), at: micros(date))
         }
         return extra
     }
@@ -221,6 +234,7 @@ extension SQLiteStore {
             erased.cards = db.changesCount
             try db.execute(sql: "DELETE FROM card_users WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
+            try db.execute(sql: "DELETE FROM settings_versions WHERE user_id = ?", arguments: [userID])
             // Every token issued for them so far ends with their data (docs/security.md).
             try Self.endTokens(db, userID: userID, issuedBefore: date)
             return erased
