@@ -77,6 +77,7 @@ public struct NotificationService: Sendable {
         let started = ContinuousClock.now
         var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
         notification.routingInputs = routingInputsID
+        let sendAt = try validator.scheduledInstant(of: submission, now: now)
         var topicSubject: SubjectEntry?
         if case .topic(let key) = notification.target {
             guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
@@ -92,6 +93,9 @@ public struct NotificationService: Sendable {
         let claim = notification.idempotencyKey.map { IdempotencyClaim(scope: scope, key: $0, requestHash: requestHash) }
         if let claim, let earlier = try await store.receipt(for: claim, since: since) {
             return try Self.answer(earlier)
+        }
+        if let sendAt {
+            return try await schedule(notification, at: sendAt, level: topicSubject?.subject.opt.level ?? .optIn, claim: claim, since: since, started: started)
         }
         let result: AcceptResult
         switch notification.target {
@@ -139,6 +143,29 @@ public struct NotificationService: Sendable {
                 case .users, .broadcast: false
                 }
             onAccepted(AcceptedWork(mayHaveFanOut: fansOut))
+        }
+        return try Self.answer(result)
+    }
+
+    /// Stores a scheduled send (``NotificationStore/acceptScheduled(_:recipients:dueAt:idempotency:idempotencySince:)``):
+    /// nothing is routed until `sendAt`.
+    private func schedule(
+        _ notification: HeraldNotification, at sendAt: Date, level: SubscriptionLevel, claim: IdempotencyClaim?, since: Date, started: ContinuousClock.Instant
+    ) async throws -> AcceptResult {
+        let recipients: ScheduledRecipients
+        switch notification.target {
+        case .users(let ids): recipients = .users(ids)
+        case .topic(let key): recipients = .topic(key, level: level)
+        case .audience(let audience): recipients = .audience(audience)
+        case .broadcast: throw HeraldError.invalidField("send_at", "a broadcast is published at once: scheduling it is not supported yet (docs/timing.md)")
+        }
+        var result = try await store.acceptScheduled(notification, recipients: recipients, dueAt: sendAt, idempotency: claim, idempotencySince: since)
+        if case .accepted(var receipt) = result {
+            metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
+            receipt.sendAt = sendAt
+            result = .accepted(receipt)
+            // The fan-out worker sleeps no longer than until the send is due.
+            onAccepted(AcceptedWork(mayHaveFanOut: true))
         }
         return try Self.answer(result)
     }

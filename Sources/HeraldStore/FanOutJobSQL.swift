@@ -20,15 +20,48 @@ enum FanOutJobSQL {
         """
     static let pendingIndex = "CREATE INDEX fanout_jobs_pending ON fanout_jobs(created_at) WHERE done_at IS NULL"
 
-    /// The unfinished jobs with their notifications (`n.*`), oldest first; bind the limit.
-    static let pendingColumns =
-        "SELECT j.kind, j.source AS job_source, j.recipients AS job_recipients, j.written, n.* FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id WHERE j.done_at IS NULL ORDER BY j.created_at, j.notification_id"
+    /// A scheduled send's instant (docs/timing.md): NULL for a fan-out written at once.
+    static let dueColumn = "ALTER TABLE fanout_jobs ADD COLUMN due_at BIGINT"
+    /// When the sender cancelled the job (it is done then too).
+    static let cancelledColumn = "ALTER TABLE fanout_jobs ADD COLUMN cancelled_at BIGINT"
+
+    /// Bind the time and the notification id: its deliveries waiting for an attempt (none a
+    /// worker holds) become `cancelled`.
+    static let cancelDeliveries = """
+        UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, updated_at = $1
+        WHERE notification_id = $2 AND state = 'pending' AND leased = 0
+        """
+    /// The next scheduled job, for the worker's sleep.
+    static let dueIndex = "CREATE INDEX fanout_jobs_due ON fanout_jobs(due_at) WHERE done_at IS NULL AND due_at IS NOT NULL"
+
+    /// The unfinished jobs due by `now` (an SQL expression: a bound parameter, or the database's
+    /// clock) with their notifications (`n.*`), oldest first; append the limit.
+    static func pendingColumns(now: String) -> String {
+        """
+        SELECT j.kind, j.source AS job_source, j.recipients AS job_recipients, j.written, j.due_at AS job_due_at, n.*
+        FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id
+        WHERE j.done_at IS NULL AND (j.due_at IS NULL OR j.due_at <= \(now)) ORDER BY j.created_at, j.notification_id
+        """
+    }
+
+    /// Microseconds until the next scheduled job (`until`), by `now` (as in ``pendingColumns(now:)``); NULL for none.
+    static func untilNextDue(now: String) -> String {
+        "SELECT MIN(due_at) - \(now) AS until FROM fanout_jobs WHERE done_at IS NULL AND due_at IS NOT NULL"
+    }
+
+    /// A job's `recipients`, `written`, `done_at`, `due_at` and `cancelled_at`.
+    static func progress(_ row: some StoredRow) throws -> FanOutProgress {
+        FanOutProgress(
+            recipients: try row.int("recipients"), written: try row.int("written"), done: try row.optionalInteger("done_at") != nil,
+            dueAt: try row.optionalDate("due_at"), cancelled: try row.optionalInteger("cancelled_at") != nil)
+    }
 
     /// A row of ``pendingColumns``.
     static func pendingJob(_ row: some StoredRow) throws -> FanOutJob {
         FanOutJob(
             notification: try StoredRecords.notification(row), kind: try kind(row),
-            progress: FanOutProgress(recipients: try row.int("job_recipients"), written: try row.int("written"), done: false),
+            progress: FanOutProgress(
+                recipients: try row.int("job_recipients"), written: try row.int("written"), done: false, dueAt: try row.optionalDate("job_due_at")),
             // Every user is a Forced subject's audience (``FanOutRecipients/everyone``).
             forcedSubject: try row.text("job_source") == "everyone")
     }
@@ -58,6 +91,15 @@ enum FanOutRecipients: Sendable, Equatable {
             case .everyone: ("everyone", nil, nil)
             case .audience(let audience): ("audience", nil, try StoredJSON.encode(audience))
             }
+        }
+    }
+
+    /// Whom a scheduled send pages through: users named are an audience of them alone.
+    init(_ scheduled: ScheduledRecipients) {
+        switch scheduled {
+        case .users(let ids): self = .audience(Audience(userIDs: ids))
+        case .topic(let key, let level): self = level == .forced ? .everyone : .subscribers(topic: key)
+        case .audience(let audience): self = .audience(audience)
         }
     }
 

@@ -33,6 +33,8 @@ public struct NotificationSubmission: Decodable, Sendable {
     public var broadcast: BroadcastTarget?
     /// Validate, route and ask the push providers to validate; store and send nothing.
     public var dryRun: Bool?
+    /// `send_at`: when to send, RFC 3339 with an offset (docs/timing.md); absent to send now.
+    public var sendAt: String?
 
     /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
@@ -44,6 +46,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         case idempotencyKey = "idempotency_key"
         case userIDs = "user_ids"
         case dryRun = "dry_run"
+        case sendAt = "send_at"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -63,6 +66,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         audience = try c.decodeIfPresent(Audience.self, forKey: .audience)
         broadcast = try c.decodeIfPresent(BroadcastTarget.self, forKey: .broadcast)
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun)
+        sendAt = try c.decodeIfPresent(String.self, forKey: .sendAt)
     }
 
     /// A submission with the given fields, as a body with them would decode.

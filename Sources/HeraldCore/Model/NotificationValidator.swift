@@ -86,6 +86,31 @@ public struct NotificationValidator: Sendable {
         )
     }
 
+    /// When a send with `send_at` goes out (docs/timing.md): nil when it has none, or one not
+    /// after `now` (a time in the past means now).
+    /// - Throws: 422 naming `send_at` for text that is not an RFC 3339 time with an offset, a
+    ///   time more than a year after `now`, or a broadcast's; 422 naming `expires_at` when
+    ///   the notification would expire before it goes out.
+    public func scheduledInstant(of submission: NotificationSubmission, now: Date) throws -> Date? {
+        guard let text = submission.sendAt else { return nil }
+        guard let instant = Timestamp.parse(text) else {
+            throw HeraldError.invalidField("send_at", "must be an RFC 3339 time with an offset, such as 2030-01-01T09:00:00+01:00")
+        }
+        guard instant > now else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        guard let latest = calendar.date(byAdding: .year, value: 1, to: now), instant <= latest else {
+            throw HeraldError.invalidField("send_at", "must be at most a year ahead")
+        }
+        if submission.broadcast != nil {
+            throw HeraldError.invalidField("send_at", "a broadcast is published at once: scheduling it is not supported yet (docs/timing.md)")
+        }
+        if let expires = submission.expiresAt.flatMap(Timestamp.parse), expires <= instant {
+            throw HeraldError.invalidField("expires_at", "is not after send_at: the notification would expire before it goes out")
+        }
+        return instant
+    }
+
     /// How long a broadcast stays in the feed when neither it nor the notification says.
     public static let defaultBroadcastLifetime: TimeInterval = 7 * 24 * 3600
 

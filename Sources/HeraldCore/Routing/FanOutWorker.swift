@@ -4,7 +4,8 @@ public import ServiceLifecycle
 /// Writes the recipients of fan-outs too large for the accepting transaction, one page per
 /// transaction, so a million-subscriber message never holds the database's write lock for
 /// longer than a page and accepts keep flowing beside it. Pages are planned with the router as
-/// the accept would have planned them, at the notification's accept time.
+/// the accept would have planned them, at the notification's accept time; a scheduled send's
+/// (`send_at`, docs/timing.md) from its instant, at that instant.
 ///
 /// Any process may work any job: each page re-reads the cursor in its own transaction, so a job
 /// left by a crashed process is resumed by the next poll without duplicate rows.
@@ -47,7 +48,9 @@ public final class FanOutWorker: Service {
                 do {
                     try await self.drain()
                     failures = 0
-                    await self.signal.wait(timeout: self.interval)
+                    // A scheduled send is written from its instant, not at the next poll.
+                    let untilDue = try await self.store.untilNextScheduledFanOut()
+                    await self.signal.wait(timeout: untilDue.map { min($0, self.interval) } ?? self.interval)
                 } catch _ where Task.isCancelled {
                     break // ending, not a storage error
                 } catch {
@@ -81,7 +84,8 @@ public final class FanOutWorker: Service {
     private func writePage(of job: FanOutJob) async throws {
         let notification = job.notification
         let router = self.router
-        let acceptedAt = notification.timestamp
+        // A scheduled send is routed as it goes out: quiet hours then, settings as they are.
+        let acceptedAt = job.routedAt
         // Planned as the accept planned its inline pages: a Forced subject's subscribers as such.
         let forced = job.forcedSubject
         let route: @Sendable (RecipientContext) -> [PlannedDelivery] =

@@ -76,6 +76,8 @@ extension NotificationService {
     public func explain(_ submission: NotificationSubmission, userID: String, now: Date = Date()) async throws -> RoutingExplanation {
         try UserID.validate(userID, field: "user_id")
         let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
+        // Explained as sent now; a send_at a send would refuse is refused here too.
+        _ = try validator.scheduledInstant(of: submission, now: now)
         return try await explain(notification, userID: userID, accepted: false, topicDistribution: submission.distribution == nil, at: now)
     }
 

@@ -1,14 +1,19 @@
+public import Foundation
+
 /// What `POST /api/notifications` answers, and answers again for a repeated idempotency key.
 public struct NotificationReceipt: Sendable, Equatable {
     /// The notification's id.
     public var id: ObjectID
     /// Users it is for.
     public var recipients: Int
+    /// For a scheduled send accepted now: when it goes out (docs/timing.md).
+    public var sendAt: Date?
 
     /// A receipt for `id`.
-    public init(id: ObjectID, recipients: Int) {
+    public init(id: ObjectID, recipients: Int, sendAt: Date? = nil) {
         self.id = id
         self.recipients = recipients
+        self.sendAt = sendAt
     }
 }
 

@@ -10,6 +10,8 @@ public enum DeliveryState: String, Sendable, Codable, CaseIterable {
     case failed
     /// Every attempt failed (``RetryPolicy/maxAttempts``).
     case dead
+    /// The sender cancelled the notification before it went out (docs/timing.md).
+    case cancelled
 }
 
 /// A stored delivery as `GET /api/notifications/{id}` shows it.

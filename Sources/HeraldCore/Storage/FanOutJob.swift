@@ -30,12 +30,19 @@ public struct FanOutProgress: Sendable, Equatable {
     public var written: Int
     /// Whether every page is written.
     public var done: Bool
+    /// For a scheduled send (`send_at`): the instant its pages are written from; nil for a
+    /// fan-out written as soon as it is accepted.
+    public var dueAt: Date?
+    /// Whether the sender cancelled it (``done`` then too, with the rest never written).
+    public var cancelled: Bool
 
     /// Progress as stored.
-    public init(recipients: Int, written: Int, done: Bool) {
+    public init(recipients: Int, written: Int, done: Bool, dueAt: Date? = nil, cancelled: Bool = false) {
         self.recipients = recipients
         self.written = written
         self.done = done
+        self.dueAt = dueAt
+        self.cancelled = cancelled
     }
 }
 
@@ -59,12 +66,31 @@ public struct FanOutJob: Sendable, Equatable {
         self.progress = progress
         self.forcedSubject = forcedSubject
     }
+
+    /// When its recipients are routed: a scheduled send's instant, else the accept's, so
+    /// quiet hours and the rows' times are those of the moment the notification goes out.
+    public var routedAt: Date { progress.dueAt ?? notification.timestamp }
+}
+
+/// Whom a scheduled send (`send_at`) goes to, as its fan-out job pages them when it is due
+/// (docs/timing.md).
+public enum ScheduledRecipients: Sendable, Equatable {
+    /// The users named (`user_ids`), each a recipient whether Herald knows them or not.
+    case users([String])
+    /// A topic's subscribers (every user Herald knows for a Forced subject).
+    case topic(String, level: SubscriptionLevel)
+    /// The users an audience names.
+    case audience(Audience)
 }
 
 /// Fan-outs still being written, for ``FanOutWorker``.
 public protocol FanOutJobStore: Sendable {
-    /// Fan-outs not yet done, oldest first.
+    /// Fan-outs not yet done and due (a scheduled one from its `send_at`, by the database's
+    /// clock where it has one), oldest first.
     func pendingFanOuts(limit: Int) async throws -> [FanOutJob]
+    /// How long until the next scheduled fan-out is due (zero when one is due already); nil
+    /// when none is scheduled. The worker sleeps no longer than this.
+    func untilNextScheduledFanOut() async throws -> Duration?
     /// Writes the next page of up to `pageSize` recipients of notification `id` (their rows
     /// planned by `route` for ``FanOutKind/route`` and ``FanOutKind/historyAndDevices``) and
     /// advances the cursor, in one transaction. Processes writing the same job take turns.
@@ -73,4 +99,23 @@ public protocol FanOutJobStore: Sendable {
         of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
     ) async throws
         -> FanOutProgress?
+}
+
+/// What cancelling a notification did (`DELETE /api/notifications/{id}`, docs/timing.md).
+public struct Cancellation: Sendable, Equatable {
+    /// Deliveries that had not gone out (waiting for a first attempt or a retry), now
+    /// ``DeliveryState/cancelled``; one a worker holds is already going out and is not counted.
+    public var deliveries: Int
+    /// Recipients of a fan-out not yet written (a scheduled send before its instant, or a large
+    /// fan-out still being written) who now get nothing.
+    public var recipients: Int
+
+    /// A cancellation's counts.
+    public init(deliveries: Int, recipients: Int) {
+        self.deliveries = deliveries
+        self.recipients = recipients
+    }
+
+    /// Whether nothing was left to cancel: everything had gone out.
+    public var isEmpty: Bool { deliveries == 0 && recipients == 0 }
 }

@@ -131,6 +131,18 @@ public protocol NotificationStore: Sendable {
         _ notification: HeraldNotification, audience: Audience, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], pageSize: Int,
         inlineLimit: Int, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
+    /// Stores a notification to be sent at `dueAt` (docs/timing.md): the notification with a
+    /// fan-out job due then and nothing else, so its recipients are read, routed (settings,
+    /// preferences, quiet hours as they are at `dueAt`) and given their deliveries and history
+    /// rows by ``FanOutWorker`` from that instant, page by page. `recipients` is counted now:
+    /// users named, or a topic's or audience's as they stand at the accept.
+    func acceptScheduled(
+        _ notification: HeraldNotification, recipients: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?, idempotencySince: Date
+    ) async throws -> AcceptResult
+    /// Cancels what of notification `id` has not gone out, in one transaction: its fan-out
+    /// job, if not done, stops where it is; its deliveries waiting for an attempt become
+    /// ``DeliveryState/cancelled``. Deliveries a worker holds go out. nil for an unknown id.
+    func cancel(id: ObjectID, at date: Date) async throws -> Cancellation?
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage
     /// The archived Message Hub message with this `msi_key` (its notification's id); nil when none is.

@@ -15,6 +15,7 @@ struct NotificationRoutes {
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications", send)
         table.add(router, .get, "/api/notifications/{id}", status)
+        table.add(router, .delete, "/api/notifications/{id}", cancel)
         table.add(router, .put, "/api/users/{id}", putUser)
         table.add(router, .delete, "/api/users/{id}", eraseUser)
         table.add(router, .post, "/api/users/{id}/sign-out", signOut)
@@ -44,6 +45,10 @@ struct NotificationRoutes {
             body.member("id", receipt.id.hex)
             body.key("recipients")
             body.integer(receipt.recipients)
+            if let sendAt = receipt.sendAt {
+                body.member("status", "scheduled")
+                body.member("send_at", Timestamp.format(sendAt))
+            }
         }
         var response = JSONBody.response(bytes: body.bytes, status: .accepted)
         if case .replayed = result { response.headers[Self.replayedHeader] = "true" }
@@ -106,6 +111,26 @@ struct NotificationRoutes {
 
     static let idempotencyHeader = HTTPField.Name("Idempotency-Key")!
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
+
+    /// `DELETE /api/notifications/{id}` (docs/timing.md): cancels what has not gone out; 409
+    /// when everything had.
+    @Sendable func cancel(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        _ = try context.requireKey([.backend, .admin])
+        let text = try context.parameters.require("id")
+        guard let id = ObjectID(text), let cancellation = try await store.cancel(id: id, at: Date()) else {
+            throw HeraldError.notFound("notification '\(text)'")
+        }
+        guard !cancellation.isEmpty else {
+            throw HeraldError(.conflict, code: "already_sent", "notification '\(text)' has nothing left to cancel: every delivery went out")
+        }
+        context.logFields.set("notification_id", id.hex)
+        struct Answer: Encodable {
+            var id: String
+            var cancelled_deliveries: Int
+            var cancelled_recipients: Int
+        }
+        return try JSONBody.response(Answer(id: id.hex, cancelled_deliveries: cancellation.deliveries, cancelled_recipients: cancellation.recipients))
+    }
 
     @Sendable func status(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         _ = try context.requireKey([.backend, .admin])
@@ -220,12 +245,49 @@ struct NotificationStatusResponse: Encodable {
     var summary: [String: [String: Int]]
     /// For a fan-out above `fanout.inline_limit`, written after the 202: how far it has got.
     var fan_out: FanOutBody?
+    /// Recipients and deliveries by where they stand (docs/timing.md).
+    var counts: Counts
+
+    struct Counts: Encodable {
+        /// Recipients of a scheduled send whose instant has not come.
+        var scheduled: Int
+        /// Deliveries waiting for an attempt or a retry.
+        var waiting: Int
+        /// Deliveries that went out: delivered, failed or dead.
+        var sent: Int
+        /// Deliveries cancelled, and recipients of a cancelled fan-out who got nothing.
+        var cancelled: Int
+
+        init(_ status: NotificationStatus, now: Date) {
+            var byState: [DeliveryState: Int] = [:]
+            for counts in status.summary.values {
+                for (state, count) in counts { byState[state, default: 0] += count }
+            }
+            let unwritten = status.fanOut.map { max($0.recipients - $0.written, 0) } ?? 0
+            scheduled = status.fanOut.map { !$0.done && ($0.dueAt.map { $0 > now } ?? false) } == true ? unwritten : 0
+            waiting = byState[.pending] ?? 0
+            sent = (byState[.delivered] ?? 0) + (byState[.failed] ?? 0) + (byState[.dead] ?? 0)
+            cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelled == true ? unwritten : 0)
+        }
+    }
 
     struct FanOutBody: Encodable {
-        /// `writing` until every recipient's rows are committed, then `done`.
+        /// `scheduled` until a scheduled send's instant, `writing` until every recipient's rows
+        /// are committed, then `done`; `cancelled` when the sender cancelled it first.
         var state: String
         var recipients: Int
         var written: Int
+        /// A scheduled send's instant (docs/timing.md).
+        var send_at: String?
+
+        init(_ progress: FanOutProgress, now: Date) {
+            state =
+                progress.cancelled
+                ? "cancelled" : progress.done ? "done" : progress.written == 0 && (progress.dueAt.map { $0 > now } ?? false) ? "scheduled" : "writing"
+            recipients = progress.recipients
+            written = progress.written
+            send_at = progress.dueAt.map(Timestamp.format)
+        }
     }
 
     init(_ status: NotificationStatus) {
@@ -243,7 +305,9 @@ struct NotificationStatusResponse: Encodable {
             expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target
         )
         recipients = status.recipients
-        fan_out = status.fanOut.map { FanOutBody(state: $0.done ? "done" : "writing", recipients: $0.recipients, written: $0.written) }
+        let now = Date()
+        fan_out = status.fanOut.map { FanOutBody($0, now: now) }
+        counts = Counts(status, now: now)
         deliveries = status.deliveries.map { d in
             DeliveryBody(
                 id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic,

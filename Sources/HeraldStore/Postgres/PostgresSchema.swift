@@ -347,6 +347,8 @@ enum PostgresSchema {
         ("v14-device-installations", [DeviceInstallationSQL.column]),
         // As SQLite's v18: what accepted notifications are explained with.
         ("v15-routing-records", RoutingRecordSQL.migration),
+        // As SQLite's v19: scheduled sends' instants.
+        ("v16-scheduled-fanouts", [FanOutJobSQL.dueColumn, FanOutJobSQL.cancelledColumn, FanOutJobSQL.dueIndex]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

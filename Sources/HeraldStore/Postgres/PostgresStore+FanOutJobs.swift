@@ -68,23 +68,55 @@ extension PostgresStore {
         }
     }
 
+    /// - Parameter dueAt: a scheduled send's instant; nil to write the pages at once.
     static func insertJob(
-        _ notification: HeraldNotification, kind: FanOutKind, _ recipients: FanOutRecipients, count: Int, _ session: PostgresSession, at now: Int64
+        _ notification: HeraldNotification, kind: FanOutKind, _ recipients: FanOutRecipients, count: Int, dueAt: Int64? = nil,
+        _ session: PostgresSession, at now: Int64
     ) async throws {
         let (source, topic, audience) = try recipients.stored
         try await session.execute(
             """
-            INSERT INTO fanout_jobs (notification_id, kind, source, topic_key, audience, cursor, recipients, written, created_at, updated_at)
-            VALUES (\(notification.id.hex), \(kind.rawValue), \(source), \(topic), \(audience), '', \(count), 0, \(now), \(now))
+            INSERT INTO fanout_jobs (notification_id, kind, source, topic_key, audience, cursor, recipients, written, created_at, updated_at, due_at)
+            VALUES (\(notification.id.hex), \(kind.rawValue), \(source), \(topic), \(audience), '', \(count), 0, \(now), \(now), \(dueAt))
             """
         )
     }
 
+    /// The database's clock, in microseconds: when a scheduled send is due is judged by it, the
+    /// same for every process, so one whose own clock steps ahead does not fire a send early.
+    static let databaseNow = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
     public func pendingFanOuts(limit: Int) async throws -> [FanOutJob] {
         try await withConnection { session in
-            var query = PostgresQuery(unsafeSQL: FanOutJobSQL.pendingColumns + " LIMIT $1")
+            var query = PostgresQuery(unsafeSQL: FanOutJobSQL.pendingColumns(now: Self.databaseNow) + " LIMIT $1")
             query.binds.append(limit)
             return try await session.rows(query).map(FanOutJobSQL.pendingJob)
+        }
+    }
+
+    public func untilNextScheduledFanOut() async throws -> Duration? {
+        let until = try await withConnection { session in
+            try await session.row(PostgresQuery(unsafeSQL: FanOutJobSQL.untilNextDue(now: Self.databaseNow)))?.optionalInteger("until")
+        }
+        return until.map { .microseconds(max($0, 0)) }
+    }
+
+    public func acceptScheduled(
+        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?,
+        idempotencySince: Date
+    ) async throws -> AcceptResult {
+        let recipients = FanOutRecipients(scheduled)
+        // Counted outside the accepting transaction, as a large fan-out's are.
+        let count = try await withConnection { session in try await session.row(recipients.count(upTo: nil))?.int("n") ?? 0 }
+        return try await transaction { session in
+            if let earlier = try await Self.insert(notification, recipients: count, session, idempotency: idempotency, since: idempotencySince) {
+                return earlier
+            }
+            try await Self.insertJob(
+                notification, kind: .route, recipients, count: count, dueAt: Self.micros(dueAt), session, at: Self.micros(notification.timestamp))
+            // Every process's worker hears of it and sleeps no longer than until it is due.
+            try await session.notifyWork()
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
     }
 
@@ -104,8 +136,9 @@ extension PostgresStore {
             let page = try await session.rows(source.page(after: cursor, limit: size)).map { try $0.text("user_id") }
             let now = Self.micros(Date())
             if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
-                // Rows carry the accept's time, as the accepting transaction would have written them.
-                let acceptedAt = try notification.integer("timestamp")
+                // Rows carry the accept's time, as the accepting transaction would have written
+                // them (a scheduled send's: its instant).
+                let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
                 switch kind {
                 case .route:
                     try await Self.insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: id, session, at: acceptedAt)
@@ -132,9 +165,31 @@ extension PostgresStore {
         }
     }
 
+    public func cancel(id: ObjectID, at date: Date) async throws -> Cancellation? {
+        try await transaction { session -> Cancellation? in
+            guard try await session.row("SELECT 1 AS found FROM notifications WHERE id = \(id.hex)") != nil else { return nil }
+            let now = Self.micros(date)
+            var recipients = 0
+            // The job's row lock: a page being written commits first, or waits and finds the job done.
+            if let job = try await session.row("SELECT recipients, written FROM fanout_jobs WHERE notification_id = \(id.hex) AND done_at IS NULL FOR UPDATE") {
+                recipients = max(try job.int("recipients") - job.int("written"), 0)
+                try await session.execute(
+                    "UPDATE fanout_jobs SET done_at = \(now), cancelled_at = \(now), updated_at = \(now) WHERE notification_id = \(id.hex)")
+            }
+            var binds = PostgresBindings()
+            binds.append(now)
+            binds.append(id.hex)
+            let cancelled = try await session.count(PostgresQuery(unsafeSQL: FanOutJobSQL.cancelDeliveries + " RETURNING 1", binds: binds))
+            return Cancellation(deliveries: cancelled, recipients: recipients)
+        }
+    }
+
     /// A notification's fan-out progress, when it has a job.
     static func fanOutProgress(_ session: PostgresSession, of id: ObjectID) async throws -> FanOutProgress? {
-        guard let row = try await session.row("SELECT recipients, written, done_at FROM fanout_jobs WHERE notification_id = \(id.hex)") else { return nil }
-        return FanOutProgress(recipients: try row.int("recipients"), written: try row.int("written"), done: try row.optionalInteger("done_at") != nil)
+        guard
+            let row = try await session.row(
+                "SELECT recipients, written, done_at, due_at, cancelled_at FROM fanout_jobs WHERE notification_id = \(id.hex)")
+        else { return nil }
+        return try FanOutJobSQL.progress(row)
     }
 }

@@ -354,6 +354,11 @@ enum SQLiteSchema {
         migrator.registerMigration("v18-routing-records") { db in
             for statement in RoutingRecordSQL.migration { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v19-scheduled-fanouts") { db in
+            try db.execute(sql: FanOutJobSQL.dueColumn)
+            try db.execute(sql: FanOutJobSQL.cancelledColumn)
+            try db.execute(sql: FanOutJobSQL.dueIndex)
+        }
         return migrator
     }
 }

@@ -93,16 +93,36 @@ extension SQLiteStore {
         }
     }
 
+    public func acceptScheduled(
+        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?,
+        idempotencySince: Date
+    ) async throws -> AcceptResult {
+        try Self.checkFile(file)
+        let recipients = FanOutRecipients(scheduled)
+        let (source, arguments) = try recipients.source
+        // Counted in a read that does not hold the write lock, as a large fan-out's are.
+        let count = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(source))", arguments: arguments) ?? 0 }
+        return try await writer.write { db in
+            if let earlier = try Self.insert(notification, recipients: count, db, idempotency: idempotency, since: idempotencySince) {
+                return earlier
+            }
+            try Self.insertJob(notification, kind: .route, recipients, count: count, dueAt: Self.micros(dueAt), db, at: Self.micros(notification.timestamp))
+            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
+        }
+    }
+
+    /// - Parameter dueAt: a scheduled send's instant; nil to write the pages at once.
     private static func insertJob(
-        _ notification: HeraldNotification, kind: FanOutKind, _ recipients: FanOutRecipients, count: Int, _ db: Database, at now: Int64
+        _ notification: HeraldNotification, kind: FanOutKind, _ recipients: FanOutRecipients, count: Int, dueAt: Int64? = nil, _ db: Database,
+        at now: Int64
     ) throws {
         let (source, topic, audience) = try recipients.stored
         try db.execute(
             sql: """
-                INSERT INTO fanout_jobs (notification_id, kind, source, topic_key, audience, cursor, recipients, written, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, '', ?, 0, ?, ?)
+                INSERT INTO fanout_jobs (notification_id, kind, source, topic_key, audience, cursor, recipients, written, created_at, updated_at, due_at)
+                VALUES (?, ?, ?, ?, ?, '', ?, 0, ?, ?, ?)
                 """,
-            arguments: [notification.id.hex, kind.rawValue, source, topic, audience, count, now, now]
+            arguments: [notification.id.hex, kind.rawValue, source, topic, audience, count, now, now, dueAt]
         )
     }
 

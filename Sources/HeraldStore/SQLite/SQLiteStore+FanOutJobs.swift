@@ -34,8 +34,16 @@ extension FanOutRecipients {
 extension SQLiteStore {
     public func pendingFanOuts(limit: Int) async throws -> [FanOutJob] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: FanOutJobSQL.pendingColumns + " LIMIT ?", arguments: [limit]).map(FanOutJobSQL.pendingJob)
+            try Row.fetchAll(db, sql: FanOutJobSQL.pendingColumns(now: "?") + " LIMIT ?", arguments: [Self.micros(Date()), limit]).map(
+                FanOutJobSQL.pendingJob)
         }
+    }
+
+    public func untilNextScheduledFanOut() async throws -> Duration? {
+        let until = try await writer.read { db in
+            try Int64.fetchOne(db, sql: FanOutJobSQL.untilNextDue(now: "?"), arguments: [Self.micros(Date())])
+        }
+        return until.map { .microseconds(max($0, 0)) }
     }
 
     public func writeFanOutPage(
@@ -56,11 +64,12 @@ extension SQLiteStore {
             let now = Self.micros(Date())
             var historyUsers: [String] = []
             if !page.isEmpty {
-                // Rows carry the accept's time, as the accepting transaction would have written them.
+                // Rows carry the accept's time, as the accepting transaction would have written them
+                // (a scheduled send's: its instant).
                 if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
                     historyUsers = try Self.writePage(
                         page, of: id, distribution: try notification.text("distribution"), kind: kind, route: route, db,
-                        at: try notification.integer("timestamp"))
+                        at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"))
                 }
             }
             let done = page.count < size
@@ -96,10 +105,29 @@ extension SQLiteStore {
         }
     }
 
+    public func cancel(id: ObjectID, at date: Date) async throws -> Cancellation? {
+        try await writer.write { db -> Cancellation? in
+            guard try Row.fetchOne(db, sql: "SELECT 1 FROM notifications WHERE id = ?", arguments: [id.hex]) != nil else { return nil }
+            let now = Self.micros(date)
+            var recipients = 0
+            if let job = try Row.fetchOne(
+                db, sql: "SELECT recipients, written FROM fanout_jobs WHERE notification_id = ? AND done_at IS NULL", arguments: [id.hex])
+            {
+                recipients = max(try job.int("recipients") - job.int("written"), 0)
+                try db.execute(
+                    sql: "UPDATE fanout_jobs SET done_at = ?, cancelled_at = ?, updated_at = ? WHERE notification_id = ?", arguments: [now, now, now, id.hex])
+            }
+            try db.execute(sql: FanOutJobSQL.cancelDeliveries, arguments: [now, id.hex])
+            return Cancellation(deliveries: db.changesCount, recipients: recipients)
+        }
+    }
+
     /// A notification's fan-out progress, when it has a job.
     static func fanOutProgress(_ db: Database, of id: ObjectID) throws -> FanOutProgress? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT recipients, written, done_at FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT recipients, written, done_at, due_at, cancelled_at FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex])
         else { return nil }
-        return FanOutProgress(recipients: try row.int("recipients"), written: try row.int("written"), done: try row.optionalInteger("done_at") != nil)
+        return try FanOutJobSQL.progress(row)
     }
 }
