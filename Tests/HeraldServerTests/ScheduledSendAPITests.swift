@@ -99,7 +99,8 @@ import Testing
             #expect(try await client.call(.delete, "/api/notifications/\(id)", headers(herald.backend, contentType: nil)).status == .conflict)
 
             // Sent at once and delivered: nothing left.
-            let now = try await client.call(.post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "Now", "user_ids": ["ann"]])
+            let now = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "Now", "user_ids": ["ann"]])
             let nowID = try #require(now.object["id"] as? String)
             try await herald.deliver()
             let late = try await client.call(.delete, "/api/notifications/\(nowID)", headers(herald.backend, contentType: nil))

@@ -1,0 +1,91 @@
+import Foundation
+import HeraldTestSupport
+import NIOHTTP1
+import Testing
+
+/// Scheduled sends on the real binary (docs/timing.md): a kill -9 before the instant loses
+/// nothing, and a send goes out once, whichever processes are running when it is due.
+@Suite(.serialized, .cleansUp) struct ScheduledSendCrashTests {
+    let directory: URL
+
+    init() throws {
+        directory = try TestResources.temporaryDirectory("herald-scheduled")
+    }
+
+    func start(_ database: String, emulator: RunningHerald, account: String) async throws -> RunningHerald {
+        try await RunningHerald(
+            arguments: ["--database", database],
+            environment: ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_DELIVERY_BACKOFF": "0.2"], in: directory)
+    }
+
+    /// Schedules `count` sends to every user for `instant`. - Returns: their ids.
+    func schedule(_ count: Int, users: [String], at instant: Date, to url: String, key: String) async throws -> [String] {
+        var ids: [String] = []
+        let list = users.map { "\"\($0)\"" }.joined(separator: ",")
+        for index in 0..<count {
+            let body = "{\"type\":\"comment\",\"title\":\"later \(index)\",\"user_ids\":[\(list)],\"send_at\":\"\(ISO8601DateFormatter().string(from: instant))\"}"
+            let (status, reply) = try await LoadHarness.request(.POST, "\(url)/api/notifications", key: key, body: body)
+            #expect(status == 202 && reply["status"] as? String == "scheduled", "\(reply)")
+            if let id = reply["id"] as? String { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// Waits until every id reached every user, then a moment more for a repeat to show.
+    func expectEachPushedOnce(_ ids: [String], users: [String], emulator: RunningHerald) async throws {
+        let pushed = try await LoadHarness.waitForPushes(of: Set(ids), emulator: emulator.url, timeout: .seconds(60))
+        #expect(Set(ids).isSubset(of: Set(pushed)), "\(Set(ids).subtracting(pushed).count) scheduled sends never went out")
+        try await Task.sleep(for: .seconds(1))
+        let final = try await LoadHarness.pushes(emulator: emulator.url).filter(Set(ids).contains)
+        #expect(final.count == ids.count * users.count, "\(final.count) pushes for \(ids.count * users.count) deliveries")
+    }
+
+    @Test(arguments: DatabaseKind.available)
+    func aScheduledSendSurvivesKillDashNineAndGoesOutOnce(_ kind: DatabaseKind) async throws {
+        let database = try await kind.make(in: directory)
+        let account = directory.appendingPathComponent("fcm-\(kind).json").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let key = try await LoadHarness.backendKey(database: database, in: directory)
+        let first = try await start(database, emulator: emulator, account: account)
+        let users = (0..<4).map { "sched-\(kind)-\($0)" }
+        try await LoadHarness.registerUsers(users, at: first.url, key: key)
+
+        let instant = Date().addingTimeInterval(4)
+        let ids = try await schedule(10, users: users, at: instant, to: first.url, key: key)
+        first.process.signal(SIGKILL)
+        _ = await first.stop()
+        if Date() < instant {
+            #expect(try await LoadHarness.pushes(emulator: emulator.url).filter(Set(ids).contains).isEmpty, "nothing before the instant")
+        }
+
+        let second = try await start(database, emulator: emulator, account: account)
+        try await expectEachPushedOnce(ids, users: users, emulator: emulator)
+        let history = try await LoadHarness.history(of: users, at: second.url, key: key)
+        #expect(history.count == ids.count * users.count && Set(history) == Set(ids), "each send once in each history")
+        await second.expectCleanStop()
+        _ = await emulator.stop()
+    }
+
+    @Test(.enabled(if: DatabaseKind.available.contains(.postgres), "needs the PostgreSQL test server"))
+    func twoProcessesOnOnePostgresSendEachScheduledSendOnce() async throws {
+        let database = try await DatabaseKind.postgres.make(in: directory)
+        let account = directory.appendingPathComponent("fcm-pair.json").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let key = try await LoadHarness.backendKey(database: database, in: directory)
+        let a = try await start(database, emulator: emulator, account: account)
+        let b = try await start(database, emulator: emulator, account: account)
+        let users = (0..<4).map { "pair-sched-\($0)" }
+        try await LoadHarness.registerUsers(users, at: a.url, key: key)
+
+        // Scheduled through one process; both are running when they fall due.
+        let ids = try await schedule(20, users: users, at: Date().addingTimeInterval(3), to: a.url, key: key)
+        try await expectEachPushedOnce(ids, users: users, emulator: emulator)
+        let history = try await LoadHarness.history(of: users, at: b.url, key: key)
+        #expect(history.count == ids.count * users.count && Set(history) == Set(ids), "each send once in each history")
+        await a.expectCleanStop()
+        await b.expectCleanStop()
+        _ = await emulator.stop()
+    }
+}
