@@ -28,8 +28,8 @@ public struct FeedSink: NotificationSink {
                 continue
             }
             let message = FeedMessage(
-                id: n.id, title: n.title, body: n.body, url: n.url, postedAt: n.timestamp,
-                expiresAt: options.expiresAt ?? n.expiresAt ?? n.timestamp.addingTimeInterval(NotificationValidator.defaultBroadcastLifetime),
+                id: n.id, title: n.title, body: n.body, url: n.url, postedAt: n.goesOutAt,
+                expiresAt: options.expiresAt ?? n.expiresAt ?? n.goesOutAt.addingTimeInterval(NotificationValidator.defaultBroadcastLifetime),
                 priority: n.priority, targetRegions: options.regions, targetVersion: options.version
             )
             do {

@@ -78,6 +78,7 @@ public struct NotificationService: Sendable {
         var notification = try validator.validate(submission, id: ids.next(at: now), now: now)
         notification.routingInputs = routingInputsID
         let sendAt = try validator.scheduledInstant(of: submission, now: now)
+        notification.sendAt = sendAt
         var topicSubject: SubjectEntry?
         if case .topic(let key) = notification.target {
             guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
@@ -117,11 +118,8 @@ public struct NotificationService: Sendable {
                 pageSize: fanOutPageSize, inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         case .broadcast:
-            let deliveries = router.broadcastSends(notification)
-            guard !deliveries.isEmpty else {
-                throw HeraldError(.unprocessable, code: "unsupported_target", "no sink publishes broadcasts on this server")
-            }
-            result = try await store.accept(notification, recipients: 0, deliveries: deliveries, idempotency: claim, idempotencySince: since)
+            result = try await store.accept(
+                notification, recipients: 0, deliveries: try broadcastDeliveries(notification), idempotency: claim, idempotencySince: since)
         case .audience(let audience):
             let router = self.router
             let planned = notification
@@ -148,26 +146,43 @@ public struct NotificationService: Sendable {
     }
 
     /// Stores a scheduled send (``NotificationStore/acceptScheduled(_:recipients:dueAt:idempotency:idempotencySince:)``):
-    /// nothing is routed until `sendAt`.
+    /// nothing is routed until `sendAt`. A broadcast has no recipients to page: its feed
+    /// deliveries are stored now, due at the instant, when the feed sink posts it.
     private func schedule(
         _ notification: HeraldNotification, at sendAt: Date, level: SubscriptionLevel, claim: IdempotencyClaim?, since: Date, started: ContinuousClock.Instant
     ) async throws -> AcceptResult {
-        let recipients: ScheduledRecipients
+        var result: AcceptResult
         switch notification.target {
-        case .users(let ids): recipients = .users(ids)
-        case .topic(let key): recipients = .topic(key, level: level)
-        case .audience(let audience): recipients = .audience(audience)
-        case .broadcast: throw HeraldError.invalidField("send_at", "a broadcast is published at once: scheduling it is not supported yet (docs/timing.md)")
+        case .users(let ids):
+            result = try await store.acceptScheduled(notification, recipients: .users(ids), dueAt: sendAt, idempotency: claim, idempotencySince: since)
+        case .topic(let key):
+            result = try await store.acceptScheduled(
+                notification, recipients: .topic(key, level: level), dueAt: sendAt, idempotency: claim, idempotencySince: since)
+        case .audience(let audience):
+            result = try await store.acceptScheduled(
+                notification, recipients: .audience(audience), dueAt: sendAt, idempotency: claim, idempotencySince: since)
+        case .broadcast:
+            result = try await store.accept(
+                notification, recipients: 0, deliveries: try broadcastDeliveries(notification), idempotency: claim, idempotencySince: since)
         }
-        var result = try await store.acceptScheduled(notification, recipients: recipients, dueAt: sendAt, idempotency: claim, idempotencySince: since)
         if case .accepted(var receipt) = result {
             metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
             receipt.sendAt = sendAt
             result = .accepted(receipt)
-            // The fan-out worker sleeps no longer than until the send is due.
-            onAccepted(AcceptedWork(mayHaveFanOut: true))
+            // The fan-out worker sleeps no longer than until a job is due.
+            onAccepted(AcceptedWork(mayHaveFanOut: notification.target.kind != .broadcast))
         }
         return try Self.answer(result)
+    }
+
+    /// A broadcast's deliveries: one per sink that publishes broadcasts.
+    /// - Throws: 422 `unsupported_target` when no sink does.
+    private func broadcastDeliveries(_ notification: HeraldNotification) throws -> [PlannedDelivery] {
+        let deliveries = router.broadcastSends(notification)
+        guard !deliveries.isEmpty else {
+            throw HeraldError(.unprocessable, code: "unsupported_target", "no sink publishes broadcasts on this server")
+        }
+        return deliveries
     }
 
     /// A key reused for another request is the sender's error; anything else is an answer.

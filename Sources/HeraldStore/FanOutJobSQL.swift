@@ -22,6 +22,8 @@ enum FanOutJobSQL {
 
     /// A scheduled send's instant (docs/timing.md): NULL for a fan-out written at once.
     static let dueColumn = "ALTER TABLE fanout_jobs ADD COLUMN due_at BIGINT"
+    /// A scheduled send's instant on its notification (a broadcast's `posted_at`).
+    static let sendAtColumn = "ALTER TABLE notifications ADD COLUMN send_at BIGINT"
     /// When the sender cancelled the job (it is done then too).
     static let cancelledColumn = "ALTER TABLE fanout_jobs ADD COLUMN cancelled_at BIGINT"
 

@@ -66,13 +66,15 @@ package enum StoredRecords {
 
     /// A row of `notifications` (or a join that selects its columns under their own names).
     package static func notification(_ row: some StoredRow) throws -> HeraldNotification {
-        HeraldNotification(
+        var notification = HeraldNotification(
             id: try row.objectID("id"), type: try row.text("type"), title: try row.text("title"), body: try row.text("body"),
             url: try row.optionalText("url"), data: try row.json([String: String].self, "data") ?? [:],
             timestamp: try row.date("timestamp"), distribution: Distribution(rawValue: try row.text("distribution")) ?? .alert,
             priority: try row.int("priority"), expiresAt: try row.optionalDate("expires_at"), collapseKey: try row.optionalText("collapse_key"),
             idempotencyKey: try row.optionalText("idempotency_key"), target: try StoredJSON.decodeTarget(try row.text("target"))
         )
+        notification.sendAt = try row.optionalDate("send_at")
+        return notification
     }
 
     /// What a stored idempotency key (`notification_id`, `recipients`, `request_hash`) means for
@@ -177,8 +179,11 @@ package enum StoredRecords {
     /// The columns ``notification(_:)`` reads, from the table aliased `table`. Named rather
     /// than `*`, so a column added by a later migration changes no statement's result.
     package static func notificationColumns(of table: String) -> String {
-        ["id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target"]
-            .map { "\(table).\($0)" }.joined(separator: ", ")
+        [
+            "id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target",
+            "send_at",
+        ]
+        .map { "\(table).\($0)" }.joined(separator: ", ")
     }
 
     /// The columns ``device(_:prefix:)`` reads, from the table aliased `table`, each selected

@@ -23,7 +23,8 @@ import Testing
         var ids: [String] = []
         let list = users.map { "\"\($0)\"" }.joined(separator: ",")
         for index in 0..<count {
-            let body = "{\"type\":\"comment\",\"title\":\"later \(index)\",\"user_ids\":[\(list)],\"send_at\":\"\(ISO8601DateFormatter().string(from: instant))\"}"
+            let sendAt = ISO8601DateFormatter().string(from: instant)
+            let body = "{\"type\":\"comment\",\"title\":\"later \(index)\",\"user_ids\":[\(list)],\"send_at\":\"\(sendAt)\"}"
             let (status, reply) = try await LoadHarness.request(.POST, "\(url)/api/notifications", key: key, body: body)
             #expect(status == 202 && reply["status"] as? String == "scheduled", "\(reply)")
             if let id = reply["id"] as? String { ids.append(id) }

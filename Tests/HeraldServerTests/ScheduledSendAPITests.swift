@@ -67,10 +67,6 @@ import Testing
                 let message = (refused.object["error"] as? [String: Any])?["message"] as? String ?? ""
                 #expect(message.contains("'\(field)'"), "\(extra): \(refused.object)")
             }
-            let broadcast = try await client.call(
-                .post, "/api/notifications", headers(herald.backend),
-                json: ["type": "generic", "title": "t", "broadcast": true, "send_at": Timestamp.format(Date().addingTimeInterval(3600))])
-            #expect(broadcast.status == .unprocessableContent, "\(broadcast.object)")
             // A time in the past sends now.
             let past = try await client.call(
                 .post, "/api/notifications", headers(herald.backend), json: base.merging(["send_at": "2020-01-01T00:00:00Z"]) { $1 })
@@ -109,6 +105,37 @@ import Testing
                 #expect(Int(try await client.call(.delete, path, headers(herald.backend, contentType: nil)).status.code) == status, "\(path)")
             }
             #expect(try await client.call(.delete, "/api/notifications/\(nowID)", headers(herald.communicator, contentType: nil)).status == .forbidden)
+        }
+    }
+
+    /// A scheduled broadcast is posted to the feed at its instant, with the instant as its
+    /// `posted_at`; its feed delivery is shown as `scheduled` until then.
+    @Test func aScheduledBroadcastIsPostedAtItsInstant() async throws {
+        let herald = try await TestHerald.make()
+        try await herald.test { client in
+            let instant = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 1.5).rounded(.up))
+            let sent = try await client.call(
+                .post, "/api/notifications", headers(herald.backend),
+                json: ["type": "generic", "title": "Snow day", "broadcast": true, "send_at": Timestamp.format(instant)])
+            #expect(sent.status == .accepted && sent.object["status"] as? String == "scheduled", "\(sent.object)")
+            let id = try #require(sent.object["id"] as? String)
+            func feedTitles() async throws -> [String] {
+                let feed = try await client.call(.get, "/feed/index.json", headers(contentType: nil))
+                return (feed.object["messages"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+            }
+            try await herald.deliver()
+            if Date() < instant {
+                #expect(try await feedTitles().isEmpty, "not posted before its instant")
+                let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend, contentType: nil))
+                #expect((status.object["counts"] as? [String: Int])?["scheduled"] == 1, "\(status.object)")
+                #expect((status.object["deliveries"] as? [[String: Any]])?.first?["state"] as? String == "scheduled")
+                #expect(((status.object["notification"] as? [String: Any])?["send_at"] as? String).flatMap(Timestamp.parse) == instant)
+            }
+            try await Task.sleep(for: .seconds(max(instant.timeIntervalSinceNow, 0) + 0.05))
+            try await herald.deliver()
+            let feed = try await client.call(.get, "/feed/index.json", headers(contentType: nil))
+            let message = (feed.object["messages"] as? [[String: Any]])?.first { $0["title"] as? String == "Snow day" }
+            #expect((message?["posted_at"] as? String).flatMap(Timestamp.parse) == instant, "\(feed.object)")
         }
     }
 }

@@ -110,4 +110,23 @@ import Testing
         #expect(try await store.cancel(id: ids.next(), at: Date()) == nil, "unknown")
         await store.close()
     }
+
+    /// A notification stored with its deliveries and a `send_at` (a scheduled broadcast): the
+    /// instant is kept with it, and its deliveries are due then, not before.
+    @Test(arguments: StoreKind.allCases)
+    func deliveriesStoredAheadAreDueAtTheInstant(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        var broadcast = notification(.broadcast(BroadcastOptions()))
+        let instant = stored(Date().addingTimeInterval(3600))
+        broadcast.sendAt = instant
+        _ = try await store.accept(
+            broadcast, recipients: 0, deliveries: [PlannedDelivery(sink: "feed", userID: "", distribution: .alert)], idempotencySince: Date())
+        #expect(try await store.notification(id: broadcast.id)?.sendAt == instant)
+        #expect(try await store.status(of: broadcast.id)?.notification.sendAt == instant)
+        #expect(try await store.claimDue(now: Date(), limit: 10, lease: .seconds(60)).isEmpty, "not before its instant")
+        let claimed = try await store.claimDue(now: instant.addingTimeInterval(1), limit: 10, lease: .seconds(60))
+        #expect(claimed.map(\.notification.id) == [broadcast.id])
+        #expect(claimed.first?.notification.sendAt == instant, "the sink sees the instant (a broadcast's posted_at)")
+        await store.close()
+    }
 }

@@ -113,6 +113,12 @@ public struct HeraldNotification: Sendable, Equatable {
     /// The id of the ``RoutingInputs`` it was routed with, stamped at accept; nil for one
     /// accepted before Herald recorded them, or stored directly by a tool or test.
     public var routingInputs: String?
+    /// For a scheduled send (`send_at`, docs/timing.md): the instant it goes out; nil for one
+    /// sent as it is accepted.
+    public var sendAt: Date?
+
+    /// When it goes out: its ``sendAt``, else its accept time. A broadcast's `posted_at`.
+    public var goesOutAt: Date { sendAt ?? timestamp }
 
     /// A notification as the validator builds it (tests build their own).
     public init(

@@ -88,9 +88,9 @@ public struct NotificationValidator: Sendable {
 
     /// When a send with `send_at` goes out (docs/timing.md): nil when it has none, or one not
     /// after `now` (a time in the past means now).
-    /// - Throws: 422 naming `send_at` for text that is not an RFC 3339 time with an offset, a
-    ///   time more than a year after `now`, or a broadcast's; 422 naming `expires_at` when
-    ///   the notification would expire before it goes out.
+    /// - Throws: 422 naming `send_at` for text that is not an RFC 3339 time with an offset, or
+    ///   a time more than a year after `now`; 422 naming `expires_at` (or
+    ///   `broadcast.expires_at`) when the notification would expire before it goes out.
     public func scheduledInstant(of submission: NotificationSubmission, now: Date) throws -> Date? {
         guard let text = submission.sendAt else { return nil }
         guard let instant = Timestamp.parse(text) else {
@@ -102,11 +102,11 @@ public struct NotificationValidator: Sendable {
         guard let latest = calendar.date(byAdding: .year, value: 1, to: now), instant <= latest else {
             throw HeraldError.invalidField("send_at", "must be at most a year ahead")
         }
-        if submission.broadcast != nil {
-            throw HeraldError.invalidField("send_at", "a broadcast is published at once: scheduling it is not supported yet (docs/timing.md)")
-        }
         if let expires = submission.expiresAt.flatMap(Timestamp.parse), expires <= instant {
             throw HeraldError.invalidField("expires_at", "is not after send_at: the notification would expire before it goes out")
+        }
+        if let expires = submission.broadcast?.expiresAt.flatMap(Timestamp.parse), expires <= instant {
+            throw HeraldError.invalidField("broadcast.expires_at", "is not after send_at: the message would leave the feed before it is posted")
         }
         return instant
     }

@@ -221,6 +221,8 @@ struct NotificationStatusResponse: Encodable {
         var collapse_key: String?
         var idempotency_key: String?
         var target: [String: [String]]
+        /// A scheduled send's instant (docs/timing.md).
+        var send_at: String?
     }
     struct DeliveryBody: Encodable {
         var id: Int64
@@ -264,8 +266,11 @@ struct NotificationStatusResponse: Encodable {
                 for (state, count) in counts { byState[state, default: 0] += count }
             }
             let unwritten = status.fanOut.map { max($0.recipients - $0.written, 0) } ?? 0
-            scheduled = status.fanOut.map { !$0.done && ($0.dueAt.map { $0 > now } ?? false) } == true ? unwritten : 0
-            waiting = byState[.pending] ?? 0
+            // A scheduled broadcast's deliveries are stored, waiting for its instant (listed:
+            // a broadcast has one per feed sink).
+            let waitingForInstant = status.deliveries.filter { NotificationStatusResponse.waitsForItsInstant($0, now: now) }.count
+            scheduled = (status.fanOut.map { !$0.done && ($0.dueAt.map { $0 > now } ?? false) } == true ? unwritten : 0) + waitingForInstant
+            waiting = (byState[.pending] ?? 0) - waitingForInstant
             sent = (byState[.delivered] ?? 0) + (byState[.failed] ?? 0) + (byState[.dead] ?? 0)
             cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelled == true ? unwritten : 0)
         }
@@ -290,6 +295,12 @@ struct NotificationStatusResponse: Encodable {
         }
     }
 
+    /// A delivery of a scheduled send stored ahead of its instant (a broadcast's), not yet due
+    /// for its first attempt: shown as `scheduled` (it is stored as pending).
+    static func waitsForItsInstant(_ delivery: DeliveryRecord, now: Date) -> Bool {
+        delivery.state == .pending && delivery.attempts == 0 && (delivery.nextAttemptAt.map { $0 > now } ?? false)
+    }
+
     init(_ status: NotificationStatus) {
         let n = status.notification
         let target: [String: [String]] =
@@ -299,20 +310,21 @@ struct NotificationStatusResponse: Encodable {
             case .audience(let audience): ["tier_ids": audience.tierIDs, "group_ids": audience.groupIDs, "user_ids": audience.userIDs]
             case .broadcast(let options): ["regions": options.regions, "version": options.version.map { [$0] } ?? []]
             }
+        let now = Date()
         notification = Body(
             id: n.id.hex, type: n.type, title: n.title, body: n.body, url: n.url, data: n.data,
             timestamp: Timestamp.format(n.timestamp), distribution: n.distribution.rawValue, priority: n.priority,
-            expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target
+            expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target,
+            send_at: n.sendAt.map(Timestamp.format)
         )
         recipients = status.recipients
-        let now = Date()
         fan_out = status.fanOut.map { FanOutBody($0, now: now) }
         counts = Counts(status, now: now)
         deliveries = status.deliveries.map { d in
             DeliveryBody(
                 id: d.id, sink: d.sink, user_id: d.topic == nil ? d.userID : nil, device_id: d.deviceID?.hex, topic: d.topic,
                 distribution: d.distribution.rawValue,
-                state: d.state.rawValue, attempts: d.attempts, last_error: d.lastError,
+                state: Self.waitsForItsInstant(d, now: now) ? "scheduled" : d.state.rawValue, attempts: d.attempts, last_error: d.lastError,
                 next_attempt_at: d.state == .pending ? d.nextAttemptAt.map(Timestamp.format) : nil, updated_at: Timestamp.format(d.updatedAt)
             )
         }

@@ -349,6 +349,7 @@ enum PostgresSchema {
         ("v15-routing-records", RoutingRecordSQL.migration),
         // As SQLite's v19: scheduled sends' instants.
         ("v16-scheduled-fanouts", [FanOutJobSQL.dueColumn, FanOutJobSQL.cancelledColumn, FanOutJobSQL.dueIndex]),
+        ("v17-scheduled-notifications", [FanOutJobSQL.sendAtColumn]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -58,7 +58,8 @@ extension PostgresStore {
                 (planned, writesHistory) = (userIDs.flatMap { route(contexts[$0] ?? RecipientContext(userID: $0)) }, true)
             }
             stored.append((notification, count))
-            let at = micros(notification.timestamp)
+            // A scheduled broadcast's deliveries wait for its instant.
+            let at = micros(notification.goesOutAt)
             let plan = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: contexts) } : nil
             var leasedRows: [Int] = []
             for delivery in planned {
@@ -148,6 +149,7 @@ extension PostgresStore {
             let targets = try all.map { try StoredJSON.encode(target: $0.target) }
             let recipients = writes.notifications.map { Int64($0.recipients) }
             let routingInputs = all.map { $0.routingInputs ?? "" }
+            let sendAts = all.map { $0.sendAt.map(micros) ?? -1 }
 
             let deliveries = writes.deliveries
             let deliveryNotifications = deliveries.map(\.notification.hex)
@@ -169,16 +171,16 @@ extension PostgresStore {
             query = """
                 WITH stored AS (
                     INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                        collapse_key, idempotency_key, target, recipients, routing_inputs)
+                        collapse_key, idempotency_key, target, recipients, routing_inputs, send_at)
                     SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
                         CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
-                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, '')
+                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, ''), NULLIF(send_at, -1)
                     FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
                         \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
                         \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
-                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[])
+                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[], \(sendAts)::int8[])
                         AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs)
+                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at)
                 ), planned AS MATERIALIZED (
                     SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
                     FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],

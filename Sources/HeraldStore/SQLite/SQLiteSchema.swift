@@ -359,6 +359,9 @@ enum SQLiteSchema {
             try db.execute(sql: FanOutJobSQL.cancelledColumn)
             try db.execute(sql: FanOutJobSQL.dueIndex)
         }
+        migrator.registerMigration("v20-scheduled-notifications") { db in
+            try db.execute(sql: FanOutJobSQL.sendAtColumn)
+        }
         return migrator
     }
 }

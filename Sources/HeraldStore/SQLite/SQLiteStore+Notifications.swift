@@ -34,7 +34,8 @@ extension SQLiteStore {
         if let earlier = try insert(notification, recipients: count, db, idempotency: request.idempotency, since: request.idempotencySince) {
             return AcceptOutcome(result: earlier)
         }
-        let at = micros(notification.timestamp)
+        // A scheduled broadcast's deliveries wait for its instant.
+        let at = micros(notification.goesOutAt)
         let history = writesHistory ? deliveries.filter(\.isHistoryWrite).map(\.userID) : []
         try writeHistory(history.map { (notification.id.hex, $0) }, at: at, db)
         historyUsers += history
@@ -63,15 +64,15 @@ extension SQLiteStore {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                    collapse_key, idempotency_key, target, recipients, routing_inputs)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    collapse_key, idempotency_key, target, recipients, routing_inputs, send_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         try insert.execute(arguments: [
             notification.id.hex, notification.type, notification.title, notification.body, notification.url,
             StoredJSON.encode(data: notification.data), now, notification.distribution.rawValue, notification.priority,
             notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
-            try StoredJSON.encode(target: notification.target), recipients, notification.routingInputs,
+            try StoredJSON.encode(target: notification.target), recipients, notification.routingInputs, notification.sendAt.map(Self.micros),
         ])
         return nil
     }
