@@ -83,7 +83,8 @@ extension NotificationService {
 
     /// One recipient's explanation of accepted notification `id`, decided again as it was
     /// decided: by the routing inputs it was accepted under (``HeraldNotification/routingInputs``)
-    /// and the user's settings in force at its accept time (``UserStore/settingsVersion(userID:at:)``),
+    /// and the user's settings in force when it went out (its accept, or a scheduled send's
+    /// instant: ``UserStore/settingsVersion(userID:at:)``),
     /// with the deliveries stored for them in creation order; nil for an unknown notification.
     /// A notification accepted before inputs were recorded is decided by today's configuration,
     /// and ``RoutingExplanation/basis`` says which (docs/routing.md, "Explaining a decision").
@@ -99,9 +100,11 @@ extension NotificationService {
                 (router, inputsUsed) = (then, recorded)
             }
         }
-        let version = try await store.settingsVersion(userID: userID, at: notification.timestamp)
+        // Decided when it went out: at its accept, or a scheduled send's instant.
+        let decidedAt = notification.goesOutAt
+        let version = try await store.settingsVersion(userID: userID, at: decidedAt)
         var explanation = try await explain(
-            notification, userID: userID, accepted: true, topicDistribution: false, at: notification.timestamp, router: router,
+            notification, userID: userID, accepted: true, topicDistribution: false, at: decidedAt, router: router,
             settings: version?.settings ?? UserSettings(), reached: !deliveries.isEmpty)
         explanation.basis = RoutingExplanation.Basis(routingInputs: inputsUsed, settings: version)
         return (explanation, deliveries)
