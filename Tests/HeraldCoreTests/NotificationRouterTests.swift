@@ -236,4 +236,22 @@ import Testing
         #expect(throws: HeraldError.self) { try SettingsPatch(enabled: false, delivery: "fax").apply(to: &settings, types: types) }
         #expect(settings == UserSettings())
     }
+
+    /// A window without `tz` is read in the user's `timezone`, else UTC; its own `tz` wins.
+    @Test func aWindowWithoutAZoneIsReadInTheUsersZone() {
+        func at(_ hour: Int, _ minute: Int) -> Date {
+            Date(timeIntervalSince1970: 1_717_200_000 + Double(hour * 3600 + minute * 60)) // 2024-06-01 00:00 UTC
+        }
+        let window = QuietHours(start: "22:00", end: "07:00")
+        // 14:00 UTC is 23:00 in Tokyo and 10:00 in Toronto (June: EDT).
+        let afternoonUTC = at(14, 0)
+        #expect(UserSettings(quietHours: window, timezone: "Asia/Tokyo").inQuietHours(at: afternoonUTC))
+        #expect(!UserSettings(quietHours: window, timezone: "America/Toronto").inQuietHours(at: afternoonUTC))
+        #expect(!UserSettings(quietHours: window).inQuietHours(at: afternoonUTC), "no zone: UTC")
+        #expect(UserSettings(quietHours: window).inQuietHours(at: at(23, 0)))
+        var ownZone = window
+        ownZone.tz = "America/Toronto"
+        #expect(!UserSettings(quietHours: ownZone, timezone: "Asia/Tokyo").inQuietHours(at: afternoonUTC), "the window's tz wins")
+        #expect(!UserSettings(timezone: "Asia/Tokyo").inQuietHours(at: afternoonUTC), "no window, no quiet hours")
+    }
 }

@@ -108,6 +108,7 @@ import Testing
             #expect(initial.object["delivery"] as? String == "push")
             #expect((initial.object["types"] as? [String: Any])?.isEmpty == true)
             #expect(initial.object["quiet_hours"] is NSNull)
+            #expect(initial.object["timezone"] is NSNull, "no zone given: UTC")
 
             let patched = try await client.call(
                 .patch, "/api/notifications/settings", headers(herald.backend, user: "u"),
@@ -123,6 +124,17 @@ import Testing
                 .patch, "/api/notifications/settings", headers(herald.backend, user: "u"), json: ["quiet_hours": NSNull(), "delivery": "pull"])
             #expect(cleared.object["quiet_hours"] is NSNull)
             #expect(cleared.object["delivery"] as? String == "pull")
+
+            // A zone, and a window without its own: stored as sent, the window read in the zone.
+            let zoned = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "u"),
+                json: ["timezone": "Asia/Tokyo", "quiet_hours": ["start": "22:00", "end": "07:00"]])
+            #expect(zoned.status == .ok, "\(zoned.object)")
+            #expect(zoned.object["timezone"] as? String == "Asia/Tokyo")
+            #expect((zoned.object["quiet_hours"] as? [String: String]) == ["start": "22:00", "end": "07:00"])
+            let unzoned = try await client.call(
+                .patch, "/api/notifications/settings", headers(herald.backend, user: "u"), json: ["timezone": NSNull(), "quiet_hours": NSNull()])
+            #expect(unzoned.object["timezone"] is NSNull && unzoned.object["quiet_hours"] is NSNull)
             #expect((cleared.object["types"] as? [String: Bool]) == ["upvote": false])
 
             // delivery=pull: no push, but history is still written.
@@ -148,6 +160,9 @@ import Testing
             (js(["quiet_hours": ["start": "22:00", "end": "07:-0", "tz": "UTC"]]), 422, "quiet_hours.end"),
             (js(["quiet_hours": ["start": "٢٢:00", "end": "07:00", "tz": "UTC"]]), 422, "quiet_hours.start"),
             (js(["quiet_hours": ["start": "22:00", "tz": "UTC"]]), 422, "end"),
+            (js(["timezone": "Mars/Olympus"]), 422, "'timezone'"),
+            (js(["timezone": String(repeating: "A", count: 65)]), 422, "'timezone'"),
+            (js(["timezone": 3]), 422, "timezone"),
             (js(["enabld": false]), 422, "enabld"),
             (js([1, 2]), 400, "JSON object"),
         ]

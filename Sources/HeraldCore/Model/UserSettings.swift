@@ -26,12 +26,15 @@ public struct UserSettings: Sendable, Equatable, Codable {
     public var delivery: DeliveryPreference
     /// During quiet hours alerts arrive silently, as information.
     public var quietHours: QuietHours?
+    /// The user's IANA time zone (`Europe/Paris`): quiet hours without a `tz` are read in it
+    /// (docs/timing.md); nil for none given (UTC).
+    public var timezone: String?
 
     /// Settings as given; by default push on for every type, no quiet hours. `preferences` may
     /// hold push entries: they are `types`' (which wins where both name a type).
     public init(
         enabled: Bool = true, types: [String: Bool] = [:], channels: [String: Bool] = [:], preferences: [String: [String: Bool]] = [:],
-        delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil
+        delivery: DeliveryPreference = .push, quietHours: QuietHours? = nil, timezone: String? = nil
     ) {
         self.enabled = enabled
         self.types = types
@@ -39,6 +42,7 @@ public struct UserSettings: Sendable, Equatable, Codable {
         self.preferences = [:]
         self.delivery = delivery
         self.quietHours = quietHours
+        self.timezone = timezone
         // `types` is the push choice: a push entry in `preferences` is the same setting, and
         // counts only for a type `types` leaves out.
         for (type, choices) in preferences {
@@ -69,8 +73,14 @@ public struct UserSettings: Sendable, Equatable, Codable {
         return all
     }
 
+    /// Whether `date` falls in the user's quiet hours, read in their `tz`, else the user's
+    /// ``timezone``, else UTC.
+    public func inQuietHours(at date: Date) -> Bool {
+        quietHours?.contains(date, fallback: timezone.flatMap(TimeZone.init(identifier:)) ?? QuietHours.utc) ?? false
+    }
+
     enum CodingKeys: String, CodingKey {
-        case enabled, types, channels, preferences, delivery
+        case enabled, types, channels, preferences, delivery, timezone
         case quietHours = "quiet_hours"
     }
 
@@ -82,7 +92,8 @@ public struct UserSettings: Sendable, Equatable, Codable {
             channels: try container.decodeIfPresent([String: Bool].self, forKey: .channels) ?? [:],
             preferences: try container.decodeIfPresent([String: [String: Bool]].self, forKey: .preferences) ?? [:],
             delivery: try container.decodeIfPresent(DeliveryPreference.self, forKey: .delivery) ?? .push,
-            quietHours: try container.decodeIfPresent(QuietHours.self, forKey: .quietHours)
+            quietHours: try container.decodeIfPresent(QuietHours.self, forKey: .quietHours),
+            timezone: try container.decodeIfPresent(String.self, forKey: .timezone)
         )
     }
 
@@ -94,20 +105,23 @@ public struct UserSettings: Sendable, Equatable, Codable {
         try container.encode(allPreferences, forKey: .preferences)
         try container.encode(delivery, forKey: .delivery)
         try container.encode(quietHours, forKey: .quietHours) // explicit null: apps see the key
+        try container.encode(timezone, forKey: .timezone)
     }
 }
 
 /// `{"start":"22:00","end":"07:00","tz":"America/Toronto"}`; the window may wrap midnight.
+/// Without `tz` it is read in the user's `timezone` (else UTC).
 public struct QuietHours: Sendable, Equatable, Codable {
     /// `HH:MM`, when the window opens (24-hour clock).
     public var start: String
     /// `HH:MM`, when it closes; earlier than `start` for a window over midnight.
     public var end: String
-    /// An IANA zone name (`Europe/Paris`); the window is read in it.
-    public var tz: String
+    /// An IANA zone name (`Europe/Paris`); the window is read in it. nil: the user's
+    /// ``UserSettings/timezone``, else UTC.
+    public var tz: String?
 
     /// A window as given; ``validate(field:)`` checks it.
-    public init(start: String, end: String, tz: String) {
+    public init(start: String, end: String, tz: String? = nil) {
         self.start = start
         self.end = end
         self.tz = tz
@@ -124,16 +138,24 @@ public struct QuietHours: Sendable, Equatable, Codable {
         guard startMinute != endMinute else {
             throw HeraldError.invalidField(field, "start and end must differ")
         }
-        guard TimeZone(identifier: tz) != nil else {
-            throw HeraldError.invalidField("\(field).tz", "must be an IANA time zone such as America/Toronto")
+        if let tz { try Self.checkZone(tz, field: "\(field).tz") }
+    }
+
+    /// UTC, the zone of a window and a user that name none.
+    public static let utc = TimeZone(identifier: "UTC") ?? TimeZone.current
+
+    /// - Throws: a 422 naming `field` unless `name` is an IANA time zone.
+    public static func checkZone(_ name: String, field: String) throws {
+        guard name.utf8.count <= 64, TimeZone(identifier: name) != nil else {
+            throw HeraldError.invalidField(field, "must be an IANA time zone such as America/Toronto")
         }
     }
 
-    /// Whether `date` falls inside the window, in the window's own time zone.
-    public func contains(_ date: Date) -> Bool {
-        guard let startMinute = Self.minuteOfDay(start), let endMinute = Self.minuteOfDay(end),
-            let zone = TimeZone(identifier: tz)
-        else { return false }
+    /// Whether `date` falls inside the window, in its own time zone, else in `fallback`.
+    public func contains(_ date: Date, fallback: TimeZone = QuietHours.utc) -> Bool {
+        guard let startMinute = Self.minuteOfDay(start), let endMinute = Self.minuteOfDay(end) else { return false }
+        let zone = tz.map { TimeZone(identifier: $0) } ?? fallback
+        guard let zone else { return false }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         let parts = calendar.dateComponents([.hour, .minute], from: date)
@@ -171,9 +193,11 @@ public struct SettingsPatch: Decodable, Sendable {
     public var delivery: String?
     /// Outer nil: not given. Inner nil: given as null.
     public var quietHours: QuietHours??
+    /// Outer nil: not given. Inner nil: given as null (no zone: UTC).
+    public var timezone: String??
 
     /// The wire names this body accepts; any other field is refused.
-    public static let fieldNames: Set<String> = ["enabled", "types", "channels", "preferences", "delivery", "quiet_hours"]
+    public static let fieldNames: Set<String> = ["enabled", "types", "channels", "preferences", "delivery", "quiet_hours", "timezone"]
 
     /// A patch changing only the fields given.
     public init(
@@ -197,6 +221,9 @@ public struct SettingsPatch: Decodable, Sendable {
         delivery = try container.decodeIfPresent(String.self, forKey: .delivery)
         if container.contains(.quietHours) {
             quietHours = .some(try container.decodeNil(forKey: .quietHours) ? nil : try container.decode(QuietHours.self, forKey: .quietHours))
+        }
+        if container.contains(.timezone) {
+            timezone = .some(try container.decodeNil(forKey: .timezone) ? nil : try container.decode(String.self, forKey: .timezone))
         }
     }
 
@@ -252,6 +279,10 @@ public struct SettingsPatch: Decodable, Sendable {
         if let quietHours {
             try quietHours?.validate()
             result.quietHours = quietHours
+        }
+        if let timezone {
+            if let zone = timezone { try QuietHours.checkZone(zone, field: "timezone") }
+            result.timezone = timezone
         }
         settings = result
     }

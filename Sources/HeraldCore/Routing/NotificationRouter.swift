@@ -190,7 +190,7 @@ public struct NotificationRouter: Sendable {
 
     /// The distribution a user gets: an alert arrives as information during quiet hours.
     static func distribution(of notification: HeraldNotification, for settings: UserSettings, at now: Date) -> Distribution {
-        notification.distribution == .alert && (settings.quietHours?.contains(now) ?? false) ? .information : notification.distribution
+        notification.distribution == .alert && settings.inQuietHours(at: now) ? .information : notification.distribution
     }
 
     /// The deliveries for one recipient.

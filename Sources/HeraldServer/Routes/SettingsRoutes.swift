@@ -48,7 +48,7 @@ struct SettingsDocument: Encodable {
     var locked: [LockedPreference]
 
     enum CodingKeys: String, CodingKey {
-        case enabled, types, channels, preferences, delivery, locked
+        case enabled, types, channels, preferences, delivery, locked, timezone
         case quietHours = "quiet_hours"
     }
 
@@ -62,6 +62,7 @@ struct SettingsDocument: Encodable {
         try container.encode(settings.allPreferences, forKey: .preferences)
         try container.encode(settings.delivery, forKey: .delivery)
         try container.encode(settings.quietHours, forKey: .quietHours) // explicit null: apps see the key
+        try container.encode(settings.timezone, forKey: .timezone)
         try container.encode(locked, forKey: .locked)
     }
 }
