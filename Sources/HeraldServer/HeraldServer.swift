@@ -113,7 +113,7 @@ public struct HeraldServer: Sendable {
                 try configuration.checkPreferenceChannels(sinks.choosableChannels)
                 let router = try NotificationRouter(
                     registry: sinks, rules: try configuration.routing.map(RoutingRule.parse),
-                    policies: [PreferencePolicy(configuration.preferences)] + routingPolicies)
+                    policies: [PreferencePolicy(configuration.preferences)] + routingPolicies, defaultTimeZone: configuration.defaultTimeZone)
                 let engine = DeliveryEngine(
                     queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
                     badgeCounts: badgeCounts)

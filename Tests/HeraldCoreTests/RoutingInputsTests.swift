@@ -31,7 +31,8 @@ import Testing
                 .init(name: "feed", capabilities: .broadcast),
             ],
             rules: try rules.map(RoutingRule.parse),
-            policies: [PreferencePolicy(ChannelPreferences(defaults: ["upvote": ["push": false]], critical: ["alert", "violation"])), NoChatAtNight()])
+            policies: [PreferencePolicy(ChannelPreferences(defaults: ["upvote": ["push": false]], critical: ["alert", "violation"])), NoChatAtNight()],
+            defaultTimeZone: TimeZone(identifier: "Asia/Tokyo") ?? .current)
     }
 
     @Test func theStoredTextReadsBackAsTheSameInputs() throws {
@@ -41,6 +42,9 @@ import Testing
         #expect(inputs.id.count == 16 && inputs.id.allSatisfy(\.isHexDigit))
         #expect(inputs.policies == ["night"])
         #expect(inputs.critical == ["alert", "violation"])
+        #expect(inputs.defaultTimeZone == "Asia/Tokyo")
+        #expect(
+            try RoutingInputs(json: #"{"sinks":[],"rules":[],"defaults":{},"critical":[],"policies":[]}"#).defaultTimeZone == nil, "inputs recorded before it")
         #expect(inputs.sinks.first { $0.name == "console" }?.providers == nil, "every provider")
         #expect(throws: (any Error).self) { try RoutingInputs(json: "{\"sinks\": 3}") }
     }
@@ -56,6 +60,7 @@ import Testing
         let original = try router()
         let restored = try RoutingInputs(router: original).router(policies: [PreferencePolicy(), NoChatAtNight()])
         #expect(restored.sinks == original.sinks)
+        #expect(restored.defaultTimeZone.identifier == "Asia/Tokyo")
         #expect(restored.rules == original.rules)
         let devices = ["fcm", "fcm-web", "apns", "other"].map {
             Device(id: ids.next(), userID: "u", address: DeviceAddress(provider: $0, token: "t-\($0)"), createdAt: now, updatedAt: now)
@@ -66,11 +71,13 @@ import Testing
         pull.delivery = .pull
         var noChat = UserSettings()
         noChat.channels = ["chat": false]
+        // 22:13 UTC, 07:13 in Tokyo: quiet in one zone, not in the other.
+        let quietNoZone = UserSettings(quietHours: QuietHours(start: "22:00", end: "07:00"))
         let targets: [NotificationTarget] = [.users(["u"]), .topic("news.eu"), .topic("sport.eu"), .audience(Audience(all: true))]
         for type in ["comment", "reply", "upvote", "alert", "hot"] {
             for distribution in Distribution.allCases {
                 for target in targets {
-                    for settings in [UserSettings(), muted, pull, noChat] {
+                    for settings in [UserSettings(), muted, pull, noChat, quietNoZone] {
                         for level in [nil, SubscriptionLevel.forced] {
                             let notification = HeraldNotification(
                                 id: ids.next(), type: type, title: "t", body: "b", url: nil, timestamp: now, distribution: distribution, target: target)

@@ -49,6 +49,7 @@ import Testing
         (["HERALD_PREFERENCES_DEFAULTS": "upvote.push=maybe"], "preferences.defaults"),
         (["HERALD_PREFERENCES_DEFAULTS": "upvote=false"], "preferences.defaults"),
         (["HERALD_PREFERENCES_DEFAULTS": "upvote.Push=false"], "preferences.defaults"),
+        (["HERALD_SCHEDULING_DEFAULT_TIMEZONE": "Mars/Olympus"], "scheduling.default_timezone"),
     ])
     func aBadValueIsRefusedNamingItsKey(_ environment: [String: String], _ key: String) async throws {
         let error = await #expect(throws: HeraldError.self) { _ = try await HeraldConfiguration.load(configFile: nil, environment: environment) }
@@ -103,5 +104,13 @@ import Testing
             let error = await #expect(throws: HeraldError.self) { _ = try await start(bad) }
             #expect(error?.message.hasPrefix(key) == true, "\(environment): \(error?.message ?? "")")
         }
+    }
+
+    @Test func theDefaultTimeZoneIsUTCUnlessConfigured() async throws {
+        #expect(
+            try await HeraldConfiguration.load(configFile: nil, environment: [:]).defaultTimeZone.secondsFromGMT(for: Date(timeIntervalSince1970: 0)) == 0,
+            "UTC")
+        let configured = try await HeraldConfiguration.load(configFile: nil, environment: ["HERALD_SCHEDULING_DEFAULT_TIMEZONE": "Asia/Tokyo"])
+        #expect(configured.defaultTimeZone.identifier == "Asia/Tokyo")
     }
 }

@@ -27,7 +27,7 @@ public struct UserSettings: Sendable, Equatable, Codable {
     /// During quiet hours alerts arrive silently, as information.
     public var quietHours: QuietHours?
     /// The user's IANA time zone (`Europe/Paris`): quiet hours without a `tz` are read in it
-    /// (docs/timing.md); nil for none given (UTC).
+    /// (docs/timing.md); nil for none given (the server's `scheduling.default_timezone`).
     public var timezone: String?
 
     /// Settings as given; by default push on for every type, no quiet hours. `preferences` may
@@ -74,9 +74,9 @@ public struct UserSettings: Sendable, Equatable, Codable {
     }
 
     /// Whether `date` falls in the user's quiet hours, read in their `tz`, else the user's
-    /// ``timezone``, else UTC.
-    public func inQuietHours(at date: Date) -> Bool {
-        quietHours?.contains(date, fallback: timezone.flatMap(TimeZone.init(identifier:)) ?? QuietHours.utc) ?? false
+    /// ``timezone``, else `defaultZone` (`scheduling.default_timezone`).
+    public func inQuietHours(at date: Date, defaultZone: TimeZone = QuietHours.utc) -> Bool {
+        quietHours?.contains(date, fallback: timezone.flatMap(TimeZone.init(identifier:)) ?? defaultZone) ?? false
     }
 
     enum CodingKeys: String, CodingKey {
@@ -110,14 +110,14 @@ public struct UserSettings: Sendable, Equatable, Codable {
 }
 
 /// `{"start":"22:00","end":"07:00","tz":"America/Toronto"}`; the window may wrap midnight.
-/// Without `tz` it is read in the user's `timezone` (else UTC).
+/// Without `tz` it is read in the user's `timezone` (else the server's default zone).
 public struct QuietHours: Sendable, Equatable, Codable {
     /// `HH:MM`, when the window opens (24-hour clock).
     public var start: String
     /// `HH:MM`, when it closes; earlier than `start` for a window over midnight.
     public var end: String
     /// An IANA zone name (`Europe/Paris`); the window is read in it. nil: the user's
-    /// ``UserSettings/timezone``, else UTC.
+    /// ``UserSettings/timezone``, else the server's default (``NotificationRouter/defaultTimeZone``).
     public var tz: String?
 
     /// A window as given; ``validate(field:)`` checks it.

@@ -85,13 +85,18 @@ public struct NotificationRouter: Sendable {
     /// What decides, per recipient, whether a chosen sink is used (``RoutingPolicy``): the
     /// user's push settings, then each module's policies. History is never subject to them.
     public let policies: [any RoutingPolicy]
+    /// The zone of users who named none (`scheduling.default_timezone`): their quiet hours
+    /// without a `tz` are read in it.
+    public let defaultTimeZone: TimeZone
     /// For each provider, the first configured push sink that names it: it serves the devices
     /// of that provider that name no sink.
     private let defaultSinkByProvider: [String: String]
 
     /// - Throws: a configuration error when a rule names a sink that is not configured, or
     ///   tries to remove history.
-    public init(sinks: [Sink], rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()]) throws {
+    public init(
+        sinks: [Sink], rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()], defaultTimeZone: TimeZone = QuietHours.utc
+    ) throws {
         let names = Set(sinks.map(\.name))
         for rule in rules {
             for name in rule.add + rule.remove where !names.contains(name) {
@@ -106,6 +111,7 @@ public struct NotificationRouter: Sendable {
         self.sinks = sinks
         self.rules = rules
         self.policies = policies
+        self.defaultTimeZone = defaultTimeZone
         var defaults: [String: String] = [:]
         for sink in sinks where sink.capabilities.contains(.push) {
             guard case .only(let providers) = sink.providers else { continue }
@@ -116,10 +122,13 @@ public struct NotificationRouter: Sendable {
 
     /// A router over a registry's sinks; each sink's own rules (``NotificationSink/routingRules``)
     /// come first, so an operator's `routing` rules can still override them.
-    public init(registry: SinkRegistry, rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()]) throws {
+    public init(
+        registry: SinkRegistry, rules: [RoutingRule] = [], policies: [any RoutingPolicy] = [PreferencePolicy()],
+        defaultTimeZone: TimeZone = QuietHours.utc
+    ) throws {
         try self.init(
             sinks: registry.sinks.map { Sink(name: $0.name, capabilities: $0.capabilities, providers: $0.providers, channel: registry.channel(of: $0)) },
-            rules: registry.sinks.flatMap(\.routingRules) + rules, policies: policies
+            rules: registry.sinks.flatMap(\.routingRules) + rules, policies: policies, defaultTimeZone: defaultTimeZone
         )
     }
 
@@ -172,7 +181,7 @@ public struct NotificationRouter: Sendable {
     /// user's settings first) allow the sink; an alert arrives as information during quiet hours. (Sinks with topics reach
     /// the same users through ``topicSends(_:topic:)``.)
     public func messageHubDeliveries(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
-        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
+        let distribution = distribution(of: notification, for: recipient.settings, at: now)
         var planned: [PlannedDelivery] = []
         for sink in sinks where sink.capabilities.contains(.push) && !sink.capabilities.contains(.topics) {
             guard policies.admit(sink, notification, recipient, at: now) else { continue }
@@ -189,13 +198,13 @@ public struct NotificationRouter: Sendable {
     }
 
     /// The distribution a user gets: an alert arrives as information during quiet hours.
-    static func distribution(of notification: HeraldNotification, for settings: UserSettings, at now: Date) -> Distribution {
-        notification.distribution == .alert && settings.inQuietHours(at: now) ? .information : notification.distribution
+    func distribution(of notification: HeraldNotification, for settings: UserSettings, at now: Date) -> Distribution {
+        notification.distribution == .alert && settings.inQuietHours(at: now, defaultZone: defaultTimeZone) ? .information : notification.distribution
     }
 
     /// The deliveries for one recipient.
     public func plan(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
-        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
+        let distribution = distribution(of: notification, for: recipient.settings, at: now)
         var planned: [PlannedDelivery] = []
         for name in sinkNames(for: notification) {
             guard let sink = sinks.first(where: { $0.name == name }) else { continue }
@@ -215,7 +224,7 @@ public struct NotificationRouter: Sendable {
     /// the sinks' own), the devices a push sink would serve, and every policy's verdict, in the
     /// configured sinks' order. Agrees with ``plan(_:for:at:)``, which keeps no reasons.
     public func explain(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [RoutingDecision] {
-        let distribution = Self.distribution(of: notification, for: recipient.settings, at: now)
+        let distribution = distribution(of: notification, for: recipient.settings, at: now)
         let chosen = sinkNames(for: notification)
         return sinks.map { sink in
             var reasons: [RoutingDecision.Reason] = []

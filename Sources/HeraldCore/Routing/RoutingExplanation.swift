@@ -169,7 +169,7 @@ extension NotificationService {
             RoutingExplanation.DeviceRoute(device: device, sink: router.sinks.first { router.serves($0, device) }?.name)
         }
         return RoutingExplanation(
-            userID: userID, notification: notification, distribution: NotificationRouter.distribution(of: notification, for: recipient.settings, at: now),
+            userID: userID, notification: notification, distribution: router.distribution(of: notification, for: recipient.settings, at: now),
             notRecipient: notRecipient, decisions: decisions, devices: devices)
     }
 }

@@ -37,6 +37,13 @@ public struct RoutingInputs: Sendable, Equatable, Codable {
     public var critical: [String]
     /// The names of the policies besides the preferences, in order.
     public var policies: [String]
+    /// `scheduling.default_timezone`; nil (inputs recorded before it was) for UTC.
+    public var defaultTimeZone: String?
+
+    enum CodingKeys: String, CodingKey {
+        case sinks, rules, defaults, critical, policies
+        case defaultTimeZone = "default_timezone"
+    }
 
     /// Capabilities by the names stored: a bit's meaning can change between builds, a name's cannot.
     static let capabilityNames: [(String, SinkCapabilities)] = [
@@ -61,6 +68,7 @@ public struct RoutingInputs: Sendable, Equatable, Codable {
         defaults = preferences.defaults
         critical = preferences.critical.sorted()
         policies = router.policies.filter { !($0 is PreferencePolicy) }.map(\.name)
+        defaultTimeZone = router.defaultTimeZone.identifier
     }
 
     /// The inputs as stored: JSON with sorted keys, so one configuration is always one text.
@@ -102,6 +110,8 @@ public struct RoutingInputs: Sendable, Equatable, Codable {
         }
         let preferences = PreferencePolicy(ChannelPreferences(defaults: defaults, critical: Set(critical)))
         let others = current.filter { !($0 is PreferencePolicy) && self.policies.contains($0.name) }
-        return try NotificationRouter(sinks: routerSinks, rules: try rules.map(RoutingRule.parse), policies: [preferences] + others)
+        return try NotificationRouter(
+            sinks: routerSinks, rules: try rules.map(RoutingRule.parse), policies: [preferences] + others,
+            defaultTimeZone: defaultTimeZone.flatMap(TimeZone.init(identifier:)) ?? QuietHours.utc)
     }
 }

@@ -69,6 +69,8 @@ public struct HeraldConfiguration: Sendable {
     /// Devices kept per user, across providers; registering one more removes the least recently
     /// registered.
     public var maxDevicesPerUser = 10
+    /// `scheduling.default_timezone`: the zone of users whose settings name none.
+    public var defaultTimeZone = QuietHours.utc
     /// Devices not registered again for this long are pruned (Firebase's advice for stale tokens).
     public var staleDevicesAfter: Duration = .seconds(60 * 86_400)
     /// How long finished (delivered, failed, dead) deliveries are kept.
@@ -230,6 +232,11 @@ public struct HeraldConfiguration: Sendable {
         guard (0...10_000_000).contains(fanOutInlineLimit) else { throw Self.invalid("fanout.inline_limit", "must be 0-10000000") }
         maxDevicesPerUser = try reader.requiredInt(forKey: "devices.max_per_user", default: maxDevicesPerUser)
         guard (1...1_000).contains(maxDevicesPerUser) else { throw Self.invalid("devices.max_per_user", "must be 1-1000") }
+        let zone = try reader.requiredString(forKey: "scheduling.default_timezone", default: defaultTimeZone.identifier)
+        guard let parsedZone = TimeZone(identifier: zone) else {
+            throw Self.invalid("scheduling.default_timezone", "must be an IANA time zone such as Europe/Paris (got '\(zone)')")
+        }
+        defaultTimeZone = parsedZone
         staleDevicesAfter = try reader.duration(forKey: "devices.stale_after", in: 86_400...(3_650 * 86_400)) ?? staleDevicesAfter
         deliveryRetention = try reader.duration(forKey: "retention.deliveries", in: 3_600...(3_650 * 86_400)) ?? deliveryRetention
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
