@@ -36,6 +36,11 @@ public struct FanOutProgress: Sendable, Equatable {
     /// Whether the sender cancelled it (``done`` then too, with the rest never written).
     public var cancelled: Bool
 
+    /// Whether it is a scheduled send whose instant has not come at `now` (nothing written yet).
+    public func isScheduled(at now: Date) -> Bool {
+        !done && (dueAt.map { $0 > now } ?? false)
+    }
+
     /// Progress as stored.
     public init(recipients: Int, written: Int, done: Bool, dueAt: Date? = nil, cancelled: Bool = false) {
         self.recipients = recipients

@@ -269,7 +269,7 @@ struct NotificationStatusResponse: Encodable {
             // A scheduled broadcast's deliveries are stored, waiting for its instant (listed:
             // a broadcast has one per feed sink).
             let waitingForInstant = status.deliveries.filter { NotificationStatusResponse.waitsForItsInstant($0, now: now) }.count
-            scheduled = (status.fanOut.map { !$0.done && ($0.dueAt.map { $0 > now } ?? false) } == true ? unwritten : 0) + waitingForInstant
+            scheduled = (status.fanOut?.isScheduled(at: now) == true ? unwritten : 0) + waitingForInstant
             waiting = (byState[.pending] ?? 0) - waitingForInstant
             sent = (byState[.delivered] ?? 0) + (byState[.failed] ?? 0) + (byState[.dead] ?? 0)
             cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelled == true ? unwritten : 0)
@@ -286,9 +286,7 @@ struct NotificationStatusResponse: Encodable {
         var send_at: String?
 
         init(_ progress: FanOutProgress, now: Date) {
-            state =
-                progress.cancelled
-                ? "cancelled" : progress.done ? "done" : progress.written == 0 && (progress.dueAt.map { $0 > now } ?? false) ? "scheduled" : "writing"
+            state = progress.cancelled ? "cancelled" : progress.done ? "done" : progress.isScheduled(at: now) ? "scheduled" : "writing"
             recipients = progress.recipients
             written = progress.written
             send_at = progress.dueAt.map(Timestamp.format)
