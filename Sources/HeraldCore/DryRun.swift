@@ -32,8 +32,9 @@ extension NotificationService {
     /// every subscriber, which is the cost a dry run is for avoiding.
     public func dryRun(_ submission: NotificationSubmission, now: Date = Date()) async throws -> DryRunReport {
         let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
-        // A send_at a send would refuse is refused here too; a valid one is shown as sent now.
+        // A send_at or send_at_local a send would refuse is refused here too; a valid one is shown as sent now.
         _ = try validator.scheduledInstant(of: submission, now: now)
+        _ = try validator.localSendTime(of: submission, now: now)
         guard case .users(let userIDs) = notification.target else {
             throw HeraldError(.unprocessable, code: "unsupported_target", "a dry run takes 'user_ids' targets only")
         }

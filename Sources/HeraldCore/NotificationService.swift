@@ -79,6 +79,7 @@ public struct NotificationService: Sendable {
         notification.routingInputs = routingInputsID
         let sendAt = try validator.scheduledInstant(of: submission, now: now)
         notification.sendAt = sendAt
+        notification.sendAtLocal = try validator.localSendTime(of: submission, now: now)
         var topicSubject: SubjectEntry?
         if case .topic(let key) = notification.target {
             guard let entry = try await store.subject(topicKey: key) else { throw HeraldError.notFound("topic '\(key)'") }
@@ -95,7 +96,7 @@ public struct NotificationService: Sendable {
         if let claim, let earlier = try await store.receipt(for: claim, since: since) {
             return try Self.answer(earlier)
         }
-        if let sendAt {
+        if sendAt != nil || notification.sendAtLocal != nil {
             return try await schedule(notification, at: sendAt, level: topicSubject?.subject.opt.level ?? .optIn, claim: claim, since: since, started: started)
         }
         let result: AcceptResult
@@ -146,10 +147,11 @@ public struct NotificationService: Sendable {
     }
 
     /// Stores a scheduled send (``NotificationStore/acceptScheduled(_:recipients:dueAt:idempotency:idempotencySince:)``):
-    /// nothing is routed until `sendAt`. A broadcast has no recipients to page: its feed
-    /// deliveries are stored now, due at the instant, when the feed sink posts it.
+    /// nothing is routed until `sendAt`, or for a send in each recipient's own time (`sendAt`
+    /// nil), until theirs. A broadcast has no recipients to page: its feed deliveries are
+    /// stored now, due at the instant, when the feed sink posts it.
     private func schedule(
-        _ notification: HeraldNotification, at sendAt: Date, level: SubscriptionLevel, claim: IdempotencyClaim?, since: Date, started: ContinuousClock.Instant
+        _ notification: HeraldNotification, at sendAt: Date?, level: SubscriptionLevel, claim: IdempotencyClaim?, since: Date, started: ContinuousClock.Instant
     ) async throws -> AcceptResult {
         var result: AcceptResult
         switch notification.target {
@@ -168,6 +170,7 @@ public struct NotificationService: Sendable {
         if case .accepted(var receipt) = result {
             metrics.accepted(type: notification.type, target: notification.target.kind.rawValue, latency: ContinuousClock.now - started)
             receipt.sendAt = sendAt
+            receipt.sendAtLocal = notification.sendAtLocal
             result = .accepted(receipt)
             // The fan-out worker sleeps no longer than until a job is due.
             onAccepted(AcceptedWork(mayHaveFanOut: notification.target.kind != .broadcast))

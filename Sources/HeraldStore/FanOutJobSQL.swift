@@ -33,32 +33,72 @@ enum FanOutJobSQL {
         UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, updated_at = $1
         WHERE notification_id = $2 AND state = 'pending' AND leased = 0
         """
+    /// Sends in each recipient's own time (`send_at_local`, docs/timing.md): the wall-clock time
+    /// on the notification; each recipient paged waits in `scheduled_recipients` for the instant
+    /// it gave them, and leaves it when routed (or cancelled, counted on the job).
+    static let localMigration = [
+        "ALTER TABLE notifications ADD COLUMN send_at_local TEXT",
+        """
+        CREATE TABLE scheduled_recipients (
+            notification_id TEXT NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            due_at BIGINT NOT NULL,
+            PRIMARY KEY (notification_id, user_id)
+        )
+        """,
+        "CREATE INDEX scheduled_recipients_due ON scheduled_recipients(due_at)",
+        "CREATE INDEX scheduled_recipients_user ON scheduled_recipients(user_id)",
+        "ALTER TABLE fanout_jobs ADD COLUMN cancelled_recipients BIGINT NOT NULL DEFAULT 0",
+        // Jobs cancelled before the column counted their unwritten recipients at read time.
+        """
+        UPDATE fanout_jobs SET cancelled_recipients = CASE WHEN recipients > written THEN recipients - written ELSE 0 END
+        WHERE cancelled_at IS NOT NULL
+        """,
+    ]
+
     /// The next scheduled job, for the worker's sleep.
     static let dueIndex = "CREATE INDEX fanout_jobs_due ON fanout_jobs(due_at) WHERE done_at IS NULL AND due_at IS NOT NULL"
 
     /// The unfinished jobs due by `now` (an SQL expression: a bound parameter, or the database's
     /// clock) with their notifications (`n.*`), oldest first; append the limit.
     static func pendingColumns(now: String) -> String {
-        """
+        jobColumns + " WHERE j.done_at IS NULL AND (j.due_at IS NULL OR j.due_at <= \(now)) ORDER BY j.created_at, j.notification_id"
+    }
+
+    /// Jobs with their notifications (`n.*`), read by ``pendingJob(_:)``; append the `WHERE`.
+    static let jobColumns = """
         SELECT j.kind, j.source AS job_source, j.recipients AS job_recipients, j.written, j.due_at AS job_due_at, n.*
         FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id
-        WHERE j.done_at IS NULL AND (j.due_at IS NULL OR j.due_at <= \(now)) ORDER BY j.created_at, j.notification_id
+        """
+
+    /// Microseconds until the next scheduled job or waiting recipient (`until`), by `now` (as
+    /// in ``pendingColumns(now:)``); NULL for none.
+    static func untilNextDue(now: String) -> String {
+        """
+        SELECT MIN(due) - \(now) AS until FROM (
+            SELECT MIN(due_at) AS due FROM fanout_jobs WHERE done_at IS NULL AND due_at IS NOT NULL
+            UNION ALL SELECT MIN(due_at) AS due FROM scheduled_recipients
+        ) d
         """
     }
 
-    /// Microseconds until the next scheduled job (`until`), by `now` (as in ``pendingColumns(now:)``); NULL for none.
-    static func untilNextDue(now: String) -> String {
-        "SELECT MIN(due_at) - \(now) AS until FROM fanout_jobs WHERE done_at IS NULL AND due_at IS NOT NULL"
-    }
+    /// A job's progress with its notification's `send_at_local` and its recipients waiting for
+    /// their own instant; append `WHERE j.notification_id = …`.
+    static let progressColumns = """
+        SELECT j.recipients, j.written, j.done_at, j.due_at, j.cancelled_at, j.cancelled_recipients, n.send_at_local,
+            (SELECT COUNT(*) FROM scheduled_recipients s WHERE s.notification_id = j.notification_id) AS waiting
+        FROM fanout_jobs j JOIN notifications n ON n.id = j.notification_id
+        """
 
-    /// A job's `recipients`, `written`, `done_at`, `due_at` and `cancelled_at`.
+    /// A row of ``progressColumns``.
     static func progress(_ row: some StoredRow) throws -> FanOutProgress {
         FanOutProgress(
             recipients: try row.int("recipients"), written: try row.int("written"), done: try row.optionalInteger("done_at") != nil,
-            dueAt: try row.optionalDate("due_at"), cancelled: try row.optionalInteger("cancelled_at") != nil)
+            dueAt: try row.optionalDate("due_at"), cancelled: try row.optionalInteger("cancelled_at") != nil,
+            local: try row.optionalText("send_at_local") != nil, waiting: try row.int("waiting"), cancelledRecipients: try row.int("cancelled_recipients"))
     }
 
-    /// A row of ``pendingColumns``.
+    /// A row of ``jobColumns`` (its `done` aside: a pending job's is false).
     static func pendingJob(_ row: some StoredRow) throws -> FanOutJob {
         FanOutJob(
             notification: try StoredRecords.notification(row), kind: try kind(row),

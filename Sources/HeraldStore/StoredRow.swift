@@ -74,13 +74,24 @@ package enum StoredRecords {
             idempotencyKey: try row.optionalText("idempotency_key"), target: try StoredJSON.decodeTarget(try row.text("target"))
         )
         notification.sendAt = try row.optionalDate("send_at")
+        notification.sendAtLocal = try row.optionalText("send_at_local").flatMap(LocalSendTime.init)
         return notification
     }
 
     /// What a stored idempotency key (`notification_id`, `recipients`, `request_hash`) means for
     /// `claim`: the first answer again for the same request, a reused key for another.
+    /// An idempotency key (`k`) with its notification's schedule, for ``claimed(_:by:)``;
+    /// append the `WHERE`.
+    static let receiptColumns = """
+        k.notification_id, k.recipients, k.request_hash, n.send_at, n.send_at_local
+        FROM idempotency_keys k LEFT JOIN notifications n ON n.id = k.notification_id
+        """
+
     package static func claimed(_ row: some StoredRow, by claim: IdempotencyClaim) throws -> AcceptResult {
-        let receipt = NotificationReceipt(id: try row.objectID("notification_id"), recipients: try row.int("recipients"))
+        // A scheduled send's first answer said when it goes out: the replay says it again.
+        let receipt = NotificationReceipt(
+            id: try row.objectID("notification_id"), recipients: try row.int("recipients"), sendAt: try row.optionalDate("send_at"),
+            sendAtLocal: try row.optionalText("send_at_local").flatMap(LocalSendTime.init))
         return try row.text("request_hash") == claim.requestHash ? .replayed(receipt) : .keyReused(receipt)
     }
 
@@ -181,7 +192,7 @@ package enum StoredRecords {
     package static func notificationColumns(of table: String) -> String {
         [
             "id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target",
-            "send_at",
+            "send_at", "send_at_local",
         ]
         .map { "\(table).\($0)" }.joined(separator: ", ")
     }

@@ -116,6 +116,9 @@ public struct HeraldNotification: Sendable, Equatable {
     /// For a scheduled send (`send_at`, docs/timing.md): the instant it goes out; nil for one
     /// sent as it is accepted.
     public var sendAt: Date?
+    /// For a send in each recipient's own time (`send_at_local`, docs/timing.md): the wall-clock
+    /// time; each recipient's instant is worked out as the fan-out job pages them.
+    public var sendAtLocal: LocalSendTime?
 
     /// When it goes out: its ``sendAt``, else its accept time. A broadcast's `posted_at`.
     public var goesOutAt: Date { sendAt ?? timestamp }

@@ -35,6 +35,9 @@ public struct NotificationSubmission: Decodable, Sendable {
     public var dryRun: Bool?
     /// `send_at`: when to send, RFC 3339 with an offset (docs/timing.md); absent to send now.
     public var sendAt: String?
+    /// `send_at_local`: `HH:MM` or `YYYY-MM-DDTHH:MM`, each recipient's wall-clock time in
+    /// their own zone (docs/timing.md); not with `send_at`.
+    public var sendAtLocal: String?
 
     /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
@@ -47,6 +50,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         case userIDs = "user_ids"
         case dryRun = "dry_run"
         case sendAt = "send_at"
+        case sendAtLocal = "send_at_local"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -67,6 +71,7 @@ public struct NotificationSubmission: Decodable, Sendable {
         broadcast = try c.decodeIfPresent(BroadcastTarget.self, forKey: .broadcast)
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun)
         sendAt = try c.decodeIfPresent(String.self, forKey: .sendAt)
+        sendAtLocal = try c.decodeIfPresent(String.self, forKey: .sendAtLocal)
     }
 
     /// A submission with the given fields, as a body with them would decode.

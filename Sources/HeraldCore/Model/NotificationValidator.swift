@@ -111,6 +111,30 @@ public struct NotificationValidator: Sendable {
         return instant
     }
 
+    /// The wall-clock time of a send in each recipient's own zone (`send_at_local`,
+    /// docs/timing.md); nil when it has none.
+    /// - Throws: 422 naming `send_at_local` for text that is neither `HH:MM` nor
+    ///   `YYYY-MM-DDTHH:MM`, with `send_at` too, for a broadcast (the anonymous feed has no
+    ///   recipients' zones), or for a date more than a year ahead.
+    public func localSendTime(of submission: NotificationSubmission, now: Date) throws -> LocalSendTime? {
+        guard let text = submission.sendAtLocal else { return nil }
+        guard let local = LocalSendTime(text) else {
+            throw HeraldError.invalidField("send_at_local", "must be a wall-clock time HH:MM (such as 09:00) or a date and time YYYY-MM-DDTHH:MM")
+        }
+        guard submission.sendAt == nil else {
+            throw HeraldError.invalidField("send_at_local", "cannot be given with send_at: give one instant for everyone, or one wall-clock time")
+        }
+        guard submission.broadcast == nil else {
+            throw HeraldError.invalidField("send_at_local", "is not for a broadcast, whose feed readers are anonymous: use send_at")
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        if let earliest = local.earliestInstant, let latest = calendar.date(byAdding: .year, value: 1, to: now), earliest > latest {
+            throw HeraldError.invalidField("send_at_local", "must be at most a year ahead")
+        }
+        return local
+    }
+
     /// How long a broadcast stays in the feed when neither it nor the notification says.
     public static let defaultBroadcastLifetime: TimeInterval = 7 * 24 * 3600
 

@@ -76,7 +76,13 @@ public struct UserSettings: Sendable, Equatable, Codable {
     /// Whether `date` falls in the user's quiet hours, read in their `tz`, else the user's
     /// ``timezone``, else `defaultZone` (`scheduling.default_timezone`).
     public func inQuietHours(at date: Date, defaultZone: TimeZone = QuietHours.utc) -> Bool {
-        quietHours?.contains(date, fallback: timezone.flatMap(TimeZone.init(identifier:)) ?? defaultZone) ?? false
+        quietHours?.contains(date, fallback: timeZone(default: defaultZone)) ?? false
+    }
+
+    /// The zone the user's wall-clock times are read in: their ``timezone``, else `defaultZone`
+    /// (`scheduling.default_timezone`).
+    public func timeZone(default defaultZone: TimeZone) -> TimeZone {
+        timezone.flatMap(TimeZone.init(identifier:)) ?? defaultZone
     }
 
     enum CodingKeys: String, CodingKey {

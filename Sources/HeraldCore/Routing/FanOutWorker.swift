@@ -1,3 +1,4 @@
+public import Foundation
 public import Logging
 public import ServiceLifecycle
 
@@ -63,9 +64,22 @@ public final class FanOutWorker: Service {
         }
     }
 
-    /// Writes every pending fan-out to the end (tests, and `run`'s loop).
+    /// Writes every pending fan-out to the end, and routes every recipient whose own instant
+    /// has come (tests, and `run`'s loop).
     public func drain() async throws {
-        while try await writeRound() > 0 {}
+        while try await writeRound() + writeDueRecipients() > 0 {}
+    }
+
+    /// Routes one page of recipients of local-time sends (`send_at_local`) whose instant has
+    /// come, each at its instant. - Returns: how many were routed.
+    func writeDueRecipients() async throws -> Int {
+        guard !Task.isCancelled else { return 0 }
+        let router = self.router
+        let routed = try await store.writeDueRecipients(limit: pageSize) { job, recipient, instant in
+            Self.route(job, router: router, at: instant)(recipient)
+        }
+        if routed > 0 { onPage() }
+        return routed
     }
 
     /// Writes one page of each pending fan-out (up to 16, oldest first), so a million-recipient
@@ -83,21 +97,29 @@ public final class FanOutWorker: Service {
 
     private func writePage(of job: FanOutJob) async throws {
         let notification = job.notification
-        let router = self.router
         // A scheduled send is routed as it goes out: quiet hours then, settings as they are.
-        let acceptedAt = job.routedAt
-        // Planned as the accept planned its inline pages: a Forced subject's subscribers as such.
-        let forced = job.forcedSubject
-        let route: @Sendable (RecipientContext) -> [PlannedDelivery] =
-            switch job.kind {
-            case .route: { router.plan(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: acceptedAt) }
-            case .historyAndDevices: { router.messageHubDeliveries(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: acceptedAt) }
-            case .history: { _ in [] }
-            }
-        guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route) else { return }
+        let route = Self.route(job, router: router, at: job.routedAt)
+        // A local-time send's page gives each recipient their instant in their zone, from the accept.
+        let localInstant: (@Sendable (RecipientContext) -> Date)? = notification.sendAtLocal.map { local in
+            let (defaultZone, acceptedAt) = (router.defaultTimeZone, notification.timestamp)
+            return { recipient in local.instant(in: recipient.settings.timeZone(default: defaultZone), notBefore: acceptedAt) }
+        }
+        guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route, localInstant: localInstant)
+        else { return }
         onPage()
         if progress.done {
             logger.info("fan-out of \(notification.id) written: \(progress.written) recipients")
+        }
+    }
+
+    /// How `job`'s recipients get their rows at `instant`: as the accept planned its inline
+    /// pages, a Forced subject's subscribers as such.
+    private static func route(_ job: FanOutJob, router: NotificationRouter, at instant: Date) -> @Sendable (RecipientContext) -> [PlannedDelivery] {
+        let (notification, forced) = (job.notification, job.forcedSubject)
+        return switch job.kind {
+        case .route: { router.plan(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: instant) }
+        case .historyAndDevices: { router.messageHubDeliveries(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: instant) }
+        case .history: { _ in [] }
         }
     }
 }

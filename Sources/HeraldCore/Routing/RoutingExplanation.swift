@@ -76,8 +76,9 @@ extension NotificationService {
     public func explain(_ submission: NotificationSubmission, userID: String, now: Date = Date()) async throws -> RoutingExplanation {
         try UserID.validate(userID, field: "user_id")
         let notification = try validator.validate(submission, id: ids.next(at: now), now: now)
-        // Explained as sent now; a send_at a send would refuse is refused here too.
+        // Explained as sent now; a send_at or send_at_local a send would refuse is refused here too.
         _ = try validator.scheduledInstant(of: submission, now: now)
+        _ = try validator.localSendTime(of: submission, now: now)
         return try await explain(notification, userID: userID, accepted: false, topicDistribution: submission.distribution == nil, at: now)
     }
 
@@ -100,8 +101,13 @@ extension NotificationService {
                 (router, inputsUsed) = (then, recorded)
             }
         }
-        // Decided when it went out: at its accept, or a scheduled send's instant.
-        let decidedAt = notification.goesOutAt
+        // Decided when it went out: at its accept, a scheduled send's instant, or the user's
+        // own instant (their zone as the fan-out job read it, just after the accept).
+        var decidedAt = notification.goesOutAt
+        if let local = notification.sendAtLocal {
+            let zone = try await store.settingsVersion(userID: userID, at: decidedAt)?.settings.timeZone(default: router.defaultTimeZone)
+            decidedAt = local.instant(in: zone ?? router.defaultTimeZone, notBefore: notification.timestamp)
+        }
         let version = try await store.settingsVersion(userID: userID, at: decidedAt)
         var explanation = try await explain(
             notification, userID: userID, accepted: true, topicDistribution: false, at: decidedAt, router: router,

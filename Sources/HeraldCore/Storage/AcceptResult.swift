@@ -8,13 +8,19 @@ public struct NotificationReceipt: Sendable, Equatable {
     public var recipients: Int
     /// For a scheduled send accepted now: when it goes out (docs/timing.md).
     public var sendAt: Date?
+    /// For a send in each recipient's own time: the wall-clock time (docs/timing.md).
+    public var sendAtLocal: LocalSendTime?
 
     /// A receipt for `id`.
-    public init(id: ObjectID, recipients: Int, sendAt: Date? = nil) {
+    public init(id: ObjectID, recipients: Int, sendAt: Date? = nil, sendAtLocal: LocalSendTime? = nil) {
         self.id = id
         self.recipients = recipients
         self.sendAt = sendAt
+        self.sendAtLocal = sendAtLocal
     }
+
+    /// Whether nothing goes out at the accept: a send at an instant or in each recipient's time.
+    public var isScheduled: Bool { sendAt != nil || sendAtLocal != nil }
 }
 
 /// What storing a notification did, idempotency keys considered.

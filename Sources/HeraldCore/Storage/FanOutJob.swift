@@ -35,19 +35,40 @@ public struct FanOutProgress: Sendable, Equatable {
     public var dueAt: Date?
     /// Whether the sender cancelled it (``done`` then too, with the rest never written).
     public var cancelled: Bool
+    /// Whether each recipient gets their own instant (`send_at_local`): the pages written give
+    /// them one, and they wait for it (``waiting``).
+    public var local: Bool
+    /// Recipients paged with their own instant (`send_at_local`) that has not come yet.
+    public var waiting: Int
+    /// Recipients who got nothing because the sender cancelled: those not yet paged and those
+    /// still waiting for their own instant then.
+    public var cancelledRecipients: Int
 
     /// Whether it is a scheduled send whose instant has not come at `now` (nothing written yet).
     public func isScheduled(at now: Date) -> Bool {
         !done && (dueAt.map { $0 > now } ?? false)
     }
 
+    /// Recipients none of whose rows exist yet because their time has not come at `now`: a
+    /// scheduled send's before its instant, a local-time send's not yet paged or waiting.
+    public func scheduledRecipients(at now: Date) -> Int {
+        let unwritten = done ? 0 : max(recipients - written, 0)
+        return (isScheduled(at: now) || local ? unwritten : 0) + waiting
+    }
+
     /// Progress as stored.
-    public init(recipients: Int, written: Int, done: Bool, dueAt: Date? = nil, cancelled: Bool = false) {
+    public init(
+        recipients: Int, written: Int, done: Bool, dueAt: Date? = nil, cancelled: Bool = false, local: Bool = false, waiting: Int = 0,
+        cancelledRecipients: Int = 0
+    ) {
         self.recipients = recipients
         self.written = written
         self.done = done
         self.dueAt = dueAt
         self.cancelled = cancelled
+        self.local = local
+        self.waiting = waiting
+        self.cancelledRecipients = cancelledRecipients
     }
 }
 
@@ -74,6 +95,7 @@ public struct FanOutJob: Sendable, Equatable {
 
     /// When its recipients are routed: a scheduled send's instant, else the accept's, so
     /// quiet hours and the rows' times are those of the moment the notification goes out.
+    /// (A local-time send's recipients are each routed at their own instant.)
     public var routedAt: Date { progress.dueAt ?? notification.timestamp }
 }
 
@@ -93,17 +115,28 @@ public protocol FanOutJobStore: Sendable {
     /// Fan-outs not yet done and due (a scheduled one from its `send_at`, by the database's
     /// clock where it has one), oldest first.
     func pendingFanOuts(limit: Int) async throws -> [FanOutJob]
-    /// How long until the next scheduled fan-out is due (zero when one is due already); nil
-    /// when none is scheduled. The worker sleeps no longer than this.
+    /// How long until the next scheduled fan-out or recipient waiting for their own instant is
+    /// due (zero when one is due already); nil when none is scheduled. The worker sleeps no
+    /// longer than this.
     func untilNextScheduledFanOut() async throws -> Duration?
     /// Writes the next page of up to `pageSize` recipients of notification `id` (their rows
     /// planned by `route` for ``FanOutKind/route`` and ``FanOutKind/historyAndDevices``) and
     /// advances the cursor, in one transaction. Processes writing the same job take turns.
     /// - Returns: the progress after the page; nil when `id` has no fan-out job.
+    ///
+    /// With `localInstant` (a send in each recipient's own time, `send_at_local`), nothing is
+    /// routed: each recipient of the page is stored waiting for the instant it gives them.
     func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        localInstant: (@Sendable (RecipientContext) -> Date)?
     ) async throws
         -> FanOutProgress?
+    /// Routes up to `limit` recipients whose own instant (`send_at_local`) has come (by the
+    /// database's clock where it has one), earliest first, each with `route` at its instant,
+    /// and writes their rows dated then, in one transaction that also removes them from the
+    /// waiting. Processes claiming at once take different recipients.
+    /// - Returns: how many recipients were routed.
+    func writeDueRecipients(limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]) async throws -> Int
 }
 
 /// What cancelling a notification did (`DELETE /api/notifications/{id}`, docs/timing.md).
@@ -123,4 +156,14 @@ public struct Cancellation: Sendable, Equatable {
 
     /// Whether nothing was left to cancel: everything had gone out.
     public var isEmpty: Bool { deliveries == 0 && recipients == 0 }
+}
+
+extension FanOutJobStore {
+    /// Writes the next page of a fan-out whose recipients are routed as they are paged (any but
+    /// a send in each recipient's own time).
+    public func writeFanOutPage(
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+    ) async throws -> FanOutProgress? {
+        try await writeFanOutPage(of: id, pageSize: pageSize, route: route, localInstant: nil)
+    }
 }

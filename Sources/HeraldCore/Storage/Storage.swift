@@ -136,12 +136,18 @@ public protocol NotificationStore: Sendable {
     /// preferences, quiet hours as they are at `dueAt`) and given their deliveries and history
     /// rows by ``FanOutWorker`` from that instant, page by page. `recipients` is counted now:
     /// users named, or a topic's or audience's as they stand at the accept.
+    ///
+    /// With `dueAt` nil the notification goes out in each recipient's own time
+    /// (``HeraldNotification/sendAtLocal``): the job pages them at once, giving each an instant
+    /// (``FanOutJobStore/writeFanOutPage(of:pageSize:route:localInstant:)``), and each is routed
+    /// when theirs comes (``FanOutJobStore/writeDueRecipients(limit:route:)``).
     func acceptScheduled(
-        _ notification: HeraldNotification, recipients: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?, idempotencySince: Date
+        _ notification: HeraldNotification, recipients: ScheduledRecipients, dueAt: Date?, idempotency: IdempotencyClaim?, idempotencySince: Date
     ) async throws -> AcceptResult
     /// Cancels what of notification `id` has not gone out, in one transaction: its fan-out
-    /// job, if not done, stops where it is; its deliveries waiting for an attempt become
-    /// ``DeliveryState/cancelled``. Deliveries a worker holds go out. nil for an unknown id.
+    /// job, if not done, stops where it is; recipients waiting for their own instant get
+    /// nothing; its deliveries waiting for an attempt become ``DeliveryState/cancelled``.
+    /// Deliveries a worker holds go out. nil for an unknown id.
     func cancel(id: ObjectID, at date: Date) async throws -> Cancellation?
     /// The Message Hub archive, newest first, optionally for one topic.
     func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage

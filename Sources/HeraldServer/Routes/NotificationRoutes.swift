@@ -45,10 +45,9 @@ struct NotificationRoutes {
             body.member("id", receipt.id.hex)
             body.key("recipients")
             body.integer(receipt.recipients)
-            if let sendAt = receipt.sendAt {
-                body.member("status", "scheduled")
-                body.member("send_at", Timestamp.format(sendAt))
-            }
+            if receipt.isScheduled { body.member("status", "scheduled") }
+            if let sendAt = receipt.sendAt { body.member("send_at", Timestamp.format(sendAt)) }
+            if let local = receipt.sendAtLocal { body.member("send_at_local", local.description) }
         }
         var response = JSONBody.response(bytes: body.bytes, status: .accepted)
         if case .replayed = result { response.headers[Self.replayedHeader] = "true" }
@@ -223,6 +222,8 @@ struct NotificationStatusResponse: Encodable {
         var target: [String: [String]]
         /// A scheduled send's instant (docs/timing.md).
         var send_at: String?
+        /// A send in each recipient's own time: the wall-clock time (docs/timing.md).
+        var send_at_local: String?
     }
     struct DeliveryBody: Encodable {
         var id: Int64
@@ -265,14 +266,13 @@ struct NotificationStatusResponse: Encodable {
             for counts in status.summary.values {
                 for (state, count) in counts { byState[state, default: 0] += count }
             }
-            let unwritten = status.fanOut.map { max($0.recipients - $0.written, 0) } ?? 0
             // A scheduled broadcast's deliveries are stored, waiting for its instant (listed:
             // a broadcast has one per feed sink).
             let waitingForInstant = status.deliveries.filter { NotificationStatusResponse.waitsForItsInstant($0, now: now) }.count
-            scheduled = (status.fanOut?.isScheduled(at: now) == true ? unwritten : 0) + waitingForInstant
+            scheduled = (status.fanOut?.scheduledRecipients(at: now) ?? 0) + waitingForInstant
             waiting = (byState[.pending] ?? 0) - waitingForInstant
             sent = (byState[.delivered] ?? 0) + (byState[.failed] ?? 0) + (byState[.dead] ?? 0)
-            cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelled == true ? unwritten : 0)
+            cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelledRecipients ?? 0)
         }
     }
 
@@ -313,7 +313,7 @@ struct NotificationStatusResponse: Encodable {
             id: n.id.hex, type: n.type, title: n.title, body: n.body, url: n.url, data: n.data,
             timestamp: Timestamp.format(n.timestamp), distribution: n.distribution.rawValue, priority: n.priority,
             expires_at: n.expiresAt.map(Timestamp.format), collapse_key: n.collapseKey, idempotency_key: n.idempotencyKey, target: target,
-            send_at: n.sendAt.map(Timestamp.format)
+            send_at: n.sendAt.map(Timestamp.format), send_at_local: n.sendAtLocal?.description
         )
         recipients = status.recipients
         fan_out = status.fanOut.map { FanOutBody($0, now: now) }

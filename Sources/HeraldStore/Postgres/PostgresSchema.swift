@@ -350,6 +350,8 @@ enum PostgresSchema {
         // As SQLite's v19: scheduled sends' instants.
         ("v16-scheduled-fanouts", [FanOutJobSQL.dueColumn, FanOutJobSQL.cancelledColumn, FanOutJobSQL.dueIndex]),
         ("v17-scheduled-notifications", [FanOutJobSQL.sendAtColumn]),
+        // As SQLite's v21: sends in each recipient's own time.
+        ("v18-local-time-sends", FanOutJobSQL.localMigration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -102,7 +102,7 @@ extension PostgresStore {
     }
 
     public func acceptScheduled(
-        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?,
+        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date?, idempotency: IdempotencyClaim?,
         idempotencySince: Date
     ) async throws -> AcceptResult {
         let recipients = FanOutRecipients(scheduled)
@@ -113,7 +113,7 @@ extension PostgresStore {
                 return earlier
             }
             try await Self.insertJob(
-                notification, kind: .route, recipients, count: count, dueAt: Self.micros(dueAt), session, at: Self.micros(notification.timestamp))
+                notification, kind: .route, recipients, count: count, dueAt: dueAt.map(Self.micros), session, at: Self.micros(notification.timestamp))
             // Every process's worker hears of it and sleeps no longer than until it is due.
             try await session.notifyWork()
             return .accepted(NotificationReceipt(id: notification.id, recipients: count))
@@ -121,7 +121,8 @@ extension PostgresStore {
     }
 
     public func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        localInstant: (@Sendable (RecipientContext) -> Date)?
     ) async throws -> FanOutProgress? {
         try await transaction { session -> FanOutProgress? in
             // Processes working the same job take turns here; each reads the cursor the last left.
@@ -135,7 +136,19 @@ extension PostgresStore {
             let size = max(pageSize, 1)
             let page = try await session.rows(source.page(after: cursor, limit: size)).map { try $0.text("user_id") }
             let now = Self.micros(Date())
-            if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
+            if let localInstant, !page.isEmpty {
+                let recipients = try await Self.recipients(session, userIDs: page)
+                let (users, instants) = (recipients.map(\.userID), recipients.map { Self.micros(localInstant($0)) })
+                try await session.execute(
+                    """
+                    INSERT INTO scheduled_recipients (notification_id, user_id, due_at)
+                    SELECT \(id.hex), user_id, due_at FROM UNNEST(\(users)::text[], \(instants)::int8[]) AS r(user_id, due_at)
+                    ON CONFLICT DO NOTHING
+                    """
+                )
+                // Every process's worker sleeps no longer than until the first of them is due.
+                try await session.notifyWork()
+            } else if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
                 // Rows carry the accept's time, as the accepting transaction would have written
                 // them (a scheduled send's: its instant).
                 let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
@@ -165,16 +178,55 @@ extension PostgresStore {
         }
     }
 
+    public func writeDueRecipients(
+        limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
+    ) async throws -> Int {
+        try await transaction { session -> Int in
+            // Each process takes recipients no other holds; they stay taken until this commits
+            // their rows, or return to the waiting if it fails.
+            let due = try await session.rows(
+                """
+                DELETE FROM scheduled_recipients WHERE (notification_id, user_id) IN (
+                    SELECT notification_id, user_id FROM scheduled_recipients WHERE due_at <= \(unescaped: Self.databaseNow)
+                    ORDER BY due_at LIMIT \(max(limit, 1)) FOR UPDATE SKIP LOCKED
+                ) RETURNING notification_id, user_id, due_at
+                """
+            ).map { (notification: try $0.text("notification_id"), user: try $0.text("user_id"), at: try $0.integer("due_at")) }
+            guard !due.isEmpty else { return 0 }
+            for (notificationID, recipients) in Dictionary(grouping: due, by: \.notification) {
+                guard let row = try await session.row("\(unescaped: FanOutJobSQL.jobColumns) WHERE j.notification_id = \(notificationID)") else { continue }
+                let job = try FanOutJobSQL.pendingJob(row)
+                let contexts = Dictionary(
+                    try await Self.recipients(session, userIDs: recipients.map(\.user)).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+                // Each recipient's rows are dated with their own instant.
+                for (at, group) in Dictionary(grouping: recipients, by: \.at) {
+                    let instant = Date(timeIntervalSince1970: TimeInterval(at) / 1_000_000)
+                    try await Self.insert(group.compactMap { contexts[$0.user] }.flatMap { route(job, $0, instant) }, of: job.notification.id, session, at: at)
+                }
+            }
+            try await session.notifyWork()
+            return due.count
+        }
+    }
+
     public func cancel(id: ObjectID, at date: Date) async throws -> Cancellation? {
         try await transaction { session -> Cancellation? in
             guard try await session.row("SELECT 1 AS found FROM notifications WHERE id = \(id.hex)") != nil else { return nil }
             let now = Self.micros(date)
             var recipients = 0
-            // The job's row lock: a page being written commits first, or waits and finds the job done.
-            if let job = try await session.row("SELECT recipients, written FROM fanout_jobs WHERE notification_id = \(id.hex) AND done_at IS NULL FOR UPDATE") {
-                recipients = max(try job.int("recipients") - job.int("written"), 0)
-                try await session.execute(
-                    "UPDATE fanout_jobs SET done_at = \(now), cancelled_at = \(now), updated_at = \(now) WHERE notification_id = \(id.hex)")
+            // The job's row lock: a page being written commits first, or waits and finds the job
+            // done. Recipients another process is routing now are its (their deliveries, once
+            // committed, are cancelled below).
+            if let job = try await session.row("SELECT recipients, written, done_at FROM fanout_jobs WHERE notification_id = \(id.hex) FOR UPDATE") {
+                if try job.optionalInteger("done_at") == nil { recipients = max(try job.int("recipients") - job.int("written"), 0) }
+                recipients += try await session.count("DELETE FROM scheduled_recipients WHERE notification_id = \(id.hex) RETURNING 1")
+                if recipients > 0 {
+                    try await session.execute(
+                        """
+                        UPDATE fanout_jobs SET done_at = COALESCE(done_at, \(now)), cancelled_at = \(now), cancelled_recipients = \(recipients),
+                            updated_at = \(now) WHERE notification_id = \(id.hex)
+                        """)
+                }
             }
             var binds = PostgresBindings()
             binds.append(now)
@@ -186,10 +238,7 @@ extension PostgresStore {
 
     /// A notification's fan-out progress, when it has a job.
     static func fanOutProgress(_ session: PostgresSession, of id: ObjectID) async throws -> FanOutProgress? {
-        guard
-            let row = try await session.row(
-                "SELECT recipients, written, done_at, due_at, cancelled_at FROM fanout_jobs WHERE notification_id = \(id.hex)")
-        else { return nil }
+        guard let row = try await session.row("\(unescaped: FanOutJobSQL.progressColumns) WHERE j.notification_id = \(id.hex)") else { return nil }
         return try FanOutJobSQL.progress(row)
     }
 }

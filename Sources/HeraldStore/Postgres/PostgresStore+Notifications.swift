@@ -150,6 +150,7 @@ extension PostgresStore {
             let recipients = writes.notifications.map { Int64($0.recipients) }
             let routingInputs = all.map { $0.routingInputs ?? "" }
             let sendAts = all.map { $0.sendAt.map(micros) ?? -1 }
+            let sendAtLocals = all.map { $0.sendAtLocal?.description ?? "" }
 
             let deliveries = writes.deliveries
             let deliveryNotifications = deliveries.map(\.notification.hex)
@@ -171,16 +172,17 @@ extension PostgresStore {
             query = """
                 WITH stored AS (
                     INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                        collapse_key, idempotency_key, target, recipients, routing_inputs, send_at)
+                        collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
                     SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
                         CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
-                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, ''), NULLIF(send_at, -1)
+                        CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, ''), NULLIF(send_at, -1),
+                        NULLIF(send_at_local, '')
                     FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
                         \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
                         \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
-                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[], \(sendAts)::int8[])
+                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[], \(sendAts)::int8[], \(sendAtLocals)::text[])
                         AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at)
+                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
                 ), planned AS MATERIALIZED (
                     SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
                     FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
@@ -270,8 +272,8 @@ extension PostgresStore {
         guard
             let row = try await session.row(
                 """
-                SELECT notification_id, recipients, request_hash FROM idempotency_keys
-                WHERE scope = \(claim.scope) AND key = \(claim.key) AND created_at >= \(since)
+                SELECT \(unescaped: StoredRecords.receiptColumns)
+                WHERE k.scope = \(claim.scope) AND k.key = \(claim.key) AND k.created_at >= \(since)
                 """
             )
         else { return nil }

@@ -183,6 +183,8 @@ extension PostgresStore {
             erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM users WHERE id = \(userID)")
             try await session.execute("DELETE FROM settings_versions WHERE user_id = \(userID)")
+            // A send waiting for their own time would otherwise bring rows for them back.
+            try await session.execute("DELETE FROM scheduled_recipients WHERE user_id = \(userID)")
             // Every token issued for them so far ends with their data (docs/security.md).
             try await Self.endTokens(session, userID: userID, issuedBefore: date)
             try await session.announce(.attributes(users: [userID]))

@@ -362,6 +362,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v20-scheduled-notifications") { db in
             try db.execute(sql: FanOutJobSQL.sendAtColumn)
         }
+        migrator.registerMigration("v21-local-time-sends") { db in
+            for statement in FanOutJobSQL.localMigration { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -94,7 +94,7 @@ extension SQLiteStore {
     }
 
     public func acceptScheduled(
-        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date, idempotency: IdempotencyClaim?,
+        _ notification: HeraldNotification, recipients scheduled: ScheduledRecipients, dueAt: Date?, idempotency: IdempotencyClaim?,
         idempotencySince: Date
     ) async throws -> AcceptResult {
         try Self.checkFile(file)
@@ -106,7 +106,7 @@ extension SQLiteStore {
             if let earlier = try Self.insert(notification, recipients: count, db, idempotency: idempotency, since: idempotencySince) {
                 return earlier
             }
-            try Self.insertJob(notification, kind: .route, recipients, count: count, dueAt: Self.micros(dueAt), db, at: Self.micros(notification.timestamp))
+            try Self.insertJob(notification, kind: .route, recipients, count: count, dueAt: dueAt.map(Self.micros), db, at: Self.micros(notification.timestamp))
             return .accepted(NotificationReceipt(id: notification.id, recipients: count))
         }
     }

@@ -47,7 +47,8 @@ extension SQLiteStore {
     }
 
     public func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        localInstant: (@Sendable (RecipientContext) -> Date)?
     ) async throws -> FanOutProgress? {
         let (progress, historyUsers) = try await writer.write { db -> (FanOutProgress?, [String]) in
             guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
@@ -63,7 +64,12 @@ extension SQLiteStore {
                 db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
             let now = Self.micros(Date())
             var historyUsers: [String] = []
-            if !page.isEmpty {
+            if let localInstant, !page.isEmpty {
+                let waiting = try db.cachedStatement(sql: "INSERT OR IGNORE INTO scheduled_recipients (notification_id, user_id, due_at) VALUES (?, ?, ?)")
+                for recipient in try Self.recipients(db, userIDs: page) {
+                    try waiting.execute(arguments: [id.hex, recipient.userID, Self.micros(localInstant(recipient))])
+                }
+            } else if !page.isEmpty {
                 // Rows carry the accept's time, as the accepting transaction would have written them
                 // (a scheduled send's: its instant).
                 if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
@@ -105,17 +111,54 @@ extension SQLiteStore {
         }
     }
 
+    public func writeDueRecipients(
+        limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
+    ) async throws -> Int {
+        try await writer.write { db -> Int in
+            let due = try Row.fetchAll(
+                db, sql: "SELECT notification_id, user_id, due_at FROM scheduled_recipients WHERE due_at <= ? ORDER BY due_at LIMIT ?",
+                arguments: [Self.micros(Date()), max(limit, 1)])
+            guard !due.isEmpty else { return 0 }
+            let waiting = try due.map { (notification: try $0.text("notification_id"), user: try $0.text("user_id"), at: try $0.integer("due_at")) }
+            for (notificationID, recipients) in Dictionary(grouping: waiting, by: \.notification) {
+                let users = recipients.map(\.user)
+                try db.execute(
+                    sql: "DELETE FROM scheduled_recipients WHERE notification_id = ? AND user_id IN (SELECT value FROM json_each(?))",
+                    arguments: [notificationID, try StoredJSON.encode(users)])
+                // A job cancelled or erased since has no recipients left here; one missing is corrupt storage.
+                guard let row = try Row.fetchOne(db, sql: FanOutJobSQL.jobColumns + " WHERE j.notification_id = ?", arguments: [notificationID]) else {
+                    continue
+                }
+                let job = try FanOutJobSQL.pendingJob(row)
+                let contexts = Dictionary(try Self.recipients(db, userIDs: users).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+                // Each recipient's rows are dated with their own instant.
+                for (at, group) in Dictionary(grouping: recipients, by: \.at) {
+                    let instant = Date(timeIntervalSince1970: TimeInterval(at) / 1_000_000)
+                    let planned = group.compactMap { contexts[$0.user] }.flatMap { route(job, $0, instant) }
+                    try Self.insert(planned, of: job.notification.id, db, at: at)
+                }
+            }
+            return waiting.count
+        }
+    }
+
     public func cancel(id: ObjectID, at date: Date) async throws -> Cancellation? {
         try await writer.write { db -> Cancellation? in
             guard try Row.fetchOne(db, sql: "SELECT 1 FROM notifications WHERE id = ?", arguments: [id.hex]) != nil else { return nil }
             let now = Self.micros(date)
             var recipients = 0
-            if let job = try Row.fetchOne(
-                db, sql: "SELECT recipients, written FROM fanout_jobs WHERE notification_id = ? AND done_at IS NULL", arguments: [id.hex])
-            {
-                recipients = max(try job.int("recipients") - job.int("written"), 0)
-                try db.execute(
-                    sql: "UPDATE fanout_jobs SET done_at = ?, cancelled_at = ?, updated_at = ? WHERE notification_id = ?", arguments: [now, now, now, id.hex])
+            if let job = try Row.fetchOne(db, sql: "SELECT recipients, written, done_at FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) {
+                if try job.optionalInteger("done_at") == nil { recipients = max(try job.int("recipients") - job.int("written"), 0) }
+                try db.execute(sql: "DELETE FROM scheduled_recipients WHERE notification_id = ?", arguments: [id.hex])
+                recipients += db.changesCount
+                if recipients > 0 {
+                    try db.execute(
+                        sql: """
+                            UPDATE fanout_jobs SET done_at = COALESCE(done_at, ?), cancelled_at = ?, cancelled_recipients = ?, updated_at = ?
+                            WHERE notification_id = ?
+                            """,
+                        arguments: [now, now, recipients, now, id.hex])
+                }
             }
             try db.execute(sql: FanOutJobSQL.cancelDeliveries, arguments: [now, id.hex])
             return Cancellation(deliveries: db.changesCount, recipients: recipients)
@@ -124,10 +167,7 @@ extension SQLiteStore {
 
     /// A notification's fan-out progress, when it has a job.
     static func fanOutProgress(_ db: Database, of id: ObjectID) throws -> FanOutProgress? {
-        guard
-            let row = try Row.fetchOne(
-                db, sql: "SELECT recipients, written, done_at, due_at, cancelled_at FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex])
-        else { return nil }
+        guard let row = try Row.fetchOne(db, sql: FanOutJobSQL.progressColumns + " WHERE j.notification_id = ?", arguments: [id.hex]) else { return nil }
         return try FanOutJobSQL.progress(row)
     }
 }

@@ -64,8 +64,8 @@ extension SQLiteStore {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                    collapse_key, idempotency_key, target, recipients, routing_inputs, send_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         try insert.execute(arguments: [
@@ -73,6 +73,7 @@ extension SQLiteStore {
             StoredJSON.encode(data: notification.data), now, notification.distribution.rawValue, notification.priority,
             notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
             try StoredJSON.encode(target: notification.target), recipients, notification.routingInputs, notification.sendAt.map(Self.micros),
+            notification.sendAtLocal?.description,
         ])
         return nil
     }
@@ -193,7 +194,7 @@ extension SQLiteStore {
         guard
             let row = try Row.fetchOne(
                 try db.cachedStatement(
-                    sql: "SELECT notification_id, recipients, request_hash FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?"
+                    sql: "SELECT \(StoredRecords.receiptColumns) WHERE k.scope = ? AND k.key = ? AND k.created_at >= ?"
                 ),
                 arguments: [claim.scope, claim.key, since]
             )

@@ -235,6 +235,8 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM card_users WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM settings_versions WHERE user_id = ?", arguments: [userID])
+            // A send waiting for their own time would otherwise bring rows for them back.
+            try db.execute(sql: "DELETE FROM scheduled_recipients WHERE user_id = ?", arguments: [userID])
             // Every token issued for them so far ends with their data (docs/security.md).
             try Self.endTokens(db, userID: userID, issuedBefore: date)
             return erased
