@@ -66,6 +66,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Digest titles and bodies (docs/timing.md).
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: swiftSettings
         ),

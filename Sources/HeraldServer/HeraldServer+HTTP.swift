@@ -102,7 +102,8 @@ extension HeraldServer {
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
             + [
-                ("fan-out", fanOut), ("delivery workers", engine), ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
+                ("fan-out", fanOut), ("digests", digests), ("delivery workers", engine),
+                ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
             ] + (managesMembership ? [("topic membership", membership)] : [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }

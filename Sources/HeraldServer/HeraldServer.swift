@@ -65,6 +65,8 @@ public struct HeraldServer: Sendable {
     public let membership: TopicMembershipWorker
     /// Writes fan-outs above `fanout.inline_limit` after their accept.
     public let fanOut: FanOutWorker
+    /// Counts held deliveries against caps and digest windows, and delivers digests (docs/timing.md).
+    public let digests: DigestWorker
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -111,18 +113,28 @@ public struct HeraldServer: Sendable {
             do {
                 let sinks = try SinkRegistry(built + extraSinks, channels: channels)
                 try configuration.checkPreferenceChannels(sinks.choosableChannels)
-                let router = try NotificationRouter(
+                var router = try NotificationRouter(
                     registry: sinks, rules: try configuration.routing.map(RoutingRule.parse),
                     policies: [PreferencePolicy(configuration.preferences)] + routingPolicies, defaultTimeZone: configuration.defaultTimeZone)
+                try configuration.checkCapChannels(Set(sinks.sinks.map { sinks.channel(of: $0).name }))
+                router.folding = Folding(caps: configuration.caps, critical: configuration.preferences.critical)
                 let engine = DeliveryEngine(
                     queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
                     badgeCounts: badgeCounts)
-                let fanOut = FanOutWorker(store: store, router: router, logger: logger, onPage: { [engine] in engine.wake() })
+                let digests = DigestWorker(store: store, router: router, ids: ids, logger: logger, onWork: { [engine] in engine.wake() })
+                let fanOut = FanOutWorker(
+                    store: store, router: router, logger: logger,
+                    onPage: { [engine, digests] in
+                        engine.wake()
+                        digests.wake()
+                    })
                 var service = NotificationService(
                     validator: NotificationValidator(types: types, resources: try ResourceResolver(publicBaseURL: configuration.resolvedPublicBaseURL)),
                     router: router, sinks: sinks, store: store, ids: ids,
-                    onAccepted: { [engine, fanOut] work in
+                    onAccepted: { [engine, fanOut, digests] work in
                         engine.wake()
+                        // Any accept may hold deliveries (a cap, a digest_key, quiet hours that hold).
+                        digests.wake()
                         if work.mayHaveFanOut { fanOut.wake() }
                     }
                 )
@@ -154,7 +166,7 @@ public struct HeraldServer: Sendable {
                         perUser: configuration.registrationsPerUserPerMinute, perKey: configuration.registrationsPerKeyPerMinute),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser, maxTotal: configuration.resolvedMaxStreamsTotal),
                     membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
-                    fanOut: fanOut
+                    fanOut: fanOut, digests: digests
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.

@@ -28,11 +28,14 @@ enum FanOutJobSQL {
     static let cancelledColumn = "ALTER TABLE fanout_jobs ADD COLUMN cancelled_at BIGINT"
 
     /// Bind the time and the notification id: its deliveries waiting for an attempt (none a
-    /// worker holds) become `cancelled`.
+    /// worker holds), held for a count or folded into a digest, become `cancelled` (its digest
+    /// items are deleted by the caller, ``cancelDigestItems``).
     static let cancelDeliveries = """
         UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, updated_at = $1
-        WHERE notification_id = $2 AND state = 'pending' AND leased = 0
+        WHERE notification_id = $2 AND (state IN ('held', 'folded') OR (state = 'pending' AND leased = 0))
         """
+    /// Bind the notification id: it leaves the digests it was folded into.
+    static let cancelDigestItems = "DELETE FROM digest_items WHERE notification_id = $1"
     /// Sends in each recipient's own time (`send_at_local`, docs/timing.md): the wall-clock time
     /// on the notification; each recipient paged waits in `scheduled_recipients` for the instant
     /// it gave them, and leaves it when routed (or cancelled, counted on the job).

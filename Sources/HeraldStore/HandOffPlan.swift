@@ -25,7 +25,8 @@ struct HandOffPlan {
     /// entries are written by the accept itself, and a full hand-off or an open circuit admits
     /// nothing.
     func leaseEnd(for delivery: PlannedDelivery) -> Int64? {
-        guard !delivery.isHistoryWrite, handOff.admits(sink: delivery.sink) else { return nil }
+        // A delivery that may fold waits for the digest worker's count, not for a sender.
+        guard !delivery.isHistoryWrite, delivery.fold == nil, handOff.admits(sink: delivery.sink) else { return nil }
         // A device the transaction did not read is left to the claim's join.
         if let device = delivery.deviceID, self.device(device, of: delivery.userID) == nil { return nil }
         return leaseUntil

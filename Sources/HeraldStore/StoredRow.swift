@@ -75,6 +75,8 @@ package enum StoredRecords {
         )
         notification.sendAt = try row.optionalDate("send_at")
         notification.sendAtLocal = try row.optionalText("send_at_local").flatMap(LocalSendTime.init)
+        notification.digestKey = try row.optionalText("digest_key")
+        notification.digestWindow = try row.optionalInteger("digest_window")
         return notification
     }
 
@@ -192,7 +194,7 @@ package enum StoredRecords {
     package static func notificationColumns(of table: String) -> String {
         [
             "id", "type", "title", "body", "url", "data", "timestamp", "distribution", "priority", "expires_at", "collapse_key", "idempotency_key", "target",
-            "send_at", "send_at_local",
+            "send_at", "send_at_local", "digest_key", "digest_window",
         ]
         .map { "\(table).\($0)" }.joined(separator: ", ")
     }

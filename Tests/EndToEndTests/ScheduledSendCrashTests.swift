@@ -133,6 +133,61 @@ import Testing
         _ = await emulator.stop()
     }
 
+    /// Every push's data the emulator took.
+    func pushedData(_ emulator: RunningHerald) async throws -> [[String: Any]] {
+        let (_, body) = try await LoadHarness.request(.GET, "\(emulator.url)/emulator/messages", key: "none")
+        return (body["requests"] as? [[String: Any]] ?? []).compactMap { item in
+            guard item["status"] as? Int == 200 else { return nil }
+            return ((item["request"] as? [String: Any])?["message"] as? [String: Any])?["data"] as? [String: Any]
+        }
+    }
+
+    /// `digest_key` on the real binary: notifications folded for a short window survive a
+    /// kill -9 and go out as one digest per user when it ends, once, every item in history.
+    @Test(arguments: DatabaseKind.available)
+    func aDigestWindowSurvivesKillDashNineAndGoesOutOnce(_ kind: DatabaseKind) async throws {
+        let database = try await kind.make(in: directory)
+        let account = directory.appendingPathComponent("fcm-digest-\(kind).json").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        let key = try await LoadHarness.backendKey(database: database, in: directory)
+        let first = try await start(database, emulator: emulator, account: account)
+        let users = (0..<3).map { "digest-\(kind)-\($0)" }
+        try await LoadHarness.registerUsers(users, at: first.url, key: key)
+        let list = users.map { "\"\($0)\"" }.joined(separator: ",")
+        var ids: [String] = []
+        for index in 0..<5 {
+            let body = "{\"type\":\"message\",\"title\":\"chat \(index)\",\"user_ids\":[\(list)],\"digest_key\":\"room-1\",\"digest_window\":\"4s\"}"
+            let (status, reply) = try await LoadHarness.request(.POST, "\(first.url)/api/notifications", key: key, body: body)
+            #expect(status == 202, "\(reply)")
+            if let id = reply["id"] as? String { ids.append(id) }
+        }
+        first.process.signal(SIGKILL)
+        _ = await first.stop()
+
+        let second = try await start(database, emulator: emulator, account: account)
+        let deadline = ContinuousClock.now + .seconds(60)
+        var digests: [[String: Any]] = []
+        while ContinuousClock.now < deadline {
+            digests = try await pushedData(emulator).filter { ($0["digest_of"] as? String)?.isEmpty == false }
+            if digests.count >= users.count { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        try await Task.sleep(for: .seconds(1))
+        let all = try await pushedData(emulator)
+        digests = all.filter { ($0["digest_of"] as? String)?.isEmpty == false }
+        #expect(digests.count == users.count, "one digest per user: \(all)")
+        for digest in digests {
+            #expect(digest["digest_of"] as? String == ids.joined(separator: ","), "every item, oldest first: \(digest)")
+            #expect(digest["digest_count"] as? String == "5")
+        }
+        #expect(all.filter { ids.contains($0["id"] as? String ?? "") }.isEmpty, "no item pushed on its own")
+        let history = try await LoadHarness.history(of: users, at: second.url, key: key)
+        #expect(history.count == ids.count * users.count && Set(history) == Set(ids), "each item once in each history")
+        await second.expectCleanStop()
+        _ = await emulator.stop()
+    }
+
     @Test(.enabled(if: DatabaseKind.available.contains(.postgres), "needs the PostgreSQL test server"))
     func twoProcessesOnOnePostgresSendEachScheduledSendOnce() async throws {
         let database = try await DatabaseKind.postgres.make(in: directory)

@@ -94,13 +94,13 @@ import Testing
                 json: ["type": "comment", "title": "Reminder", "user_ids": ["ann"], "send_at": Timestamp.format(Date().addingTimeInterval(3600))])
             let id = try #require(sent.object["id"] as? String)
             let status = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend, contentType: nil))
-            #expect(status.object["counts"] as? [String: Int] == ["scheduled": 1, "waiting": 0, "sent": 0, "cancelled": 0], "\(status.object)")
+            #expect(status.object["counts"] as? [String: Int] == ["scheduled": 1, "waiting": 0, "sent": 0, "cancelled": 0, "folded": 0], "\(status.object)")
             let cancelled = try await client.call(.delete, "/api/notifications/\(id)", headers(herald.backend, contentType: nil))
             #expect(cancelled.status == .ok, "\(cancelled.object)")
             #expect(cancelled.object["cancelled_recipients"] as? Int == 1 && cancelled.object["cancelled_deliveries"] as? Int == 0)
             let after = try await client.call(.get, "/api/notifications/\(id)", headers(herald.backend, contentType: nil))
             #expect((after.object["fan_out"] as? [String: Any])?["state"] as? String == "cancelled")
-            #expect(after.object["counts"] as? [String: Int] == ["scheduled": 0, "waiting": 0, "sent": 0, "cancelled": 1], "\(after.object)")
+            #expect(after.object["counts"] as? [String: Int] == ["scheduled": 0, "waiting": 0, "sent": 0, "cancelled": 1, "folded": 0], "\(after.object)")
             #expect(try await client.call(.delete, "/api/notifications/\(id)", headers(herald.backend, contentType: nil)).status == .conflict)
 
             // Sent at once and delivered: nothing left.

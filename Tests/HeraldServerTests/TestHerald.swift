@@ -67,7 +67,11 @@ struct TestHerald {
         try await server.application(deliveryWorkers: false).test(.router, body)
     }
 
-    func deliver() async throws { try await server.engine.drain() }
+    /// Counts held deliveries and releases due digests, then delivers everything due.
+    func deliver() async throws {
+        try await server.digests.drain()
+        try await server.engine.drain()
+    }
 
     func userToken(_ userID: String, expires: Date = Date().addingTimeInterval(3600), secret: String = userTokenSecret) async throws -> String {
         try await UserTokenVerifier(secret: secret).sign(userID: userID, expires: expires)

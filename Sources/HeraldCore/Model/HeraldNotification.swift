@@ -119,6 +119,11 @@ public struct HeraldNotification: Sendable, Equatable {
     /// For a send in each recipient's own time (`send_at_local`, docs/timing.md): the wall-clock
     /// time; each recipient's instant is worked out as the fan-out job pages them.
     public var sendAtLocal: LocalSendTime?
+    /// The sender's `digest_key`: its pushes fold with the same key's for the same user
+    /// (docs/timing.md); nil for none.
+    public var digestKey: String?
+    /// The `digest_key` window, in seconds.
+    public var digestWindow: Int64?
 
     /// When it goes out: its ``sendAt``, else its accept time. A broadcast's `posted_at`.
     public var goesOutAt: Date { sendAt ?? timestamp }

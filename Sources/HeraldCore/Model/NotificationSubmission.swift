@@ -38,6 +38,11 @@ public struct NotificationSubmission: Decodable, Sendable {
     /// `send_at_local`: `HH:MM` or `YYYY-MM-DDTHH:MM`, each recipient's wall-clock time in
     /// their own zone (docs/timing.md); not with `send_at`.
     public var sendAtLocal: String?
+    /// `digest_key`: notifications with the same key for the same user inside `digest_window`
+    /// are one push at the window's end (docs/timing.md).
+    public var digestKey: String?
+    /// `digest_window`: how long a `digest_key` window lasts (`"90s"`, `"10m"`, `"1h"`, seconds).
+    public var digestWindow: WindowLength?
 
     /// The wire names this body accepts; any other field is refused.
     public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
@@ -51,6 +56,8 @@ public struct NotificationSubmission: Decodable, Sendable {
         case dryRun = "dry_run"
         case sendAt = "send_at"
         case sendAtLocal = "send_at_local"
+        case digestKey = "digest_key"
+        case digestWindow = "digest_window"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +79,8 @@ public struct NotificationSubmission: Decodable, Sendable {
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun)
         sendAt = try c.decodeIfPresent(String.self, forKey: .sendAt)
         sendAtLocal = try c.decodeIfPresent(String.self, forKey: .sendAtLocal)
+        digestKey = try c.decodeIfPresent(String.self, forKey: .digestKey)
+        digestWindow = try c.decodeIfPresent(WindowLength.self, forKey: .digestWindow)
     }
 
     /// A submission with the given fields, as a body with them would decode.

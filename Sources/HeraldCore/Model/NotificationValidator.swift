@@ -76,14 +76,33 @@ public struct NotificationValidator: Sendable {
         }
         try Self.checkKey(submission.collapseKey, field: "collapse_key")
         try Self.checkKey(submission.idempotencyKey, field: "idempotency_key")
+        let digest = try Self.digest(of: submission)
 
-        return HeraldNotification(
+        var notification = HeraldNotification(
             id: id, type: type, title: title, body: body,
             url: try resources.resolve(submission.url),
             data: data, timestamp: now, distribution: distribution, priority: priority,
             expiresAt: expiresAt, collapseKey: submission.collapseKey,
             idempotencyKey: submission.idempotencyKey, target: try target(of: submission, now: now)
         )
+        (notification.digestKey, notification.digestWindow) = (digest?.key, digest?.seconds)
+        return notification
+    }
+
+    /// `digest_key` with its `digest_window` (docs/timing.md); nil for neither.
+    /// - Throws: 422 naming the field for one without the other, a key that is empty, too long
+    ///   or has control characters, or a window that is 0, longer than a week or not a duration;
+    ///   a broadcast has no users to fold for.
+    static func digest(of submission: NotificationSubmission) throws -> (key: String, seconds: Int64)? {
+        guard submission.digestKey != nil || submission.digestWindow != nil else { return nil }
+        guard let key = submission.digestKey else { throw HeraldError.invalidField("digest_key", "is required with digest_window") }
+        try checkKey(key, field: "digest_key")
+        guard let window = submission.digestWindow else { throw HeraldError.invalidField("digest_window", "is required with digest_key") }
+        guard let seconds = window.seconds else {
+            throw HeraldError.invalidField("digest_window", "must be a duration of 1 second to 7 days, such as \"90s\", \"10m\", \"1h\" or a number of seconds")
+        }
+        guard submission.broadcast == nil else { throw HeraldError.invalidField("digest_key", "is not for a broadcast, whose feed readers are anonymous") }
+        return (key, seconds)
     }
 
     /// When a send with `send_at` goes out (docs/timing.md): nil when it has none, or one not

@@ -125,12 +125,26 @@ public struct QuietHours: Sendable, Equatable, Codable {
     /// An IANA zone name (`Europe/Paris`); the window is read in it. nil: the user's
     /// ``UserSettings/timezone``, else the server's default (``NotificationRouter/defaultTimeZone``).
     public var tz: String?
+    /// `silent` (nil too: alerts arrive as information inside the window) or `hold` (alerts wait
+    /// for the window's end, folded into one digest when more than one waited; docs/timing.md).
+    public var mode: String?
 
     /// A window as given; ``validate(field:)`` checks it.
-    public init(start: String, end: String, tz: String? = nil) {
+    public init(start: String, end: String, tz: String? = nil, mode: String? = nil) {
         self.start = start
         self.end = end
         self.tz = tz
+        self.mode = mode
+    }
+
+    /// Whether alerts inside the window wait for its end (`mode: hold`).
+    public var holds: Bool { mode == "hold" }
+
+    /// When the window next closes at or after `date`, in its zone (else `fallback`).
+    public func end(after date: Date, fallback: TimeZone = QuietHours.utc) -> Date {
+        let zone = tz.flatMap { TimeZone(identifier: $0) } ?? fallback
+        guard let close = LocalSendTime(end) else { return date }
+        return close.instant(in: zone, notBefore: date)
     }
 
     /// - Throws: a 422 naming the field for a malformed time, an empty window or an unknown zone.
@@ -145,6 +159,9 @@ public struct QuietHours: Sendable, Equatable, Codable {
             throw HeraldError.invalidField(field, "start and end must differ")
         }
         if let tz { try Self.checkZone(tz, field: "\(field).tz") }
+        if let mode, mode != "silent", mode != "hold" {
+            throw HeraldError.invalidField("\(field).mode", "must be 'silent' (alerts arrive as information) or 'hold' (they wait for the end)")
+        }
     }
 
     /// UTC, the zone of a window and a user that name none.

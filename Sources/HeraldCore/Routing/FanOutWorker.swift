@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Logging
 public import ServiceLifecycle
 
@@ -43,25 +43,11 @@ public final class FanOutWorker: Service {
     public func wake() { signal.notify() }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            var failures = 0
-            while !Task.isCancelled {
-                do {
-                    try await self.drain()
-                    failures = 0
-                    // A scheduled send is written from its instant, not at the next poll.
-                    let untilDue = try await self.store.untilNextScheduledFanOut()
-                    await self.signal.wait(timeout: untilDue.map { min($0, self.interval) } ?? self.interval)
-                } catch _ where Task.isCancelled {
-                    break // ending, not a storage error
-                } catch {
-                    // A page is one transaction: nothing is half-written, the job resumes from its cursor.
-                    failures += 1
-                    self.logger.warning("fan-out paused after a storage error, resuming from the last committed page: \(error)")
-                    try? await Task.sleep(for: StorageBackoff.pause(after: failures, cap: .seconds(5)))
-                }
-            }
-        }
+        // A page is one transaction: after a storage error nothing is half-written, the job
+        // resumes from its cursor; a scheduled send is written from its instant, not at the next poll.
+        await DueWorkLoop.run(
+            interval: interval, signal: signal, logger: logger, paused: "fan-out paused after a storage error, resuming from the last committed page",
+            work: { try await self.drain() }, untilDue: { try await self.store.untilNextScheduledFanOut() })
     }
 
     /// Writes every pending fan-out to the end, and routes every recipient whose own instant

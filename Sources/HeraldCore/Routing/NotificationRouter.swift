@@ -42,14 +42,18 @@ public struct PlannedDelivery: Sendable, Equatable {
     public var topic: String?
     /// What the recipient gets (an alert is information in quiet hours).
     public var distribution: Distribution
+    /// When it may fold into a digest (a cap, a `digest_key`, quiet hours that hold): stored
+    /// `held` for the digest worker to let through or fold; nil to go out at once.
+    public var fold: FoldMark?
 
     /// A planned delivery.
-    public init(sink: String, userID: String, deviceID: ObjectID? = nil, topic: String? = nil, distribution: Distribution) {
+    public init(sink: String, userID: String, deviceID: ObjectID? = nil, topic: String? = nil, distribution: Distribution, fold: FoldMark? = nil) {
         self.sink = sink
         self.userID = userID
         self.deviceID = deviceID
         self.topic = topic
         self.distribution = distribution
+        self.fold = fold
     }
 }
 
@@ -88,6 +92,8 @@ public struct NotificationRouter: Sendable {
     /// The zone of users who named none (`scheduling.default_timezone`): their quiet hours
     /// without a `tz` are read in it.
     public let defaultTimeZone: TimeZone
+    /// Frequency caps and the types they never touch (docs/timing.md).
+    public var folding = Folding()
     /// For each provider, the first configured push sink that names it: it serves the devices
     /// of that provider that name no sink.
     private let defaultSinkByProvider: [String: String]
@@ -197,9 +203,28 @@ public struct NotificationRouter: Sendable {
         sinks.filter { $0.capabilities.contains(.broadcast) }.map { PlannedDelivery(sink: $0.name, userID: "", distribution: notification.distribution) }
     }
 
-    /// The distribution a user gets: an alert arrives as information during quiet hours.
+    /// The distribution a user gets: an alert arrives as information during quiet hours (a push
+    /// quiet hours hold waits for their end as an alert instead: ``plan(_:for:at:)``).
     func distribution(of notification: HeraldNotification, for settings: UserSettings, at now: Date) -> Distribution {
         notification.distribution == .alert && settings.inQuietHours(at: now, defaultZone: defaultTimeZone) ? .information : notification.distribution
+    }
+
+    /// Whether a delivery through `sink` may fold into a digest (docs/timing.md): the sender's
+    /// `digest_key` on any push; else, for a type not critical (nor a Forced subject's message),
+    /// an alert in quiet hours that hold, or the first `caps` rule of its type and channel.
+    func foldMark(_ notification: HeraldNotification, for recipient: RecipientContext, through sink: Sink, at now: Date) -> FoldMark? {
+        guard sink.name != Self.historySink, sink.channel.userFacing else { return nil }
+        if let key = notification.digestKey, let seconds = notification.digestWindow, sink.capabilities.contains(.push) {
+            return FoldMark(key: FoldMark.digestKey(key), max: 0, seconds: seconds)
+        }
+        guard !folding.critical.contains(notification.type), recipient.subjectLevel != .forced else { return nil }
+        let zone = recipient.settings.timeZone(default: defaultTimeZone)
+        if notification.distribution == .alert, sink.capabilities.contains(.push), let quiet = recipient.settings.quietHours, quiet.holds,
+            quiet.contains(now, fallback: zone)
+        {
+            return FoldMark(key: FoldMark.quietHoursKey, max: 0, until: quiet.end(after: now, fallback: zone))
+        }
+        return folding.caps.first { $0.channel == sink.channel.name && $0.types.contains(notification.type) }?.mark
     }
 
     /// The deliveries for one recipient.
@@ -209,12 +234,17 @@ public struct NotificationRouter: Sendable {
         for name in sinkNames(for: notification) {
             guard let sink = sinks.first(where: { $0.name == name }) else { continue }
             if name != Self.historySink, !policies.admit(sink, notification, recipient, at: now) { continue }
+            // Nothing to fold (no caps, no digest_key, no quiet hours that hold): no work per sink.
+            let mayFold = !folding.caps.isEmpty || notification.digestKey != nil || recipient.settings.quietHours?.holds == true
+            let fold = mayFold ? foldMark(notification, for: recipient, through: sink, at: now) : nil
+            // Held for quiet hours' end, an alert goes out loud then, not silent now.
+            let sent = fold?.key == FoldMark.quietHoursKey ? notification.distribution : distribution
             if sink.capabilities.contains(.push) {
                 for device in recipient.devices where serves(sink, device) {
-                    planned.append(PlannedDelivery(sink: name, userID: recipient.userID, deviceID: device.id, distribution: distribution))
+                    planned.append(PlannedDelivery(sink: name, userID: recipient.userID, deviceID: device.id, distribution: sent, fold: fold))
                 }
             } else {
-                planned.append(PlannedDelivery(sink: name, userID: recipient.userID, distribution: distribution))
+                planned.append(PlannedDelivery(sink: name, userID: recipient.userID, distribution: sent, fold: fold))
             }
         }
         return planned
@@ -259,10 +289,24 @@ public struct NotificationRouter: Sendable {
                     say("devices", .excluded(because: "the user has no device this sink serves", step: "no_device_for_provider", source: "user"))
                 }
             }
-            if used, distribution != notification.distribution {
+            var sent = distribution
+            // What plan() marks to fold, said as it is decided (docs/timing.md).
+            if used, let fold = foldMark(notification, for: recipient, through: sink, at: now) {
+                if fold.key == FoldMark.quietHoursKey {
+                    sent = notification.distribution
+                    say("settings", .included(because: "quiet hours hold: the alert waits for their end", step: "quiet_hours_hold", source: "user"))
+                } else if let cap = folding.rule(forKey: fold.key) {
+                    let because = "cap '\(cap.name)': \(cap.max) per \(cap.seconds) s, then folded into one digest at the window's end"
+                    say("caps", .included(because: because, step: "frequency_cap", source: "operator"))
+                } else {
+                    let because = "digest_key: folded with the same key's for \(fold.seconds ?? 0) s, one push at the window's end"
+                    say("sender", .included(because: because, step: "digest_key", source: "sender"))
+                }
+            }
+            if used, sent != notification.distribution {
                 say("settings", .included(because: "quiet hours: the alert arrives silent, as information", step: "quiet_hours", source: "user"))
             }
-            return RoutingDecision(sink: sink.name, channel: sink.channel, used: used, devices: devices, distribution: distribution, reasons: reasons)
+            return RoutingDecision(sink: sink.name, channel: sink.channel, used: used, devices: devices, distribution: sent, reasons: reasons)
         }
     }
 }

@@ -12,6 +12,12 @@ public enum DeliveryState: String, Sendable, Codable, CaseIterable {
     case dead
     /// The sender cancelled the notification before it went out (docs/timing.md).
     case cancelled
+    /// Waiting for the digest worker to count it against its cap or digest window: it goes
+    /// out (``pending``) or folds (``folded``) (docs/timing.md).
+    case held
+    /// Folded into a digest, delivered as one push when the window ends (or as itself when it
+    /// was the window's only item).
+    case folded
 }
 
 /// A stored delivery as `GET /api/notifications/{id}` shows it.

@@ -341,7 +341,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore,
-    RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore
+    RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore, DigestStore
 {
     /// Creates or upgrades the schema; safe to run again.
     /// - Returns: the migrations the database has that this build does not know, sorted: a

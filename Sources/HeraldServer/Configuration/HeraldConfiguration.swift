@@ -69,6 +69,8 @@ public struct HeraldConfiguration: Sendable {
     /// Devices kept per user, across providers; registering one more removes the least recently
     /// registered.
     public var maxDevicesPerUser = 10
+    /// `caps`: frequency caps folding into digests (docs/timing.md).
+    public var caps: [FrequencyCap] = []
     /// `scheduling.default_timezone`: the zone of users whose settings name none.
     public var defaultTimeZone = QuietHours.utc
     /// Devices not registered again for this long are pruned (Firebase's advice for stale tokens).
@@ -160,6 +162,7 @@ public struct HeraldConfiguration: Sendable {
         extraTypes = try reader.optionalStringList(forKey: "types.extra") ?? []
         routing = try reader.optionalStringList(forKey: "routing") ?? []
         preferences = try Self.readPreferences(reader, fileKeys: fileKeys, types: try NotificationTypes(extra: extraTypes))
+        caps = try Self.readCaps(reader, fileKeys: fileKeys, types: try NotificationTypes(extra: extraTypes))
         logLevel = try reader.requiredString(forKey: "log_level", default: logLevel).lowercased()
         // swift-log's names, in either case (`DEBUG` is common in environments); anything else
         // was ignored, leaving `info` without a word.

@@ -260,6 +260,9 @@ struct NotificationStatusResponse: Encodable {
         var sent: Int
         /// Deliveries cancelled, and recipients of a cancelled fan-out who got nothing.
         var cancelled: Int
+        /// Deliveries folded into a digest (docs/timing.md): they go out as one push when its
+        /// window ends.
+        var folded: Int
 
         init(_ status: NotificationStatus, now: Date) {
             var byState: [DeliveryState: Int] = [:]
@@ -270,7 +273,9 @@ struct NotificationStatusResponse: Encodable {
             // a broadcast has one per feed sink).
             let waitingForInstant = status.deliveries.filter { NotificationStatusResponse.waitsForItsInstant($0, now: now) }.count
             scheduled = (status.fanOut?.scheduledRecipients(at: now) ?? 0) + waitingForInstant
-            waiting = (byState[.pending] ?? 0) - waitingForInstant
+            // Held: waiting for the digest worker's count, which lets them out or folds them.
+            waiting = (byState[.pending] ?? 0) + (byState[.held] ?? 0) - waitingForInstant
+            folded = byState[.folded] ?? 0
             sent = (byState[.delivered] ?? 0) + (byState[.failed] ?? 0) + (byState[.dead] ?? 0)
             cancelled = (byState[.cancelled] ?? 0) + (status.fanOut?.cancelledRecipients ?? 0)
         }

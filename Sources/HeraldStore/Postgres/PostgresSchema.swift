@@ -352,6 +352,8 @@ enum PostgresSchema {
         ("v17-scheduled-notifications", [FanOutJobSQL.sendAtColumn]),
         // As SQLite's v21: sends in each recipient's own time.
         ("v18-local-time-sends", FanOutJobSQL.localMigration),
+        // As SQLite's v22: caps, digest windows, quiet hours that hold.
+        ("v19-folding", FoldingSQL.migration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -231,6 +231,9 @@ extension PostgresStore {
             var binds = PostgresBindings()
             binds.append(now)
             binds.append(id.hex)
+            var notification = PostgresBindings()
+            notification.append(id.hex)
+            try await session.execute(PostgresQuery(unsafeSQL: FanOutJobSQL.cancelDigestItems, binds: notification))
             let cancelled = try await session.count(PostgresQuery(unsafeSQL: FanOutJobSQL.cancelDeliveries + " RETURNING 1", binds: binds))
             return Cancellation(deliveries: cancelled, recipients: recipients)
         }

@@ -151,6 +151,8 @@ extension PostgresStore {
             let routingInputs = all.map { $0.routingInputs ?? "" }
             let sendAts = all.map { $0.sendAt.map(micros) ?? -1 }
             let sendAtLocals = all.map { $0.sendAtLocal?.description ?? "" }
+            let digestKeys = all.map { $0.digestKey ?? "" }
+            let digestWindows = all.map { $0.digestWindow ?? 0 }
 
             let deliveries = writes.deliveries
             let deliveryNotifications = deliveries.map(\.notification.hex)
@@ -162,6 +164,7 @@ extension PostgresStore {
             let deliveryDistributions = deliveries.map(\.delivery.distribution.rawValue)
             let delivered = deliveries.map(\.historyWritten)
             let leasedUntil = deliveries.map { $0.leasedUntil ?? -1 }
+            let folds = deliveries.map { $0.delivery.fold?.stored ?? "" }
 
             let historyNotifications = writes.history.map(\.notification)
             let historyUsers = writes.history.map(\.user)
@@ -172,29 +175,33 @@ extension PostgresStore {
             query = """
                 WITH stored AS (
                     INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                        collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
+                        collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local, digest_key, digest_window)
                     SELECT id, type, title, body, CASE WHEN has_url THEN url END, data, ts, distribution, priority,
                         CASE WHEN has_expiry THEN expires_at END, CASE WHEN has_collapse_key THEN collapse_key END,
                         CASE WHEN has_idempotency_key THEN idempotency_key END, target, recipients, NULLIF(routing_inputs, ''), NULLIF(send_at, -1),
-                        NULLIF(send_at_local, '')
+                        NULLIF(send_at_local, ''), NULLIF(digest_key, ''), NULLIF(digest_window, 0)
                     FROM UNNEST(\(ids)::text[], \(types)::text[], \(titles)::text[], \(bodies)::text[], \(urls)::text[], \(hasURL)::bool[],
                         \(data)::text[], \(timestamps)::int8[], \(distributions)::text[], \(priorities)::int8[], \(expiries)::int8[], \(hasExpiry)::bool[],
                         \(collapseKeys)::text[], \(hasCollapseKey)::bool[], \(idempotencyKeys)::text[], \(hasIdempotencyKey)::bool[],
-                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[], \(sendAts)::int8[], \(sendAtLocals)::text[])
+                        \(targets)::text[], \(recipients)::int8[], \(routingInputs)::text[], \(sendAts)::int8[], \(sendAtLocals)::text[],
+                        \(digestKeys)::text[], \(digestWindows)::int8[])
                         AS n(id, type, title, body, url, has_url, data, ts, distribution, priority, expires_at, has_expiry, collapse_key,
-                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
+                            has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at, send_at_local,
+                            digest_key, digest_window)
                 ), planned AS MATERIALIZED (
                     SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
                     FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
-                        \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[]) WITH ORDINALITY
-                        AS p(notification_id, at, sink, user_id, device_id, topic_key, distribution, written, leased_until, ord)
+                        \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[],
+                        \(folds)::text[]) WITH ORDINALITY
+                        AS p(notification_id, at, sink, user_id, device_id, topic_key, distribution, written, leased_until, fold, ord)
                 ), queued AS (
                     INSERT INTO deliveries (id, notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at,
-                        leased)
+                        leased, fold)
                     OVERRIDING SYSTEM VALUE
                     SELECT id, notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
-                        CASE WHEN written THEN 'delivered' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,
-                        CASE WHEN written THEN NULL WHEN leased_until >= 0 THEN leased_until ELSE at END, at, CASE WHEN leased_until >= 0 THEN 1 ELSE 0 END
+                        CASE WHEN written THEN 'delivered' WHEN fold <> '' THEN 'held' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,
+                        CASE WHEN written THEN NULL WHEN leased_until >= 0 THEN leased_until ELSE at END, at, CASE WHEN leased_until >= 0 THEN 1 ELSE 0 END,
+                        NULLIF(fold, '')
                     FROM planned
                 ), written AS (
                     INSERT INTO history (notification_id, user_id, read, created_at)

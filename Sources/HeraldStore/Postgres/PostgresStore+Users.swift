@@ -158,7 +158,8 @@ extension PostgresStore {
             // All of their queued deliveries at once, in id order: failed device by device, the
             // rows of two devices interleave, and a worker's heartbeat taking them in id order
             // could hold one of the second device's while waiting for one of the first's.
-            try await session.execute("SELECT id FROM deliveries WHERE state = 'pending' AND user_id = \(userID) ORDER BY id FOR UPDATE")
+            try await session.execute(
+                "SELECT id FROM deliveries WHERE state IN ('pending', 'held', 'folded') AND user_id = \(userID) ORDER BY id FOR UPDATE")
             for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
             // What is still queued for them in other sinks (history, webhooks) is never done
@@ -167,7 +168,7 @@ extension PostgresStore {
                 """
                 WITH failed AS (
                     UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
-                    WHERE state = 'pending' AND user_id = \(userID)
+                    WHERE state IN ('pending', 'held', 'folded') AND user_id = \(userID)
                     RETURNING id, leased
                 ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
                 SELECT COUNT(*) AS notices FROM withdrawn
@@ -185,6 +186,8 @@ extension PostgresStore {
             try await session.execute("DELETE FROM settings_versions WHERE user_id = \(userID)")
             // A send waiting for their own time would otherwise bring rows for them back.
             try await session.execute("DELETE FROM scheduled_recipients WHERE user_id = \(userID)")
+            try await session.execute("DELETE FROM fold_counters WHERE user_id = \(userID)")
+            try await session.execute("DELETE FROM digest_items WHERE user_id = \(userID)")
             // Every token issued for them so far ends with their data (docs/security.md).
             try await Self.endTokens(session, userID: userID, issuedBefore: date)
             try await session.announce(.attributes(users: [userID]))

@@ -365,6 +365,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v21-local-time-sends") { db in
             for statement in FanOutJobSQL.localMigration { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v22-folding") { db in
+            for statement in FoldingSQL.migration { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -160,6 +160,7 @@ extension SQLiteStore {
                         arguments: [now, now, recipients, now, id.hex])
                 }
             }
+            try db.execute(sql: FanOutJobSQL.cancelDigestItems, arguments: [id.hex])
             try db.execute(sql: FanOutJobSQL.cancelDeliveries, arguments: [now, id.hex])
             return Cancellation(deliveries: db.changesCount, recipients: recipients)
         }

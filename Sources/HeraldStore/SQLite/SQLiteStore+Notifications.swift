@@ -64,8 +64,8 @@ extension SQLiteStore {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO notifications (id, type, title, body, url, data, timestamp, distribution, priority, expires_at,
-                    collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    collapse_key, idempotency_key, target, recipients, routing_inputs, send_at, send_at_local, digest_key, digest_window)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         try insert.execute(arguments: [
@@ -73,7 +73,7 @@ extension SQLiteStore {
             StoredJSON.encode(data: notification.data), now, notification.distribution.rawValue, notification.priority,
             notification.expiresAt.map(Self.micros), notification.collapseKey, notification.idempotencyKey,
             try StoredJSON.encode(target: notification.target), recipients, notification.routingInputs, notification.sendAt.map(Self.micros),
-            notification.sendAtLocal?.description,
+            notification.sendAtLocal?.description, notification.digestKey, notification.digestWindow,
         ])
         return nil
     }
@@ -89,19 +89,21 @@ extension SQLiteStore {
     ) throws -> [(delivery: PlannedDelivery, id: Int64)] {
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at, leased)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO deliveries (notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at, leased,
+                    fold)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         )
         var leased: [(delivery: PlannedDelivery, id: Int64)] = []
         for delivery in deliveries {
             let written = historyWritten && delivery.isHistoryWrite
             let leasedUntil = handOff?.leaseEnd(for: delivery)
-            let state = written ? DeliveryState.delivered : DeliveryState.pending
+            // One that may fold waits, held, for the digest worker (docs/timing.md).
+            let state = written ? DeliveryState.delivered : delivery.fold == nil ? DeliveryState.pending : DeliveryState.held
             let attempts = written || leasedUntil != nil ? 1 : 0
             try insert.execute(arguments: [
                 notification.hex, delivery.sink, delivery.userID, delivery.deviceID?.hex, delivery.topic, delivery.distribution.rawValue,
-                state.rawValue, attempts, written ? nil : leasedUntil ?? now, now, leasedUntil == nil ? 0 : 1,
+                state.rawValue, attempts, written ? nil : leasedUntil ?? now, now, leasedUntil == nil ? 0 : 1, delivery.fold?.stored,
             ])
             if leasedUntil != nil { leased.append((delivery, db.lastInsertedRowID)) }
         }

@@ -221,7 +221,10 @@ extension SQLiteStore {
             // What is still queued for them in other sinks (history, webhooks) is never done.
             // Pending rows only: `deliveries_due` covers them, and the queue is short.
             try db.execute(
-                sql: "UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE state = 'pending' AND user_id = ?",
+                sql: """
+                    UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ?
+                    WHERE state IN ('pending', 'held', 'folded') AND user_id = ?
+                    """,
                 arguments: ["the user was erased", now, userID]
             )
             try db.execute(sql: "DELETE FROM subscriptions WHERE user_id = ?", arguments: [userID])
@@ -237,6 +240,8 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM settings_versions WHERE user_id = ?", arguments: [userID])
             // A send waiting for their own time would otherwise bring rows for them back.
             try db.execute(sql: "DELETE FROM scheduled_recipients WHERE user_id = ?", arguments: [userID])
+            try db.execute(sql: "DELETE FROM fold_counters WHERE user_id = ?", arguments: [userID])
+            try db.execute(sql: "DELETE FROM digest_items WHERE user_id = ?", arguments: [userID])
             // Every token issued for them so far ends with their data (docs/security.md).
             try Self.endTokens(db, userID: userID, issuedBefore: date)
             return erased
