@@ -33,6 +33,20 @@ enum FoldingSQL {
         "CREATE INDEX digest_items_notification ON digest_items(notification_id)",
     ]
 
+    /// Deliveries retention may purge (with `updated_at` old enough): finished ones, never one
+    /// waiting for an attempt or a count, nor one folded into a digest not yet released.
+    static let finishedDelivery = """
+        state NOT IN ('pending', 'held') AND NOT (state = 'folded' AND EXISTS (
+            SELECT 1 FROM digest_items d WHERE d.notification_id = deliveries.notification_id AND d.user_id = deliveries.user_id))
+        """
+
+    /// For retention's purge of notifications (`n`): none a recipient still waits for (a
+    /// `send_at_local` instant) or a digest not yet released holds.
+    static let stillWaiting = """
+        NOT EXISTS (SELECT 1 FROM scheduled_recipients s WHERE s.notification_id = n.id)
+                    AND NOT EXISTS (SELECT 1 FROM digest_items i WHERE i.notification_id = n.id)
+        """
+
     /// Microseconds until the next digest is due (`until`), by `now`; NULL for none.
     static func untilNextDigest(now: String) -> String {
         "SELECT MIN(due_at) - \(now) AS until FROM digest_items"

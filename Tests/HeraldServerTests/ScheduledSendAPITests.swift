@@ -122,12 +122,14 @@ import Testing
     @Test func aScheduledBroadcastIsPostedAtItsInstant() async throws {
         let herald = try await TestHerald.make()
         try await herald.test { client in
-            func schedule(_ title: String, at instant: Date) async throws -> String {
+            /// - Returns: its id, and whether it was scheduled (a request a loaded machine sent
+            ///   after the instant goes out at once, as documented).
+            func schedule(_ title: String, at instant: Date) async throws -> (id: String, scheduled: Bool) {
                 let sent = try await client.call(
                     .post, "/api/notifications", headers(herald.backend),
                     json: ["type": "generic", "title": title, "broadcast": true, "send_at": Timestamp.format(instant)])
-                #expect(sent.status == .accepted && sent.object["status"] as? String == "scheduled", "\(sent.object)")
-                return try #require(sent.object["id"] as? String)
+                #expect(sent.status == .accepted, "\(sent.object)")
+                return (try #require(sent.object["id"] as? String), sent.object["status"] as? String == "scheduled")
             }
             func feedMessages() async throws -> [[String: Any]] {
                 let feed = try await client.call(.get, "/feed/index.json", headers(contentType: nil))
@@ -135,7 +137,8 @@ import Testing
             }
             // An hour ahead: not posted, its feed delivery shown as scheduled.
             let hourAhead = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3600).rounded(.up))
-            let later = try await schedule("Later", at: hourAhead)
+            let (later, laterScheduled) = try await schedule("Later", at: hourAhead)
+            #expect(laterScheduled)
             try await herald.deliver()
             #expect(try await feedMessages().isEmpty, "not posted before its instant")
             let status = try await client.call(.get, "/api/notifications/\(later)", headers(herald.backend, contentType: nil))
@@ -145,12 +148,14 @@ import Testing
 
             // A second ahead: posted then, with its instant as posted_at.
             let instant = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 1).rounded(.up))
-            _ = try await schedule("Snow day", at: instant)
+            let (_, scheduled) = try await schedule("Snow day", at: instant)
             try await Task.sleep(for: .seconds(max(instant.timeIntervalSinceNow, 0) + 0.05))
             try await herald.deliver()
             let messages = try await feedMessages()
             #expect(messages.compactMap { $0["title"] as? String } == ["Snow day"], "\(messages)")
-            #expect((messages.first?["posted_at"] as? String).flatMap(Timestamp.parse) == instant, "\(messages)")
+            if scheduled {
+                #expect((messages.first?["posted_at"] as? String).flatMap(Timestamp.parse) == instant, "\(messages)")
+            }
         }
     }
 }

@@ -53,7 +53,15 @@ import Testing
         #expect(try await states(sent[0].id, store)["push"] == [.held: 2], "held for the count")
         #expect(try await store.claimDue(now: Date().addingTimeInterval(1), limit: 100, lease: .seconds(60)).allSatisfy { $0.sink == "history" })
 
+        // Retention never takes what still waits for a count.
+        let later = Date().addingTimeInterval(86_400)
+        _ = try await store.purgeFinishedDeliveries(before: later, limit: 100)
+        #expect(try await states(sent[0].id, store)["push"] == [.held: 2])
         #expect(try await store.foldHeld(limit: 100) == 4, "each notification counted once, whatever its devices")
+        // Nor what a digest not yet released holds.
+        _ = try await store.purgeFinishedDeliveries(before: later, limit: 100)
+        #expect(try await store.purgeNotifications(before: later, limit: 100) == 0)
+        #expect(try await states(sent[3].id, store)["push"] == [.folded: 2])
         #expect(try await store.foldHeld(limit: 100) == 0)
         for item in sent.prefix(2) { #expect(try await states(item.id, store)["push"] == [.pending: 2]) }
         for item in sent.suffix(2) { #expect(try await states(item.id, store)["push"] == [.folded: 2]) }
@@ -76,6 +84,8 @@ import Testing
         #expect(try await store.untilNextDigest() == nil)
         #expect(try await store.releaseDueDigests(limit: 10, compose: composer.compose) == 0, "once")
         for item in sent.suffix(2) { #expect(try await states(item.id, store)["push"] == [.folded: 2], "the items stay folded") }
+        // Released, they are finished: retention may take them.
+        #expect(try await store.purgeFinishedDeliveries(before: later, limit: 100) == 4)
 
         // The window has ended: the next notification opens a new one and goes out.
         let next = notification("vote 5")

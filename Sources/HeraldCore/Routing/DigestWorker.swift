@@ -44,7 +44,9 @@ public final class DigestWorker: Service {
         // Each step is one transaction: after a storage error nothing is half-decided.
         await DueWorkLoop.run(
             interval: interval, signal: signal, logger: logger, paused: "digests paused after a storage error, resuming",
-            work: { try await self.drain() }, untilDue: { try await self.store.untilNextDigest() })
+            work: { try await self.drain() }, untilDue: { try await self.store.untilNextDigest() },
+            // Woken by every accept: a held push waits at most this for its count.
+            settle: .milliseconds(20))
     }
 
     /// Decides every held delivery and releases every digest due (tests, and `run`'s loop).

@@ -13,9 +13,11 @@ enum DueWorkLoop {
     ///   - paused: what a storage error paused, and how it resumes (for the log).
     ///   - work: does everything due.
     ///   - untilDue: how long until the next work is due; nil for none known.
+    ///   - settle: a pause after each round before heeding wakes, so wakes arriving with every
+    ///     accept cost one round per pause, not one each.
     static func run(
         interval: Duration, signal: WakeSignal, logger: Logger, paused: String, work: @escaping @Sendable () async throws -> Void,
-        untilDue: @escaping @Sendable () async throws -> Duration?
+        untilDue: @escaping @Sendable () async throws -> Duration?, settle: Duration = .zero
     ) async {
         await cancelWhenGracefulShutdown {
             var failures = 0
@@ -23,6 +25,7 @@ enum DueWorkLoop {
                 do {
                     try await work()
                     failures = 0
+                    if settle > .zero { try await Task.sleep(for: settle) }
                     let due = try await untilDue()
                     await signal.wait(timeout: due.map { min($0, interval) } ?? interval)
                 } catch _ where Task.isCancelled {

@@ -230,12 +230,12 @@ public struct NotificationRouter: Sendable {
     /// The deliveries for one recipient.
     public func plan(_ notification: HeraldNotification, for recipient: RecipientContext, at now: Date) -> [PlannedDelivery] {
         let distribution = distribution(of: notification, for: recipient.settings, at: now)
+        // Nothing to fold (no caps, no digest_key, no quiet hours that hold): no work per sink.
+        let mayFold = !folding.caps.isEmpty || notification.digestKey != nil || recipient.settings.quietHours?.holds == true
         var planned: [PlannedDelivery] = []
         for name in sinkNames(for: notification) {
             guard let sink = sinks.first(where: { $0.name == name }) else { continue }
             if name != Self.historySink, !policies.admit(sink, notification, recipient, at: now) { continue }
-            // Nothing to fold (no caps, no digest_key, no quiet hours that hold): no work per sink.
-            let mayFold = !folding.caps.isEmpty || notification.digestKey != nil || recipient.settings.quietHours?.holds == true
             let fold = mayFold ? foldMark(notification, for: recipient, through: sink, at: now) : nil
             // Held for quiet hours' end, an alert goes out loud then, not silent now.
             let sent = fold?.key == FoldMark.quietHoursKey ? notification.distribution : distribution

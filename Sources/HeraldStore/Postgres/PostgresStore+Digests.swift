@@ -13,7 +13,10 @@ extension PostgresStore {
     }
 
     public func foldHeld(limit: Int) async throws -> Int {
-        try await transaction { session -> Int in
+        // Woken by every accept: nothing held (the usual case) costs one query, no transaction.
+        guard try await withConnection({ session in try await session.row("SELECT 1 AS held FROM deliveries WHERE state = 'held' LIMIT 1") }) != nil
+        else { return 0 }
+        return try await transaction { session -> Int in
             guard try await Self.takeDigestLock(session) else { return 0 }
             let notifications = try await session.rows(
                 "SELECT notification_id FROM deliveries WHERE state = 'held' GROUP BY notification_id ORDER BY MIN(id) LIMIT \(max(limit, 1))"
@@ -68,7 +71,11 @@ extension PostgresStore {
     }
 
     public func releaseDueDigests(limit: Int, compose: @escaping @Sendable (DueDigest, RecipientContext) -> ComposedDigest) async throws -> Int {
-        try await transaction { session -> Int in
+        let due = try await withConnection { session in
+            try await session.row(PostgresQuery(unsafeSQL: "SELECT 1 AS due FROM digest_items WHERE due_at <= \(Self.databaseNow) LIMIT 1"))
+        }
+        guard due != nil else { return 0 }
+        return try await transaction { session -> Int in
             guard try await Self.takeDigestLock(session) else { return 0 }
             let now = try await Self.databaseMicros(session)
             let due = try await session.rows(

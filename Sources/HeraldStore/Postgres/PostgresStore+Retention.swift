@@ -5,7 +5,11 @@ import PostgresNIO
 extension PostgresStore {
     public func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int {
         try await purge(
-            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state <> 'pending' AND updated_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1"
+            """
+            DELETE FROM deliveries WHERE id IN (
+                SELECT id FROM deliveries WHERE \(unescaped: FoldingSQL.finishedDelivery) AND updated_at < \(Self.micros(before)) LIMIT \(limit)
+            ) RETURNING 1
+            """
         )
     }
 
@@ -33,6 +37,7 @@ extension PostgresStore {
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
+                    AND \(unescaped: FoldingSQL.stillWaiting)
                 LIMIT \(limit))
             RETURNING 1
             """

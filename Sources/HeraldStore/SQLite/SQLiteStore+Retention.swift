@@ -5,7 +5,8 @@ import HeraldCore
 extension SQLiteStore {
     public func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int {
         try await purge(
-            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state <> 'pending' AND updated_at < ? LIMIT ?)", Self.micros(before), limit)
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE \(FoldingSQL.finishedDelivery) AND updated_at < ? LIMIT ?)",
+            Self.micros(before), limit)
     }
 
     public func purgeIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
@@ -30,6 +31,7 @@ extension SQLiteStore {
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
                     AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
+                    AND \(FoldingSQL.stillWaiting)
                 LIMIT ?)
             """, Self.micros(before), limit
         )
