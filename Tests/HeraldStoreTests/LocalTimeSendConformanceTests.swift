@@ -136,6 +136,54 @@ import Testing
     }
 }
 
+extension LocalTimeSendConformanceTests {
+    /// A cancel racing the workers that route due recipients: each recipient is either routed
+    /// (their rows then cancelled, unless a worker held them) or counted as cancelled, never
+    /// both, never lost.
+    @Test(arguments: StoreKind.allCases)
+    func aCancelRacingTheClaimsLosesAndDoublesNobody(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let users = (0..<400).map { "r\($0)" }
+        let sent = notification(.users(users))
+        _ = try await store.acceptScheduled(sent, recipients: .users(users), dueAt: nil, idempotency: nil, idempotencySince: Date())
+        let past = stored(Date().addingTimeInterval(-1))
+        try await page(store, sent, Dictionary(uniqueKeysWithValues: users.map { ($0, past) }))
+        let route = self.route
+        let (routed, cancellation) = try await withThrowingTaskGroup(of: (Int, Cancellation?).self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    var total = 0
+                    while true {
+                        let count = try await store.writeDueRecipients(limit: 20, route: route)
+                        if count == 0 { return (total, nil) }
+                        total += count
+                    }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(5))
+                return (0, try await store.cancel(id: sent.id, at: Date()))
+            }
+            var routed = 0
+            var cancellation: Cancellation?
+            for try await (count, cancelled) in group {
+                routed += count
+                if let cancelled { cancellation = cancelled }
+            }
+            return (routed, cancellation)
+        }
+        let cancelled = try #require(cancellation)
+        #expect(routed + cancelled.recipients == 400, "routed \(routed), cancelled before routing \(cancelled.recipients)")
+        let summary = try #require(try await store.status(of: sent.id)).summary["history"] ?? [:]
+        #expect(summary.values.reduce(0, +) == routed, "one row per routed recipient")
+        // A recipient routed before the cancel took its turn has rows waiting for an attempt
+        // (nothing delivers here): the cancel takes them too.
+        #expect(summary[.cancelled, default: 0] == routed && cancelled.deliveries == routed)
+        #expect(try await store.status(of: sent.id)?.fanOut?.cancelledRecipients == cancelled.recipients)
+        await store.close()
+    }
+}
+
 /// What a route closure saw, from concurrent calls.
 private final class RecordedInstants: @unchecked Sendable {
     private let lock = NSLock()

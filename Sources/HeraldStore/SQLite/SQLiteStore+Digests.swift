@@ -6,8 +6,10 @@ extension SQLiteStore {
     public func foldHeld(limit: Int) async throws -> Int {
         try Self.checkFile(file)
         // Woken by every accept: nothing held (the usual case) costs a read, not the write lock.
-        guard try await writer.read({ db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'held')") }) == true
-        else { return 0 }
+        let held = try await writer.read { db in
+            try Bool.fetchOne(try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'held')"))
+        }
+        guard held == true else { return 0 }
         return try await writer.write { db -> Int in
             let notifications = try String.fetchAll(
                 db, sql: "SELECT notification_id FROM deliveries WHERE state = 'held' GROUP BY notification_id ORDER BY MIN(id) LIMIT ?",
@@ -55,7 +57,7 @@ extension SQLiteStore {
 
     public func untilNextDigest() async throws -> Duration? {
         let until = try await writer.read { db in
-            try Int64.fetchOne(db, sql: FoldingSQL.untilNextDigest(now: "?"), arguments: [Self.micros(Date())])
+            try Int64.fetchOne(try db.cachedStatement(sql: FoldingSQL.untilNextDigest(now: "?")), arguments: [Self.micros(Date())])
         }
         return until.map { .microseconds(max($0, 0)) }
     }
@@ -63,7 +65,8 @@ extension SQLiteStore {
     public func releaseDueDigests(limit: Int, compose: @escaping @Sendable (DueDigest, RecipientContext) -> ComposedDigest) async throws -> Int {
         try Self.checkFile(file)
         let due = try await writer.read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM digest_items WHERE due_at <= ?)", arguments: [Self.micros(Date())])
+            try Bool.fetchOne(
+                try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM digest_items WHERE due_at <= ?)"), arguments: [Self.micros(Date())])
         }
         guard due == true else { return 0 }
         return try await writer.write { db -> Int in
