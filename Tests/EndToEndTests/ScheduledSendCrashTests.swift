@@ -48,8 +48,14 @@ import Testing
     func expectEachPushed(_ ids: [String], users: [String], emulator: RunningHerald, once: Bool = true) async throws {
         let pushed = try await LoadHarness.waitForPushes(of: Set(ids), emulator: emulator.url, timeout: .seconds(60))
         #expect(Set(ids).isSubset(of: Set(pushed)), "\(Set(ids).subtracting(pushed).count) scheduled sends never went out")
-        try await Task.sleep(for: .seconds(1))
-        let final = try await LoadHarness.pushes(emulator: emulator.url).filter(Set(ids).contains)
+        // Every id seen once is not every delivery: one the killed process had leased goes
+        // when its lease ends.
+        var final: [String] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        repeat {
+            try await Task.sleep(for: .seconds(1))
+            final = try await LoadHarness.pushes(emulator: emulator.url).filter(Set(ids).contains)
+        } while final.count < ids.count * users.count && ContinuousClock.now < deadline
         if once {
             #expect(final.count == ids.count * users.count, "\(final.count) pushes for \(ids.count * users.count) deliveries")
         } else {
@@ -81,7 +87,7 @@ import Testing
 
         let second = try await start(database, emulator: emulator, account: account)
         try await expectEachPushed(ids, users: users, emulator: emulator, once: killedBeforeInstant)
-        let history = try await LoadHarness.history(of: users, at: second.url, key: key)
+        let history = try await waitForHistory(of: users, at: second.url, key: key, expecting: ids.count * users.count)
         #expect(history.count == ids.count * users.count && Set(history) == Set(ids), "each send once in each history")
         await second.expectCleanStop()
         _ = await emulator.stop()
@@ -122,7 +128,7 @@ import Testing
         let due = users.filter { !$0.hasSuffix("-west") }
         // A push a killed process was sending goes again (at least once, docs/durability.md).
         try await expectEachPushed(ids, users: due, emulator: emulator, once: false)
-        let history = try await LoadHarness.history(of: due, at: second.url, key: key)
+        let history = try await waitForHistory(of: due, at: second.url, key: key, expecting: ids.count * due.count)
         #expect(history.count == ids.count * due.count && Set(history) == Set(ids), "each send once in each due history")
         #expect(try await LoadHarness.history(of: users.filter { $0.hasSuffix("-west") }, at: second.url, key: key).isEmpty, "not before its time")
         for id in ids {
@@ -131,6 +137,17 @@ import Testing
         }
         await second.expectCleanStop()
         _ = await emulator.stop()
+    }
+
+    /// The users' histories once they hold `count` rows, or after 30 s: a history row the
+    /// killed process's leased delivery was writing comes when its lease ends.
+    func waitForHistory(of users: [String], at url: String, key: String, expecting count: Int) async throws -> [String] {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let history = try await LoadHarness.history(of: users, at: url, key: key)
+            if history.count >= count || ContinuousClock.now >= deadline { return history }
+            try await Task.sleep(for: .milliseconds(500))
+        }
     }
 
     /// Every push's data the emulator took.
@@ -215,8 +232,8 @@ import Testing
             if let id = reply["id"] as? String { localIDs.append(id) }
         }
         try await expectEachPushed(localIDs, users: users, emulator: emulator)
-        let history = try await LoadHarness.history(of: users, at: b.url, key: key)
         let all = ids + localIDs
+        let history = try await waitForHistory(of: users, at: b.url, key: key, expecting: all.count * users.count)
         #expect(history.count == all.count * users.count && Set(history) == Set(all), "each send once in each history")
         await a.expectCleanStop()
         await b.expectCleanStop()
