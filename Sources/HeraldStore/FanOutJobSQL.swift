@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// Fan-outs written after their accept, the same on both engines: whom they page through, the
@@ -115,6 +116,33 @@ enum FanOutJobSQL {
         let text = try row.text("kind")
         guard let kind = FanOutKind(rawValue: text) else { throw HeraldError(.internal, code: "storage_corrupt", "fanout_jobs holds unknown kind '\(text)'") }
         return kind
+    }
+}
+
+/// A recipient of a `send_at_local` send whose instant has come, as claimed from
+/// `scheduled_recipients` on either engine.
+struct DueRecipient {
+    var notification: String
+    var user: String
+    /// Their instant, in microseconds: their rows are dated with it.
+    var at: Int64
+
+    init(_ row: some StoredRow) throws {
+        notification = try row.text("notification_id")
+        user = try row.text("user_id")
+        at = try row.integer("due_at")
+    }
+
+    /// `due` (one notification's) planned with `route`, grouped by instant so each group's rows
+    /// are written with its date; a recipient without a context (none read) gets none.
+    static func planned(
+        _ due: [DueRecipient], of job: FanOutJob, contexts: [RecipientContext], route: (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
+    ) -> [(at: Int64, deliveries: [PlannedDelivery])] {
+        let byUser = Dictionary(contexts.map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(grouping: due, by: \.at).map { at, group in
+            let instant = Timestamp.date(microseconds: at)
+            return (at, group.compactMap { byUser[$0.user] }.flatMap { route(job, $0, instant) })
+        }
     }
 }
 

@@ -4,8 +4,18 @@ public import Foundation
 /// in their own time zone: every day's (`"09:00"`, the next one) or one date's
 /// (`"2026-12-01T09:00"`).
 public struct LocalSendTime: Sendable, Hashable, CustomStringConvertible {
+    /// A calendar date (proleptic Gregorian).
+    public struct Day: Sendable, Hashable {
+        /// 0000-9999.
+        public var year: Int
+        /// 1-12.
+        public var month: Int
+        /// 1-31, a day the month has.
+        public var day: Int
+    }
+
     /// The calendar date, for the dated form; nil for "the next one".
-    public var date: (year: Int, month: Int, day: Int)?
+    public var date: Day?
     /// 0-23.
     public var hour: Int
     /// 0-59.
@@ -33,7 +43,7 @@ public struct LocalSendTime: Sendable, Hashable, CustomStringConvertible {
                 let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
                 (1...12).contains(month), day >= 1, day <= Self.days(inMonth: month, of: year)
             else { return nil }
-            date = (year, month, day)
+            date = Day(year: year, month: month, day: day)
             clock = 11
         default:
             return nil
@@ -43,6 +53,13 @@ public struct LocalSendTime: Sendable, Hashable, CustomStringConvertible {
         else { return nil }
         self.hour = hour
         self.minute = minute
+    }
+
+    /// The minute of the day of a plain `HH:MM` (0-1439); nil for anything else, the dated form
+    /// included.
+    public static func minuteOfDay(_ text: String) -> Int? {
+        guard let time = LocalSendTime(text), time.date == nil else { return nil }
+        return time.hour * 60 + time.minute
     }
 
     /// As it was given (and is stored): `HH:MM` or `YYYY-MM-DDTHH:MM`.
@@ -75,9 +92,6 @@ public struct LocalSendTime: Sendable, Hashable, CustomStringConvertible {
         guard let date else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(Self.wallSeconds(date.year, date.month, date.day, hour, minute) - 14 * 3600))
     }
-
-    public static func == (lhs: LocalSendTime, rhs: LocalSendTime) -> Bool { lhs.description == rhs.description }
-    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
 
     /// The instant whose wall clock in `zone` reads `wall` (seconds since 1970 as if that wall
     /// clock were UTC): of two, the earlier; of none (a gap), the first minute after that exists.

@@ -116,9 +116,7 @@ public struct NotificationValidator: Sendable {
             throw HeraldError.invalidField("send_at", "must be an RFC 3339 time with an offset, such as 2030-01-01T09:00:00+01:00")
         }
         guard instant > now else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        guard let latest = calendar.date(byAdding: .year, value: 1, to: now), instant <= latest else {
+        guard let latest = Self.latestSchedule(after: now), instant <= latest else {
             throw HeraldError.invalidField("send_at", "must be at most a year ahead")
         }
         if let expires = submission.expiresAt.flatMap(Timestamp.parse), expires <= instant {
@@ -128,6 +126,13 @@ public struct NotificationValidator: Sendable {
             throw HeraldError.invalidField("broadcast.expires_at", "is not after send_at: the message would leave the feed before it is posted")
         }
         return instant
+    }
+
+    /// How far ahead a send may be scheduled (`send_at`, `send_at_local`): a year after `now`.
+    static func latestSchedule(after now: Date) -> Date? {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        return calendar.date(byAdding: .year, value: 1, to: now)
     }
 
     /// The wall-clock time of a send in each recipient's own zone (`send_at_local`,
@@ -146,9 +151,7 @@ public struct NotificationValidator: Sendable {
         guard submission.broadcast == nil else {
             throw HeraldError.invalidField("send_at_local", "is not for a broadcast, whose feed readers are anonymous: use send_at")
         }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        if let earliest = local.earliestInstant, let latest = calendar.date(byAdding: .year, value: 1, to: now), earliest > latest {
+        if let earliest = local.earliestInstant, let latest = Self.latestSchedule(after: now), earliest > latest {
             throw HeraldError.invalidField("send_at_local", "must be at most a year ahead")
         }
         return local

@@ -189,15 +189,8 @@ public struct QuietHours: Sendable, Equatable, Codable {
         return minute >= startMinute || minute < endMinute
     }
 
-    static func minuteOfDay(_ text: String) -> Int? {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        // Digits only: Int() also reads "+1" and "-0", which are not times.
-        guard parts.count == 2, parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy { (48...57).contains($0) } }),
-            let hour = Int(parts[0]), let minute = Int(parts[1]),
-            (0..<24).contains(hour), (0..<60).contains(minute)
-        else { return nil }
-        return hour * 60 + minute
-    }
+    /// `HH:MM` as `send_at_local` reads it: two digits each, digits only.
+    static func minuteOfDay(_ text: String) -> Int? { LocalSendTime.minuteOfDay(text) }
 }
 
 /// A `PATCH /api/notifications/settings` body: only the fields present change.

@@ -68,20 +68,24 @@ public final class DigestWorker: Service {
 struct DigestComposer: Sendable {
     let router: NotificationRouter
     let ids: ObjectIDGenerator
-    private let templates: [String: (title: MustacheTemplate, body: MustacheTemplate)]
+    typealias Templates = (title: MustacheTemplate, body: MustacheTemplate)
+    /// Each cap's, by its key (``FoldMark/key``).
+    private let templates: [String: Templates]
+    /// A `digest_key`'s and quiet hours' (``FrequencyCap/defaultTitle``, ``FrequencyCap/defaultBody``).
+    private let defaults: Templates?
 
     init(router: NotificationRouter, ids: ObjectIDGenerator) {
         self.router = router
         self.ids = ids
-        var templates: [String: (title: MustacheTemplate, body: MustacheTemplate)] = [:]
-        for cap in router.folding.caps {
-            // Checked when the configuration was read (``FrequencyCap/checkTemplates(field:)``).
-            if let title = try? Self.template(cap.title), let body = try? Self.template(cap.body) { templates[cap.mark.key] = (title, body) }
+        // Checked when the configuration was read (``FrequencyCap/checkTemplates(field:)``).
+        func parsed(_ title: String, _ body: String) -> Templates? {
+            guard let title = try? Self.template(title), let body = try? Self.template(body) else { return nil }
+            return (title, body)
         }
-        if let title = try? Self.template(FrequencyCap.defaultTitle), let body = try? Self.template(FrequencyCap.defaultBody) {
-            templates[""] = (title, body)
-        }
+        var templates: [String: Templates] = [:]
+        for cap in router.folding.caps { templates[cap.mark.key] = parsed(cap.title, cap.body) }
         self.templates = templates
+        defaults = parsed(FrequencyCap.defaultTitle, FrequencyCap.defaultBody)
     }
 
     /// A template rendering plain text (a push title is not HTML: nothing is escaped).
@@ -91,7 +95,7 @@ struct DigestComposer: Sendable {
 
     func compose(_ digest: DueDigest, for recipient: RecipientContext) -> ComposedDigest {
         let cap = router.folding.rule(forKey: digest.key)
-        let template = templates[digest.key] ?? templates[""]
+        let template = templates[digest.key] ?? defaults
         let first = digest.items.first
         var types: [String] = []
         for item in digest.items where !types.contains(item.type) { types.append(item.type) }

@@ -124,6 +124,6 @@ public struct Folding: Sendable, Equatable {
     /// The rule a digest with `key` was folded under, for its templates; nil for a
     /// `digest_key` or quiet hours, which use the defaults.
     public func rule(forKey key: String) -> FrequencyCap? {
-        caps.first { "cap:" + $0.name == key }
+        caps.first { $0.mark.key == key }
     }
 }

@@ -191,17 +191,15 @@ extension PostgresStore {
                     ORDER BY due_at LIMIT \(max(limit, 1)) FOR UPDATE SKIP LOCKED
                 ) RETURNING notification_id, user_id, due_at
                 """
-            ).map { (notification: try $0.text("notification_id"), user: try $0.text("user_id"), at: try $0.integer("due_at")) }
+            ).map(DueRecipient.init)
             guard !due.isEmpty else { return 0 }
             for (notificationID, recipients) in Dictionary(grouping: due, by: \.notification) {
                 guard let row = try await session.row("\(unescaped: FanOutJobSQL.jobColumns) WHERE j.notification_id = \(notificationID)") else { continue }
                 let job = try FanOutJobSQL.pendingJob(row)
-                let contexts = Dictionary(
-                    try await Self.recipients(session, userIDs: recipients.map(\.user)).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+                let contexts = try await Self.recipients(session, userIDs: recipients.map(\.user))
                 // Each recipient's rows are dated with their own instant.
-                for (at, group) in Dictionary(grouping: recipients, by: \.at) {
-                    let instant = Date(timeIntervalSince1970: TimeInterval(at) / 1_000_000)
-                    try await Self.insert(group.compactMap { contexts[$0.user] }.flatMap { route(job, $0, instant) }, of: job.notification.id, session, at: at)
+                for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: contexts, route: route) {
+                    try await Self.insert(planned, of: job.notification.id, session, at: at)
                 }
             }
             try await session.notifyWork()

@@ -119,7 +119,7 @@ extension SQLiteStore {
                 db, sql: "SELECT notification_id, user_id, due_at FROM scheduled_recipients WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 arguments: [Self.micros(Date()), max(limit, 1)])
             guard !due.isEmpty else { return 0 }
-            let waiting = try due.map { (notification: try $0.text("notification_id"), user: try $0.text("user_id"), at: try $0.integer("due_at")) }
+            let waiting = try due.map(DueRecipient.init)
             for (notificationID, recipients) in Dictionary(grouping: waiting, by: \.notification) {
                 let users = recipients.map(\.user)
                 try db.execute(
@@ -130,11 +130,8 @@ extension SQLiteStore {
                     continue
                 }
                 let job = try FanOutJobSQL.pendingJob(row)
-                let contexts = Dictionary(try Self.recipients(db, userIDs: users).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
                 // Each recipient's rows are dated with their own instant.
-                for (at, group) in Dictionary(grouping: recipients, by: \.at) {
-                    let instant = Date(timeIntervalSince1970: TimeInterval(at) / 1_000_000)
-                    let planned = group.compactMap { contexts[$0.user] }.flatMap { route(job, $0, instant) }
+                for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: try Self.recipients(db, userIDs: users), route: route) {
                     try Self.insert(planned, of: job.notification.id, db, at: at)
                 }
             }
