@@ -60,13 +60,35 @@ enum FanOutJobSQL {
         """,
     ]
 
-    /// The next scheduled job, for the worker's sleep.
+    /// The next scheduled job, for the worker's sleep (replaced by ``pagingMigration``).
     static let dueIndex = "CREATE INDEX fanout_jobs_due ON fanout_jobs(due_at) WHERE done_at IS NULL AND due_at IS NOT NULL"
 
-    /// The unfinished jobs due by `now` (an SQL expression: a bound parameter, or the database's
-    /// clock) with their notifications (`n.*`), oldest first; append the limit.
-    static func pendingColumns(now: String) -> String {
-        jobColumns + " WHERE j.done_at IS NULL AND (j.due_at IS NULL OR j.due_at <= \(now)) ORDER BY j.created_at, j.notification_id"
+    /// Pending jobs found in index order however many there are: a million sends scheduled for
+    /// tomorrow must not be walked past to find the one due now, nor a million due at one
+    /// instant sorted again for each page (docs/performance.md "Scheduled sends at scale").
+    static let pagingMigration = [
+        "DROP INDEX fanout_jobs_pending",
+        "DROP INDEX fanout_jobs_due",
+        "CREATE INDEX fanout_jobs_immediate ON fanout_jobs(created_at, notification_id) WHERE done_at IS NULL AND due_at IS NULL",
+        "CREATE INDEX fanout_jobs_due ON fanout_jobs(due_at, created_at, notification_id) WHERE done_at IS NULL AND due_at IS NOT NULL",
+    ]
+
+    /// Unfinished jobs with their notifications (`n.*`), oldest first: up to `limit` (an SQL
+    /// expression) written at once, and up to `limit` scheduled ones due by `now` (an SQL
+    /// expression: a bound parameter, or the database's clock), earliest instant first, so
+    /// neither kind holds the other back. Each part reads its own index.
+    static func pending(now: String, limit: String) -> String {
+        """
+        \(jobColumns) WHERE j.notification_id IN (
+            SELECT notification_id FROM (
+                SELECT notification_id FROM fanout_jobs WHERE done_at IS NULL AND due_at IS NULL ORDER BY created_at, notification_id LIMIT \(limit)
+            ) immediate
+            UNION ALL SELECT notification_id FROM (
+                SELECT notification_id FROM fanout_jobs WHERE done_at IS NULL AND due_at IS NOT NULL AND due_at <= \(now)
+                ORDER BY due_at, created_at, notification_id LIMIT \(limit)
+            ) due
+        ) ORDER BY j.created_at, j.notification_id
+        """
     }
 
     /// Jobs with their notifications (`n.*`), read by ``pendingJob(_:)``; append the `WHERE`.
@@ -76,7 +98,7 @@ enum FanOutJobSQL {
         """
 
     /// Microseconds until the next scheduled job or waiting recipient (`until`), by `now` (as
-    /// in ``pendingColumns(now:)``); NULL for none.
+    /// in ``pending(now:limit:)``); NULL for none.
     static func untilNextDue(now: String) -> String {
         """
         SELECT MIN(due) - \(now) AS until FROM (

@@ -129,4 +129,51 @@ import Testing
         #expect(claimed.first?.notification.sendAt == instant, "the sink sees the instant (a broadcast's posted_at)")
         await store.close()
     }
+
+    /// Many sends scheduled later do not hide the one due now, nor do fan-outs written at once
+    /// hold back the due ones: each kind is listed up to the limit.
+    @Test(arguments: StoreKind.allCases)
+    func dueSendsAreListedBesideFanOutsWrittenAtOnceAndLaterSends(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        _ = try await store.updateSettings(userID: "known") { _ in }
+        for _ in 0..<20 {
+            _ = try await store.acceptScheduled(
+                notification(.users(["later"])), recipients: .users(["later"]), dueAt: Date().addingTimeInterval(86_400), idempotency: nil,
+                idempotencySince: Date())
+        }
+        var immediate: [ObjectID] = []
+        for _ in 0..<3 {
+            let n = notification(.audience(Audience(all: true)))
+            _ = try await store.acceptAudience(
+                n, audience: Audience(all: true), route: route, pageSize: 10, inlineLimit: 0, idempotency: nil, idempotencySince: Date())
+            immediate.append(n.id)
+        }
+        let due = notification(.users(["now"]))
+        _ = try await store.acceptScheduled(due, recipients: .users(["now"]), dueAt: Date().addingTimeInterval(-1), idempotency: nil, idempotencySince: Date())
+        let listed = try await store.pendingFanOuts(limit: 2).map(\.notification.id)
+        #expect(listed == Array(immediate.prefix(2)) + [due.id], "two written at once, oldest first, and the due one")
+        await store.close()
+    }
+
+    /// Pages of several jobs in one call (one transaction): each job advances as if written
+    /// alone, the answers in the order asked, nil for an id without a job.
+    @Test(arguments: StoreKind.allCases)
+    func pagesOfSeveralJobsAreWrittenTogether(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let past = Date().addingTimeInterval(-1)
+        let one = notification(.users(["ann"]))
+        let two = notification(.users(["bob", "cy", "dee"]))
+        for (n, users) in [(one, ["ann"]), (two, ["bob", "cy", "dee"])] {
+            _ = try await store.acceptScheduled(n, recipients: .users(users), dueAt: past, idempotency: nil, idempotencySince: Date())
+        }
+        let progress = try await store.writeFanOutPages(
+            [FanOutPage(of: one.id, route: route), FanOutPage(of: ids.next(), route: route), FanOutPage(of: two.id, route: route)], pageSize: 2)
+        #expect(progress.map { $0?.written } == [1, nil, 2])
+        #expect(progress.map { $0?.done } == [true, nil, false])
+        #expect(try #require(try await store.status(of: one.id)).deliveries.map(\.userID) == ["ann"])
+        #expect(try #require(try await store.status(of: two.id)).deliveries.map(\.userID).sorted() == ["bob", "cy"])
+        #expect(try await store.pendingFanOuts(limit: 10).map(\.notification.id) == [two.id], "the first is done, the second has a page left")
+        #expect(try await store.writeFanOutPages([], pageSize: 2).isEmpty)
+        await store.close()
+    }
 }

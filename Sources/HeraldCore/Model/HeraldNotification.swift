@@ -71,6 +71,14 @@ public struct Audience: Sendable, Equatable, Codable {
     /// These users.
     public var userIDs: [String]
 
+    /// Whether only ``userIDs`` are named (no ``all``, tier or group): the recipients are that
+    /// list, read without looking at every user Herald knows.
+    public var namesUsersOnly: Bool { !all && tierIDs.isEmpty && groupIDs.isEmpty }
+
+    /// Whether it is every user Herald knows and nobody else (``all`` without users named, who
+    /// might be unknown): read as the users table alone, without matching each user.
+    public var isEveryKnownUser: Bool { all && userIDs.isEmpty }
+
     /// An audience; empty names nobody.
     public init(all: Bool = false, tierIDs: [String] = [], groupIDs: [String] = [], userIDs: [String] = []) {
         self.all = all

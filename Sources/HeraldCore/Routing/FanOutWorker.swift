@@ -1,10 +1,12 @@
 import Foundation
 public import Logging
 public import ServiceLifecycle
+import Synchronization
 
-/// Writes the recipients of fan-outs too large for the accepting transaction, one page per
-/// transaction, so a million-subscriber message never holds the database's write lock for
-/// longer than a page and accepts keep flowing beside it. Pages are planned with the router as
+/// Writes the recipients of fan-outs too large for the accepting transaction, and of scheduled
+/// sends, about a page of rows per transaction (one job's page, or the pages of many small
+/// jobs), so a million-subscriber message never holds the database's write lock for longer
+/// than a page and accepts keep flowing beside it. Pages are planned with the router as
 /// the accept would have planned them, at the notification's accept time; a scheduled send's
 /// (`send_at`, docs/timing.md) from its instant, at that instant.
 ///
@@ -26,7 +28,7 @@ public final class FanOutWorker: Service {
     ///   - interval: how often to look for jobs nobody woke the worker for (another process's,
     ///     or one a crash interrupted).
     ///   - logger: where paused and finished fan-outs are reported.
-    ///   - onPage: called after each committed page, typically ``DeliveryEngine/wake()``.
+    ///   - onPage: called after each committed transaction of pages, typically ``DeliveryEngine/wake()``.
     public init(
         store: any FanOutJobStore, router: NotificationRouter, pageSize: Int = 1_000, interval: Duration = .seconds(5),
         logger: Logger = DeliveryEngine.silentLogger, onPage: @escaping @Sendable () -> Void = {}
@@ -68,34 +70,73 @@ public final class FanOutWorker: Service {
         return routed
     }
 
-    /// Writes one page of each pending fan-out (up to 16, oldest first), so a million-recipient
-    /// message does not hold back the fan-outs committed after it until its last page: a small
-    /// one is done in a few rounds (each job used to be written to its end before the next).
+    /// Writes one page of each pending fan-out (up to ``jobsPerRound`` written at once and as
+    /// many scheduled ones due, oldest first), so a million-recipient message does not hold back
+    /// the fan-outs committed after it until its last page: a small one is done in a few rounds
+    /// (each job used to be written to its end before the next).
     /// - Returns: how many fan-outs were pending.
     func writeRound() async throws -> Int {
         guard !Task.isCancelled else { return 0 }
-        let jobs = try await store.pendingFanOuts(limit: 16)
+        let jobs = try await store.pendingFanOuts(limit: Self.jobsPerRound)
+        // Small jobs share a transaction, up to about a page of rows in all: a million sends
+        // scheduled for one user each would otherwise be a million commits.
+        var batch: [FanOutJob] = []
+        var rows = 0
         for job in jobs {
-            try await writePage(of: job)
+            let expected = rowsOfNextPage(job)
+            if !batch.isEmpty, rows > pageSize - expected || batch.count >= Self.jobsPerTransaction {
+                try await writePages(of: batch)
+                (batch, rows) = ([], 0)
+            }
+            batch.append(job)
+            rows += expected
         }
+        if !batch.isEmpty { try await writePages(of: batch) }
         return jobs.count
     }
 
-    private func writePage(of job: FanOutJob) async throws {
+    /// Jobs of each kind (written at once, scheduled and due) read per round.
+    static let jobsPerRound = 256
+    /// Small jobs' pages per transaction: enough to share a commit's fsync, few enough that an
+    /// accept waiting for the write lock waits a few milliseconds, not the whole round.
+    static let jobsPerTransaction = 32
+
+    /// About how many recipients `job`'s next page writes: what is left of its count, at most a page.
+    private func rowsOfNextPage(_ job: FanOutJob) -> Int {
+        let (left, overflow) = job.progress.recipients.subtractingReportingOverflow(job.progress.written)
+        return overflow ? pageSize : min(max(left, 1), pageSize)
+    }
+
+    private func writePages(of jobs: [FanOutJob]) async throws {
+        let pages = jobs.map(page(of:))
+        let progress = try await store.writeFanOutPages(pages, pageSize: pageSize)
+        guard progress.contains(where: { $0 != nil }) else { return }
+        onPage()
+        for (job, progress) in zip(jobs, progress) {
+            guard let progress, progress.done else { continue }
+            // A fan-out of many pages is news; a million one-recipient scheduled sends are not.
+            logger.log(
+                level: progress.written > pageSize ? .info : .debug, "fan-out of \(job.notification.id) written: \(progress.written) recipients")
+        }
+    }
+
+    private func page(of job: FanOutJob) -> FanOutPage {
         let notification = job.notification
         // A scheduled send is routed as it goes out: quiet hours then, settings as they are.
         let route = Self.route(job, router: router, at: job.routedAt)
         // A local-time send's page gives each recipient their instant in their zone, from the accept.
         let localInstant: (@Sendable (RecipientContext) -> Date)? = notification.sendAtLocal.map { local in
             let (defaultZone, acceptedAt) = (router.defaultTimeZone, notification.timestamp)
-            return { recipient in local.instant(in: recipient.settings.timeZone(default: defaultZone), notBefore: acceptedAt) }
+            // Everyone in one zone gets the same instant: worked out once per zone named, not
+            // per recipient (a zone's rules are slow to load, a million recipients share 24).
+            let instants = InstantsByZone()
+            return { recipient in
+                instants.instant(for: recipient.settings.timezone) {
+                    local.instant(in: recipient.settings.timeZone(default: defaultZone), notBefore: acceptedAt)
+                }
+            }
         }
-        guard let progress = try await store.writeFanOutPage(of: notification.id, pageSize: pageSize, route: route, localInstant: localInstant)
-        else { return }
-        onPage()
-        if progress.done {
-            logger.info("fan-out of \(notification.id) written: \(progress.written) recipients")
-        }
+        return FanOutPage(of: notification.id, route: route, localInstant: localInstant)
     }
 
     /// How `job`'s recipients get their rows at `instant`: as the accept planned its inline
@@ -107,5 +148,18 @@ public final class FanOutWorker: Service {
         case .historyAndDevices: { router.messageHubDeliveries(notification, for: forced ? $0.subscribed(at: .forced) : $0, at: instant) }
         case .history: { _ in [] }
         }
+    }
+}
+
+/// One page's instants of a send in each recipient's own time, by the zone the recipient named
+/// (nil: the default).
+private final class InstantsByZone: Sendable {
+    private let known = Mutex<[String?: Date]>([:])
+
+    func instant(for zone: String?, _ make: () -> Date) -> Date {
+        if let instant = known.withLock({ $0[zone] }) { return instant }
+        let instant = make()
+        known.withLock { $0[zone] = instant }
+        return instant
     }
 }

@@ -112,25 +112,26 @@ public enum ScheduledRecipients: Sendable, Equatable {
 
 /// Fan-outs still being written, for ``FanOutWorker``.
 public protocol FanOutJobStore: Sendable {
-    /// Fan-outs not yet done and due (a scheduled one from its `send_at`, by the database's
-    /// clock where it has one), oldest first.
+    /// Fan-outs not yet done and due, oldest first: up to `limit` written at once, and up to
+    /// `limit` scheduled ones whose `send_at` has come (by the database's clock where it has
+    /// one), so neither kind waits for the other's backlog.
     func pendingFanOuts(limit: Int) async throws -> [FanOutJob]
     /// How long until the next scheduled fan-out or recipient waiting for their own instant is
     /// due (zero when one is due already); nil when none is scheduled. The worker sleeps no
     /// longer than this.
     func untilNextScheduledFanOut() async throws -> Duration?
-    /// Writes the next page of up to `pageSize` recipients of notification `id` (their rows
-    /// planned by `route` for ``FanOutKind/route`` and ``FanOutKind/historyAndDevices``) and
-    /// advances the cursor, in one transaction. Processes writing the same job take turns.
-    /// - Returns: the progress after the page; nil when `id` has no fan-out job.
+    /// Writes the next page of up to `pageSize` recipients of each of `pages` (their rows
+    /// planned by its ``FanOutPage/route`` for ``FanOutKind/route`` and
+    /// ``FanOutKind/historyAndDevices``) and advances each cursor, all in one transaction: many
+    /// small jobs (a million sends scheduled for one user each) share one commit. Processes
+    /// writing the same job take turns. The caller keeps a transaction's rows near `pageSize`
+    /// in all (``FanOutWorker``).
+    /// - Returns: each page's progress, in the order given; nil where there is no fan-out job.
     ///
-    /// With `localInstant` (a send in each recipient's own time, `send_at_local`), nothing is
-    /// routed: each recipient of the page is stored waiting for the instant it gives them.
-    func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        localInstant: (@Sendable (RecipientContext) -> Date)?
-    ) async throws
-        -> FanOutProgress?
+    /// With ``FanOutPage/localInstant`` (a send in each recipient's own time,
+    /// `send_at_local`), nothing is routed: each recipient of the page is stored waiting for the
+    /// instant it gives them.
+    func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?]
     /// Routes up to `limit` recipients whose own instant (`send_at_local`) has come (by the
     /// database's clock where it has one), earliest first, each with `route` at its instant,
     /// and writes their rows dated then, in one transaction that also removes them from the
@@ -158,12 +159,33 @@ public struct Cancellation: Sendable, Equatable {
     public var isEmpty: Bool { deliveries == 0 && recipients == 0 }
 }
 
+/// The next page of one fan-out job to write (``FanOutJobStore/writeFanOutPages(_:pageSize:)``).
+public struct FanOutPage: Sendable {
+    /// The notification whose job it is.
+    public var id: ObjectID
+    /// Each recipient's deliveries.
+    public var route: @Sendable (RecipientContext) -> [PlannedDelivery]
+    /// For a send in each recipient's own time (`send_at_local`): the instant each recipient
+    /// waits for, instead of being routed now.
+    public var localInstant: (@Sendable (RecipientContext) -> Date)?
+
+    /// A page of job `id`.
+    public init(
+        of id: ObjectID, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery], localInstant: (@Sendable (RecipientContext) -> Date)? = nil
+    ) {
+        self.id = id
+        self.route = route
+        self.localInstant = localInstant
+    }
+}
+
 extension FanOutJobStore {
-    /// Writes the next page of a fan-out whose recipients are routed as they are paged (any but
-    /// a send in each recipient's own time).
+    /// Writes the next page of one fan-out (``writeFanOutPages(_:pageSize:)`` with one page).
+    /// - Returns: the progress after the page; nil when `id` has no fan-out job.
     public func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery]
+        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
+        localInstant: (@Sendable (RecipientContext) -> Date)? = nil
     ) async throws -> FanOutProgress? {
-        try await writeFanOutPage(of: id, pageSize: pageSize, route: route, localInstant: nil)
+        try await writeFanOutPages([FanOutPage(of: id, route: route, localInstant: localInstant)], pageSize: pageSize).first ?? nil
     }
 }

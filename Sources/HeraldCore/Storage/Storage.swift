@@ -139,7 +139,7 @@ public protocol NotificationStore: Sendable {
     ///
     /// With `dueAt` nil the notification goes out in each recipient's own time
     /// (``HeraldNotification/sendAtLocal``): the job pages them at once, giving each an instant
-    /// (``FanOutJobStore/writeFanOutPage(of:pageSize:route:localInstant:)``), and each is routed
+    /// (``FanOutJobStore/writeFanOutPages(_:pageSize:)``), and each is routed
     /// when theirs comes (``FanOutJobStore/writeDueRecipients(limit:route:)``).
     func acceptScheduled(
         _ notification: HeraldNotification, recipients: ScheduledRecipients, dueAt: Date?, idempotency: IdempotencyClaim?, idempotencySince: Date

@@ -354,6 +354,8 @@ enum PostgresSchema {
         ("v18-local-time-sends", FanOutJobSQL.localMigration),
         // As SQLite's v22: caps, digest windows, quiet hours that hold.
         ("v19-folding", FoldingSQL.migration),
+        // As SQLite's v23: pending fan-outs read in index order.
+        ("v20-fanout-paging", FanOutJobSQL.pagingMigration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

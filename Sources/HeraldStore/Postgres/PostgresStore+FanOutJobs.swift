@@ -3,6 +3,13 @@ import HeraldCore
 import PostgresNIO
 
 extension FanOutRecipients {
+    /// An audience of every known user and nobody named: read as ``everyone`` is (tiers and
+    /// groups add nobody; the union's de-duplication of a million users took the 202 over half
+    /// a second).
+    var isEveryKnownUser: Bool {
+        if case .audience(let audience) = self { audience.isEveryKnownUser } else { false }
+    }
+
     /// Up to `limit` recipients after `cursor`, in user-id order (keyset pages), optionally only
     /// those with a device.
     func page(after cursor: String, limit: Int, withDevicesOnly: Bool = false) -> PostgresQuery {
@@ -13,11 +20,19 @@ extension FanOutRecipients {
                 AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id))
             ORDER BY user_id LIMIT \(limit)
             """
-        case .everyone:
+        case .everyone,
+            .audience(_) where isEveryKnownUser:
             """
             SELECT id AS user_id FROM users u WHERE id > \(cursor)
                 AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = u.id))
             ORDER BY id LIMIT \(limit)
+            """
+        case .audience(let audience) where audience.namesUsersOnly:
+            // The list alone: a scheduled send to one user must not read every user there is.
+            """
+            SELECT user_id FROM (SELECT DISTINCT unnest(\(audience.userIDs)::text[]) AS user_id) s WHERE user_id > \(cursor)
+                AND (NOT \(withDevicesOnly) OR EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id))
+            ORDER BY user_id LIMIT \(limit)
             """
         case .audience(let audience):
             // Users whose attributes match, and the users named, once each.
@@ -39,8 +54,11 @@ extension FanOutRecipients {
         switch self {
         case .subscribers(let topic):
             "SELECT COUNT(*) AS n FROM (SELECT 1 FROM subscriptions WHERE topic_key = \(topic) LIMIT \(limit)) s"
-        case .everyone:
+        case .everyone,
+            .audience(_) where isEveryKnownUser:
             "SELECT COUNT(*) AS n FROM (SELECT 1 FROM users LIMIT \(limit)) s"
+        case .audience(let audience) where audience.namesUsersOnly:
+            "SELECT COUNT(*) AS n FROM (SELECT DISTINCT unnest(\(audience.userIDs)::text[]) LIMIT \(limit)) s"
         case .audience(let audience):
             """
             SELECT COUNT(*) AS n FROM (
@@ -88,7 +106,7 @@ extension PostgresStore {
 
     public func pendingFanOuts(limit: Int) async throws -> [FanOutJob] {
         try await withConnection { session in
-            var query = PostgresQuery(unsafeSQL: FanOutJobSQL.pendingColumns(now: Self.databaseNow) + " LIMIT $1")
+            var query = PostgresQuery(unsafeSQL: FanOutJobSQL.pending(now: Self.databaseNow, limit: "$1"))
             query.binds.append(limit)
             return try await session.rows(query).map(FanOutJobSQL.pendingJob)
         }
@@ -120,62 +138,70 @@ extension PostgresStore {
         }
     }
 
-    public func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        localInstant: (@Sendable (RecipientContext) -> Date)?
-    ) async throws -> FanOutProgress? {
-        try await transaction { session -> FanOutProgress? in
-            // Processes working the same job take turns here; each reads the cursor the last left.
-            guard let job = try await session.row("SELECT * FROM fanout_jobs WHERE notification_id = \(id.hex) FOR UPDATE") else { return nil }
-            let (total, written) = (try job.int("recipients"), try job.int("written"))
-            guard try job.optionalInteger("done_at") == nil else { return FanOutProgress(recipients: total, written: written, done: true) }
-            let kind = try FanOutJobSQL.kind(job)
-            let source = try FanOutRecipients(
-                source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience"))
-            let cursor = try job.text("cursor")
-            let size = max(pageSize, 1)
-            let page = try await session.rows(source.page(after: cursor, limit: size)).map { try $0.text("user_id") }
-            let now = Self.micros(Date())
-            if let localInstant, !page.isEmpty {
-                let recipients = try await Self.recipients(session, userIDs: page)
-                let (users, instants) = (recipients.map(\.userID), recipients.map { Self.micros(localInstant($0)) })
-                try await session.execute(
-                    """
-                    INSERT INTO scheduled_recipients (notification_id, user_id, due_at)
-                    SELECT \(id.hex), user_id, due_at FROM UNNEST(\(users)::text[], \(instants)::int8[]) AS r(user_id, due_at)
-                    ON CONFLICT DO NOTHING
-                    """
-                )
-                // Every process's worker sleeps no longer than until the first of them is due.
-                try await session.notifyWork()
-            } else if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
-                // Rows carry the accept's time, as the accepting transaction would have written
-                // them (a scheduled send's: its instant).
-                let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
-                switch kind {
-                case .route:
-                    try await Self.insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: id, session, at: acceptedAt)
-                case .history, .historyAndDevices:
-                    _ = try await Self.writeFanOutHistory(
-                        of: id, distribution: try notification.text("distribution"), for: .listed(page), session, at: acceptedAt)
-                    if kind == .historyAndDevices {
-                        let withDevices = try await session.rows(
-                            "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page)::text[]) ORDER BY user_id"
-                        ).map { try $0.text("user_id") }
-                        try await Self.insert(try await Self.recipients(session, userIDs: withDevices).flatMap(route), of: id, session, at: acceptedAt)
-                    }
-                }
-                try await session.notifyWork()
-            }
-            let done = page.count < size
+    public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
+        guard !pages.isEmpty else { return [] }
+        return try await transaction { session -> [FanOutProgress?] in
+            var progress: [FanOutProgress?] = []
+            for page in pages { progress.append(try await Self.writePage(page, pageSize: pageSize, session)) }
+            return progress
+        }
+    }
+
+    /// The next page of one job, in the caller's transaction.
+    /// - Returns: its progress; nil for no job.
+    private static func writePage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession) async throws -> FanOutProgress? {
+        let id = request.id
+        // Processes working the same job take turns here; each reads the cursor the last left.
+        // A batch locks its jobs in the order they were listed (oldest first, as every process
+        // lists them), so two batches never wait for each other in a circle.
+        guard let job = try await session.row("SELECT * FROM fanout_jobs WHERE notification_id = \(id.hex) FOR UPDATE") else { return nil }
+        let (total, written) = (try job.int("recipients"), try job.int("written"))
+        guard try job.optionalInteger("done_at") == nil else { return FanOutProgress(recipients: total, written: written, done: true) }
+        let kind = try FanOutJobSQL.kind(job)
+        let source = try FanOutRecipients(
+            source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience"))
+        let cursor = try job.text("cursor")
+        let size = max(pageSize, 1)
+        let page = try await session.rows(source.page(after: cursor, limit: size)).map { try $0.text("user_id") }
+        let now = micros(Date())
+        if let localInstant = request.localInstant, !page.isEmpty {
+            let recipients = try await recipients(session, userIDs: page)
+            let (users, instants) = (recipients.map(\.userID), recipients.map { micros(localInstant($0)) })
             try await session.execute(
                 """
-                UPDATE fanout_jobs SET cursor = \(page.last ?? cursor), written = written + \(page.count), updated_at = \(now),
-                    done_at = \(done ? now : nil) WHERE notification_id = \(id.hex)
+                INSERT INTO scheduled_recipients (notification_id, user_id, due_at)
+                SELECT \(id.hex), user_id, due_at FROM UNNEST(\(users)::text[], \(instants)::int8[]) AS r(user_id, due_at)
+                ON CONFLICT DO NOTHING
                 """
             )
-            return FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done)
+            // Every process's worker sleeps no longer than until the first of them is due.
+            try await session.notifyWork()
+        } else if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
+            // Rows carry the accept's time, as the accepting transaction would have written
+            // them (a scheduled send's: its instant).
+            let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
+            switch kind {
+            case .route:
+                try await insert(try await recipients(session, userIDs: page).flatMap(request.route), of: id, session, at: acceptedAt)
+            case .history, .historyAndDevices:
+                _ = try await writeFanOutHistory(of: id, distribution: try notification.text("distribution"), for: .listed(page), session, at: acceptedAt)
+                if kind == .historyAndDevices {
+                    let withDevices = try await session.rows(
+                        "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page)::text[]) ORDER BY user_id"
+                    ).map { try $0.text("user_id") }
+                    try await insert(try await recipients(session, userIDs: withDevices).flatMap(request.route), of: id, session, at: acceptedAt)
+                }
+            }
+            try await session.notifyWork()
         }
+        let done = page.count < size
+        try await session.execute(
+            """
+            UPDATE fanout_jobs SET cursor = \(page.last ?? cursor), written = written + \(page.count), updated_at = \(now),
+                done_at = \(done ? now : nil) WHERE notification_id = \(id.hex)
+            """
+        )
+        return FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done)
     }
 
     public func writeDueRecipients(

@@ -368,6 +368,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v22-folding") { db in
             for statement in FoldingSQL.migration { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v23-fanout-paging") { db in
+            for statement in FanOutJobSQL.pagingMigration { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -11,6 +11,13 @@ extension FanOutRecipients {
                 return ("SELECT user_id FROM subscriptions WHERE topic_key = ?", [topic])
             case .everyone:
                 return ("SELECT id AS user_id FROM users", [])
+            case .audience(let audience) where audience.isEveryKnownUser:
+                // Tiers and groups add nobody to everyone; counting a million users through the
+                // union's de-duplication took the 202 over half a second.
+                return ("SELECT id AS user_id FROM users", [])
+            case .audience(let audience) where audience.namesUsersOnly:
+                // The list alone: a scheduled send to one user must not read every user there is.
+                return ("SELECT DISTINCT value AS user_id FROM json_each(?)", [try StoredJSON.encode(audience.userIDs)])
             case .audience(let audience):
                 // Users whose attributes match, and the users named, once each.
                 let sql = """
@@ -34,8 +41,7 @@ extension FanOutRecipients {
 extension SQLiteStore {
     public func pendingFanOuts(limit: Int) async throws -> [FanOutJob] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: FanOutJobSQL.pendingColumns(now: "?") + " LIMIT ?", arguments: [Self.micros(Date()), limit]).map(
-                FanOutJobSQL.pendingJob)
+            try Row.fetchAll(db, sql: FanOutJobSQL.pending(now: "?2", limit: "?1"), arguments: [limit, Self.micros(Date())]).map(FanOutJobSQL.pendingJob)
         }
     }
 
@@ -46,47 +52,51 @@ extension SQLiteStore {
         return until.map { .microseconds(max($0, 0)) }
     }
 
-    public func writeFanOutPage(
-        of id: ObjectID, pageSize: Int, route: @escaping @Sendable (RecipientContext) -> [PlannedDelivery],
-        localInstant: (@Sendable (RecipientContext) -> Date)?
-    ) async throws -> FanOutProgress? {
-        let (progress, historyUsers) = try await writer.write { db -> (FanOutProgress?, [String]) in
-            guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
-            let (total, written) = (try job.int("recipients"), try job.int("written"))
-            guard try job.optionalInteger("done_at") == nil else { return (FanOutProgress(recipients: total, written: written, done: true), []) }
-            let kind = try FanOutJobSQL.kind(job)
-            let (source, arguments) = try FanOutRecipients(
-                source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
-            ).source
-            let cursor = try job.text("cursor")
-            let size = max(pageSize, 1)
-            let page = try String.fetchAll(
-                db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
-            let now = Self.micros(Date())
-            var historyUsers: [String] = []
-            if let localInstant, !page.isEmpty {
-                let waiting = try db.cachedStatement(sql: "INSERT OR IGNORE INTO scheduled_recipients (notification_id, user_id, due_at) VALUES (?, ?, ?)")
-                for recipient in try Self.recipients(db, userIDs: page) {
-                    try waiting.execute(arguments: [id.hex, recipient.userID, Self.micros(localInstant(recipient))])
-                }
-            } else if !page.isEmpty {
-                // Rows carry the accept's time, as the accepting transaction would have written them
-                // (a scheduled send's: its instant).
-                if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
-                    historyUsers = try Self.writePage(
-                        page, of: id, distribution: try notification.text("distribution"), kind: kind, route: route, db,
-                        at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"))
-                }
-            }
-            let done = page.count < size
-            try db.execute(
-                sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
-                arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
-            )
-            return (FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done), historyUsers)
-        }
+    public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
+        guard !pages.isEmpty else { return [] }
+        let written = try await writer.write { db in try pages.map { try Self.writePage($0, pageSize: pageSize, db) } }
+        let historyUsers = written.flatMap(\.historyUsers)
         if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
-        return progress
+        return written.map(\.progress)
+    }
+
+    /// The next page of one job, in the caller's transaction.
+    /// - Returns: its progress (nil for no job), and the users whose history rows were written.
+    private static func writePage(_ request: FanOutPage, pageSize: Int, _ db: Database) throws -> (progress: FanOutProgress?, historyUsers: [String]) {
+        let id = request.id
+        guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
+        let (total, written) = (try job.int("recipients"), try job.int("written"))
+        guard try job.optionalInteger("done_at") == nil else { return (FanOutProgress(recipients: total, written: written, done: true), []) }
+        let kind = try FanOutJobSQL.kind(job)
+        let (source, arguments) = try FanOutRecipients(
+            source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
+        ).source
+        let cursor = try job.text("cursor")
+        let size = max(pageSize, 1)
+        let page = try String.fetchAll(
+            db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
+        let now = micros(Date())
+        var historyUsers: [String] = []
+        if let localInstant = request.localInstant, !page.isEmpty {
+            let waiting = try db.cachedStatement(sql: "INSERT OR IGNORE INTO scheduled_recipients (notification_id, user_id, due_at) VALUES (?, ?, ?)")
+            for recipient in try recipients(db, userIDs: page) {
+                try waiting.execute(arguments: [id.hex, recipient.userID, micros(localInstant(recipient))])
+            }
+        } else if !page.isEmpty {
+            // Rows carry the accept's time, as the accepting transaction would have written them
+            // (a scheduled send's: its instant).
+            if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
+                historyUsers = try writePage(
+                    page, of: id, distribution: try notification.text("distribution"), kind: kind, route: request.route, db,
+                    at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"))
+            }
+        }
+        let done = page.count < size
+        try db.execute(
+            sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
+            arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
+        )
+        return (FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done), historyUsers)
     }
 
     /// One page of a job's rows, as the accepting transaction would have written them.
