@@ -71,6 +71,13 @@ public final class FCMEmulator: Sendable {
         var attemptsByMessage: [String: Int] = [:]
         /// Times each message was accepted, by the same key, and when it first was.
         var acceptedByMessage: [String: (count: Int, first: Date)] = [:]
+        /// Acceptances of a message after its first, summed over messages.
+        var acceptedTwice = 0
+        /// When each message accepted more than once was first accepted (seconds since 1970,
+        /// the first 10 000).
+        var acceptedTwiceFirstAt: [Double] = []
+        /// Requests received, by HTTP version.
+        var requestsByHTTPVersion: [String: Int] = [:]
         var port: Int?
         var tokenEndpointDown = false
         /// Instance ID topic membership: topic → registration tokens.
@@ -86,6 +93,24 @@ public final class FCMEmulator: Sendable {
         var peakSendsInFlight = 0
         /// `releaseSlowSendsAt` was reached: `slow-` sends no longer wait.
         var slowSendsReleased = false
+
+        /// Keeps a request, counted by its HTTP version.
+        mutating func record(_ request: Received) {
+            received.append(request)
+            requestsByHTTPVersion[request.httpVersion, default: 0] += 1
+        }
+
+        /// Counts an acceptance of the message `key`.
+        mutating func accepted(_ key: String) {
+            let now = Date()
+            let count = acceptedByMessage[key, default: (0, now)].count + 1
+            acceptedByMessage[key, default: (0, now)].count = count
+            guard count > 1 else { return }
+            acceptedTwice += 1
+            if count == 2, acceptedTwiceFirstAt.count < 10_000, let first = acceptedByMessage[key]?.first {
+                acceptedTwiceFirstAt.append(first.timeIntervalSince1970)
+            }
+        }
     }
 
     public let configuration: Configuration
@@ -174,6 +199,9 @@ public final class FCMEmulator: Sendable {
             state.attemptsByToken = [:]
             state.attemptsByMessage = [:]
             state.acceptedByMessage = [:]
+            state.acceptedTwice = 0
+            state.acceptedTwiceFirstAt = []
+            state.requestsByHTTPVersion = [:]
             state.tokenRequests = 0
             state.topicMessages = [:]
             state.topicDeliveries = [:]

@@ -60,6 +60,34 @@ import Testing
         await running.stop()
     }
 
+    /// The stats a benchmark polls: a message accepted again counts once more, with when it
+    /// was first accepted; requests by HTTP version; a reset zeroes them.
+    @Test func statsCountMessagesAcceptedAgainAndAResetZeroesThem() async throws {
+        let running = try await Self.start(print: .quiet)
+        let before = Date().timeIntervalSince1970
+        for json in [
+            #"{"message":{"token":"t","data":{"id":"n1"}}}"#, #"{"message":{"token":"t","data":{"id":"n1"}}}"#,
+            #"{"message":{"token":"t","data":{"id":"n2"}}}"#,
+        ] {
+            #expect(try await running.send(json).status == 200)
+        }
+        func stats() async throws -> [String: Any] {
+            let response = try await EmulatorFixture.http.execute(HTTPClientRequest(url: "\(running.emulator.baseURL)/emulator/stats"), timeout: .seconds(10))
+            return try JSONSerialization.jsonObject(with: Data(try await response.body.collect(upTo: 1 << 20).readableBytesView)) as? [String: Any] ?? [:]
+        }
+        let counted = try await stats()
+        #expect(counted["delivered"] as? Int == 3)
+        #expect(counted["accepted_twice"] as? Int == 1, "\(counted)")
+        let firstAt = counted["accepted_twice_first_at"] as? [Double] ?? []
+        #expect(firstAt.count == 1 && firstAt.allSatisfy { $0 >= before.rounded(.down) - 1 && $0 <= Date().timeIntervalSince1970 }, "\(firstAt)")
+        #expect(counted["requests_by_http_version"] as? [String: Int] == ["1.1": 3])
+        running.emulator.reset()
+        let reset = try await stats()
+        #expect(reset["accepted_twice"] as? Int == 0 && (reset["accepted_twice_first_at"] as? [Double])?.isEmpty == true, "\(reset)")
+        #expect(reset["requests_by_http_version"] as? [String: Int] == [:])
+        await running.stop()
+    }
+
     /// FCM's limits: 4 096 bytes of payload (notification and data) for a token, 2 048 for a
     /// topic, counted on the payload's JSON, so escapes count as written.
     @Test func payloadsOverFCMsLimitAreRefusedWhateverTheirRequestsLength() async throws {
