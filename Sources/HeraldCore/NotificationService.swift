@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// Accepts notifications: validates, resolves recipients, routes, and commits the notification
 /// with all its deliveries before answering (docs/durability.md).
@@ -41,6 +42,10 @@ public struct NotificationService: Sendable {
         /// An accept for users or a broadcast never does: waking the fan-out worker for each of
         /// those cost a read transaction per group commit for nothing.
         public var mayHaveFanOut: Bool
+        /// A delivery it planned was held for a cap, a digest window or quiet hours that hold
+        /// (docs/timing.md), so the ``DigestWorker`` has counting to do. Without one there is
+        /// nothing new for it: waking it on every accept cost uncapped traffic its reads.
+        public var holds = false
     }
 
     /// - Parameters:
@@ -100,32 +105,27 @@ public struct NotificationService: Sendable {
             return try await schedule(notification, at: sendAt, level: topicSubject?.subject.opt.level ?? .optIn, claim: claim, since: since, started: started)
         }
         let result: AcceptResult
+        let (router, planned, holds) = (self.router, notification, HoldsSeen())
         switch notification.target {
         case .users(let userIDs):
-            let router = self.router
-            let planned = notification
             result = try await store.acceptUsers(
-                notification, userIDs: userIDs, route: { router.plan(planned, for: $0, at: now) }, idempotency: claim, idempotencySince: since,
-                handOff: handOff
+                notification, userIDs: userIDs, route: { holds.noting(router.plan(planned, for: $0, at: now)) }, idempotency: claim,
+                idempotencySince: since, handOff: handOff
             )
         case .topic(let key):
             // Herald fans out to each subscriber's devices and history, so every user's settings apply.
-            let router = self.router
-            let planned = notification
             let level = topicSubject?.subject.opt.level ?? .optIn
             result = try await store.acceptFanOut(
                 notification, topic: key, level: level,
-                plan: .route { router.plan(planned, for: $0.subscribed(at: level), at: now) }, extra: [], archive: nil,
+                plan: .route { holds.noting(router.plan(planned, for: $0.subscribed(at: level), at: now)) }, extra: [], archive: nil,
                 pageSize: fanOutPageSize, inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         case .broadcast:
             result = try await store.accept(
                 notification, recipients: 0, deliveries: try broadcastDeliveries(notification), idempotency: claim, idempotencySince: since)
         case .audience(let audience):
-            let router = self.router
-            let planned = notification
             result = try await store.acceptAudience(
-                notification, audience: audience, route: { router.plan(planned, for: $0, at: now) }, pageSize: fanOutPageSize,
+                notification, audience: audience, route: { holds.noting(router.plan(planned, for: $0, at: now)) }, pageSize: fanOutPageSize,
                 inlineLimit: fanOutInlineLimit, idempotency: claim, idempotencySince: since
             )
         }
@@ -141,7 +141,7 @@ public struct NotificationService: Sendable {
                 case .topic, .audience: true
                 case .users, .broadcast: false
                 }
-            onAccepted(AcceptedWork(mayHaveFanOut: fansOut))
+            onAccepted(AcceptedWork(mayHaveFanOut: fansOut, holds: holds.any))
         }
         return try Self.answer(result)
     }
@@ -238,5 +238,19 @@ public struct NotificationService: Sendable {
         metrics.accepted(type: notification.type, target: "message", latency: ContinuousClock.now - started)
         onAccepted(AcceptedWork(mayHaveFanOut: true))
         return archive
+    }
+}
+
+/// Whether any delivery an accept planned is held (``PlannedDelivery/fold``): set from the
+/// store's transaction, read after it.
+private final class HoldsSeen: Sendable {
+    private let seen = Atomic(false)
+
+    var any: Bool { seen.load(ordering: .relaxed) }
+
+    /// `deliveries`, noting whether one is held.
+    func noting(_ deliveries: [PlannedDelivery]) -> [PlannedDelivery] {
+        if deliveries.contains(where: { $0.fold != nil }) { seen.store(true, ordering: .relaxed) }
+        return deliveries
     }
 }

@@ -133,8 +133,7 @@ public struct HeraldServer: Sendable {
                     router: router, sinks: sinks, store: store, ids: ids,
                     onAccepted: { [engine, fanOut, digests] work in
                         engine.wake()
-                        // Any accept may hold deliveries (a cap, a digest_key, quiet hours that hold).
-                        digests.wake()
+                        if work.holds { digests.wake() }
                         if work.mayHaveFanOut { fanOut.wake() }
                     }
                 )

@@ -32,4 +32,25 @@ import Testing
         #expect(seen.withLock { $0 } == [false, true], "a topic above the inline limit leaves pages to write")
         #expect(try await store.pendingFanOuts(limit: 10).map(\.notification.id) == [fannedOut.id])
     }
+
+    /// The digest worker is woken only by an accept that held a delivery: uncapped traffic
+    /// leaves it nothing to count.
+    @Test func onlyAnAcceptThatHeldADeliveryWakesTheDigestWorker() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        try await store.migrate()
+        let ids = ObjectIDGenerator()
+        _ = try await store.registerDevice(userID: "a", registration: .token("t-a", provider: "fcm"), newID: ids.next(), at: Date())
+        let seen = Mutex<[Bool]>([])
+        let sinks = try SinkRegistry([HistorySink(store: store), RecordingSink(name: "fcm", capabilities: .push)])
+        var router = try NotificationRouter(registry: sinks)
+        router.folding = Folding(caps: [FrequencyCap(name: "votes", types: ["upvote"], max: 1, seconds: 3600)])
+        let service = NotificationService(
+            validator: NotificationValidator(types: try NotificationTypes(), resources: try ResourceResolver(publicBaseURL: "https://x.example")),
+            router: router, sinks: sinks, store: store, ids: ids, onAccepted: { work in seen.withLock { $0.append(work.holds) } }
+        )
+        _ = try await service.send(NotificationSubmission(type: "comment", title: "T", body: "B", userIDs: ["a"]))
+        _ = try await service.send(NotificationSubmission(type: "upvote", title: "T", body: "B", userIDs: ["a"]))
+        _ = try await service.send(NotificationSubmission(type: "upvote", title: "T", body: "B", userIDs: ["nobody"]))
+        #expect(seen.withLock { $0 } == [false, true, false], "uncapped, capped (held to be counted), and capped without a push to hold")
+    }
 }

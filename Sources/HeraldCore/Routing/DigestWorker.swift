@@ -4,8 +4,9 @@ import Mustache
 public import ServiceLifecycle
 
 /// Counts held deliveries against their caps and digest windows, and delivers each digest when
-/// its window ends (docs/timing.md). Wakes when work is accepted and sleeps no longer than until
-/// the next digest is due, so a digest goes out within moments of its window's end.
+/// its window ends (docs/timing.md). Wakes when an accept or a fan-out page may have held
+/// deliveries, and sleeps no longer than until the next digest is due, so a digest goes out
+/// within moments of its window's end.
 public final class DigestWorker: Service {
     private let store: any DigestStore
     private let composer: DigestComposer
@@ -45,7 +46,7 @@ public final class DigestWorker: Service {
         await DueWorkLoop.run(
             interval: interval, signal: signal, logger: logger, paused: "digests paused after a storage error, resuming",
             work: { try await self.drain() }, untilDue: { try await self.store.untilNextDigest() },
-            // Woken by every accept: a held push waits at most this for its count.
+            // Woken by each accept that held a delivery: a held push waits at most this for its count.
             settle: .milliseconds(20))
     }
 
