@@ -12,7 +12,7 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Measure Herald on loopback: accepts, pushes, fan-out and the feed, against the HTTP stack's own ceiling.",
-        subcommands: [Run.self, Faults.self, EchoServer.self],
+        subcommands: [Run.self, Faults.self, Timing.self, EchoServer.self],
         defaultSubcommand: Run.self
     )
 }
@@ -141,7 +141,7 @@ struct Run: AsyncParsableCommand {
         try await registerUsers(at: server, prefix: "bench", admin: admin, driver: driver)
 
         progress("Herald: accepts for \(seconds) s at \(concurrency) connections (wrk)")
-        let pushedBefore = try await delivered(emulator, driver)
+        let pushedBefore = try await driver.delivered(at: emulator)
         let (heraldCPUBefore, emulatorCPUBefore) = (server.cpuSeconds, emulator.cpuSeconds)
         let accepts = try await wrk.run(
             "\(server.url)/api/notifications",
@@ -196,8 +196,8 @@ struct Run: AsyncParsableCommand {
         // so accepts do not pace them) drained through the emulator.
         progress("pushes: preparing a queue of \(notifications)")
         let backlog = directory.appendingPathComponent("backlog.sqlite").path
-        try await prepareBacklog(database: backlog, notifications: notifications, users: users)
-        let before = try await delivered(emulator, driver)
+        try await Backlog.prepare(database: backlog, notifications: notifications, users: users)
+        let before = try await driver.delivered(at: emulator)
         let pusher = try await ChildProcess(
             heraldPath, ["serve", "--port", "0", "--database", "sqlite:" + backlog, "--log-level", "warning"], banner: "Herald listening on",
             environment: tuning.merging(["HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url]) {
@@ -207,7 +207,7 @@ struct Run: AsyncParsableCommand {
         progress("pushes: draining")
         let drainStart = ContinuousClock.now
         let pushed =
-            try await pushes(at: emulator, reaching: before + notifications, within: .seconds(300), every: .milliseconds(20), driver: driver) - before
+            try await driver.pushes(at: emulator, reaching: before + notifications, within: .seconds(300), every: .milliseconds(20)) - before
         let drained = ContinuousClock.now - drainStart
         let pushRate = Double(pushed) / drained.seconds
         report.add(
@@ -354,64 +354,11 @@ struct Run: AsyncParsableCommand {
 
     /// Waits (two minutes at most) until the emulator has counted `count` pushes in all.
     func waitForPushes(from emulator: ChildProcess, atLeast count: Int, driver: LoadDriver) async throws {
-        let queued = count - (try await delivered(emulator, driver))
+        let queued = count - (try await driver.delivered(at: emulator))
         guard queued > 0 else { return }
         progress("Herald: waiting for the \(queued) pushes still queued")
-        let pushed = try await pushes(at: emulator, reaching: count, within: .seconds(120), every: .milliseconds(100), driver: driver)
+        let pushed = try await driver.pushes(at: emulator, reaching: count, within: .seconds(120), every: .milliseconds(100))
         if pushed < count { progress("Herald: \(count - pushed) pushes still queued after two minutes; measuring anyway") }
-    }
-
-    /// The emulator's push count, polled every `interval` until it reaches `count` or `limit` has passed.
-    func pushes(at emulator: ChildProcess, reaching count: Int, within limit: Duration, every interval: Duration, driver: LoadDriver) async throws -> Int {
-        let start = ContinuousClock.now
-        var pushed = try await delivered(emulator, driver)
-        while pushed < count, ContinuousClock.now - start < limit {
-            try await Task.sleep(for: interval)
-            pushed = try await delivered(emulator, driver)
-        }
-        return pushed
-    }
-
-    func delivered(_ emulator: ChildProcess, _ driver: LoadDriver) async throws -> Int {
-        try await driver.call(LoadDriver.get("\(emulator.url)/emulator/stats")).1["delivered"] as? Int ?? 0
-    }
-
-    /// A fresh database holding `notifications` accepted notifications, each with a push to one
-    /// of `users` devices and a history row, all due now.
-    func prepareBacklog(database: String, notifications: Int, users: Int) async throws {
-        let store = try SQLiteStore(path: database)
-        try await store.migrate()
-        let ids = ObjectIDGenerator()
-        var devices: [Device] = []
-        for index in 0..<users {
-            devices.append(
-                try await store.registerDevice(
-                    userID: "bench-user-\(index)", registration: .token("bench-token-\(index)", provider: "fcm"),
-                    newID: ids.next(), at: Date()
-                )
-            )
-        }
-        let now = Date()
-        let registered = devices
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<16 {
-                group.addTask {
-                    for index in stride(from: worker, to: notifications, by: 16) {
-                        let device = registered[index % registered.count]
-                        let notification = HeraldNotification(
-                            id: ids.next(at: now), type: "comment", title: "Bench \(index)", body: "b", url: nil, data: [:], timestamp: now,
-                            target: .users([device.userID])
-                        )
-                        let deliveries = [
-                            PlannedDelivery(sink: "history", userID: device.userID, distribution: .alert),
-                            PlannedDelivery(sink: "fcm", userID: device.userID, deviceID: device.id, distribution: .alert),
-                        ]
-                        _ = try await store.accept(notification, recipients: 1, deliveries: deliveries, idempotencySince: now)
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
     }
 
     /// A fresh database with one subject and `subscribers` subscriptions, written in one

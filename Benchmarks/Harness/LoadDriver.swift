@@ -104,3 +104,21 @@ final class Ticket: Sendable {
     private let counter = Atomic<Int>(0)
     func take() -> Int { counter.add(1, ordering: .relaxed).oldValue }
 }
+
+extension LoadDriver {
+    /// The FCM emulator's push count.
+    func delivered(at emulator: ChildProcess) async throws -> Int {
+        try await call(LoadDriver.get("\(emulator.url)/emulator/stats")).1["delivered"] as? Int ?? 0
+    }
+
+    /// The emulator's push count, polled every `interval` until it reaches `count` or `limit` has passed.
+    func pushes(at emulator: ChildProcess, reaching count: Int, within limit: Duration, every interval: Duration) async throws -> Int {
+        let start = ContinuousClock.now
+        var pushed = try await delivered(at: emulator)
+        while pushed < count, ContinuousClock.now - start < limit {
+            try await Task.sleep(for: interval)
+            pushed = try await delivered(at: emulator)
+        }
+        return pushed
+    }
+}
