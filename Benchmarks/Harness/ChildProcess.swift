@@ -71,6 +71,18 @@ final class ChildProcess: Sendable {
     }
 }
 
+extension ChildProcess {
+    /// The herald binary to start: `given`, else the one beside this harness (the release build).
+    static func heraldPath(_ given: String?) throws -> String {
+        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let path = given ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw BenchError("no herald binary at \(path): build it with `swift build -c release` or pass --herald")
+        }
+        return path
+    }
+}
+
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

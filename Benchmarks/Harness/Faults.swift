@@ -131,9 +131,7 @@ struct Faults: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-faults-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
-        guard FileManager.default.isExecutableFile(atPath: heraldPath) else { throw BenchError("no herald binary at \(heraldPath)") }
+        let heraldPath = try ChildProcess.heraldPath(herald)
         let driver = LoadDriver(concurrency: concurrency)
         var outcomes: [Outcome] = []
         do {

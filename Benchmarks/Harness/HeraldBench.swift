@@ -64,11 +64,7 @@ struct Run: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
-        guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
-            throw BenchError("no herald binary at \(heraldPath): build it with `swift build -c release` or pass --herald")
-        }
+        _ = try ChildProcess.heraldPath(herald)
         // Said aloud: a variable set to switch Herald's behaviour for a comparison would
         // otherwise be dropped in silence, and both arms would run the same configuration.
         let ignored = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HERALD_") }.sorted()
@@ -91,7 +87,7 @@ struct Run: AsyncParsableCommand {
 
     func measure(report: inout Report, driver: LoadDriver, directory: URL) async throws {
         let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
+        let heraldPath = try ChildProcess.heraldPath(herald)
 
         // 1. The FCM emulator alone: its ceiling must sit well above Herald's push rate.
         progress("FCM emulator ceiling")

@@ -47,11 +47,7 @@ struct Timing: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-timing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let heraldPath = herald ?? bench.deletingLastPathComponent().appendingPathComponent("herald").path
-        guard FileManager.default.isExecutableFile(atPath: heraldPath) else {
-            throw BenchError("no herald binary at \(heraldPath): build it with `swift build -c release` or pass --herald")
-        }
+        let heraldPath = try ChildProcess.heraldPath(herald)
         var report = Report(concurrency: connections)
         let driver = LoadDriver(concurrency: 16)
         do {
