@@ -71,15 +71,11 @@ struct Run: AsyncParsableCommand {
         if !ignored.isEmpty {
             progress("not passed to the servers it starts (they get the harness's settings only): \(ignored.joined(separator: ", "))")
         }
-        var report = Report(concurrency: concurrency)
-        let driver = LoadDriver(concurrency: concurrency)
-        do {
+        let report = try await LoadDriver.with(concurrency: concurrency) { driver in
+            var report = Report(concurrency: concurrency)
             try await measure(report: &report, driver: driver, directory: directory)
-        } catch {
-            try? await driver.shutdown()
-            throw error
+            return report
         }
-        try await driver.shutdown()
         print(report.table())
         try report.write(to: output)
         progress("wrote \(output)")

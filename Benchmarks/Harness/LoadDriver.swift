@@ -106,6 +106,20 @@ final class Ticket: Sendable {
 }
 
 extension LoadDriver {
+    /// Runs `body` with a driver of `concurrency` connections, shut down after it whether it
+    /// threw or not.
+    static func with<Value>(concurrency: Int, _ body: (LoadDriver) async throws -> Value) async throws -> Value {
+        let driver = LoadDriver(concurrency: concurrency)
+        do {
+            let value = try await body(driver)
+            try await driver.shutdown()
+            return value
+        } catch {
+            try? await driver.shutdown()
+            throw error
+        }
+    }
+
     /// The FCM emulator's push count.
     func delivered(at emulator: ChildProcess) async throws -> Int {
         try await call(LoadDriver.get("\(emulator.url)/emulator/stats")).1["delivered"] as? Int ?? 0

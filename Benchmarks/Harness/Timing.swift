@@ -48,15 +48,11 @@ struct Timing: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let heraldPath = try ChildProcess.heraldPath(herald)
-        var report = Report(concurrency: connections)
-        let driver = LoadDriver(concurrency: 16)
-        do {
+        let report = try await LoadDriver.with(concurrency: 16) { driver in
+            var report = Report(concurrency: connections)
             try await measure(report: &report, driver: driver, heraldPath: heraldPath, directory: directory)
-        } catch {
-            try? await driver.shutdown()
-            throw error
+            return report
         }
-        try await driver.shutdown()
         print(report.table())
         try report.write(to: output)
         progress("wrote \(output)")
