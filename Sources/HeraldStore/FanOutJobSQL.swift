@@ -178,6 +178,13 @@ enum FanOutRecipients: Sendable, Equatable {
     /// The users an audience names.
     case audience(Audience)
 
+    /// An audience of every known user and nobody named: each engine reads it as ``everyone``
+    /// (tiers and groups add nobody; the union's de-duplication of a million users took the
+    /// 202 over half a second). It stays an audience: ``everyone`` marks a Forced subject's job.
+    var isEveryKnownUser: Bool {
+        if case .audience(let audience) = self { audience.isEveryKnownUser } else { false }
+    }
+
     /// The row's `source`, `topic_key` and `audience` columns.
     var stored: (source: String, topic: String?, audience: String?) {
         get throws {

@@ -3,13 +3,6 @@ import HeraldCore
 import PostgresNIO
 
 extension FanOutRecipients {
-    /// An audience of every known user and nobody named: read as ``everyone`` is (tiers and
-    /// groups add nobody; the union's de-duplication of a million users took the 202 over half
-    /// a second).
-    var isEveryKnownUser: Bool {
-        if case .audience(let audience) = self { audience.isEveryKnownUser } else { false }
-    }
-
     /// Up to `limit` recipients after `cursor`, in user-id order (keyset pages), optionally only
     /// those with a device.
     func page(after cursor: String, limit: Int, withDevicesOnly: Bool = false) -> PostgresQuery {
