@@ -60,6 +60,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Where the results go as JSON.")
     var output = "Benchmarks/results/latest.json"
 
+    func validate() throws {
+        guard users >= 1 else { throw ValidationError("--users must be at least 1: every notification goes to one of them") }
+    }
+
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -43,6 +43,13 @@ struct Timing: AsyncParsableCommand {
         "Asia/Tokyo", "Australia/Brisbane", "Pacific/Noumea", "Pacific/Auckland",
     ]
 
+    func validate() throws {
+        guard users >= 1 else { throw ValidationError("--users must be at least 1: every scheduled send goes to one of them") }
+        guard deliveries >= 1, backlog >= 1, audience >= 0, seconds >= 1, connections >= 1 else {
+            throw ValidationError("--deliveries, --backlog, --seconds and --connections must be at least 1, --audience at least 0")
+        }
+    }
+
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-timing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
