@@ -15,6 +15,11 @@ public struct SharedStatement: Sendable, Equatable {
     public let values: [Value]
 
     public init(_ text: String, _ values: Value...) {
+        self.init(text, values: values)
+    }
+
+    /// A statement whose number of values is known when it runs (an `IN` list).
+    public init(_ text: String, values: [Value]) {
         self.text = text
         self.values = values
     }
@@ -63,12 +68,17 @@ public struct SharedRow: Sendable, Equatable, StoredRow {
 public protocol SharedSQLDatabase: Sendable {
     /// Reads `query`'s rows on any connection.
     func rows(_ query: SharedStatement) async throws -> [SharedRow]
-    /// Runs `statements` in one transaction and returns the rows of the last; once it has
+    /// Runs `statements` in one transaction and returns the rows of each, in order; once it has
     /// committed, every process's live streams hear of `change` (as the store's own writes tell them).
-    func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow]
+    func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]]
 }
 
 extension SharedSQLDatabase {
+    /// ``results(of:announcing:)``, answering the rows of the last statement.
+    public func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow] {
+        try await results(of: statements, announcing: change).last ?? []
+    }
+
     public func transaction(_ statements: [SharedStatement]) async throws -> [SharedRow] {
         try await transaction(statements, announcing: nil)
     }

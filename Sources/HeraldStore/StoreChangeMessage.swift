@@ -10,6 +10,7 @@ enum StoreChangeMessage {
         case .content: return ["c"]
         case .history(let users): return chunks("h", users)
         case .attributes(let users): return chunks("a", users)
+        case .inbox(let users): return chunks("i", users)
         }
     }
 
@@ -38,6 +39,7 @@ enum StoreChangeMessage {
         case "c": return .content
         case "h": return .history(users: lines)
         case "a": return .attributes(users: lines)
+        case "i": return .inbox(users: lines)
         default: return nil
         }
     }

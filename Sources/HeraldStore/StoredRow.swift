@@ -226,10 +226,14 @@ package enum StoredRecords {
         )
     }
 
+    /// The columns ``historyItem(_:)`` reads, from `history h JOIN notifications n`.
+    package static let historyColumns = "h.seq, h.read, h.seen, h.archived, h.snoozed_until, n.id, n.title, n.body, n.type, n.url, n.timestamp"
+
     package static func historyItem(_ row: some StoredRow) throws -> HistoryItem {
         HistoryItem(
             notificationID: try row.objectID("id"), title: try row.text("title"), body: try row.text("body"), type: try row.text("type"),
-            url: try row.optionalText("url"), timestamp: try row.date("timestamp"), read: try row.bool("read")
+            url: try row.optionalText("url"), timestamp: try row.date("timestamp"), read: try row.bool("read"), seen: try row.bool("seen"),
+            archived: try row.bool("archived"), snoozedUntil: try row.optionalDate("snoozed_until")
         )
     }
 

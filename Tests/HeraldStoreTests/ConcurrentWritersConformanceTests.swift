@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCards
 import HeraldCore
+import HeraldInbox
 import HeraldStore
 import HeraldTestSupport
 import Testing
@@ -109,7 +110,11 @@ import Testing
                 }
             case 16:
                 let page = try await store.history(userID: user, limit: 5, before: nil)
-                _ = try await store.markRead(userID: user, ids: page.items.map(\.notificationID))
+                let changes: [InboxChange] = [.read, .unread, .seen, .archived, .unarchived, .snooze(until: now.addingTimeInterval(0.2))]
+                let inbox = SharedInboxStore(database: store)
+                _ = try await inbox.mark(userID: user, .ids(page.items.map(\.notificationID)), changes.randomElement(using: &random) ?? .read, at: now)
+                if Bool.random(using: &random) { _ = try await inbox.mark(userID: user, .all(type: nil, before: nil), .read, at: now) }
+                _ = try await inbox.endSnoozes(dueBy: Date(), limit: 10)
             case 17:
                 try await store.setAttributes(UserAttributes(region: "r\(Int.random(in: 0..<3, using: &random))"), userID: user)
             case 18:
@@ -138,5 +143,7 @@ import Testing
             return await group.reduce(into: []) { $0 += $1 }
         }
         #expect(failures.isEmpty, "\(failures.count) of 720 operations failed: \(failures.prefix(12).map { $0.prefix(900) }.joined(separator: "\n\n"))")
+        // Accepts, fan-outs, the history sink, marks, purges and erasures all moved them.
+        #expect(try await InboxRecount.mismatches(in: store) == [])
     }
 }

@@ -610,23 +610,6 @@ import Testing
         await #expect(throws: HeraldError.self) { _ = try await store.history(userID: "a", limit: 10, before: "not-a-cursor") }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func readReceiptsCountUnread(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
-        var sent: [ObjectID] = []
-        for _ in 0..<3 {
-            let n = notification(["a"])
-            _ = try await store.accept(n, recipients: 1, deliveries: [], idempotencySince: t0)
-            try await store.appendHistory([(n.id, "a"), (n.id, "b")], at: t0)
-            sent.append(n.id)
-        }
-        #expect(try await store.markRead(userID: "a", ids: [sent[0], sent[1], ids.next()]) == 1)
-        #expect(try await store.markRead(userID: "a", ids: [sent[0]]) == 1, "marking twice is harmless")
-        #expect(try await store.markRead(userID: "b", ids: []) == 3, "one user's receipts leave others alone")
-        let page = try await store.history(userID: "a", limit: 10, before: nil)
-        #expect(page.items.map(\.read) == [false, true, true])
-    }
-
     /// Group commit: many accepts at once share transactions, yet each gets its own receipt,
     /// and a repeated idempotency key is stored once whichever batch its copies land in.
     @Test(arguments: StoreKind.allCases)

@@ -6,6 +6,8 @@ public enum StoreChange: Sendable, Equatable {
     case content
     /// These users' attributes changed: the content they see may have.
     case attributes(users: [String])
+    /// These users' inbox states changed (a mark, a snooze ending): their counts may have.
+    case inbox(users: [String])
 }
 
 /// Tells live readers what was committed, in this process and (PostgreSQL) in every other.

@@ -16,9 +16,18 @@ public struct HistoryItem: Sendable, Equatable {
     public var timestamp: Date
     /// Whether the user marked it read.
     public var read: Bool
+    /// Whether a list showing it was shown (docs/inbox.md); reading implies it.
+    public var seen: Bool
+    /// Whether the user archived it.
+    public var archived: Bool
+    /// Until when it is snoozed; nil when it is not.
+    public var snoozedUntil: Date?
 
     /// A row as stored.
-    public init(notificationID: ObjectID, title: String, body: String, type: String, url: String?, timestamp: Date, read: Bool) {
+    public init(
+        notificationID: ObjectID, title: String, body: String, type: String, url: String?, timestamp: Date, read: Bool, seen: Bool = false,
+        archived: Bool = false, snoozedUntil: Date? = nil
+    ) {
         self.notificationID = notificationID
         self.title = title
         self.body = body
@@ -26,6 +35,9 @@ public struct HistoryItem: Sendable, Equatable {
         self.url = url
         self.timestamp = timestamp
         self.read = read
+        self.seen = seen
+        self.archived = archived
+        self.snoozedUntil = snoozedUntil
     }
 }
 

@@ -285,8 +285,6 @@ public protocol HistoryStore: Sendable {
     func appendHistory(_ entries: [(notificationID: ObjectID, userID: String)], at date: Date, leases: [DeliveryLease]?) async throws
     /// Newest first. `before` is a cursor from an earlier page.
     func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage
-    /// Marks the given notifications read for the user and returns the unread count.
-    func markRead(userID: String, ids: [ObjectID]) async throws -> Int
     /// The user's rows written after `sequence`, oldest first: what a resumed stream replays.
     /// Sequences grow in commit order for each user, so reading from the last one seen misses
     /// nothing.

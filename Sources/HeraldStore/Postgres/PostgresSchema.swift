@@ -356,6 +356,8 @@ enum PostgresSchema {
         ("v19-folding", FoldingSQL.migration),
         // As SQLite's v23: pending fan-outs read in index order.
         ("v20-fanout-paging", FanOutJobSQL.pagingMigration),
+        // As SQLite's v24: inbox states and their counters (docs/inbox.md).
+        ("v21-inbox", InboxSQL.columns + InboxSQL.postgresTriggers),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

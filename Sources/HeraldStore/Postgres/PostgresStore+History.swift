@@ -117,8 +117,8 @@ extension PostgresStore {
                 FROM recipients
                 RETURNING 1
             ), written AS (
-                INSERT INTO history (notification_id, user_id, read, created_at)
-                SELECT \(id.hex), user_id, 0, \(now) FROM recipients
+                INSERT INTO history (notification_id, user_id, read, created_at, type)
+                SELECT \(id.hex), user_id, 0, \(now), (SELECT type FROM notifications WHERE id = \(id.hex)) FROM recipients
                 ON CONFLICT (notification_id, user_id) DO NOTHING
                 RETURNING user_id
             ), \(unescaped: StoreChangeMessage.historyNotices(of: "written", channel: changeChannel))
@@ -131,7 +131,7 @@ extension PostgresStore {
         try await withConnection { session in
             try await session.rows(
                 """
-                SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                SELECT \(unescaped: StoredRecords.historyColumns)
                 FROM history h JOIN notifications n ON n.id = h.notification_id
                 WHERE h.user_id = \(userID) AND h.seq > \(sequence)
                 ORDER BY h.seq LIMIT \(limit)
@@ -151,21 +151,13 @@ extension PostgresStore {
         return try await withConnection { session in
             let rows = try await session.rows(
                 """
-                SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                SELECT \(unescaped: StoredRecords.historyColumns)
                 FROM history h JOIN notifications n ON n.id = h.notification_id
                 WHERE h.user_id = \(userID) AND h.seq < \(beforeSeq)
                 ORDER BY h.seq DESC LIMIT \(limit + 1)
                 """
             )
             return HistoryPage(items: try rows.prefix(limit).map(StoredRecords.historyItem), next: try StoredRecords.nextCursor(rows, limit: limit))
-        }
-    }
-
-    public func markRead(userID: String, ids: [ObjectID]) async throws -> Int {
-        let hexIDs = ids.map(\.hex)
-        return try await transaction { session in
-            try await session.execute("UPDATE history SET read = 1 WHERE user_id = \(userID) AND read = 0 AND notification_id = ANY(\(hexIDs))")
-            return try await session.row("SELECT COUNT(*) AS unread FROM history WHERE user_id = \(userID) AND read = 0")?.int("unread") ?? 0
         }
     }
 }

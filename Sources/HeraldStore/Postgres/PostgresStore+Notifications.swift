@@ -204,8 +204,11 @@ extension PostgresStore {
                         NULLIF(fold, '')
                     FROM planned
                 ), written AS (
-                    INSERT INTO history (notification_id, user_id, read, created_at)
-                    SELECT notification_id, user_id, 0, created_at
+                    INSERT INTO history (notification_id, user_id, read, created_at, type)
+                    SELECT notification_id, user_id, 0, created_at,
+                        -- This statement's own notifications are not visible to its sub-statements.
+                        COALESCE((SELECT w.type FROM UNNEST(\(ids)::text[], \(types)::text[]) AS w(id, type) WHERE w.id = entry.notification_id),
+                            \(unescaped: InboxSQL.type(of: "entry.notification_id")))
                     FROM UNNEST(\(historyNotifications)::text[], \(historyUsers)::text[], \(historyTimes)::int8[]) AS entry(notification_id, user_id, created_at)
                     ON CONFLICT (notification_id, user_id) DO NOTHING
                     RETURNING user_id

@@ -7,10 +7,10 @@ extension PostgresStore: SharedSQLDatabase {
         try await withConnection { session in try await Self.run(query, session) }
     }
 
-    public func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow] {
+    public func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]] {
         try await transaction { session in
-            var rows: [SharedRow] = []
-            for statement in statements { rows = try await Self.run(statement, session) }
+            var rows: [[SharedRow]] = []
+            for statement in statements { rows.append(try await Self.run(statement, session)) }
             if let change { try await session.announce(change) }
             return rows
         }

@@ -176,6 +176,7 @@ extension PostgresStore {
             )
             erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.history = try await session.rows("DELETE FROM history WHERE user_id = \(userID) RETURNING 1 AS erased").count
+            try await session.execute("DELETE FROM inbox_counts WHERE user_id = \(userID)")
             // Their card counter before their cards, as every card write locks it first
             // (``lockUsers(_:_:)``): deleted after, a score upload holding it waited for a card
             // row this erasure had deleted while the erasure waited for the counter, a deadlock.

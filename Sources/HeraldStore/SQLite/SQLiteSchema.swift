@@ -371,6 +371,9 @@ enum SQLiteSchema {
         migrator.registerMigration("v23-fanout-paging") { db in
             for statement in FanOutJobSQL.pagingMigration { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v24-inbox") { db in
+            for statement in InboxSQL.columns + InboxSQL.sqliteTriggers { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -152,7 +152,8 @@ extension SQLiteStore {
         let recipients = db.changesCount
         let written = try String.fetchAll(
             db,
-            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) SELECT ?, user_id, 0, ? FROM (\(source)) RETURNING user_id",
+            sql:
+                "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) SELECT $1, user_id, 0, ?, \(InboxSQL.type(of: "$1")) FROM (\(source)) RETURNING user_id",
             arguments: [id.hex, now] + arguments
         )
         return (recipients, written)

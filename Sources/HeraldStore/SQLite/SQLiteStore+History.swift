@@ -21,7 +21,8 @@ extension SQLiteStore {
     /// History rows, each written once per (notification, user): for the history sink, and
     /// inside an accept for users (whose deliveries are then stored as delivered).
     static func writeHistory(_ entries: [(notification: String, user: String)], at now: Int64, _ db: Database) throws {
-        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at) VALUES (?, ?, 0, ?)")
+        let statement = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) VALUES ($1, ?, 0, ?, \(InboxSQL.type(of: "$1")))")
         for entry in entries {
             try statement.execute(arguments: [entry.notification, entry.user, now])
         }
@@ -32,7 +33,7 @@ extension SQLiteStore {
             let rows = try Row.fetchAll(
                 try db.cachedStatement(
                     sql: """
-                        SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                        SELECT \(StoredRecords.historyColumns)
                         FROM history h JOIN notifications n ON n.id = h.notification_id
                         WHERE h.user_id = ? AND h.seq > ?
                         ORDER BY h.seq LIMIT ?
@@ -55,7 +56,7 @@ extension SQLiteStore {
             let rows = try Row.fetchAll(
                 try db.cachedStatement(
                     sql: """
-                        SELECT h.seq, h.read, n.id, n.title, n.body, n.type, n.url, n.timestamp
+                        SELECT \(StoredRecords.historyColumns)
                         FROM history h JOIN notifications n ON n.id = h.notification_id
                         WHERE h.user_id = ? AND h.seq < ?
                         ORDER BY h.seq DESC LIMIT ?
@@ -65,18 +66,6 @@ extension SQLiteStore {
             let items = try rows.prefix(limit).map(StoredRecords.historyItem)
             let next = try StoredRecords.nextCursor(rows, limit: limit)
             return HistoryPage(items: items, next: next)
-        }
-    }
-
-    public func markRead(userID: String, ids: [ObjectID]) async throws -> Int {
-        try await groupCommitted { db in
-            for chunk in ids.map(\.hex).chunked(500) {
-                try db.execute(
-                    sql: "UPDATE history SET read = 1 WHERE user_id = ? AND read = 0 AND notification_id IN (\(Self.placeholders(chunk.count)))",
-                    arguments: StatementArguments([userID]) + StatementArguments(chunk)
-                )
-            }
-            return try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM history WHERE user_id = ? AND read = 0"), arguments: [userID]) ?? 0
         }
     }
 }

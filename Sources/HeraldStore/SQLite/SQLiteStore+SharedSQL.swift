@@ -7,11 +7,9 @@ extension SQLiteStore: SharedSQLDatabase {
         try await writer.read { db in try Self.run(query, db) }
     }
 
-    public func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow] {
+    public func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]] {
         let rows = try await writer.write { db in
-            var rows: [SharedRow] = []
-            for statement in statements { rows = try Self.run(statement, db) }
-            return rows
+            try statements.map { try Self.run($0, db) }
         }
         if let change { changes.send(change) }
         return rows

@@ -231,6 +231,7 @@ extension SQLiteStore {
             erased.subscriptions = db.changesCount
             try db.execute(sql: "DELETE FROM history WHERE user_id = ?", arguments: [userID])
             erased.history = db.changesCount
+            try db.execute(sql: "DELETE FROM inbox_counts WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM events WHERE user_id = ?", arguments: [userID])
             erased.events = db.changesCount
             try db.execute(sql: "DELETE FROM user_cards WHERE user_id = ?", arguments: [userID])

@@ -1,0 +1,141 @@
+/// The inbox's states on history rows and the counters that follow them (docs/inbox.md): each
+/// row is `seen`, `read`, `archived` or snoozed (`snoozed_until`), and `inbox_counts` holds,
+/// per user and type, how many rows are unseen, unread and archived. Triggers keep the counters
+/// in the transaction that inserts, changes or deletes a row, whichever path does it (an accept,
+/// a fan-out page, the history sink, a mark, a purge, an erasure), so they never drift from a
+/// recount and nobody counts history per request.
+package enum InboxSQL {
+    /// A row's share of each counter, for the row named `row` (`NEW`, `OLD`, a table alias):
+    /// unseen and unread count only rows in the inbox (neither archived nor snoozed).
+    package static func shares(of row: String) -> (unseen: String, unread: String, archived: String) {
+        let active = "\(row).archived = 0 AND \(row).snoozed_until IS NULL"
+        return (
+            "CASE WHEN \(row).seen = 0 AND \(active) THEN 1 ELSE 0 END",
+            "CASE WHEN \(row).read = 0 AND \(active) THEN 1 ELSE 0 END",
+            "CASE WHEN \(row).archived = 1 THEN 1 ELSE 0 END"
+        )
+    }
+
+    /// Columns, their values for rows written before, indexes and the counters, on both engines.
+    static let columns = [
+        "ALTER TABLE history ADD COLUMN seen BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE history ADD COLUMN archived BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE history ADD COLUMN snoozed_until BIGINT",
+        // The notification's type, kept on the row so a user's items filter and count by it.
+        "ALTER TABLE history ADD COLUMN type TEXT NOT NULL DEFAULT ''",
+        // A row read before states existed was shown: reading implies seeing.
+        "UPDATE history SET seen = 1 WHERE read = 1",
+        "UPDATE history SET type = COALESCE((SELECT n.type FROM notifications n WHERE n.id = history.notification_id), '')",
+        "DROP INDEX history_unread",
+        "CREATE INDEX history_unread ON history(user_id, seq) WHERE read = 0",
+        "CREATE INDEX history_unseen ON history(user_id, seq) WHERE seen = 0",
+        "CREATE INDEX history_by_type ON history(user_id, type, seq)",
+        "CREATE INDEX history_archived ON history(user_id, seq) WHERE archived = 1",
+        "CREATE INDEX history_snoozed ON history(snoozed_until) WHERE snoozed_until IS NOT NULL",
+        // Retention per state (`retention.inbox_read`, `retention.inbox_archived`).
+        "CREATE INDEX history_read_by_age ON history(created_at) WHERE read = 1",
+        "CREATE INDEX history_archived_by_age ON history(created_at) WHERE archived = 1",
+        """
+        CREATE TABLE inbox_counts (
+            user_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            unseen BIGINT NOT NULL DEFAULT 0,
+            unread BIGINT NOT NULL DEFAULT 0,
+            archived BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, type)
+        )
+        """,
+        {
+            let share = shares(of: "h")
+            return """
+                INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
+                SELECT h.user_id, h.type, SUM(\(share.unseen)), SUM(\(share.unread)), SUM(\(share.archived))
+                FROM history h GROUP BY h.user_id, h.type
+                """
+        }(),
+    ]
+
+    /// SQLite: a trigger per row, each one upsert or update of one counter row.
+    static let sqliteTriggers: [String] = {
+        let new = shares(of: "NEW")
+        let old = shares(of: "OLD")
+        return [
+            """
+            CREATE TRIGGER inbox_counts_inserted AFTER INSERT ON history BEGIN
+                INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
+                VALUES (NEW.user_id, NEW.type, \(new.unseen), \(new.unread), \(new.archived))
+                ON CONFLICT (user_id, type) DO UPDATE SET unseen = unseen + excluded.unseen, unread = unread + excluded.unread,
+                    archived = archived + excluded.archived;
+            END
+            """,
+            """
+            CREATE TRIGGER inbox_counts_deleted AFTER DELETE ON history BEGIN
+                UPDATE inbox_counts SET unseen = unseen - \(old.unseen), unread = unread - \(old.unread), archived = archived - \(old.archived)
+                WHERE user_id = OLD.user_id AND type = OLD.type;
+            END
+            """,
+            """
+            CREATE TRIGGER inbox_counts_changed AFTER UPDATE OF seen, read, archived, snoozed_until ON history
+            WHEN \(new.unseen) <> \(old.unseen) OR \(new.unread) <> \(old.unread) OR \(new.archived) <> \(old.archived) BEGIN
+                UPDATE inbox_counts SET unseen = unseen + \(new.unseen) - \(old.unseen), unread = unread + \(new.unread) - \(old.unread),
+                    archived = archived + \(new.archived) - \(old.archived)
+                WHERE user_id = NEW.user_id AND type = NEW.type;
+            END
+            """,
+        ]
+    }()
+
+    /// PostgreSQL: a trigger per statement over its transition tables, so a fan-out's insert of
+    /// a million rows is one grouped upsert, in (user, type) order: two writers lock counter
+    /// rows in the same order and never wait on each other in a cycle.
+    static let postgresTriggers: [String] = {
+        func sums(_ table: String, sign: String) -> String {
+            let share = shares(of: "r")
+            return """
+                SELECT r.user_id, r.type, \(sign)(\(share.unseen)) AS unseen, \(sign)(\(share.unread)) AS unread, \(sign)(\(share.archived)) AS archived
+                FROM \(table) r
+                """
+        }
+        func function(_ name: String, _ body: String) -> String {
+            "CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \(body); RETURN NULL; END $$"
+        }
+        let grouped = "SELECT user_id, type, SUM(unseen) AS unseen, SUM(unread) AS unread, SUM(archived) AS archived FROM changes GROUP BY user_id, type"
+        let apply = """
+            UPDATE inbox_counts c SET unseen = c.unseen + d.unseen, unread = c.unread + d.unread, archived = c.archived + d.archived
+            FROM (SELECT * FROM (\(grouped)) AS g WHERE unseen <> 0 OR unread <> 0 OR archived <> 0 ORDER BY user_id, type) AS d
+            WHERE c.user_id = d.user_id AND c.type = d.type
+            """
+        return [
+            function(
+                "herald_inbox_inserted",
+                """
+                WITH changes AS (\(sums("added", sign: "")))
+                INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
+                SELECT * FROM (\(grouped)) AS g ORDER BY user_id, type
+                ON CONFLICT (user_id, type) DO UPDATE SET unseen = inbox_counts.unseen + excluded.unseen,
+                    unread = inbox_counts.unread + excluded.unread, archived = inbox_counts.archived + excluded.archived
+                """),
+            function("herald_inbox_deleted", "WITH changes AS (\(sums("removed", sign: "-"))) \(apply)"),
+            function(
+                "herald_inbox_changed",
+                "WITH changes AS (\(sums("new_rows", sign: "")) UNION ALL \(sums("old_rows", sign: "-"))) \(apply)"),
+            """
+            CREATE TRIGGER inbox_counts_inserted AFTER INSERT ON history
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_inserted()
+            """,
+            """
+            CREATE TRIGGER inbox_counts_deleted AFTER DELETE ON history
+            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_deleted()
+            """,
+            """
+            CREATE TRIGGER inbox_counts_changed AFTER UPDATE ON history
+            REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_changed()
+            """,
+        ]
+    }()
+
+    /// The type a history row is written with: its notification's, read in the same statement.
+    static func type(of notificationID: String) -> String {
+        "COALESCE((SELECT n.type FROM notifications n WHERE n.id = \(notificationID)), '')"
+    }
+}
