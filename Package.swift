@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HeraldContent", targets: ["HeraldContent"]),
         .library(name: "HeraldCards", targets: ["HeraldCards"]),
         .library(name: "HeraldLive", targets: ["HeraldLive"]),
+        .library(name: "HeraldInbox", targets: ["HeraldInbox"]),
         .library(name: "HeraldProcessTuning", targets: ["HeraldProcessTuning"]),
         .library(name: "HeraldHistorySink", targets: ["HeraldHistorySink"]),
         .library(name: "HeraldConsoleSink", targets: ["HeraldConsoleSink"]),
@@ -314,12 +315,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The inbox (docs/inbox.md): states and counts on history, marks, badges, the sync push
+        // that keeps a user's devices in step, snoozes ending; its store on both engines.
+        .target(
+            name: "HeraldInbox",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldServer",
             dependencies: [
                 "HeraldCore",
                 "HeraldHTTP",
                 "HeraldContent",
+                "HeraldInbox",
                 "HeraldCards",
                 "HeraldLive",
                 "HeraldStore",
@@ -434,6 +450,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldInboxTests",
+            dependencies: ["HeraldInbox", "HeraldCore", "HeraldStore", "HeraldTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldContentTests",
             dependencies: ["HeraldContent", "HeraldCore", "HeraldStore", "HeraldTestSupport"],
             swiftSettings: swiftSettings
@@ -441,7 +462,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldInbox", "HeraldTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

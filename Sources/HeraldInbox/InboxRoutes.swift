@@ -1,0 +1,120 @@
+import Foundation
+import HeraldCore
+public import HeraldHTTP
+public import Hummingbird
+
+/// `POST /api/inbox/mark` and `GET /api/inbox/counts` (docs/inbox.md), acting for one user.
+public struct InboxRoutes: Sendable {
+    public let store: any InboxStore
+    /// Whether a type filter names a type this server knows.
+    let knownType: @Sendable (String) -> Bool
+    /// Told of every mark that changed something, with the installation that made it (a device
+    /// token's `device_id`), so the user's other devices can be brought in step.
+    let changed: @Sendable (_ userID: String, _ counts: InboxCounts, _ madeBy: String?) -> Void
+    let clock: @Sendable () -> Date
+
+    /// Ids one mark may list, as `POST /api/notifications/read` takes.
+    public static let maxIDs = 1_000
+    /// How far ahead a snooze may end.
+    public static let maxSnooze: TimeInterval = 366 * 86_400
+
+    public init(
+        store: any InboxStore, knownType: @escaping @Sendable (String) -> Bool,
+        changed: @escaping @Sendable (_ userID: String, _ counts: InboxCounts, _ madeBy: String?) -> Void,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.knownType = knownType
+        self.changed = changed
+        self.clock = clock
+    }
+
+    public func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+        table.add(router, .post, "/api/inbox/mark", mark)
+        table.add(router, .get, "/api/inbox/counts", counts)
+    }
+
+    struct MarkBody: Decodable {
+        var ids: [String]?
+        var all: Bool?
+        var type: String?
+        var before: String?
+        var change: String?
+        var until: String?
+
+        static let fields: Set<String> = ["ids", "all", "type", "before", "change", "until"]
+    }
+
+    @Sendable func mark(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let userID = try context.actingUser(request)
+        let body = try await JSONBody.decode(MarkBody.self, from: request, context: context, knownFields: MarkBody.fields)
+        let now = clock()
+        let (selection, change) = try parse(body, now: now)
+        let result = try await mark(userID: userID, selection, change, at: now, madeBy: context.deviceID)
+        return JSONBody.response(bytes: result.counts.json)
+    }
+
+    /// A mark, and the notice to the user's other devices when it changed anything: what the
+    /// route does, and what `POST /api/notifications/read` does with its ids.
+    public func mark(
+        userID: String, _ selection: InboxSelection, _ change: InboxChange, at now: Date, madeBy: String?
+    ) async throws
+        -> InboxMarkResult
+    {
+        let result = try await store.mark(userID: userID, selection, change, at: now)
+        if result.changed > 0 { changed(userID, result.counts, madeBy) }
+        return result
+    }
+
+    /// The selection and change `body` asks for, or a 422 naming the field at fault.
+    func parse(_ body: MarkBody, now: Date) throws -> (InboxSelection, InboxChange) {
+        guard let name = body.change else { throw HeraldError.missingField("change") }
+        let change: InboxChange
+        switch name {
+        case "seen": change = .seen
+        case "read": change = .read
+        case "unread": change = .unread
+        case "archived": change = .archived
+        case "unarchived": change = .unarchived
+        case "snooze":
+            guard let text = body.until else { throw HeraldError.missingField("until") }
+            guard let until = Timestamp.parse(text) else { throw HeraldError.invalidField("until", "must be an RFC 3339 date-time") }
+            guard until > now else { throw HeraldError.invalidField("until", "must be in the future") }
+            guard until.timeIntervalSince(now) <= Self.maxSnooze else { throw HeraldError.invalidField("until", "must be at most 366 days ahead") }
+            change = .snooze(until: until)
+        default:
+            throw HeraldError.invalidField("change", "must be one of \(InboxChange.names.joined(separator: ", "))")
+        }
+        if body.until != nil, name != "snooze" { throw HeraldError.invalidField("until", "is only for \"change\": \"snooze\"") }
+        switch (body.ids, body.all) {
+        case (.some, .some):
+            throw HeraldError.invalidField("all", "give 'ids' or 'all', not both")
+        case (.none, .none):
+            throw HeraldError.missingField("ids")
+        case (.some(let texts), .none):
+            if body.type != nil { throw HeraldError.invalidField("type", "narrows 'all' only; with 'ids' the ids say which items") }
+            if body.before != nil { throw HeraldError.invalidField("before", "narrows 'all' only; with 'ids' the ids say which items") }
+            guard !texts.isEmpty else { throw HeraldError.invalidField("ids", "must have at least one entry") }
+            guard texts.count <= Self.maxIDs else { throw HeraldError.invalidField("ids", "must have at most \(Self.maxIDs) entries") }
+            let ids = try texts.enumerated().map { index, text in
+                guard let id = ObjectID(text) else { throw HeraldError.invalidField("ids[\(index)]", "must be a 24-character lowercase hex notification id") }
+                return id
+            }
+            return (.ids(ids), change)
+        case (.none, .some(let all)):
+            guard all else { throw HeraldError.invalidField("all", "must be true (to mark some items, list their 'ids')") }
+            if let type = body.type, !knownType(type) { throw HeraldError.invalidField("type", "is not a notification type this server knows") }
+            var before: Date?
+            if let text = body.before {
+                guard let date = Timestamp.parse(text) else { throw HeraldError.invalidField("before", "must be an RFC 3339 date-time") }
+                before = date
+            }
+            return (.all(type: body.type, before: before), change)
+        }
+    }
+
+    @Sendable func counts(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let userID = try context.actingUser(request)
+        return JSONBody.response(bytes: try await store.counts(userID: userID).json)
+    }
+}
