@@ -51,7 +51,7 @@ public final class WebPushSink: ReleasingSink {
     }
 
     public let name: String
-    public let capabilities: SinkCapabilities = [.push, .endpointPerDevice]
+    public let capabilities: SinkCapabilities = [.push, .endpointPerDevice, .badge]
     public let providers: DeviceProviders = .only([WebPushSink.provider])
     let configuration: Configuration
     private let clients: SinkHTTPClients
@@ -248,20 +248,23 @@ public final class WebPushSink: ReleasingSink {
 
     // MARK: Notifications
 
-    /// What a service worker receives in its `push` event, as JSON.
-    static func payload(for notification: HeraldNotification, distribution: Distribution) -> Data {
+    /// What a service worker receives in its `push` event, as JSON; `badge` is the user's
+    /// unread count when a module keeps one, for the worker's `navigator.setAppBadge`.
+    static func payload(for notification: HeraldNotification, distribution: Distribution, badge: Int? = nil) -> Data {
         var object: [String: JSONValue] = [
             "id": .string(notification.id.hex), "timestamp": .string(Timestamp.format(notification.timestamp)), "type": .string(notification.type),
             "url": notification.url.map(JSONValue.string) ?? .null, "title": .string(notification.title), "body": .string(notification.body),
             "distribution": .string(distribution.rawValue),
         ]
         if !notification.data.isEmpty { object["data"] = .object(notification.data.mapValues(JSONValue.string)) }
+        if let badge { object["badge"] = .integer(Int64(badge)) }
         return Data(JSONValue.object(object).canonicalText.utf8)
     }
 
     /// A notification whose payload could not fit one encrypted record is refused at accept.
     public func validate(_ notification: HeraldNotification) throws {
-        let size = Distribution.allCases.map { Self.payload(for: notification, distribution: $0).count }.max() ?? 0
+        // With the widest badge, so a badge added at send never makes it too large.
+        let size = Distribution.allCases.map { Self.payload(for: notification, distribution: $0, badge: .max).count }.max() ?? 0
         guard size <= WebPushPayload.maxPlaintextBytes else {
             throw HeraldError(
                 .unprocessable, code: "payload_too_large_for_webpush",
@@ -328,7 +331,7 @@ public final class WebPushSink: ReleasingSink {
         }
         do {
             let body = try WebPushPayload.encrypt(
-                Self.payload(for: delivery.notification, distribution: delivery.distribution), receiverPublicKey: subscription.p256dh,
+                Self.payload(for: delivery.notification, distribution: delivery.distribution, badge: delivery.badge), receiverPublicKey: subscription.p256dh,
                 authSecret: subscription.auth
             )
             var headers = HTTPHeaders([

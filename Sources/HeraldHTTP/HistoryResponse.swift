@@ -17,19 +17,30 @@ package struct HistoryResponse: Encodable {
         var notification: Content
         var data: Data
         var read: Bool
+        /// The inbox's states (docs/inbox.md), written only when a read names a `state`: without
+        /// one, an item is exactly as Pong apps parse it.
+        var states: States?
+        struct States: Encodable {
+            var seen: Bool
+            var archived: Bool
+            var snoozed_until: Nullable<String>
+        }
 
-        package init(_ item: HistoryItem, timestamps: TimestampStyle) {
+        package init(_ item: HistoryItem, timestamps: TimestampStyle, states: Bool = false) {
             notification = .init(title: item.title, body: item.body)
             data = .init(id: item.notificationID.hex, timestamp: timestamps.format(item.timestamp), type: item.type, url: Nullable(item.url))
             read = item.read
+            if states {
+                self.states = States(seen: item.seen, archived: item.archived, snoozed_until: Nullable(item.snoozedUntil.map(timestamps.format)))
+            }
         }
     }
 
     package var history: [Item]
     package var next: Nullable<String>
 
-    package init(_ page: HistoryPage, timestamps: TimestampStyle) {
-        history = page.items.map { Item($0, timestamps: timestamps) }
+    package init(_ page: HistoryPage, timestamps: TimestampStyle, states: Bool = false) {
+        history = page.items.map { Item($0, timestamps: timestamps, states: states) }
         next = Nullable(page.next)
     }
 
@@ -52,6 +63,10 @@ package struct HistoryResponse: Encodable {
 extension HistoryResponse.Item {
     package func write(to writer: inout JSONWriter) {
         writer.object { item in
+            if let states {
+                item.key("archived")
+                item.bool(states.archived)
+            }
             item.key("data")
             item.object { fields in
                 fields.member("id", data.id)
@@ -67,6 +82,12 @@ extension HistoryResponse.Item {
             }
             item.key("read")
             item.bool(read)
+            if let states {
+                item.key("seen")
+                item.bool(states.seen)
+                item.key("snoozed_until")
+                if let until = states.snoozed_until.value { item.string(until) } else { item.null() }
+            }
         }
     }
 }

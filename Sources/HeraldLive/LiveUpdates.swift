@@ -35,6 +35,7 @@ package struct LiveUpdates: Service {
             // Whatever was committed while nobody listened: every stream looks again.
             streams.postAll(.history)
             streams.postAll(.content)
+            streams.postAll(.inbox)
         }
         await keepWatching("storage's change notifications for live streams", logger: logger, afterFailure: lookAgain) {
             try await store.watchChanges { [streams] change in
@@ -42,6 +43,7 @@ package struct LiveUpdates: Service {
                 case .history(let users): streams.post(.history, users: users)
                 case .content: streams.postAll(.content)
                 case .attributes(let users): streams.post(.content, users: users)
+                case .inbox(let users): streams.post(.inbox, users: users)
                 }
             }
         }

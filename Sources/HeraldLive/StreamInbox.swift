@@ -4,7 +4,7 @@ import Synchronization
 /// costs one re-read and nothing queues behind a slow client.
 final class StreamInbox: Sendable {
     enum Kind: Sendable, Hashable {
-        case history, content, feed, heartbeat
+        case history, content, feed, inbox, heartbeat
     }
 
     private struct State {

@@ -9,7 +9,8 @@ import ServiceLifecycle
 /// `GET /api/stream`: a user's live updates as Server-Sent Events, so no app has to poll.
 /// `notification` events replay history rows (their ids are history sequences, so
 /// `Last-Event-ID` resumes without gaps); `content` and `feed` events carry the version (the
-/// entity tag without quotes) of what `GET /api/content` and `GET /feed/index.json` answer now.
+/// entity tag without quotes) of what `GET /api/content` and `GET /feed/index.json` answer now;
+/// `inbox` events carry the user's inbox counts (docs/inbox.md), at connect and on change.
 package struct StreamRoutes {
     let store: any HistoryStore
     let streams: LiveStreams
@@ -21,6 +22,9 @@ package struct StreamRoutes {
     /// What `GET /api/content` answers a user now (the content module's document), whose tag
     /// is the version a `content` event carries.
     let content: @Sendable (_ userID: String) async throws -> Data
+    /// What `GET /api/inbox/counts` answers a user now, which an `inbox` event carries; nil
+    /// when no inbox module is composed.
+    let inboxCounts: (@Sendable (_ userID: String) async throws -> [UInt8])?
     let heartbeat: Duration
     let timestamps: TimestampStyle
     /// Whether a stream's token still holds: a stream opened with a user or device token ends,
@@ -31,13 +35,15 @@ package struct StreamRoutes {
     package init(
         store: any HistoryStore, streams: LiveStreams, feedQuery: @escaping @Sendable (Request) throws -> FeedQuery,
         feedTag: @escaping @Sendable (FeedQuery) throws -> String, content: @escaping @Sendable (_ userID: String) async throws -> Data,
-        heartbeat: Duration, timestamps: TimestampStyle, tokenStillValid: @escaping @Sendable (UserToken) async -> Bool
+        inboxCounts: (@Sendable (_ userID: String) async throws -> [UInt8])? = nil, heartbeat: Duration, timestamps: TimestampStyle,
+        tokenStillValid: @escaping @Sendable (UserToken) async -> Bool
     ) {
         self.store = store
         self.streams = streams
         self.feedQuery = feedQuery
         self.feedTag = feedTag
         self.content = content
+        self.inboxCounts = inboxCounts
         self.heartbeat = heartbeat
         self.timestamps = timestamps
         self.tokenStillValid = tokenStillValid
@@ -94,6 +100,7 @@ package struct StreamRoutes {
                     try await session.catchUp(&writer)
                     try await session.announceContent(&writer)
                     try await session.announceFeed(&writer)
+                    try await session.announceInbox(&writer)
                     while let kinds = await opened.inbox.next() {
                         if kinds.contains(.heartbeat), let token, await !tokenStillValid(token) {
                             try await writer.write(ByteBuffer(string: ": the token has ended; sign in again\n\n"))
@@ -103,6 +110,8 @@ package struct StreamRoutes {
                         if kinds.contains(.content) { try await session.announceContent(&writer) }
                         // The feed also changes as messages expire, which no reload announces.
                         if kinds.contains(.feed) || kinds.contains(.heartbeat) { try await session.announceFeed(&writer) }
+                        // A new history row is unread: the counts move with it.
+                        if kinds.contains(.inbox) || kinds.contains(.history) { try await session.announceInbox(&writer) }
                         if kinds.contains(.heartbeat) { try await writer.write(ByteBuffer(string: ": heartbeat\n\n")) }
                     }
                     group.cancelAll()
@@ -128,6 +137,7 @@ package struct StreamRoutes {
         var cursor: Int64 = 0
         var contentVersion: String?
         var feedVersion: String?
+        var inboxCounts: [UInt8]?
 
         init(userID: String, feedQuery: FeedQuery, routes: StreamRoutes) {
             self.userID = userID
@@ -166,6 +176,18 @@ package struct StreamRoutes {
             guard version != feedVersion else { return }
             feedVersion = version
             try await writer.write(event("feed", version: version))
+        }
+
+        /// The counts as an `inbox` event when they differ from the last sent.
+        mutating func announceInbox(_ writer: inout any ResponseBodyWriter) async throws {
+            guard let read = routes.inboxCounts else { return }
+            let counts = try await read(userID)
+            guard counts != inboxCounts else { return }
+            inboxCounts = counts
+            var buffer = ByteBuffer(string: "id: \(cursor)\nevent: inbox\ndata: ")
+            buffer.writeBytes(counts)
+            buffer.writeString("\n\n")
+            try await writer.write(buffer)
         }
 
         private func event(_ name: String, version: String) -> ByteBuffer {

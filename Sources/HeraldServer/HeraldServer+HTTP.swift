@@ -3,6 +3,7 @@ import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
+import HeraldInbox
 import HeraldLive
 public import Hummingbird
 import HummingbirdCore
@@ -44,9 +45,14 @@ extension HeraldServer {
             metricsPublic: configuration.metricsPublic
         )
         .register(on: router, table: routes)
+        let inboxRoutes = InboxRoutes(
+            store: inbox, knownType: { [types] in types.contains($0) },
+            changed: { [inboxSync] user, _, madeBy in inboxSync?.changed(userID: user, madeBy: madeBy) })
+        inboxRoutes.register(on: router, table: routes)
         UserRoutes(
-            store: store, router: service.router, sinks: sinks, types: types, ids: ids, maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics,
-            timestamps: configuration.timestamps, handOff: service.handOff, registrations: registrations, forms: registrationForms
+            store: store, inbox: inboxRoutes, router: service.router, sinks: sinks, types: types, ids: ids,
+            maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics, timestamps: configuration.timestamps, handOff: service.handOff,
+            registrations: registrations, forms: registrationForms
         ).register(on: router, table: routes)
         ExplainRoutes(service: service, circuits: engine.circuits, maxDevicesPerUser: configuration.maxDevicesPerUser).register(on: router, table: routes)
         SettingsRoutes(store: store, types: types, channels: sinks.choosableChannels, preferences: configuration.preferences)
@@ -69,7 +75,8 @@ extension HeraldServer {
         ).register(on: router, table: routes)
         StreamRoutes(
             store: store, streams: streams, feedQuery: { try FeedRoutes.query($0) }, feedTag: { try feedDocuments.document(for: $0, at: Date()).tag },
-            content: { try await content.document(for: $0, format: nil) }, heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps,
+            content: { try await content.document(for: $0, format: nil) }, inboxCounts: { [inbox] in try await inbox.counts(userID: $0).json },
+            heartbeat: configuration.streamHeartbeat, timestamps: configuration.timestamps,
             tokenStillValid: { [endedTokens] in await endedTokens.stillValid($0) }
         )
         .register(on: router, table: routes)
@@ -93,11 +100,20 @@ extension HeraldServer {
             staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
             idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
         )
+        var inboxPurges: [StorageMaintenance.ModulePurge] = []
+        if let retention = configuration.inboxArchivedRetention {
+            inboxPurges.append(
+                .init(kind: "inbox_archived", retention: retention, purge: { [inbox] in try await inbox.purge(archived: true, before: $0, limit: $1) }))
+        }
+        if let retention = configuration.inboxReadRetention {
+            inboxPurges.append(
+                .init(kind: "inbox_read", retention: retention, purge: { [inbox] in try await inbox.purge(archived: false, before: $0, limit: $1) }))
+        }
         let maintenance = StorageMaintenance(
             store: store, policy: policy,
             modulePurges: [
                 .init(kind: "events", retention: configuration.eventRetention, purge: { [cards] in try await cards.purgeEvents(before: $0, limit: $1) })
-            ],
+            ] + inboxPurges,
             logger: logger, metrics: metrics)
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
@@ -105,7 +121,13 @@ extension HeraldServer {
                 ("fan-out", fanOut), ("digests", digests), ("delivery workers", engine),
                 ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
-            ] + (managesMembership ? [("topic membership", membership)] : [])
+                (
+                    "snoozes",
+                    SnoozeEnding(store: inbox, logger: logger) { [inboxSync] users in
+                        for user in users { inboxSync?.changed(userID: user, madeBy: nil) }
+                    }
+                ),
+            ] + (managesMembership ? [("topic membership", membership)] : []) + (inboxSync.map { [("inbox sync pushes", $0)] } ?? [])
         let background: [any Service] = named.map { StoppingService(name: $0.0, base: $0.1, logger: logger) }
         let deadlines = RequestDeadlineLimits(
             head: TimeAmount(configuration.requestHeadTimeout),

@@ -3,6 +3,7 @@ import HeraldCards
 import HeraldContent
 import HeraldCore
 import HeraldHTTP
+public import HeraldInbox
 import HeraldLive
 public import HeraldStore
 import Hummingbird
@@ -67,6 +68,10 @@ public struct HeraldServer: Sendable {
     public let fanOut: FanOutWorker
     /// Counts held deliveries against caps and digest windows, and delivers digests (docs/timing.md).
     public let digests: DigestWorker
+    /// The inbox module's store (docs/inbox.md), on the same database as ``store``.
+    public let inbox: any InboxStore
+    /// The silent pushes that bring a user's other devices in step; nil when `inbox.sync_push` is off.
+    let inboxSync: InboxSync?
 
     /// Opens and migrates storage, ensures the bootstrap admin key, and wires every part.
     /// - Parameters:
@@ -77,8 +82,8 @@ public struct HeraldServer: Sendable {
     ///     (``RoutingPolicy``), consulted after the user's push settings.
     ///   - dueHooks: modules' say on each delivery as it becomes due (``DueHook``): hold it for
     ///     later or drop it.
-    ///   - badgeCounts: the module that keeps users' badges (``BadgeCounts``), for sinks that
-    ///     carry one.
+    ///   - badgeCounts: what keeps users' badges (``BadgeCounts``), for sinks that carry one;
+    ///     by default the inbox's unread counts (docs/inbox.md).
     public static func start(
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
         routingPolicies: [any RoutingPolicy] = [], dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, logger: Logger? = nil
@@ -118,9 +123,10 @@ public struct HeraldServer: Sendable {
                     policies: [PreferencePolicy(configuration.preferences)] + routingPolicies, defaultTimeZone: configuration.defaultTimeZone)
                 try configuration.checkCapChannels(Set(sinks.sinks.map { sinks.channel(of: $0).name }))
                 router.folding = Folding(caps: configuration.caps, critical: configuration.preferences.critical)
+                let inbox = SharedInboxStore(database: store)
                 let engine = DeliveryEngine(
                     queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
-                    badgeCounts: badgeCounts)
+                    badgeCounts: badgeCounts ?? inbox)
                 let digests = DigestWorker(store: store, router: router, ids: ids, logger: logger, onWork: { [engine] in engine.wake() })
                 let fanOut = FanOutWorker(
                     store: store, router: router, logger: logger,
@@ -165,7 +171,12 @@ public struct HeraldServer: Sendable {
                         perUser: configuration.registrationsPerUserPerMinute, perKey: configuration.registrationsPerKeyPerMinute),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser, maxTotal: configuration.resolvedMaxStreamsTotal),
                     membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
-                    fanOut: fanOut, digests: digests
+                    fanOut: fanOut, digests: digests, inbox: inbox,
+                    inboxSync: configuration.inboxSyncPush
+                        ? InboxSync(
+                            interval: configuration.inboxSyncInterval,
+                            send: InboxSyncPushes(users: store, inbox: inbox, router: router, sinks: sinks, ids: ids, logger: logger).send)
+                        : nil
                 )
             } catch {
                 // The sinks built so far hold clients: release them before giving up.

@@ -55,6 +55,9 @@ import Testing
             #expect("\"\(content.json["version"] as? String ?? "")\"" == contentNow.etag, "the version is the entity tag GET /api/content answers")
             let feed = try #require(try await stream.next())
             #expect(feed.event == "feed")
+            let inbox = try #require(try await stream.next())
+            #expect(inbox.event == "inbox")
+            #expect(inbox.json["unread"] as? Int == 0, "the inbox counts, as GET /api/inbox/counts answers them")
 
             try await Self.send(client, base, herald, title: "First", to: "ada")
             let first = try #require(try await stream.next(), "a notification event as the history row is written")
@@ -63,6 +66,9 @@ import Testing
             #expect((first.json["data"] as? [String: Any])?["type"] as? String == "comment")
             #expect(first.json["read"] as? Bool == false)
             let firstID = try #require(first.id.flatMap { Int64($0) })
+            let counted = try #require(try await stream.next(), "the counts move with it")
+            #expect(counted.event == "inbox")
+            #expect(counted.json["unread"] as? Int == 1)
             stream.cancel()
 
             // Away: two more arrive, then the app reconnects with the last id it saw.
@@ -82,11 +88,12 @@ import Testing
             #expect([second, third].map(\.event) == ["notification", "notification"])
             #expect([second, third].map { ($0.json["notification"] as? [String: Any])?["title"] as? String } == ["Second", "Third"])
             #expect([second, third].compactMap { $0.id.flatMap { Int64($0) } }.allSatisfy { $0 > firstID })
-            // Then only the current versions, once each.
-            let again = [try await resumed.next(), try await resumed.next()]
-            #expect(again.map { $0?.event } == ["content", "feed"])
+            // Then only the current versions and counts, once each.
+            let again = [try await resumed.next(), try await resumed.next(), try await resumed.next()]
+            #expect(again.map { $0?.event } == ["content", "feed", "inbox"])
             #expect(again.first??.data == content.data, "content unchanged: the same version")
             #expect(again.last??.id == third.id, "every event carries the history position to resume from")
+            #expect(again.last??.json["unread"] as? Int == 3)
             #expect(try await resumed.next(timeout: .milliseconds(300)) == nil, "nothing else: bob's notification is not ada's")
             resumed.cancel()
         }
@@ -100,8 +107,8 @@ import Testing
             defer { _ = client.shutdown() }
             let token = try await herald.userToken("ada")
             let stream = try await EventStreamReader.open(base + "/api/stream?region=QC", headers: [("Authorization", "Bearer \(token)")], client: client)
-            let initial = [try await stream.next(), try await stream.next()]
-            #expect(initial.map { $0?.event } == ["content", "feed"])
+            let initial = [try await stream.next(), try await stream.next(), try await stream.next()]
+            #expect(initial.map { $0?.event } == ["content", "feed", "inbox"])
 
             let items = js(["items": [["type": "banner", "title": "Welcome", "visibility": ["all": true]]]])
             #expect(try await Self.call(client, .PUT, base + "/api/content/pending", token: herald.admin, json: items).status == 200)

@@ -92,6 +92,15 @@ public struct HeraldConfiguration: Sendable {
     public var timestamps: TimestampStyle = .pong
     /// How long engagement events are kept.
     public var eventRetention: Duration = .seconds(90 * 86_400)
+    /// How long archived inbox items are kept (`retention.inbox_archived`); nil keeps them.
+    public var inboxArchivedRetention: Duration?
+    /// How long read inbox items are kept (`retention.inbox_read`); nil keeps them.
+    public var inboxReadRetention: Duration?
+    /// Whether an inbox change sends a silent push to the user's other devices (`inbox.sync_push`).
+    public var inboxSyncPush = true
+    /// The least time between two such pushes to one user (`inbox.sync_push_interval`): a
+    /// burst of changes is one push.
+    public var inboxSyncInterval: Duration = .seconds(3)
     /// Engagement events one user token may post per hour (a bucket that holds an hour's worth,
     /// so an app back online sends its backlog at once). Keys acting for a user are not counted.
     public var eventsPerUserPerHour = 20_000
@@ -247,7 +256,7 @@ public struct HeraldConfiguration: Sendable {
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
     }
 
-    /// `topics.*`, `timestamps` and `events.*`.
+    /// `topics.*`, `timestamps`, `events.*` and `inbox.*`.
     private mutating func readFeatures(_ reader: ConfigReader, shorthands: [String: SinkShorthand]) throws {
         topicsPublicRead = try reader.requiredBool(forKey: "topics.public_read", default: topicsPublicRead)
         manageTopicMembership =
@@ -256,6 +265,10 @@ public struct HeraldConfiguration: Sendable {
         guard let parsedStyle = TimestampStyle(rawValue: style) else { throw Self.invalid("timestamps", "must be 'pong' or 'rfc3339'") }
         timestamps = parsedStyle
         eventRetention = try reader.duration(forKey: "retention.events", in: 86_400...(36_500 * 86_400)) ?? eventRetention
+        inboxArchivedRetention = try reader.duration(forKey: "retention.inbox_archived", in: 86_400...(36_500 * 86_400))
+        inboxReadRetention = try reader.duration(forKey: "retention.inbox_read", in: 86_400...(36_500 * 86_400))
+        inboxSyncPush = try reader.requiredBool(forKey: "inbox.sync_push", default: inboxSyncPush)
+        inboxSyncInterval = try reader.duration(forKey: "inbox.sync_push_interval", in: 0.1...3_600) ?? inboxSyncInterval
         eventsPerUserPerHour = try reader.requiredInt(forKey: "events.max_per_user_per_hour", default: eventsPerUserPerHour)
         // Below one full batch, a batch the API takes could never be stored.
         guard (EventRoutes.maxEventsPerRequest...1_000_000_000).contains(eventsPerUserPerHour) else {

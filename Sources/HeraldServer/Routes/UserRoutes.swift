@@ -1,12 +1,15 @@
 import Foundation
 import HeraldCore
 import HeraldHTTP
+import HeraldInbox
 import Hummingbird
 import Logging
 
 /// The user-facing endpoints existing mobile apps call (openapi.yaml), acting for one user.
 struct UserRoutes {
     let store: any (UserStore & HistoryStore)
+    /// The inbox's marks and filtered reads (docs/inbox.md).
+    let inbox: InboxRoutes
     let router: NotificationRouter
     let sinks: SinkRegistry
     let types: NotificationTypes
@@ -111,8 +114,19 @@ struct UserRoutes {
     @Sendable func history(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
         let query = try PageQuery(request)
-        let page = try await store.history(userID: userID, limit: query.limit, before: query.before)
-        return JSONBody.response(bytes: HistoryResponse(page, timestamps: timestamps).json)
+        let state = try request.nonEmptyQueryText("state").map { text in
+            guard let state = InboxState(rawValue: text) else {
+                throw Request.invalidQuery("state", "must be one of \(InboxState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return state
+        }
+        let type = try request.nonEmptyQueryText("type")
+        if let type, !types.contains(type) { throw Request.invalidQuery("type", "is not a notification type this server knows") }
+        let page =
+            state == nil && type == nil
+            ? try await store.history(userID: userID, limit: query.limit, before: query.before)
+            : try await inbox.store.items(userID: userID, state: state, type: type, limit: query.limit, before: query.before)
+        return JSONBody.response(bytes: HistoryResponse(page, timestamps: timestamps, states: state != nil).json)
     }
 
     @Sendable func markRead(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -126,6 +140,8 @@ struct UserRoutes {
             return id
         }
         struct Unread: Encodable { var unread: Int }
-        return try JSONBody.response(Unread(unread: try await store.markRead(userID: userID, ids: ids)))
+        // The inbox's read mark: the same counts, stream event and sync push.
+        let result = try await inbox.mark(userID: userID, .ids(ids), .read, at: Date(), madeBy: context.deviceID)
+        return try JSONBody.response(Unread(unread: result.counts.total.unread))
     }
 }
