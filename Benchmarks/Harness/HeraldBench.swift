@@ -41,6 +41,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Seconds of the end-to-end run (accepts and pushes together against nginx; 0 skips it).")
     var endToEndSeconds = 30
 
+    @Option(help: "Items in the history of the user whose inbox marks and counts are measured (0 skips the inbox).")
+    var inboxItems = 100_000
+
     @Option(help: "Live messages in the feed while its 200 and 304 paths are measured.")
     var feedMessages = 1_000
 
@@ -62,6 +65,7 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard users >= 1 else { throw ValidationError("--users must be at least 1: every notification goes to one of them") }
+        guard inboxItems >= 0 else { throw ValidationError("--inbox-items must be 0 (skip) or more") }
     }
 
     func run() async throws {
@@ -186,6 +190,9 @@ struct Run: AsyncParsableCommand {
             "feed index.json 304", feed304.perSecond, unit: "/s", ratio: feed304.perSecond / getCeiling.perSecond, target: ">= 0.80 of GET ceiling",
             met: feed304.perSecond >= 0.8 * getCeiling.perSecond)
         try await measureCards(report: &report, driver: driver, wrk: wrk, server: server, admin: admin, getCeiling: getCeiling.perSecond)
+        if inboxItems > 0 {
+            try await measureInbox(report: &report, driver: driver, wrk: wrk, server: server, admin: admin, getCeiling: getCeiling.perSecond)
+        }
         await server.stop()
 
         // 5. Pushes: a queue of `notifications` pushes (written straight into a fresh database,
