@@ -7,9 +7,16 @@ public import HeraldStore
 /// migrations keep (InboxSQL in HeraldStore).
 public struct SharedInboxStore: InboxStore {
     let database: any SharedSQLDatabase
+    /// Counts read since the database last committed, by user: answered without a read.
+    let remembered: RememberedCounts?
 
-    public init(database: any SharedSQLDatabase) {
+    /// A store on `database`. With `commitCount` (the count of the one writing process's
+    /// commits, as SQLite has: ``CommitCounter``), counts read are remembered and answered from
+    /// memory while nothing was committed since; without it (PostgreSQL, several processes)
+    /// every count is read.
+    public init(database: any SharedSQLDatabase, commitCount: (@Sendable () -> Int)? = nil) {
         self.database = database
+        self.remembered = commitCount.map(RememberedCounts.init)
     }
 
     /// Users per badge query: well under both engines' parameter limits.
@@ -55,7 +62,13 @@ public struct SharedInboxStore: InboxStore {
     }
 
     public func counts(userID: String) async throws -> InboxCounts {
-        try Self.counts(try await database.rows(Self.countsQuery(userID)))
+        guard let remembered else { return try Self.counts(try await database.rows(Self.countsQuery(userID))) }
+        // Counted before the read: a commit during it makes what is remembered stale at once.
+        let commits = remembered.commitCount()
+        if let counts = remembered.counts(userID: userID, commits: commits) { return counts }
+        let counts = try Self.counts(try await database.rows(Self.countsQuery(userID)))
+        remembered.remember(counts, userID: userID, commits: commits)
+        return counts
     }
 
     static func countsQuery(_ userID: String) -> SharedStatement {

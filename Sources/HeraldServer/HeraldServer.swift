@@ -123,7 +123,10 @@ public struct HeraldServer: Sendable {
                     policies: [PreferencePolicy(configuration.preferences)] + routingPolicies, defaultTimeZone: configuration.defaultTimeZone)
                 try configuration.checkCapChannels(Set(sinks.sinks.map { sinks.channel(of: $0).name }))
                 router.folding = Folding(caps: configuration.caps, critical: configuration.preferences.critical)
-                let inbox = SharedInboxStore(database: store)
+                // SQLite's commits say when remembered counts are stale; PostgreSQL reads each time.
+                var commitCount: (@Sendable () -> Int)?
+                if let sqlite = store as? SQLiteStore { commitCount = { sqlite.commits.value } }
+                let inbox = SharedInboxStore(database: store, commitCount: commitCount)
                 let engine = DeliveryEngine(
                     queue: store, sinks: sinks, configuration: configuration.delivery, logger: logger, metrics: metrics, dueHooks: dueHooks,
                     badgeCounts: badgeCounts ?? inbox)

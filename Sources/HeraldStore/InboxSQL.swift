@@ -29,7 +29,9 @@ package enum InboxSQL {
         "DROP INDEX history_unread",
         "CREATE INDEX history_unread ON history(user_id, seq) WHERE read = 0",
         "CREATE INDEX history_unseen ON history(user_id, seq) WHERE seen = 0",
-        "CREATE INDEX history_by_type ON history(user_id, type, seq)",
+        // No (user_id, type) index: SQLite, without statistics, would prefer it to the partial
+        // indexes above for a mark narrowed by type (25 ms instead of 0.2 ms at 100 000 items);
+        // a read by type alone walks the user's rows newest first until the page is full.
         "CREATE INDEX history_archived ON history(user_id, seq) WHERE archived = 1",
         "CREATE INDEX history_snoozed ON history(snoozed_until) WHERE snoozed_until IS NOT NULL",
         // Retention per state (`retention.inbox_read`, `retention.inbox_archived`).

@@ -162,6 +162,26 @@ import Testing
         #expect(try await inbox.badges(for: ["a", "b", "c"]) == ["a": 2, "b": 0, "c": 0])
     }
 
+    /// On SQLite counts are remembered while nothing is committed: any write that moves a
+    /// counter (an accept, the history sink, a mark) is a commit, so a read after it is fresh.
+    @Test func rememberedCountsNeverOutliveACommit() async throws {
+        let path = try TestResources.temporaryDirectory("herald-inbox").appendingPathComponent("remembered.sqlite").path
+        let store = try SQLiteStore(path: path)
+        TestResources.register { await store.close() }
+        try await store.migrate()
+        let inbox = SharedInboxStore(database: store, commitCount: { store.commits.value })
+        #expect(try await inbox.counts(userID: "a").total.unread == 0)
+        let first = try await send(store, to: ["a"])
+        #expect(try await inbox.counts(userID: "a").total.unread == 1, "a new item")
+        #expect(try await inbox.counts(userID: "a").total.unread == 1, "remembered")
+        _ = try await store.rows(SharedStatement("SELECT 1 AS one"))
+        #expect(try await inbox.counts(userID: "a").total.unread == 1, "a read commits nothing")
+        _ = try await inbox.mark(userID: "a", .ids([first]), .read, at: t0)
+        #expect(try await inbox.counts(userID: "a").total.unread == 0, "a mark")
+        try await send(store, to: ["a"])
+        #expect(try await inbox.counts(userID: "a").total.unread == 1)
+    }
+
     /// Random sequences of every operation, against a model of each item's state: after each
     /// step the answered counts equal the model's, and at the end the counters equal a recount.
     @Test(arguments: StoreKind.allCases)

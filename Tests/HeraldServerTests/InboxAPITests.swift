@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldServer
 import HeraldTestSupport
 import Hummingbird
 import HummingbirdTesting
@@ -77,6 +78,23 @@ import Testing
             #expect(answer.status == .unprocessableContent, "\(body): \(String(buffer: answer.body))")
             let message = (answer.object["error"] as? [String: Any])?["message"] as? String ?? ""
             #expect(message.contains("'\(field)'"), "\(body): \(message)")
+        }
+    }
+
+    @Test func inboxSettingsParse() async throws {
+        let configuration = try await HeraldConfiguration.load(
+            configFile: nil,
+            environment: [
+                "HERALD_INBOX_SYNC_PUSH": "false", "HERALD_INBOX_SYNC_PUSH_INTERVAL": "10s", "HERALD_RETENTION_INBOX_READ": "30d",
+                "HERALD_RETENTION_INBOX_ARCHIVED": "90d",
+            ])
+        #expect(!configuration.inboxSyncPush && configuration.inboxSyncInterval == .seconds(10))
+        #expect(configuration.inboxReadRetention == .seconds(30 * 86_400) && configuration.inboxArchivedRetention == .seconds(90 * 86_400))
+        let defaults = try await HeraldConfiguration.load(configFile: nil, environment: [:])
+        #expect(defaults.inboxSyncPush && defaults.inboxSyncInterval == .seconds(3))
+        #expect(defaults.inboxReadRetention == nil && defaults.inboxArchivedRetention == nil, "nothing is purged unless asked")
+        for (key, value) in [("HERALD_INBOX_SYNC_PUSH_INTERVAL", "0"), ("HERALD_RETENTION_INBOX_READ", "1h"), ("HERALD_INBOX_SYNC_PUSH", "maybe")] {
+            await #expect(throws: (any Error).self, "\(key)=\(value)") { _ = try await HeraldConfiguration.load(configFile: nil, environment: [key: value]) }
         }
     }
 
