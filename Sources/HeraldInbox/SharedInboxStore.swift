@@ -48,7 +48,9 @@ public struct SharedInboxStore: InboxStore {
     /// that state is left alone and not counted as changed). Reading implies seeing.
     static func assignment(_ change: InboxChange, _ parameter: (SharedStatement.Value) -> String) -> (String, String) {
         switch change {
-        case .seen: ("seen = 1", "seen = 0")
+        // An unseen item is unread (reading implies seeing): `read = 0` finds it by the index
+        // of unread items.
+        case .seen: ("seen = 1", "read = 0 AND seen = 0")
         case .read: ("read = 1, seen = 1", "read = 0")
         case .unread: ("read = 0", "read = 1")
         case .archived: ("archived = 1", "archived = 0")
@@ -139,7 +141,7 @@ public struct SharedInboxStore: InboxStore {
         return switch state {
         case .all: nil
         case .inbox: inInbox
-        case .unseen: "h.seen = 0 AND \(inInbox)"
+        case .unseen: "h.read = 0 AND h.seen = 0 AND \(inInbox)"
         case .seen: "h.seen = 1 AND \(inInbox)"
         case .unread: "h.read = 0 AND \(inInbox)"
         case .read: "h.read = 1 AND \(inInbox)"

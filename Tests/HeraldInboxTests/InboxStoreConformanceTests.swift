@@ -162,6 +162,29 @@ import Testing
         #expect(try await inbox.badges(for: ["a", "b", "c"]) == ["a": 2, "b": 0, "c": 0])
     }
 
+    /// A topic's fan-out writes its history rows with one statement, inline or a page at a time
+    /// as a job: every recipient's counts include them.
+    @Test(arguments: StoreKind.allCases)
+    func fanOutsCountEveryRecipient(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        let inbox = SharedInboxStore(database: store)
+        let tree = try await TopicTree.make(in: store, ids: ids)
+        let users = (0..<7).map { "fan\($0)" }
+        for user in users { try await store.subscribe(userID: user, topicKey: tree.optIn.topicKey, at: t0) }
+        for inlineLimit in [Int.max, 0] {
+            let n = HeraldNotification(
+                id: ids.next(at: t0), type: "message", title: "M", body: "d", url: nil, timestamp: t0, target: .topic(tree.optIn.topicKey))
+            _ = try await store.acceptFanOut(
+                n, topic: tree.optIn.topicKey, level: .optIn, plan: .historyOnly, extra: [], archive: nil, pageSize: 3, inlineLimit: inlineLimit,
+                idempotencySince: t0)
+        }
+        for job in try await store.pendingFanOuts(limit: 5) {
+            for _ in 0..<10 where try await store.writeFanOutPage(of: job.notification.id, pageSize: 3, route: { _ in [] })?.done == false {}
+        }
+        for user in users { #expect(try await inbox.counts(userID: user).byType == ["message": .init(unseen: 2, unread: 2)], "\(user)") }
+        #expect(try await InboxRecount.mismatches(in: store) == [])
+    }
+
     /// On SQLite counts are remembered while nothing is committed: any write that moves a
     /// counter (an accept, the history sink, a mark) is a commit, so a read after it is fresh.
     @Test func rememberedCountsNeverOutliveACommit() async throws {

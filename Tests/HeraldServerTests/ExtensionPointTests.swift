@@ -108,4 +108,25 @@ import Testing
             #expect(herald.push.received.count == 2 && herald.push.received.allSatisfy { $0.badge == nil }, "a sink without .badge gets none")
         }
     }
+
+    /// Without a module of its own, the badge is the inbox's unread count (docs/inbox.md), read
+    /// when the delivery is claimed: a read between two sends lowers the next one's.
+    @Test func theDefaultBadgeIsTheInboxsUnreadCountWhenClaimed() async throws {
+        let apns = RecordingSink(name: "apns", capabilities: [.push, .badge], providers: .only(["apns"]))
+        let herald = try await TestHerald.make(extraSinks: [apns])
+        try await herald.test { client in
+            let user = headers(herald.backend, user: "ed")
+            _ = try await client.call(.post, "/api/notifications/register", user, json: ["apns_token": String(repeating: "a", count: 64)])
+            var sent: [String] = []
+            for _ in 0..<2 {
+                sent.append(try await sendAndCollect(herald, client, type: "comment", to: ["ed"]))
+                try await herald.deliver()
+            }
+            #expect(apns.received.map(\.badge) == [1, 2])
+            #expect(try await client.call(.post, "/api/inbox/mark", user, json: js(["ids": sent, "change": "read"])).status == .ok)
+            _ = try await sendAndCollect(herald, client, type: "comment", to: ["ed"])
+            try await herald.deliver()
+            #expect(apns.received.map(\.badge) == [1, 2, 1])
+        }
+    }
 }

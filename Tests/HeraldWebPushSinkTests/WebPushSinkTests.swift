@@ -129,6 +129,16 @@ import Testing
         await f.stop()
     }
 
+    /// A user's badge (docs/inbox.md) travels in the payload, for the service worker's
+    /// `navigator.setAppBadge`; without one there is no `badge` key.
+    @Test func theBadgeTravelsInThePayload() throws {
+        let n = HeraldNotification(id: ObjectIDGenerator().next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["ana"]))
+        let with = try JSONSerialization.jsonObject(with: WebPushSink.payload(for: n, distribution: .alert, badge: 4)) as? [String: Any]
+        let without = try JSONSerialization.jsonObject(with: WebPushSink.payload(for: n, distribution: .alert)) as? [String: Any]
+        #expect(with?["badge"] as? Int == 4)
+        #expect(without?.keys.contains("badge") == false)
+    }
+
     /// One VAPID token per push service for hours, not a signature per push: every message to
     /// one origin within the reuse window carries the same Authorization, which the push
     /// service verifies; past the window, a new one.

@@ -137,7 +137,8 @@ extension SQLiteStore {
 
     /// History rows for every user `source` lists, entirely inside SQLite, recorded as delivered
     /// history deliveries (one queue round-trip per row saved): in the accepting transaction, or
-    /// one fan-out job page. - Returns: the number of recipients, and the users whose rows were
+    /// one fan-out job page; the rows are counted in the inbox's counters. - Returns: the number of
+    /// recipients, and the users whose rows were
     /// written now, for live streams to hear of once committed.
     static func writeFanOutHistory(
         of id: ObjectID, _ distribution: String, from source: String, _ arguments: StatementArguments, _ db: Database, at now: Int64
@@ -150,12 +151,14 @@ extension SQLiteStore {
             arguments: [id.hex, NotificationRouter.historySink, distribution, now] + arguments
         )
         let recipients = db.changesCount
+        let last = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM history") ?? 0
         let written = try String.fetchAll(
             db,
             sql:
                 "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) SELECT $1, user_id, 0, ?, \(InboxSQL.type(of: "$1")) FROM (\(source)) RETURNING user_id",
             arguments: [id.hex, now] + arguments
         )
+        if !written.isEmpty { try db.execute(sql: InboxSQL.countFanOutPage, arguments: [last, id.hex]) }
         return (recipients, written)
     }
 

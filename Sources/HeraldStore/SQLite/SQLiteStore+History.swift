@@ -18,13 +18,16 @@ extension SQLiteStore {
         if !written.isEmpty { changes.send(.history(users: written.map(\.userID).uniqued())) }
     }
 
-    /// History rows, each written once per (notification, user): for the history sink, and
-    /// inside an accept for users (whose deliveries are then stored as delivered).
+    /// History rows, each written once per (notification, user), and counted in the inbox's
+    /// counters: for the history sink, and inside an accept for users (whose deliveries are then
+    /// stored as delivered).
     static func writeHistory(_ entries: [(notification: String, user: String)], at now: Int64, _ db: Database) throws {
         let statement = try db.cachedStatement(
             sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) VALUES ($1, ?, 0, ?, \(InboxSQL.type(of: "$1")))")
+        let count = try db.cachedStatement(sql: InboxSQL.countInserted)
         for entry in entries {
             try statement.execute(arguments: [entry.notification, entry.user, now])
+            if db.changesCount == 1 { try count.execute() }
         }
     }
 
