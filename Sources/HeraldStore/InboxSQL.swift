@@ -86,20 +86,20 @@ package enum InboxSQL {
         ]
     }()
 
-    /// SQLite: counts the history row just inserted (a new row is unseen and unread), in its
-    /// transaction; run after each insert that wrote a row.
+    /// SQLite: counts one history row just inserted for user `$1` with type `$2` (a new row
+    /// is unseen and unread), in its transaction.
     static let countInserted = """
-        INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
-        SELECT user_id, type, 1, 1, 0 FROM history WHERE seq = last_insert_rowid()
+        INSERT INTO inbox_counts (user_id, type, unseen, unread, archived) VALUES ($1, $2, 1, 1, 0)
         ON CONFLICT (user_id, type) DO UPDATE SET unseen = unseen + 1, unread = unread + 1
         """
 
-    /// SQLite: counts the rows a fan-out page inserted for notification `$2`, those after
-    /// sequence `$1` (the largest before the insert; one writer at a time), in its transaction.
+    /// SQLite: counts the rows a fan-out page's one statement inserted: those after sequence
+    /// `$1` (the largest before it; one writer at a time), each of a different user, in rowid
+    /// order (no sort).
     static let countFanOutPage = """
         INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
-        SELECT user_id, type, COUNT(*), COUNT(*), 0 FROM history WHERE seq > $1 AND notification_id = $2 GROUP BY user_id, type
-        ON CONFLICT (user_id, type) DO UPDATE SET unseen = unseen + excluded.unseen, unread = unread + excluded.unread
+        SELECT user_id, type, 1, 1, 0 FROM history WHERE seq > $1
+        ON CONFLICT (user_id, type) DO UPDATE SET unseen = unseen + 1, unread = unread + 1
         """
 
     /// PostgreSQL: a trigger per statement over its transition tables, so a fan-out's insert of

@@ -158,7 +158,7 @@ extension SQLiteStore {
                 "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) SELECT $1, user_id, 0, ?, \(InboxSQL.type(of: "$1")) FROM (\(source)) RETURNING user_id",
             arguments: [id.hex, now] + arguments
         )
-        if !written.isEmpty { try db.execute(sql: InboxSQL.countFanOutPage, arguments: [last, id.hex]) }
+        if !written.isEmpty { try db.execute(sql: InboxSQL.countFanOutPage, arguments: [last]) }
         return (recipients, written)
     }
 

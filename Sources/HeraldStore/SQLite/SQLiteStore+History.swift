@@ -20,14 +20,29 @@ extension SQLiteStore {
 
     /// History rows, each written once per (notification, user), and counted in the inbox's
     /// counters: for the history sink, and inside an accept for users (whose deliveries are then
-    /// stored as delivered).
-    static func writeHistory(_ entries: [(notification: String, user: String)], at now: Int64, _ db: Database) throws {
-        let statement = try db.cachedStatement(
-            sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) VALUES ($1, ?, 0, ?, \(InboxSQL.type(of: "$1")))")
+    /// stored as delivered). `type` is the notifications' type when the caller has it (an
+    /// accept); without it each row reads its notification's.
+    static func writeHistory(_ entries: [(notification: String, user: String)], type: String? = nil, at now: Int64, _ db: Database) throws {
+        guard !entries.isEmpty else { return }
         let count = try db.cachedStatement(sql: InboxSQL.countInserted)
-        for entry in entries {
-            try statement.execute(arguments: [entry.notification, entry.user, now])
-            if db.changesCount == 1 { try count.execute() }
+        if let type {
+            let statement = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) VALUES (?, ?, 0, ?, ?)")
+            for entry in entries {
+                try statement.execute(arguments: [entry.notification, entry.user, now, type])
+                if db.changesCount == 1 { try count.execute(arguments: [entry.user, type]) }
+            }
+        } else {
+            let statement = try db.cachedStatement(
+                sql:
+                    "INSERT OR IGNORE INTO history (notification_id, user_id, read, created_at, type) VALUES ($1, ?, 0, ?, \(InboxSQL.type(of: "$1"))) RETURNING type"
+            )
+            for entry in entries {
+                // RETURNING answers nothing for a row already there.
+                if let type = try String.fetchOne(statement, arguments: [entry.notification, entry.user, now]) {
+                    try count.execute(arguments: [entry.user, type])
+                }
+            }
         }
     }
 

@@ -37,7 +37,7 @@ extension SQLiteStore {
         // A scheduled broadcast's deliveries wait for its instant.
         let at = micros(notification.goesOutAt)
         let history = writesHistory ? deliveries.filter(\.isHistoryWrite).map(\.userID) : []
-        try writeHistory(history.map { (notification.id.hex, $0) }, at: at, db)
+        try writeHistory(history.map { (notification.id.hex, $0) }, type: notification.type, at: at, db)
         historyUsers += history
         let handOff = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: recipients) } : nil
         let leased = try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory, handOff: handOff)
