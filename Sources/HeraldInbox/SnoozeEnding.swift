@@ -22,7 +22,7 @@ public struct SnoozeEnding: Service {
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 await self.endDue(now: Date())
                 try? await Task.sleep(for: self.interval)
             }
@@ -37,6 +37,8 @@ public struct SnoozeEnding: Service {
                 if !users.isEmpty { ended(Set(users)) }
                 if users.count < Self.batch { return }
             }
+        } catch _ where Task.isCancelled || Task.isShuttingDownGracefully {
+            return // ending, not a failure
         } catch {
             // The next pass looks again: an item stays snoozed a second longer.
             logger.warning("could not end due snoozes: \(error)")

@@ -46,6 +46,8 @@ struct InboxSyncPushes: Sendable {
                     logger.debug("inbox sync push not delivered to \(missed.count) of \(batch.count) devices through '\(name)': \(missed[0])")
                 }
             }
+        } catch _ where Task.isCancelled {
+            return // a shutdown, not a failure
         } catch {
             logger.warning("could not send the inbox sync push for a user: \(error)")
         }
