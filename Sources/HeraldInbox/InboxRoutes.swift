@@ -15,8 +15,6 @@ public struct InboxRoutes: Sendable {
 
     /// Ids one mark may list, as `POST /api/notifications/read` takes.
     public static let maxIDs = 1_000
-    /// How far ahead a snooze may end.
-    public static let maxSnooze: TimeInterval = 366 * 86_400
 
     public init(
         store: any InboxStore, knownType: @escaping @Sendable (String) -> Bool,
@@ -43,6 +41,25 @@ public struct InboxRoutes: Sendable {
         var until: String?
 
         static let fields: Set<String> = ["ids", "all", "type", "before", "change", "until"]
+
+        enum Key: String, CodingKey, CaseIterable {
+            case ids, all, type, before, change, until
+        }
+
+        /// A field given as `null` is refused (422 naming it), never read as absent: the
+        /// document says each is a value or left out.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            for key in Key.allCases where container.contains(key) {
+                if try container.decodeNil(forKey: key) { throw HeraldError.invalidField(key.rawValue, "must not be null; leave it out") }
+            }
+            ids = try container.decodeIfPresent([String].self, forKey: .ids)
+            all = try container.decodeIfPresent(Bool.self, forKey: .all)
+            type = try container.decodeIfPresent(String.self, forKey: .type)
+            before = try container.decodeIfPresent(String.self, forKey: .before)
+            change = try container.decodeIfPresent(String.self, forKey: .change)
+            until = try container.decodeIfPresent(String.self, forKey: .until)
+        }
     }
 
     @Sendable func mark(_ request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -78,9 +95,8 @@ public struct InboxRoutes: Sendable {
         case "unarchived": change = .unarchived
         case "snooze":
             guard let text = body.until else { throw HeraldError.missingField("until") }
+            // An instant already past ends the snooze at the next pass (within a second).
             guard let until = Timestamp.parse(text) else { throw HeraldError.invalidField("until", "must be an RFC 3339 date-time") }
-            guard until > now else { throw HeraldError.invalidField("until", "must be in the future") }
-            guard until.timeIntervalSince(now) <= Self.maxSnooze else { throw HeraldError.invalidField("until", "must be at most 366 days ahead") }
             change = .snooze(until: until)
         default:
             throw HeraldError.invalidField("change", "must be one of \(InboxChange.names.joined(separator: ", "))")

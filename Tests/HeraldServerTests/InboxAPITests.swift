@@ -66,10 +66,11 @@ import Testing
         (#"{"all": true, "before": "yesterday", "change": "read"}"#, "before"),
         (#"{"ids": ["5f0c1a2b3c4d5e6f7a8b9c0d"], "type": "comment", "change": "read"}"#, "type"),
         (#"{"all": true, "change": "snooze"}"#, "until"),
-        (#"{"all": true, "change": "snooze", "until": "2001-01-01T00:00:00Z"}"#, "until"),
+        (#"{"all": true, "change": "snooze", "until": "tomorrow"}"#, "until"),
         (#"{"all": true, "change": "read", "until": "2091-01-01T00:00:00Z"}"#, "until"),
         (#"{"all": "yes", "change": "read"}"#, "all"),
         (#"{"all": true, "change": "read", "extra": 1}"#, "extra"),
+        (#"{"all": true, "before": null, "change": "read"}"#, "before"),
     ])
     func badMarksAre422NamingTheField(_ body: String, _ field: String) async throws {
         let herald = try await TestHerald.make()
