@@ -63,7 +63,7 @@ public enum InboxChange: Sendable, Equatable {
     /// Out of the inbox until then; unread again after.
     case snooze(until: Date)
 
-    /// The names the API takes, `snooze` aside (it needs `until`).
+    /// The names the API takes (`snooze` with `until`).
     public static let names = ["seen", "read", "unread", "archived", "unarchived", "snooze"]
 }
 

@@ -10,7 +10,7 @@ public struct InboxRoutes: Sendable {
     let knownType: @Sendable (String) -> Bool
     /// Told of every mark that changed something, with the installation that made it (a device
     /// token's `device_id`), so the user's other devices can be brought in step.
-    let changed: @Sendable (_ userID: String, _ counts: InboxCounts, _ madeBy: String?) -> Void
+    let changed: @Sendable (_ userID: String, _ madeBy: String?) -> Void
     let clock: @Sendable () -> Date
 
     /// Ids one mark may list, as `POST /api/notifications/read` takes.
@@ -18,7 +18,7 @@ public struct InboxRoutes: Sendable {
 
     public init(
         store: any InboxStore, knownType: @escaping @Sendable (String) -> Bool,
-        changed: @escaping @Sendable (_ userID: String, _ counts: InboxCounts, _ madeBy: String?) -> Void,
+        changed: @escaping @Sendable (_ userID: String, _ madeBy: String?) -> Void,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
@@ -40,11 +40,11 @@ public struct InboxRoutes: Sendable {
         var change: String?
         var until: String?
 
-        static let fields: Set<String> = ["ids", "all", "type", "before", "change", "until"]
-
         enum Key: String, CodingKey, CaseIterable {
             case ids, all, type, before, change, until
         }
+
+        static let fields = Set(Key.allCases.map(\.rawValue))
 
         /// A field given as `null` is refused (422 naming it), never read as absent: the
         /// document says each is a value or left out.
@@ -65,9 +65,8 @@ public struct InboxRoutes: Sendable {
     @Sendable func mark(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
         let body = try await JSONBody.decode(MarkBody.self, from: request, context: context, knownFields: MarkBody.fields)
-        let now = clock()
-        let (selection, change) = try parse(body, now: now)
-        let result = try await mark(userID: userID, selection, change, at: now, madeBy: context.deviceID)
+        let (selection, change) = try parse(body)
+        let result = try await mark(userID: userID, selection, change, at: clock(), madeBy: context.deviceID)
         return JSONBody.response(bytes: result.counts.json)
     }
 
@@ -79,12 +78,12 @@ public struct InboxRoutes: Sendable {
         -> InboxMarkResult
     {
         let result = try await store.mark(userID: userID, selection, change, at: now)
-        if result.changed > 0 { changed(userID, result.counts, madeBy) }
+        if result.changed > 0 { changed(userID, madeBy) }
         return result
     }
 
     /// The selection and change `body` asks for, or a 422 naming the field at fault.
-    func parse(_ body: MarkBody, now: Date) throws -> (InboxSelection, InboxChange) {
+    func parse(_ body: MarkBody) throws -> (InboxSelection, InboxChange) {
         guard let name = body.change else { throw HeraldError.missingField("change") }
         let change: InboxChange
         switch name {
@@ -111,12 +110,7 @@ public struct InboxRoutes: Sendable {
             if body.type != nil { throw HeraldError.invalidField("type", "narrows 'all' only; with 'ids' the ids say which items") }
             if body.before != nil { throw HeraldError.invalidField("before", "narrows 'all' only; with 'ids' the ids say which items") }
             guard !texts.isEmpty else { throw HeraldError.invalidField("ids", "must have at least one entry") }
-            guard texts.count <= Self.maxIDs else { throw HeraldError.invalidField("ids", "must have at most \(Self.maxIDs) entries") }
-            let ids = try texts.enumerated().map { index, text in
-                guard let id = ObjectID(text) else { throw HeraldError.invalidField("ids[\(index)]", "must be a 24-character lowercase hex notification id") }
-                return id
-            }
-            return (.ids(ids), change)
+            return (.ids(try Self.notificationIDs(texts)), change)
         case (.none, .some(let all)):
             guard all else { throw HeraldError.invalidField("all", "must be true (to mark some items, list their 'ids')") }
             if let type = body.type, !knownType(type) { throw HeraldError.invalidField("type", "is not a notification type this server knows") }
@@ -127,6 +121,30 @@ public struct InboxRoutes: Sendable {
             }
             return (.all(type: body.type, before: before), change)
         }
+    }
+
+    /// `ids` as notification ids, at most ``maxIDs``, or a 422 naming the entry at fault: a
+    /// mark's, and `POST /api/notifications/read`'s.
+    public static func notificationIDs(_ texts: [String]) throws -> [ObjectID] {
+        guard texts.count <= maxIDs else { throw HeraldError.invalidField("ids", "must have at most \(maxIDs) entries") }
+        return try texts.enumerated().map { index, text in
+            guard let id = ObjectID(text) else { throw HeraldError.invalidField("ids[\(index)]", "must be a 24-character lowercase hex notification id") }
+            return id
+        }
+    }
+
+    /// The history read's `state` and `type` filters (`GET /api/notifications/history`), or a
+    /// 400 naming the parameter; empty is the same as none.
+    public func historyFilter(_ request: Request) throws -> (state: InboxState?, type: String?) {
+        let state = try request.nonEmptyQueryText("state").map { text in
+            guard let state = InboxState(rawValue: text) else {
+                throw Request.invalidQuery("state", "must be one of \(InboxState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return state
+        }
+        let type = try request.nonEmptyQueryText("type")
+        if let type, !knownType(type) { throw Request.invalidQuery("type", "is not a notification type this server knows") }
+        return (state, type)
     }
 
     @Sendable func counts(_ request: Request, context: HeraldRequestContext) async throws -> Response {

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 public import ServiceLifecycle
 import Synchronization
 
@@ -25,7 +26,8 @@ public final class InboxSync: Service, Sendable {
     }
 
     private let state = Mutex(State())
-    let interval: Duration
+    /// `inbox.sync_push_interval`, in seconds.
+    let interval: TimeInterval
     let send: Send
     let clock: @Sendable () -> Date
     /// Pushes sent at once.
@@ -34,7 +36,7 @@ public final class InboxSync: Service, Sendable {
     let tick: Duration
 
     public init(interval: Duration, tick: Duration = .milliseconds(100), clock: @escaping @Sendable () -> Date = { Date() }, send: @escaping Send) {
-        self.interval = interval
+        self.interval = interval.seconds
         self.tick = tick
         self.clock = clock
         self.send = send
@@ -43,28 +45,26 @@ public final class InboxSync: Service, Sendable {
     /// A change to `userID`'s inbox, made by the installation `madeBy` (nil: no device token).
     public func changed(userID: String, madeBy: String?) {
         let now = clock()
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         state.withLock { state in
             if var pending = state.pending[userID] {
                 pending.makers.insert(madeBy)
                 state.pending[userID] = pending
                 return
             }
-            let earliest = state.lastSent[userID].map { $0.addingTimeInterval(seconds) } ?? now
+            let earliest = state.lastSent[userID].map { $0.addingTimeInterval(interval) } ?? now
             state.pending[userID] = Pending(due: max(now, earliest), makers: [madeBy])
         }
     }
 
     /// Takes the pushes due by `now`, and forgets when users were last sent one long ago.
     func takeDue(now: Date) -> [(userID: String, skipping: String?)] {
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        return state.withLock { state in
+        state.withLock { state in
             let due = state.pending.filter { $0.value.due <= now }
             for (user, _) in due {
                 state.pending[user] = nil
                 state.lastSent[user] = now
             }
-            state.lastSent = state.lastSent.filter { now.timeIntervalSince($0.value) < seconds }
+            state.lastSent = state.lastSent.filter { now.timeIntervalSince($0.value) < interval }
             return due.map { user, pending in
                 let only = pending.makers.count == 1 ? pending.makers.first ?? nil : nil
                 return (user, only)

@@ -3,8 +3,8 @@ public import HeraldCore
 public import HeraldStore
 
 /// ``InboxStore`` on either engine, each statement written once (``SharedStatement``): the
-/// state columns of `history` and the `inbox_counts` counters, which triggers in both engines'
-/// migrations keep (InboxSQL in HeraldStore).
+/// state columns of `history` and the `inbox_counts` counters, which every history write keeps
+/// in its own transaction (InboxSQL in HeraldStore: triggers, and SQLite's inserts).
 public struct SharedInboxStore: InboxStore {
     let database: any SharedSQLDatabase
     /// Counts read since the database last committed, by user: answered without a read.

@@ -47,10 +47,10 @@ extension HeraldServer {
         .register(on: router, table: routes)
         let inboxRoutes = InboxRoutes(
             store: inbox, knownType: { [types] in types.contains($0) },
-            changed: { [inboxSync] user, _, madeBy in inboxSync?.changed(userID: user, madeBy: madeBy) })
+            changed: { [inboxSync] user, madeBy in inboxSync?.changed(userID: user, madeBy: madeBy) })
         inboxRoutes.register(on: router, table: routes)
         UserRoutes(
-            store: store, inbox: inboxRoutes, router: service.router, sinks: sinks, types: types, ids: ids,
+            store: store, inbox: inboxRoutes, router: service.router, sinks: sinks, ids: ids,
             maxDevicesPerUser: configuration.maxDevicesPerUser, metrics: metrics, timestamps: configuration.timestamps, handOff: service.handOff,
             registrations: registrations, forms: registrationForms
         ).register(on: router, table: routes)

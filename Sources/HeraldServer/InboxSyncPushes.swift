@@ -25,7 +25,7 @@ struct InboxSyncPushes: Sendable {
             let devices = try await users.devices(userID: userID).filter { skipping == nil || $0.installationID != skipping }
             guard !devices.isEmpty else { return }
             // Read as it is sent, so a push delayed by coalescing carries the count then.
-            let unread = try await inbox.badges(for: [userID])[userID] ?? 0
+            let unread = try await inbox.counts(userID: userID).total.unread
             let now = Date()
             let notification = HeraldNotification(
                 id: ids.next(at: now), type: Self.type, title: "", body: "", url: nil, data: ["unread": String(unread)], timestamp: now,

@@ -12,7 +12,6 @@ struct UserRoutes {
     let inbox: InboxRoutes
     let router: NotificationRouter
     let sinks: SinkRegistry
-    let types: NotificationTypes
     let ids: ObjectIDGenerator
     let maxDevicesPerUser: Int
     let metrics: HeraldMetrics
@@ -23,8 +22,6 @@ struct UserRoutes {
     let registrations: RegistrationLimiter
     /// The providers' own address forms (``SinkFactory/registrationForms``).
     let forms: [RegistrationForm]
-
-    static let maxReadIDs = 1_000
 
     func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/api/notifications/register", registerDevice)
@@ -114,14 +111,7 @@ struct UserRoutes {
     @Sendable func history(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let userID = try context.actingUser(request)
         let query = try PageQuery(request)
-        let state = try request.nonEmptyQueryText("state").map { text in
-            guard let state = InboxState(rawValue: text) else {
-                throw Request.invalidQuery("state", "must be one of \(InboxState.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return state
-        }
-        let type = try request.nonEmptyQueryText("type")
-        if let type, !types.contains(type) { throw Request.invalidQuery("type", "is not a notification type this server knows") }
+        let (state, type) = try inbox.historyFilter(request)
         let page =
             state == nil && type == nil
             ? try await store.history(userID: userID, limit: query.limit, before: query.before)
@@ -134,11 +124,7 @@ struct UserRoutes {
         struct Body: Decodable { var ids: [String]? }
         let body = try await JSONBody.decode(Body.self, from: request, context: context, knownFields: ["ids"])
         guard let texts = body.ids else { throw HeraldError.missingField("ids") }
-        guard texts.count <= Self.maxReadIDs else { throw HeraldError.invalidField("ids", "must have at most \(Self.maxReadIDs) entries") }
-        let ids = try texts.enumerated().map { index, text in
-            guard let id = ObjectID(text) else { throw HeraldError.invalidField("ids[\(index)]", "must be a 24-character lowercase hex notification id") }
-            return id
-        }
+        let ids = try InboxRoutes.notificationIDs(texts)
         struct Unread: Encodable { var unread: Int }
         // The inbox's read mark: the same counts, stream event and sync push.
         let result = try await inbox.mark(userID: userID, .ids(ids), .read, at: Date(), madeBy: context.deviceID)
