@@ -55,6 +55,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The feed rules the server and HeraldKit share (semver ranges, regions, eligibility).
+        .package(name: "herald-feed-rules", path: "Clients/HeraldFeedRules"),
         // `swift package generate-documentation` (DocC) for the modules plugin authors use.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
@@ -64,6 +66,7 @@ let package = Package(
         .target(
             name: "HeraldCore",
             dependencies: [
+                .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -332,6 +335,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
+                .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
                 "HeraldCore",
                 "HeraldHTTP",
                 "HeraldContent",
@@ -437,7 +441,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCoreTests",
-            dependencies: ["HeraldCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HeraldCore", .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
+                .product(name: "HeraldFeedRuleVectors", package: "herald-feed-rules"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -521,6 +528,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
                 "HeraldServer",
                 "HeraldHTTP",
                 "HeraldProcessTuning",

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldFeedRuleVectors
+import HeraldFeedRules
 import Synchronization
 import Testing
 
@@ -93,5 +95,28 @@ import Testing
         store.letGo()
         try await held.value
         #expect(titles(snapshot) == ["one"])
+    }
+}
+
+/// The server's answers to the feed checks HeraldKit's tests put to the device's feed: one set of
+/// vectors (Clients/HeraldFeedRules), so the two ends cannot disagree on what a device shows.
+@Suite struct FeedSnapshotVectorTests {
+    @Test func theServerAnswersEveryCheckAsTheVectorsSay() async throws {
+        let feed = try FeedRuleVectors.load().eligibility
+        let store = FeedSnapshotTests.HeldReadStore()
+        for vector in feed.messages {
+            let message = FeedMessage(
+                id: try #require(ObjectID(vector.id)), title: vector.id, body: "", url: nil, postedAt: vector.postedAt, expiresAt: vector.expiresAt,
+                priority: vector.priority, targetRegions: vector.targetRegions, targetVersion: vector.targetVersion)
+            try await store.addFeedMessage(message)
+        }
+        let snapshot = FeedSnapshot()
+        try await snapshot.reload(from: store)
+        #expect(feed.checks.count >= 5)
+        for check in feed.checks {
+            let query = FeedQuery(region: check.region, version: check.version.flatMap { SemanticVersion(coercing: $0) })
+            #expect(snapshot.eligible(at: feed.now, for: query).map(\.id.hex) == check.eligible, "\(check)")
+            #expect(snapshot.next(at: feed.now, for: query, read: Set(check.read))?.id.hex == check.next, "\(check)")
+        }
     }
 }

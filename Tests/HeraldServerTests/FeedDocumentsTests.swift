@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldFeedRules
 import HeraldStore
 import HeraldTestSupport
 import NIOCore

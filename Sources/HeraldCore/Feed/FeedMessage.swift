@@ -1,9 +1,10 @@
 public import Foundation
+public import HeraldFeedRules
 
 /// A message in the anonymous pull feed (docs/feed.md).
 public struct FeedMessage: Sendable, Equatable {
     /// `"CA"` in `targetRegions` means every region.
-    public static let everyRegion = "CA"
+    public static let everyRegion = FeedAudience.everyRegion
 
     /// The message's id.
     public var id: ObjectID

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldFeedRules
 
 /// The body of `POST /api/feed/messages`.
 public struct FeedMessageSubmission: Decodable, Sendable {
@@ -67,7 +68,13 @@ public struct FeedMessageSubmission: Decodable, Sendable {
         for (index, region) in regions.enumerated() where region.isEmpty || region.unicodeScalars.count > 16 {
             throw HeraldError.invalidField("target_regions[\(index)]", "must be a region code of 1-16 characters")
         }
-        if let targetVersion { _ = try VersionRange(targetVersion) }
+        if let targetVersion {
+            do throws(VersionRange.ParseError) {
+                _ = try VersionRange(targetVersion)
+            } catch {
+                throw HeraldError.invalidField("target_version", error.description)
+            }
+        }
         let priority = self.priority ?? 0
         try NotificationValidator.checkPriority(priority)
         return FeedMessage(

@@ -1,22 +1,25 @@
 public import Foundation
+public import HeraldFeedRules
 import Synchronization
 
 /// The feed as served: an in-memory copy rebuilt when messages change, so no request touches
-/// the database. Eligibility (docs/feed.md): not expired, region matches (`"CA"` is every region; codes
-/// in either letter case), and the version satisfies the message's range.
+/// the database. Eligibility and order (docs/feed.md) are ``FeedEligibility``'s, the code
+/// HeraldKit runs on devices.
 public final class FeedSnapshot: Sendable {
-    struct Entry: Sendable {
+    struct Entry: Sendable, FeedCandidate {
         var message: FeedMessage
-        var range: VersionRange?
-        /// The message's regions as ``RegionCode/folded(_:)`` gives them; nil for every region.
-        var regions: Set<String>?
+        /// Parsed once, when the snapshot is loaded.
+        let feedAudience: FeedAudience
 
         init(_ message: FeedMessage) {
             self.message = message
-            range = message.targetVersion.flatMap { try? VersionRange($0) }
-            let regions = Set(message.targetRegions.map(RegionCode.folded))
-            self.regions = regions.contains(FeedMessage.everyRegion) ? nil : regions
+            feedAudience = FeedAudience(targetRegions: message.targetRegions, targetVersion: message.targetVersion)
         }
+
+        var feedID: ObjectID { message.id }
+        var feedPriority: Int { message.priority }
+        var feedPostedAt: Date { message.postedAt }
+        var feedExpiresAt: Date { message.expiresAt }
     }
 
     private struct State {
@@ -58,16 +61,7 @@ public final class FeedSnapshot: Sendable {
 
     /// Every eligible message, highest priority first, then oldest `posted_at`.
     public func eligible(at now: Date, for query: FeedQuery) -> [FeedMessage] {
-        state.withLock { $0.entries }
-            .filter { entry in
-                let m = entry.message
-                guard now < m.expiresAt else { return false }
-                if let region = query.region, let regions = entry.regions, !regions.contains(region) { return false }
-                if let version = query.version, let range = entry.range, !range.isSatisfied(by: version) { return false }
-                return true
-            }
-            .map(\.message)
-            .sorted { a, b in a.priority != b.priority ? a.priority > b.priority : (a.postedAt != b.postedAt ? a.postedAt < b.postedAt : a.id < b.id) }
+        FeedEligibility.eligible(state.withLock { $0.entries }, at: now, region: query.region, version: query.version).map(\.message)
     }
 
     /// The one message to display now: eligible and not yet read.

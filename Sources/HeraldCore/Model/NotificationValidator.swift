@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldFeedRules
 
 /// Checks a ``NotificationSubmission`` against the rules of docs/routing.md and builds the ``HeraldNotification``.
 public struct NotificationValidator: Sendable {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldFeedRules
 import HeraldHTTP
 import Hummingbird
 import Logging

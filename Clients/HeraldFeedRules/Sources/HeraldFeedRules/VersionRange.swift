@@ -33,11 +33,13 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
     let sets: [[Comparator]]
     public let description: String
 
-    /// - Throws: ``HeraldError`` (422) saying which part does not parse.
-    public init(_ text: String) throws {
+    /// - Throws: ``ParseError`` saying which part does not parse.
+    public init(_ text: String) throws(ParseError) {
         description = text
         let alternatives = text.components(separatedBy: "||")
-        sets = try alternatives.map { try Self.parseSet($0.trimmingCharacters(in: .whitespaces), whole: text) }
+        var sets: [[Comparator]] = []
+        for alternative in alternatives { sets.append(try Self.parseSet(alternative.trimmingCharacters(in: .whitespaces), whole: text)) }
+        self.sets = sets
     }
 
     /// Whether `version` is in the range. A pre-release is, as npm reads ranges, only where a
@@ -50,12 +52,24 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    private static func invalid(_ whole: String, _ part: String) -> HeraldError {
-        HeraldError.invalidField(
-            "target_version", "'\(whole)' is not a semver range ('\(part)' does not parse); use forms like >=2.1.0 <3, ^1.4, ~1.2.3, 1.x, 1.2 - 2.3.4")
+    /// A range that does not parse, and the part that does not.
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The whole range as given.
+        public var range: String
+        /// The part of it that does not parse.
+        public var part: String
+
+        /// Says which part does not parse and which forms do.
+        public var description: String {
+            "'\(range)' is not a semver range ('\(part)' does not parse); use forms like >=2.1.0 <3, ^1.4, ~1.2.3, 1.x, 1.2 - 2.3.4"
+        }
     }
 
-    private static func parseSet(_ text: String, whole: String) throws -> [Comparator] {
+    private static func invalid(_ whole: String, _ part: String) -> ParseError {
+        ParseError(range: whole, part: part)
+    }
+
+    private static func parseSet(_ text: String, whole: String) throws(ParseError) -> [Comparator] {
         if text.isEmpty { return [Comparator(op: .greaterOrEqual, version: SemanticVersion(0, 0, 0))] }
         // Hyphen range: "A - B" (spaces required around the hyphen).
         let hyphen = text.components(separatedBy: " - ")
@@ -78,10 +92,12 @@ public struct VersionRange: Sendable, Equatable, CustomStringConvertible {
             }
         }
         guard pending.isEmpty else { throw invalid(whole, pending) }
-        return try tokens.flatMap { try parseComparator($0, whole: whole) }
+        var comparators: [Comparator] = []
+        for token in tokens { comparators += try parseComparator(token, whole: whole) }
+        return comparators
     }
 
-    private static func parseComparator(_ token: String, whole: String) throws -> [Comparator] {
+    private static func parseComparator(_ token: String, whole: String) throws(ParseError) -> [Comparator] {
         for prefix in [">=", "<=", ">", "<", "=", "~>", "~", "^"] where token.hasPrefix(prefix) {
             let rest = String(token.dropFirst(prefix.count))
             guard let p = PartialVersion(rest) else { throw invalid(whole, token) }
