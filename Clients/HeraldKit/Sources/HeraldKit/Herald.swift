@@ -23,10 +23,11 @@ public final class Herald: Sendable {
         proofProvider: (@Sendable (_ userID: String) async throws -> String)? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         let errors = ServerErrorMiddleware()
+        let tags = EntityTagHeaderMiddleware()
         let signIn = Client(serverURL: serverURL, configuration: Self.configuration, transport: transport, middlewares: [errors])
         let session = Session(client: signIn, database: database, secrets: secrets, app: app, proofProvider: proofProvider, now: now)
         client = Client(
-            serverURL: serverURL, configuration: Self.configuration, transport: transport, middlewares: [errors, BearerTokenMiddleware(session: session)])
+            serverURL: serverURL, configuration: Self.configuration, transport: transport, middlewares: [errors, tags, BearerTokenMiddleware(session: session)])
         self.database = database
         self.session = session
         self.app = app

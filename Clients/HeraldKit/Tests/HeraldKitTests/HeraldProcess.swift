@@ -29,6 +29,7 @@ final class HeraldProcess: Sendable {
     /// serving FCM addresses, pushes not held back.
     static let environment = [
         "HERALD_AUTH_DEVICE_SIGN_UP": "true",
+        "HERALD_USER_TOKEN_SECRET": "heraldkit-tests-user-token-secret-0123456789",
         "HERALD_SINKS_CONSOLE_ENABLED": "true",
         "HERALD_STREAM_HEARTBEAT": "1",
     ]
