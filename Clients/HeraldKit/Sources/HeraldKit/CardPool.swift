@@ -29,8 +29,10 @@ extension Herald {
     /// nothing did (304).
     @discardableResult
     public func refreshCards(limit: Int = 100) async throws(HeraldKitError) -> Bool {
+        // The key goes in the query; the ETag Herald answered is the same key, quoted.
         let key = try database.value("pull_cache_key")
-        let output = try await calling { try await client.pull(query: .init(cacheKey: key, limit: limit), headers: .init(ifNoneMatch: key)) }
+        let tag = key.map { "\"\($0)\"" }
+        let output = try await calling { try await client.pull(query: .init(cacheKey: key, limit: limit), headers: .init(ifNoneMatch: tag)) }
         switch output {
         case .notModified:
             return false
@@ -61,7 +63,7 @@ extension Herald {
                             """, arguments: [entry.card, at.timeIntervalSince1970, entry.index])
                 }
                 for (card, score) in answer.pool.additionalProperties { try Self.score(card, score, at: at, in: db) }
-                try LocalDatabase.setValue(ok.headers.eTag ?? answer.cacheKey, for: "pull_cache_key", in: db)
+                try LocalDatabase.setValue(answer.cacheKey, for: "pull_cache_key", in: db)
             }
             return true
         default:

@@ -30,9 +30,10 @@ extension Herald {
                 var wait = Duration.seconds(1)
                 while !Task.isCancelled {
                     do throws(HeraldKitError) {
-                        try await self.follow(continuation, retryHint: &wait)
-                        wait = .seconds(1)
+                        try await self.follow(continuation, wait: &wait)
                     } catch {
+                        // A full server (503 too_many_streams) says how long to stay away.
+                        if case .server(_, _, _, let retryAfter?) = error { wait = max(wait, .seconds(min(max(retryAfter, 0), 3_600))) }
                         continuation.yield(.disconnected(error, retryIn: wait))
                         try? await Task.sleep(for: wait)
                         wait = min(wait * 2, .seconds(60))
@@ -76,11 +77,13 @@ extension Herald {
         }
     }
 
-    /// One connection: returns when the server ends it, throws when it breaks.
-    private func follow(_ continuation: AsyncStream<LiveEvent>.Continuation, retryHint wait: inout Duration) async throws(HeraldKitError) {
+    /// One connection, until it breaks or the server ends it (both throw). Once connected, the
+    /// wait before the next attempt starts again from a second, or from the server's hint.
+    private func follow(_ continuation: AsyncStream<LiveEvent>.Continuation, wait: inout Duration) async throws(HeraldKitError) {
         let lastEventID = try database.value("last_event_id")
         let output = try await calling { try await client.getStream(headers: .init(lastEventID: lastEventID)) }
         guard case .ok(let ok) = output, case .textEventStream(let body) = ok.body else { throw .unexpectedAnswer("GET /api/stream") }
+        wait = .seconds(1)
         continuation.yield(.connected(resumedAfter: lastEventID))
         do {
             for try await event in body.asDecodedServerSentEvents() {

@@ -50,7 +50,7 @@ struct Outbox: Sendable {
             for id in ids {
                 let attempts = try Int.fetchOne(db, sql: "SELECT attempts FROM outbox WHERE id = ?", arguments: [id]) ?? 0
                 let backoff = min(Self.maxBackoff, pow(2, Double(min(attempts, 16))))
-                let wait = max(backoff, Double(retryAfter ?? 0))
+                let wait = max(backoff, min(Double(retryAfter ?? 0), 3_600))
                 try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?", arguments: [at + wait, id])
             }
         }

@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import NIOCore
 import NIOHTTP1
-import OpenAPIAsyncHTTPClient
 import Testing
 
 @testable import HeraldKit
@@ -17,13 +16,11 @@ import Testing
     }
 
     func device(
-        _ server: HeraldProcess, name: String = "phone", app: AppIdentity = AppIdentity(platform: "linux"), now: @escaping @Sendable () -> Date = { Date() }
-    )
-        throws -> Herald
-    {
+        _ server: HeraldProcess, name: String = "phone", app: AppIdentity = AppIdentity(platform: "linux"),
+        transport: RecordingTransport = RecordingTransport(), now: @escaping @Sendable () -> Date = { Date() }
+    ) throws -> Herald {
         Herald(
-            serverURL: server.url, transport: AsyncHTTPClientTransport(configuration: .init(timeout: .seconds(5))),
-            database: try LocalDatabase(url: directory.appendingPathComponent("\(name).sqlite")),
+            serverURL: server.url, transport: transport, database: try LocalDatabase(url: directory.appendingPathComponent("\(name).sqlite")),
             secrets: FileSecretStore(url: directory.appendingPathComponent("\(name).secret")), app: app, now: now)
     }
 
@@ -38,8 +35,23 @@ import Testing
         #expect(!secret.isEmpty)
 
         try await phone.register(.fcm(token: "phone-fcm-token"))
+        try await phone.register(.apns(token: String(repeating: "ab", count: 32), sandbox: true))
+        // RFC 8291's example subscription keys.
+        let webPush = PushAddress.webPush(
+            endpoint: "https://push.example.net/push/JzLQ3raZJfFBR0aqvOMsLrt54w4rJUsV",
+            p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4",
+            auth: "BTBZMqHH6r4Tts7J_aSIgg")
+        try await phone.register(webPush)
         let settings = try await phone.updateTimeZone("Europe/Paris")
         #expect(settings.timezone == "Europe/Paris")
+        let quiet = try await phone.updateSettings(
+            SettingsChange(
+                channels: .init(additionalProperties: ["push": false]),
+                preferences: .init(additionalProperties: ["comment": .init(additionalProperties: ["push": true])])))
+        #expect(quiet.channels.additionalProperties["push"] == false)
+        #expect(quiet.preferences.additionalProperties["comment"]?.additionalProperties["push"] == true)
+        try await phone.unregister(webPush)
+        try await phone.unregister(.apns(token: String(repeating: "ab", count: 32), sandbox: true))
 
         // Relaunched: the same database and secret, still signed in as the same user.
         let relaunched = try device(server, now: { clock.now })
@@ -85,7 +97,9 @@ import Testing
         _ = try await post("Ontario", priority: 9, regions: ["ON"], version: nil)
         _ = try await post("Quebec, 1.x", priority: 7, regions: ["QC"], version: "1.x")
 
-        let phone = try device(server, app: AppIdentity(platform: "linux", version: "2.4", region: "qc"))
+        let wire = RecordingTransport()
+        let phone = try device(server, app: AppIdentity(platform: "linux", version: "2.4", region: "qc"), transport: wire)
+        try await phone.signUp()
         #expect(try await phone.refreshFeed())
         #expect(try await phone.refreshFeed() == false, "304 with the entity tag")
         #expect(try phone.eligibleFeedMessages().map(\.id) == [quebec2, everyone])
@@ -94,6 +108,13 @@ import Testing
         #expect(try phone.nextFeedMessage()?.id == everyone)
         try phone.markFeedMessageRead(everyone)
         #expect(try phone.nextFeedMessage() == nil)
+        // The server never learned the app's region or version: not at sign-in, not in a fetch.
+        #expect(wire.sent.map(\.operationID).contains("authDevice") && wire.sent.map(\.operationID).contains("feedIndex"))
+        for request in wire.sent {
+            #expect(!request.path.contains("region") && !request.path.contains("version"), "\(request.path)")
+            #expect(!request.body.contains("2.4") && !request.body.lowercased().contains("\"qc\""), "\(request.body)")
+        }
+        #expect(wire.sent.filter { $0.operationID == "feedIndex" }.allSatisfy { $0.path == "/feed/index.json" })
 
         // A message deleted on the server takes its receipt with it at the next fetch.
         #expect(try await server.call(.DELETE, "/api/feed/messages/\(quebec2)", key: admin).0 == 204)
@@ -111,7 +132,8 @@ import Testing
         let backend = try HeraldProcess.createKey(role: "backend", in: directory)
         var server = try await HeraldProcess(in: directory)
         let port = server.port
-        let phone = try device(server)
+        let clock = TestClock()
+        let phone = try device(server, now: { clock.now })
         let user = try await phone.signUp().userID
         for (card, hot) in [("c1", 0.9), ("c2", 0.5), ("c3", 0.7), ("c4", 0.1)] {
             let (status, _) = try await server.call(
@@ -124,6 +146,13 @@ import Testing
         #expect(try await phone.refreshCards())
         #expect(try phone.pool().map(\.card) == ["c1", "c3", "c2", "c4"])
         #expect(try await phone.refreshCards() == false, "304 with the cache key")
+        // A change since the key comes as a change: c4's new score, the rest kept.
+        let (rescored, _) = try await server.call(.POST, "/api/pool/scores", key: backend, json: #"{"timestamp":2,"users":{"\#(user)":{"c4":0.2}}}"#)
+        #expect(rescored == 200)
+        #expect(try await phone.refreshCards())
+        #expect(try phone.pool().map(\.card) == ["c1", "c3", "c2", "c4"])
+        #expect(try phone.pool().first { $0.card == "c4" }?.score == 0.2)
+        #expect(try await phone.refreshCards() == false)
         #expect(try phone.promote()?.card.id == "c1")
         #expect(try await phone.upload().uploaded == 1)
         #expect(try phone.seenCards().first?.serverIndex != nil, "Herald's index once it has the report")
@@ -138,10 +167,13 @@ import Testing
         #expect(offline.uploaded == 0 && offline.waiting == 5 && offline.refused == 0, "\(offline)")
 
         server = try await HeraldProcess(in: directory, port: port)
-        // Due again at once (the test does not wait out the backoff).
-        try phone.database.write { db in try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0") }
-        let online = try await phone.upload()
-        #expect(online.uploaded == 5 && online.waiting == 0, "\(online)")
+        // The seen reports failed once and wait out their backoff (a second, doubling); the
+        // events, never tried (the upload stopped at the first failure), go at once.
+        let early = try await phone.upload()
+        #expect(early.uploaded == 3 && early.waiting == 2, "\(early)")
+        clock.now = clock.now.addingTimeInterval(2)
+        let later = try await phone.upload()
+        #expect(later.uploaded == 2 && later.waiting == 0, "\(later)")
         #expect(try await phone.upload().uploaded == 0, "nothing twice")
 
         // Herald has each once: the history in order, one reaction, one focus.
@@ -189,6 +221,17 @@ import Testing
             if case .notification(let item) = event { titles.append(item.notification.title) }
         }
         #expect(titles == ["Lunch?"])
+
+        // A feed message posted now reaches the device through the stream's feed event.
+        let expires = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3_600))
+        let (posted, _) = try await server.call(
+            .POST, "/api/feed/messages", key: admin, json: #"{"title":"Live","body":"","expires_at":"\#(expires)","priority":0,"target_regions":["CA"]}"#)
+        #expect(posted == 201)
+        var feedChanged = false
+        while !feedChanged, let event = await events.next() {
+            if case .feedChanged = event { feedChanged = true }
+        }
+        #expect(try phone.nextFeedMessage()?.title == "Live")
 
         // Inbox: counts, a bulk mark, the badge.
         let counts = try await phone.inboxCounts()

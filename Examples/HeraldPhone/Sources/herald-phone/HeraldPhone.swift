@@ -34,30 +34,30 @@ struct HeraldPhone: AsyncParsableCommand {
             try await connect(herald)
         } catch {
             guard error.isTransient else { throw error }
-            print("offline (\(error)); working from the last state")
+            say("offline (\(error)); working from the last state")
         }
 
         if let message = try herald.nextFeedMessage() {
-            print("feed: \(message.title) — \(message.body)")
+            say("feed: \(message.title) — \(message.body)")
             try herald.markFeedMessageRead(message.id)
         } else {
-            print("feed: nothing to show")
+            say("feed: nothing to show")
         }
 
         for _ in 0..<swipes {
             guard let seen = try herald.promote() else {
-                print("cards: the pool is empty")
+                say("cards: the pool is empty")
                 break
             }
             try herald.react(.tfu, card: seen.card.id)
-            print("swiped card \(seen.card.id)")
+            say("swiped card \(seen.card.id)")
         }
         let report = try await herald.upload()
-        print("uploaded \(report.uploaded), waiting \(report.waiting), refused \(report.refused)")
-        print("badge: \(try herald.badge())")
+        say("uploaded \(report.uploaded), waiting \(report.waiting), refused \(report.refused)")
+        say("badge: \(try herald.badge())")
 
         guard listen > 0 else { return }
-        print("listening for \(listen) s")
+        say("listening for \(listen) s")
         let stream = Task { await Self.printLiveUpdates(of: herald) }
         try await Task.sleep(for: .seconds(listen))
         stream.cancel()
@@ -66,10 +66,10 @@ struct HeraldPhone: AsyncParsableCommand {
     /// Signs in (up, the first time), registers, and fetches the feed and the cards.
     private func connect(_ herald: Herald) async throws(HeraldKitError) {
         let signedIn = try await herald.signUp()
-        print("signed in as \(signedIn.userID) until \(signedIn.expiresAt)")
+        say("signed in as \(signedIn.userID) until \(signedIn.expiresAt)")
         if let fcmToken {
             try await herald.register(.fcm(token: fcmToken))
-            print("registered FCM token \(fcmToken)")
+            say("registered FCM token \(fcmToken)")
         }
         try await herald.refreshFeed()
         try await herald.refreshCards()
@@ -78,13 +78,19 @@ struct HeraldPhone: AsyncParsableCommand {
     private static func printLiveUpdates(of herald: Herald) async {
         for await event in herald.liveUpdates() {
             switch event {
-            case .connected: print("stream: connected")
-            case .notification(let item): print("push: \(item.notification.title) \(item.notification.body)")
-            case .inbox(let counts): print("inbox: \(counts.unread) unread")
-            case .feedChanged: print("feed changed; next: \((try? herald.nextFeedMessage())?.title ?? "nothing")")
-            case .contentChanged: print("content changed")
-            case .disconnected(let error, let wait): print("stream: \(error); again in \(wait)")
+            case .connected: say("stream: connected")
+            case .notification(let item): say("push: \(item.notification.title) \(item.notification.body)")
+            case .inbox(let counts): say("inbox: \(counts.unread) unread")
+            case .feedChanged: say("feed changed; next: \((try? herald.nextFeedMessage())?.title ?? "nothing")")
+            case .contentChanged: say("content changed")
+            case .disconnected(let error, let wait): say("stream: \(error); again in \(wait)")
             }
         }
     }
+}
+
+/// Writes a line at once (not through stdout's buffer), so whoever reads a pipe (a test, `tee`)
+/// sees pushes as they come.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
