@@ -7,8 +7,12 @@ public import ServiceLifecycle
 /// `devices.stale_after`, and purges finished deliveries, idempotency keys, and (when
 /// configured) history and the Message Hub archive past their retention, and what feature
 /// modules keep (``ModulePurge``: the cards module's engagement events past `retention.events`).
-/// Each purge runs in small batches, each its own transaction, so it never holds the write lock
-/// for long.
+/// Each purge runs in batches, each its own transaction, sized so that one holds the writer for
+/// about `batchTarget` (a few milliseconds): accepts queued behind a batch go before the next.
+/// A kind runs until nothing past its retention is left or its share of the pass
+/// (`timePerKind`) is used; a kind cut short is behind (`herald_retention_behind`), and the
+/// next pass starts at once instead of after the interval, so purging keeps up with writing
+/// (docs/performance.md "Retention").
 public struct StorageMaintenance: Service {
     /// A feature module's rows past their retention, purged each pass beside the core's.
     public struct ModulePurge: Sendable {
@@ -31,9 +35,14 @@ public struct StorageMaintenance: Service {
         public var idempotency: Duration
         public var history: Duration?
         public var archive: Duration?
-        /// Rows per batch, and batches per kind per pass.
+        /// Rows in a kind's first batch; later ones grow or shrink toward `batchTarget`.
         public var batchSize = 500
-        public var batchesPerPass = 20
+        /// The most rows one batch may take.
+        public var maxBatchSize = 20_000
+        /// How long one batch should hold the writer.
+        public var batchTarget: Duration = .milliseconds(10)
+        /// How long one kind may purge in one pass before the others get their turn.
+        public var timePerKind: Duration = .seconds(10)
 
         public init(staleDevicesAfter: Duration, deliveries: Duration, idempotency: Duration, history: Duration?, archive: Duration?) {
             self.staleDevicesAfter = staleDevicesAfter
@@ -65,52 +74,92 @@ public struct StorageMaintenance: Service {
 
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            var behind = false
             do {
-                try await runOnce()
+                behind = try await pass().behind.isEmpty == false
             } catch _ where Task.isCancelled {
                 break // ending, not a failure
             } catch {
                 logger.warning("storage maintenance failed, trying again next pass: \(error)")
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            // Behind: go again after a breath, not a whole interval.
+            let pause: Duration = behind ? .seconds(1) : interval
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
         }
+    }
+
+    /// What one pass did: rows removed per kind (only kinds with some), and the kinds it cut
+    /// short with rows past their retention still there.
+    public struct PassReport: Sendable {
+        public var removed: [String: Int] = [:]
+        public var behind: Set<String> = []
     }
 
     /// One pass over every kind. - Returns: rows removed per kind (only kinds with some).
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> [String: Int] {
-        func cutoff(_ age: Duration) -> Date { now.addingTimeInterval(-age.seconds) }
-        var removed: [String: Int] = [:]
-        removed["devices"] = try await batches { try await store.pruneDevices(registeredBefore: cutoff(policy.staleDevicesAfter), limit: $0, at: now) }
-        removed["deliveries"] = try await batches { try await store.purgeFinishedDeliveries(before: cutoff(policy.deliveries), limit: $0) }
-        removed["idempotency_keys"] = try await batches { try await store.purgeIdempotencyKeys(before: cutoff(policy.idempotency), limit: $0) }
-        if let history = policy.history {
-            removed["history"] = try await batches { try await store.purgeHistory(before: cutoff(history), limit: $0) }
-        }
-        if let archive = policy.archive {
-            removed["archive"] = try await batches { try await store.purgeArchive(before: cutoff(archive), limit: $0) }
-        }
-        for module in modulePurges {
-            removed[module.kind, default: 0] += try await batches { try await module.purge(cutoff(module.retention), $0) }
-        }
-        // A notification goes once nothing refers to it: its deliveries and its history rows.
-        removed["notifications"] = try await batches { try await store.purgeNotifications(before: cutoff(policy.deliveries), limit: $0) }
-        removed = removed.filter { $0.value > 0 }
-        if let stale = removed["devices"] { metrics.devicesRemoved(reason: "stale", count: stale) }
-        if !removed.isEmpty {
-            logger.info("storage maintenance purged \(removed.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
-        }
-        return removed
+        try await pass(now: now).removed
     }
 
-    /// Runs `purge` in batches until one comes back short, or the pass's share is used up.
-    private func batches(_ purge: (Int) async throws -> Int) async throws -> Int {
-        var total = 0
-        for _ in 0..<policy.batchesPerPass {
-            let count = try await purge(policy.batchSize)
-            total += count
-            if count < policy.batchSize || Task.isShuttingDownGracefully { break }
+    /// One pass over every kind.
+    public func pass(now: Date = Date()) async throws -> PassReport {
+        func cutoff(_ age: Duration) -> Date { now.addingTimeInterval(-age.seconds) }
+        var report = PassReport()
+        func purge(_ kind: String, _ body: (Int) async throws -> Int) async throws {
+            let (count, cutShort) = try await batches(body)
+            report.removed[kind, default: 0] += count
+            if cutShort { report.behind.insert(kind) }
         }
-        return total
+        try await purge("devices") { try await store.pruneDevices(registeredBefore: cutoff(policy.staleDevicesAfter), limit: $0, at: now) }
+        try await purge("deliveries") { try await store.purgeFinishedDeliveries(before: cutoff(policy.deliveries), limit: $0) }
+        try await purge("idempotency_keys") { try await store.purgeIdempotencyKeys(before: cutoff(policy.idempotency), limit: $0) }
+        if let history = policy.history {
+            try await purge("history") { try await store.purgeHistory(before: cutoff(history), limit: $0) }
+        }
+        if let archive = policy.archive {
+            try await purge("archive") { try await store.purgeArchive(before: cutoff(archive), limit: $0) }
+        }
+        for module in modulePurges {
+            try await purge(module.kind) { try await module.purge(cutoff(module.retention), $0) }
+        }
+        // A notification goes once nothing refers to it: its deliveries and its history rows.
+        try await purge("notifications") { try await store.purgeNotifications(before: cutoff(policy.deliveries), limit: $0) }
+        for (kind, count) in report.removed { metrics.retention(kind: kind, purged: count, behind: report.behind.contains(kind)) }
+        report.removed = report.removed.filter { $0.value > 0 }
+        if let stale = report.removed["devices"] { metrics.devicesRemoved(reason: "stale", count: stale) }
+        if !report.removed.isEmpty {
+            let counts = report.removed.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            let behind = report.behind.isEmpty ? "" : " (behind: \(report.behind.sorted().joined(separator: ", ")))"
+            logger.info("storage maintenance purged \(counts)\(behind)")
+        }
+        return report
+    }
+
+    /// Runs `purge` in batches until one comes back short (nothing left), or the kind's share of
+    /// the pass is used up (cut short). Each batch is sized from the last one's time, so a slow
+    /// disk gets small batches and a fast one large.
+    private func batches(_ purge: (Int) async throws -> Int) async throws -> (removed: Int, cutShort: Bool) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var size = max(1, policy.batchSize)
+        var total = 0
+        while true {
+            let batchStarted = clock.now
+            let count = try await purge(size)
+            total += count
+            if count < size { return (total, false) }
+            if Task.isShuttingDownGracefully || Task.isCancelled { return (total, true) }
+            let now = clock.now
+            if now - started >= policy.timePerKind { return (total, true) }
+            let took = now - batchStarted
+            if took * 2 < policy.batchTarget {
+                size = min(size * 2, max(1, policy.maxBatchSize))
+            } else if took > policy.batchTarget * 2 {
+                // Not below a floor: a transaction's own cost (a commit's sync) does not shrink.
+                size = max(size / 2, min(100, max(1, policy.batchSize)))
+            }
+            // Writers queued behind this batch (accepts) go before the next one.
+            await Task.yield()
+        }
     }
 }

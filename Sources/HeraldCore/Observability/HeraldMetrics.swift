@@ -65,6 +65,14 @@ public struct HeraldMetrics: Sendable {
         handles.counter("herald_http_requests_total", [("method", method), ("route", route), ("status", String(status))], factory: factory).increment()
     }
 
+    /// A retention pass over one kind (`history`, `deliveries`, `events`…): rows it removed, and
+    /// whether it was cut short with rows past their retention still there (1 while purging
+    /// falls behind writing).
+    public func retention(kind: String, purged: Int, behind: Bool) {
+        Counter(label: "herald_retention_purged_total", dimensions: [("kind", kind)], factory: factory).increment(by: Int64(purged))
+        Gauge(label: "herald_retention_behind", dimensions: [("kind", kind)], factory: factory).record(behind ? 1 : 0)
+    }
+
     /// Devices Herald removed itself: `limit` (a user registered more than `devices.max_per_user`)
     /// or `stale` (not registered again for `devices.stale_after`).
     public func devicesRemoved(reason: String, count: Int) {

@@ -1,0 +1,87 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import Logging
+import Synchronization
+import Testing
+
+/// Retention keeps up with writing (issue 62): a pass purges until nothing past retention is left
+/// rather than a fixed number of batches a minute, sizes batches so each holds the writer for
+/// about `batchTarget`, and says when it was cut short.
+@Suite(.cleansUp) struct RetentionPaceTests {
+    /// Rows past retention that a purge removes `limit` at a time, noting each limit asked for.
+    final class ExpiredRows: Sendable {
+        private let state: Mutex<(left: Int, limits: [Int])>
+        let pause: Duration
+
+        init(_ count: Int, pause: Duration = .zero) {
+            state = Mutex((count, []))
+            self.pause = pause
+        }
+
+        var left: Int { state.withLock { $0.left } }
+        var limits: [Int] { state.withLock { $0.limits } }
+
+        func purge(limit: Int) async throws -> Int {
+            if pause > .zero { try await Task.sleep(for: pause) }
+            return state.withLock { state in
+                state.limits.append(limit)
+                let removed = min(limit, state.left)
+                state.left -= removed
+                return removed
+            }
+        }
+    }
+
+    func maintenance(_ rows: ExpiredRows, adjust: (inout StorageMaintenance.Policy) -> Void = { _ in }) async throws -> StorageMaintenance {
+        let herald = try await TestHerald.make()
+        var policy = StorageMaintenance.Policy(
+            staleDevicesAfter: .seconds(86_400), deliveries: .seconds(86_400), idempotency: .seconds(86_400), history: nil, archive: nil)
+        adjust(&policy)
+        let purge = StorageMaintenance.ModulePurge(kind: "events", retention: .seconds(86_400)) { _, limit in try await rows.purge(limit: limit) }
+        return StorageMaintenance(
+            store: herald.server.store, policy: policy, modulePurges: [purge], logger: Logger(label: "test"), metrics: HeraldMetrics())
+    }
+
+    /// 60 000 expired rows go in one pass; before, a pass stopped at 20 batches of 500, about
+    /// 167 rows a second, less than a modest write rate.
+    @Test func aPassPurgesEverythingPastRetentionWithGrowingBatches() async throws {
+        let rows = ExpiredRows(60_000)
+        let report = try await maintenance(rows).pass()
+        #expect(report.removed["events"] == 60_000)
+        #expect(report.behind.isEmpty)
+        #expect(rows.left == 0)
+        let limits = rows.limits
+        #expect(limits.first == 500)
+        #expect(limits.count < 20, "fast batches grow: \(limits)")
+        #expect(zip(limits, limits.dropFirst()).allSatisfy { $0 <= $1 }, "\(limits)")
+    }
+
+    /// Batches that hold the writer longer than the target shrink (to a floor of 100 rows: a
+    /// transaction's own cost does not shrink with it).
+    @Test func slowBatchesShrink() async throws {
+        let rows = ExpiredRows(800, pause: .milliseconds(30))
+        let report = try await maintenance(rows) { $0.batchTarget = .milliseconds(5) }.pass()
+        #expect(report.removed["events"] == 800)
+        let limits = rows.limits
+        #expect(limits.prefix(3) == [500, 250, 125], "\(limits)")
+    }
+
+    /// A kind cut short by its share of the pass is reported behind (the gauge
+    /// `herald_retention_behind`), and the service goes again without waiting an interval.
+    @Test func aKindCutShortIsBehind() async throws {
+        let rows = ExpiredRows(10_000, pause: .milliseconds(5))
+        let pace = try await maintenance(rows) { $0.timePerKind = .milliseconds(1) }
+        let first = try await pace.pass()
+        #expect(first.behind == ["events"])
+        #expect(rows.left > 0)
+        var passes = 1
+        while rows.left > 0 && passes < 1_000 {
+            _ = try await pace.pass()
+            passes += 1
+        }
+        #expect(rows.left == 0)
+        #expect(try await pace.pass().behind.isEmpty)
+    }
+}
