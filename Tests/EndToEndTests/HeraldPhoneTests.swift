@@ -70,5 +70,6 @@ import Testing
         // Herald has the swipes: the user's history holds both cards.
         let (_, pulled) = try await LoadHarness.request(.GET, "\(herald.url)/api/pull", key: Self.admin, user: user)
         #expect(((pulled["history"] as? [[String: Any]]) ?? []).compactMap { $0["card"] as? String } == ["c1", "c2"])
+        await herald.expectCleanStop()
     }
 }

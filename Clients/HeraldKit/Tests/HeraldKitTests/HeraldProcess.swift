@@ -25,11 +25,14 @@ final class HeraldProcess: Sendable {
     var database: String { "sqlite:" + directory.appendingPathComponent("herald.sqlite").path }
     var log: String { output.text }
 
+    /// The secret backends sign user tokens with (their proofs at device sign-in).
+    static let userTokenSecret = "heraldkit-tests-user-token-secret-0123456789"
+
     /// The environment every test server runs with: anonymous devices allowed, the console sink
     /// serving FCM addresses, pushes not held back.
     static let environment = [
         "HERALD_AUTH_DEVICE_SIGN_UP": "true",
-        "HERALD_USER_TOKEN_SECRET": "heraldkit-tests-user-token-secret-0123456789",
+        "HERALD_USER_TOKEN_SECRET": userTokenSecret,
         "HERALD_SINKS_CONSOLE_ENABLED": "true",
         "HERALD_STREAM_HEARTBEAT": "1",
     ]

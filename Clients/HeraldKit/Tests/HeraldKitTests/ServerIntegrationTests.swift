@@ -78,6 +78,43 @@ import Testing
         try await phone.unregister(.fcm(token: "phone-fcm-token"))
     }
 
+    /// Signed in with the backend's proof: the device acts for that user, and renewing near
+    /// expiry asks the backend again (also after a relaunch, through `proofProvider`).
+    @Test func signInWithABackendsProofAndRenewal() async throws {
+        let server = try await HeraldProcess(in: directory)
+        let clock = TestClock()
+        let asked = Counter()
+        let proof: @Sendable (String) async throws -> String = { userID in
+            asked.increment()
+            return BackendProof.mint(userID: userID, expires: Date().addingTimeInterval(3_600))
+        }
+        let phone = try device(server, now: { clock.now })
+        let signedIn = try await phone.signIn(userID: "u-proof", proof: proof)
+        #expect(signedIn.userID == "u-proof")
+        #expect(signedIn.expiresAt <= Date().addingTimeInterval(3_601), "never later than the proof")
+        #expect(try await phone.inboxCounts().unread == 0)
+        #expect(asked.value == 1)
+
+        // A bad proof is Herald's 401, typed.
+        let stranger = try device(server, name: "stranger")
+        do {
+            try await stranger.signIn(userID: "u-proof") { _ in "not-a-token" }
+            Issue.record("a bad proof was accepted")
+        } catch {
+            guard case .server(let status, _, _, _) = error else { throw error }
+            #expect(status == 401, "\(error)")
+        }
+
+        // Relaunched near expiry: the renewal asks the backend through proofProvider.
+        clock.now = signedIn.expiresAt.addingTimeInterval(-60)
+        let relaunched = Herald(
+            serverURL: server.url, transport: RecordingTransport(), database: try LocalDatabase(url: directory.appendingPathComponent("phone.sqlite")),
+            secrets: FileSecretStore(url: directory.appendingPathComponent("phone.secret")), proofProvider: proof, now: { clock.now })
+        #expect(try await relaunched.inboxCounts().unread == 0)
+        #expect(asked.value == 2)
+        #expect(try await relaunched.userID() == "u-proof")
+    }
+
     @Test func privateFeedIsDecidedOnTheDevice() async throws {
         let admin = try HeraldProcess.createKey(role: "admin", in: directory)
         let server = try await HeraldProcess(in: directory)
@@ -239,6 +276,8 @@ import Testing
         #expect(try phone.badge() == 1)
         let page = try await phone.history()
         #expect(page.items.map(\.notification.title) == ["Lunch?"])
+        #expect(try await phone.history(type: "message").items.count == 1)
+        #expect(try await phone.history(type: "comment").items.isEmpty)
         let marked = try await phone.mark(page.items.map(\.data.id), .read)
         #expect(marked.unread == 0)
         #expect(try phone.badge() == 0)
@@ -289,4 +328,13 @@ final class TestClock: @unchecked Sendable {
         get { lock.withLock { instant } }
         set { lock.withLock { instant = newValue } }
     }
+}
+
+/// Counts calls from concurrent code.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }
