@@ -8,7 +8,8 @@ public import ServiceLifecycle
 /// configured) history and the Message Hub archive past their retention, and what feature
 /// modules keep (``ModulePurge``: the cards module's engagement events past `retention.events`).
 /// Each purge runs in batches, each its own transaction, sized so that one holds the writer for
-/// about `batchTarget` (a few milliseconds): accepts queued behind a batch go before the next.
+/// about `batchTarget` (2 ms), resting between them so that writes queued behind a batch
+/// (accepts) go first and keep at least `1 - writerShare` of the writer.
 /// A kind runs until nothing past its retention is left or its share of the pass
 /// (`timePerKind`) is used; a kind cut short is behind (`herald_retention_behind`), and the
 /// next pass starts at once instead of after the interval, so purging keeps up with writing
@@ -40,7 +41,10 @@ public struct StorageMaintenance: Service {
         /// The most rows one batch may take.
         public var maxBatchSize = 20_000
         /// How long one batch should hold the writer.
-        public var batchTarget: Duration = .milliseconds(10)
+        public var batchTarget: Duration = .milliseconds(2)
+        /// The share of the writer's time a purge may take while it is behind: after each batch
+        /// it rests as long as the batch took (one half), so writes waiting behind it go first.
+        public var writerShare = 0.5
         /// How long one kind may purge in one pass before the others get their turn.
         public var timePerKind: Duration = .seconds(10)
 
@@ -158,8 +162,10 @@ public struct StorageMaintenance: Service {
                 // Not below a floor: a transaction's own cost (a commit's sync) does not shrink.
                 size = max(size / 2, min(100, max(1, policy.batchSize)))
             }
-            // Writers queued behind this batch (accepts) go before the next one.
-            await Task.yield()
+            // Writers queued behind this batch (accepts) go before the next one, and get the
+            // writer for the rest of the time.
+            let rest = took * ((1 - policy.writerShare) / max(policy.writerShare, 0.01))
+            if rest > .zero { try await Task.sleep(for: rest) } else { await Task.yield() }
         }
     }
 }
