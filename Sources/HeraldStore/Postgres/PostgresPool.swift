@@ -374,6 +374,22 @@ final class PostgresPool: Sendable {
                 replacePool(with: fresh, runner: runner)
                 return
             }
+            // Marked unreachable for slowness (the first check's login got no answer in time, on
+            // a loaded machine): ask again why, so a refused login is named once the server
+            // answers it, rather than waited on as slowness until start-up gives up.
+            var refused: (any Error)?
+            if isUnreachableForSlowness {
+                refused = await refusal()
+                if refused == nil { refused = await loginRefusal() }
+            }
+            if let refusal = refused {
+                state.withLock { state in
+                    guard state.unreachableSince != nil else { return }
+                    state.unreachableForSlowness = false
+                    state.unreachableReason = Self.refusalReason(refusal)
+                }
+                logger.error("the database refuses connections: \(PostgresStore.describe(refusal))")
+            }
             try? await Task.sleep(for: probeInterval)
         }
     }
