@@ -229,8 +229,7 @@ final class PostgresPool: Sendable {
         Task {
             // PostgresNIO's pool keeps a request waiting while its connections are refused, so
             // without the refusal a closed port would look like a slow server.
-            var failure = await self.refusal()
-            if failure == nil { failure = await self.loginRefusal() }
+            var failure = await self.refusesConnections()
             if failure == nil {
                 switch await self.connectsFresh() {
                 case .success(let (_, runner)):
@@ -264,6 +263,13 @@ final class PostgresPool: Sendable {
             await runner.value
             return .failure(error)
         }
+    }
+
+    /// Why the database refuses this process, if it does: its address refuses a TCP connection,
+    /// or the server refuses the login.
+    private func refusesConnections() async -> (any Error)? {
+        if let refused = await refusal() { return refused }
+        return await loginRefusal()
     }
 
     /// Why the database's address refuses a TCP connection, if it does: nothing listening
@@ -377,12 +383,7 @@ final class PostgresPool: Sendable {
             // Marked unreachable for slowness (the first check's login got no answer in time, on
             // a loaded machine): ask again why, so a refused login is named once the server
             // answers it, rather than waited on as slowness until start-up gives up.
-            var refused: (any Error)?
-            if isUnreachableForSlowness {
-                refused = await refusal()
-                if refused == nil { refused = await loginRefusal() }
-            }
-            if let refusal = refused {
+            if isUnreachableForSlowness, let refusal = await refusesConnections() {
                 state.withLock { state in
                     guard state.unreachableSince != nil else { return }
                     state.unreachableForSlowness = false

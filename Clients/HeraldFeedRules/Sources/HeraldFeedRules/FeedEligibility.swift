@@ -24,7 +24,13 @@ public struct FeedAudience: Sendable, Equatable {
     /// Whether an app in `region` at `version` is in the audience; a nil region or version is
     /// not filtered on.
     public func admits(region: String?, version: SemanticVersion?) -> Bool {
-        if let region, let regions, !regions.contains(RegionCode.folded(region)) { return false }
+        admits(foldedRegion: region.map(RegionCode.folded), version: version)
+    }
+
+    /// ``admits(region:version:)`` for a region already folded, as a feed's filter folds it once
+    /// for all its messages.
+    func admits(foldedRegion region: String?, version: SemanticVersion?) -> Bool {
+        if let region, let regions, !regions.contains(region) { return false }
         if let version, let range, !range.isSatisfied(by: version) { return false }
         return true
     }
@@ -53,7 +59,8 @@ public enum FeedEligibility {
     public static func eligible<Message: FeedCandidate>(
         _ messages: some Sequence<Message>, at now: Date, region: String?, version: SemanticVersion?
     ) -> [Message] {
-        messages.filter { now < $0.feedExpiresAt && $0.feedAudience.admits(region: region, version: version) }.sorted(by: precedes)
+        let region = region.map(RegionCode.folded)
+        return messages.filter { now < $0.feedExpiresAt && $0.feedAudience.admits(foldedRegion: region, version: version) }.sorted(by: precedes)
     }
 
     /// The one message to show now: the first eligible one not in `read`.

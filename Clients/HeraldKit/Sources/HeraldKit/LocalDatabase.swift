@@ -88,7 +88,7 @@ public final class LocalDatabase: Sendable {
     // MARK: Small values
 
     func value(_ key: String) throws(HeraldKitError) -> String? {
-        try read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+        try read { db in try Self.value(key, in: db) }
     }
 
     func setValue(_ value: String?, for key: String) throws(HeraldKitError) {

@@ -43,6 +43,19 @@ struct Outbox: Sendable {
         for id in ids { try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
     }
 
+    /// The rows' bodies as queued; a row that no longer reads is a damaged file, not a trap.
+    static func decode<Body: Decodable>(_ rows: [(id: String, body: String)], as type: Body.Type) throws(HeraldKitError) -> [Body] {
+        var bodies: [Body] = []
+        for row in rows {
+            do {
+                bodies.append(try JSONDecoder.herald.decode(type, from: Data(row.body.utf8)))
+            } catch {
+                throw .localStorage("outbox row \(row.id): \(error)")
+            }
+        }
+        return bodies
+    }
+
     /// Herald did not answer (or asked to wait): try again after a doubling wait.
     func postpone(_ ids: [String], retryAfter: Int?) throws(HeraldKitError) {
         let at = now().timeIntervalSince1970
@@ -132,13 +145,7 @@ extension Herald {
     }
 
     private func uploadSeen(_ batch: [(id: String, body: String)]) async throws(HeraldKitError) {
-        let reports = try batch.map { row throws(HeraldKitError) in
-            do {
-                return try JSONDecoder.herald.decode(Operations.PostSeen.Input.Body.JsonPayload.SeenPayloadPayload.self, from: Data(row.body.utf8))
-            } catch {
-                throw .localStorage("outbox row \(row.id): \(error)")
-            }
-        }
+        let reports = try Outbox.decode(batch, as: Operations.PostSeen.Input.Body.JsonPayload.SeenPayloadPayload.self)
         let output = try await calling { try await client.postSeen(body: .json(.init(seen: reports))) }
         guard case .ok(let ok) = output, case .json(let answer) = ok.body else { throw .unexpectedAnswer("POST /api/pool/seen") }
         try database.write { db in
@@ -150,13 +157,7 @@ extension Herald {
     }
 
     private func uploadEvents(_ batch: [(id: String, body: String)]) async throws(HeraldKitError) {
-        let events = try batch.map { row throws(HeraldKitError) in
-            do {
-                return try JSONDecoder.herald.decode(Components.Schemas.EngagementEvent.self, from: Data(row.body.utf8))
-            } catch {
-                throw .localStorage("outbox row \(row.id): \(error)")
-            }
-        }
+        let events = try Outbox.decode(batch, as: Components.Schemas.EngagementEvent.self)
         let output = try await calling { try await client.postEvents(body: .json(.init(events: events))) }
         guard case .accepted = output else { throw .unexpectedAnswer("POST /api/events") }
         try database.write { db in try outbox.delivered(batch.map(\.id), in: db) }

@@ -25,6 +25,12 @@ final class HeraldProcess: Sendable {
     var database: String { "sqlite:" + directory.appendingPathComponent("herald.sqlite").path }
     var log: String { output.text }
 
+    /// This process's environment without its `HERALD_*` settings (the run mark that
+    /// scripts/test finds leftovers by stays).
+    static var inheritedEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") || $0.key == "HERALD_TEST_RUN_MARK" }
+    }
+
     /// The secret backends sign user tokens with (their proofs at device sign-in).
     static let userTokenSecret = "heraldkit-tests-user-token-secret-0123456789"
 
@@ -44,8 +50,7 @@ final class HeraldProcess: Sendable {
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--port", String(port), "--database", "sqlite:" + directory.appendingPathComponent("herald.sqlite").path]
         process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") || $0.key == "HERALD_TEST_RUN_MARK" }
-            .merging(Self.environment.merging(environment) { _, new in new }) { _, new in new }
+        process.environment = Self.inheritedEnvironment.merging(Self.environment.merging(environment) { _, new in new }) { _, new in new }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -93,7 +98,7 @@ final class HeraldProcess: Sendable {
             "keys", "create", "--role", role, "--name", "heraldkit-tests", "--database", "sqlite:" + directory.appendingPathComponent("herald.sqlite").path,
         ]
         process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") || $0.key == "HERALD_TEST_RUN_MARK" }
+        process.environment = inheritedEnvironment
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
