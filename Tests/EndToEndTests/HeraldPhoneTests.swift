@@ -25,6 +25,12 @@ import Testing
         let state = directory.appendingPathComponent("phone").path
         let phone = ["--server", herald.url, "--state", state, "--region", "qc", "--app-version", "2.1"]
 
+        // Bad arguments are refused, naming the option, before anything is sent.
+        for (arguments, said) in [(["--swipes", "-1"], "--swipes"), (["--server", "not a url"], "--server")] {
+            let refused = try await runCommand(Self.binary, ["--state", state] + arguments, in: directory, timeout: .seconds(30))
+            #expect(refused.status == 64 && refused.stderr.contains(said), "\(refused.status) \(refused.stderr)")
+        }
+
         // First run: signs up and registers; nothing to show yet.
         let first = try await runCommand(Self.binary, phone + ["--fcm-token", "phone-token", "--listen", "0"], in: directory, timeout: .seconds(60))
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")

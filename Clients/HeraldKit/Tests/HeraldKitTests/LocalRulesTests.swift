@@ -95,6 +95,17 @@ func offlineHerald(app: AppIdentity = AppIdentity(), now: @escaping @Sendable ()
         #expect(try herald.outbox.counts().waiting == 4)
     }
 
+    /// What Herald would refuse is refused on the device, before anything is queued or sent.
+    @Test func badArgumentsAreRefusedBeforeTheNetwork() async throws {
+        let herald = try offlineHerald()
+        struct NotJSON: Sendable {}
+        #expect(throws: HeraldKitError.self) { try herald.track("opened", properties: ["what": NotJSON()]) }
+        #expect(try herald.outbox.counts().waiting == 0)
+        await #expect(throws: HeraldKitError.invalidArgument("'nonsense' is not a notification type")) {
+            try await herald.markAll(.read, type: "nonsense")
+        }
+    }
+
     @Test func theDeviceSecretFileIsTheOwnersAlone() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("heraldkit-secret-\(UUID().uuidString)")
         let store = FileSecretStore(url: url)
