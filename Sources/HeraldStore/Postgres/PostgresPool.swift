@@ -229,7 +229,7 @@ final class PostgresPool: Sendable {
         Task {
             // PostgresNIO's pool keeps a request waiting while its connections are refused, so
             // without the refusal a closed port would look like a slow server.
-            var failure = await self.refusesConnections()
+            var failure = await self.refusesConnections(within: self.acquireTimeout)
             if failure == nil {
                 switch await self.connectsFresh() {
                 case .success(let (_, runner)):
@@ -266,10 +266,10 @@ final class PostgresPool: Sendable {
     }
 
     /// Why the database refuses this process, if it does: its address refuses a TCP connection,
-    /// or the server refuses the login.
-    private func refusesConnections() async -> (any Error)? {
+    /// or the server refuses the login (an answer awaited for `patience`).
+    private func refusesConnections(within patience: Duration) async -> (any Error)? {
         if let refused = await refusal() { return refused }
-        return await loginRefusal()
+        return await loginRefusal(within: patience)
     }
 
     /// Why the database's address refuses a TCP connection, if it does: nothing listening
@@ -296,13 +296,13 @@ final class PostgresPool: Sendable {
     /// mistyped database name looked like a slow server: `herald serve` waited out its start-up
     /// patience and then said only that the database was unreachable. Nil when the login
     /// succeeds, fails for a passing reason (``isLoginRefusal(_:)``), or no answer comes in
-    /// `acquireTimeout`.
-    private func loginRefusal() async -> (any Error)? {
+    /// `patience`.
+    private func loginRefusal(within patience: Duration) async -> (any Error)? {
         guard var direct else { return nil }
-        direct.options.connectTimeout = TimeAmount(acquireTimeout)
+        direct.options.connectTimeout = TimeAmount(patience)
         // The connect timeout covers the TCP connect alone; a server that takes the connection
         // and never answers the login must not hold up the check, which waits no longer than
-        // the pool would. A connection that comes after that is closed.
+        // `patience`. A connection that comes after that is closed.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let answer = loop.makePromise(of: (any Error)?.self)
         let answered = NIOLoopBoundBox.makeBoxSendingValue(false, eventLoop: loop)
@@ -311,7 +311,7 @@ final class PostgresPool: Sendable {
             answered.value = true
             answer.succeed(refusal)
         }
-        let timer = loop.scheduleTask(in: TimeAmount(acquireTimeout)) { finish(nil) }
+        let timer = loop.scheduleTask(in: TimeAmount(patience)) { finish(nil) }
         PostgresConnection.connect(on: loop, configuration: direct, id: 0, logger: logger).hop(to: loop).whenComplete { result in
             timer.cancel()
             switch result {
@@ -369,6 +369,7 @@ final class PostgresPool: Sendable {
         logger.error("the database is unreachable; answering 503 until it is back: \(PostgresStore.describe(error))")
         let probe = Task { await self.probeUntilReachable() }
         state.withLock { $0.probe = probe }
+        if error is AcquireTimeout { Task { await self.nameRefusalWhileSlow() } }
         return true
     }
 
@@ -380,16 +381,28 @@ final class PostgresPool: Sendable {
                 replacePool(with: fresh, runner: runner)
                 return
             }
-            // Marked unreachable for slowness (the first check's login got no answer in time, on
-            // a loaded machine): ask again why, so a refused login is named once the server
-            // answers it, rather than waited on as slowness until start-up gives up.
-            if isUnreachableForSlowness, let refusal = await refusesConnections() {
-                state.withLock { state in
-                    guard state.unreachableSince != nil else { return }
+            try? await Task.sleep(for: probeInterval)
+        }
+    }
+
+    /// While the database is marked unreachable for slowness (the first check's login got no
+    /// answer in time, on a loaded machine), asks again why, so a refused login is named once
+    /// the server answers it rather than waited on as slowness until start-up gives up. The
+    /// database is marked already, so this check waits longer than a request would (a full test
+    /// suite on two cores has kept a refused login's answer past 2 s, round after round, until
+    /// start-up's patience ran out); it runs beside the probe, which it never holds up, and
+    /// closing the pool does not wait for it.
+    private func nameRefusalWhileSlow() async {
+        while isUnreachableForSlowness, !state.withLock({ $0.closed }) {
+            if let refusal = await refusesConnections(within: acquireTimeout * 5) {
+                let named = state.withLock { state in
+                    guard state.unreachableSince != nil, state.unreachableForSlowness else { return false }
                     state.unreachableForSlowness = false
                     state.unreachableReason = Self.refusalReason(refusal)
+                    return true
                 }
-                logger.error("the database refuses connections: \(PostgresStore.describe(refusal))")
+                if named { logger.error("the database refuses connections: \(PostgresStore.describe(refusal))") }
+                return
             }
             try? await Task.sleep(for: probeInterval)
         }
