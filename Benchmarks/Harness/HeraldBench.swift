@@ -12,7 +12,7 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Measure Herald on loopback: accepts, pushes, fan-out and the feed, against the HTTP stack's own ceiling.",
-        subcommands: [Run.self, Faults.self, Timing.self, EchoServer.self],
+        subcommands: [Run.self, Faults.self, Timing.self, Seed.self, Year.self, EchoServer.self],
         defaultSubcommand: Run.self
     )
 }

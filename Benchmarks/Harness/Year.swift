@@ -1,0 +1,215 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldStore
+import NIOHTTP1
+
+/// `herald-bench year`: the request paths on a seeded year (``Seed``) against the same paths on
+/// an empty database, same run, same binary, on SQLite and (with `--postgres`) PostgreSQL
+/// (docs/performance.md, "A seeded year").
+struct Year: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Accepts, history pages, inbox counts, registrations, the feed's and the cards' 304 and RSS: a seeded year against an empty database.")
+
+    @Option(help: "History rows of the seeded year (its users get one device each; see `herald-bench seed`).")
+    var history = 10_000_000
+
+    @Option(help: "Users of the seeded year.")
+    var users = 1_000_000
+
+    @Option(help: "Seconds each wrk load runs.")
+    var seconds = 10
+
+    @Option(help: "Concurrent connections for the accept load (the GET loads use the same).")
+    var concurrency = 16
+
+    @Option(help: "A PostgreSQL server (postgres://user@host:port/db) to run the same on; none runs SQLite alone.")
+    var postgres: String?
+
+    @Option(help: "Keep the seeded databases in this folder and reuse them when their sizes match (seeding 10 M rows takes minutes).")
+    var keep: String?
+
+    @Option(help: "The herald binary (default: beside this one, so the release build).")
+    var herald: String?
+
+    @Option(help: "Where the results go as JSON.")
+    var output = "Benchmarks/results/year.json"
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-year-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let heraldPath = try ChildProcess.heraldPath(herald)
+        let report = try await LoadDriver.with(concurrency: concurrency) { driver in
+            var report = Report(concurrency: concurrency)
+            let account = directory.appendingPathComponent("fcm.json").path
+            let emulator = try await ChildProcess(
+                heraldPath, ["fcm-emulator", "--port", "0", "--quiet", "--write-service-account", account], banner: "FCM emulator listening on")
+            var engines: [(name: String, empty: String, seeded: String)] = []
+            let kept = keep.map { URL(fileURLWithPath: $0) } ?? directory
+            try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
+            let seededFile = kept.appendingPathComponent("year-\(users)-\(history).sqlite").path
+            if !FileManager.default.fileExists(atPath: seededFile) {
+                try await seed("sqlite:" + seededFile + ".partial", users: users, history: history)
+                try FileManager.default.moveItem(atPath: seededFile + ".partial", toPath: seededFile)
+            }
+            let emptyFile = directory.appendingPathComponent("empty.sqlite").path
+            try await seed("sqlite:" + emptyFile, users: Self.emptyUsers, history: 0)
+            engines.append(("SQLite", "sqlite:" + emptyFile, "sqlite:" + seededFile))
+            if let postgres {
+                let seeded = try await PostgresStore.createDatabase(named: "herald_year_\(UUID().uuidString.prefix(8).lowercased())", onServer: postgres)
+                try await seed(seeded, users: users, history: history)
+                let empty = try await PostgresStore.createDatabase(named: "herald_empty_\(UUID().uuidString.prefix(8).lowercased())", onServer: postgres)
+                try await seed(empty, users: Self.emptyUsers, history: 0)
+                engines.append(("PostgreSQL", empty, seeded))
+            }
+            for engine in engines {
+                // Interleaved: empty, seeded, so a drift of the machine's speed shows as noise, not as growth.
+                var figures: [[String: Double]] = []
+                for database in [engine.empty, engine.seeded] {
+                    progress("\(engine.name): \(database == engine.empty ? "empty" : "seeded") database")
+                    figures.append(
+                        try await measure(database, heraldPath: heraldPath, account: account, emulator: emulator, driver: driver, directory: directory))
+                }
+                for (name, target) in Self.figures {
+                    let (empty, seeded) = (figures[0][name] ?? 0, figures[1][name] ?? 0)
+                    let ratio = seeded / max(empty, 1e-9)
+                    let met: Bool? =
+                        switch target {
+                        case .rate: ratio >= 0.8
+                        case .latency: ratio <= 1.5
+                        case .memory: seeded <= 100
+                        case .none: nil
+                        }
+                    let goal: String? =
+                        switch target {
+                        case .rate: ">= 0.80 of empty"
+                        case .latency: "<= 1.5x empty"
+                        case .memory: "<= 100 MiB"
+                        case .none: nil
+                        }
+                    report.add("\(engine.name) \(name): empty", empty, unit: Self.unit(name))
+                    report.add("\(engine.name) \(name): seeded", seeded, unit: Self.unit(name), ratio: ratio, target: goal, met: met)
+                }
+            }
+            await emulator.stop()
+            return report
+        }
+        print(report.table())
+        try report.write(to: output)
+        progress("wrote \(output)")
+    }
+
+    /// Users of the empty database: the heavy users and enough others to write to.
+    static let emptyUsers = SeedPlan.heavyUsers + 100
+
+    enum Target { case rate, latency, memory, none }
+
+    static let figures: [(String, Target)] = [
+        ("accepted with pushes", .rate), ("accept p99", .latency), ("history first page p99", .latency),
+        ("history deep page p99", .latency), ("inbox counts", .rate), ("inbox counts p99", .latency),
+        ("registrations", .rate), ("registration p99", .latency), ("feed 304", .rate), ("cards pull 304", .rate), ("peak RSS", .memory),
+        ("history rows", .none),
+    ]
+
+    static func unit(_ name: String) -> String {
+        if name.hasSuffix("p99") { return "ms" }
+        if name == "peak RSS" { return "MiB" }
+        if name == "history rows" { return "" }
+        return "/s"
+    }
+
+    func seed(_ database: String, users: Int, history: Int) async throws {
+        progress("seeding \(database.hasPrefix("sqlite:") ? "SQLite" : "PostgreSQL"): \(users) users, \(history) history rows")
+        let plan = SeedPlan(users: users, history: history, events: history / 10, recipients: 5, days: 365, end: Date())
+        if database.hasPrefix("sqlite:") {
+            try await SQLiteSeeder(path: String(database.dropFirst("sqlite:".count)), plan: plan).seed()
+        } else {
+            try await PostgresSeeder(url: database, plan: plan).seed()
+        }
+    }
+
+    /// One Herald on `database`: every figure of ``figures``.
+    func measure(
+        _ database: String, heraldPath: String, account: String, emulator: ChildProcess, driver: LoadDriver, directory: URL
+    ) async throws -> [String: Double] {
+        let admin = "hk_year_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        // Retention long enough that nothing of the year is purged while it is measured: the
+        // purge is measured on its own (docs/performance.md, "Retention under load").
+        let server = try await ChildProcess(
+            heraldPath, ["serve", "--port", "0", "--database", database, "--log-level", "warning"], banner: "Herald listening on",
+            environment: [
+                "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url,
+                "HERALD_RETENTION_DELIVERIES": "3650d", "HERALD_RETENTION_EVENTS": "3650d",
+            ])
+        var figures: [String: Double] = [:]
+        let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
+        let heavy = "seed-user-0"
+        let acting = [("Authorization", "Bearer \(admin)"), ("X-User-ID", heavy)]
+
+        // Accepts with pushes, to the heavy users (each has a device).
+        let accepts = try await wrk.run(
+            "\(server.url)/api/notifications",
+            .post(
+                json: #"{"type":"comment","title":"Year %d","body":"b","user_ids":["seed-user-%d"]}"#, arguments: ["n", "n % \(SeedPlan.heavyUsers)"],
+                headers: ["Authorization": "Bearer \(admin)"]))
+        figures["accepted with pushes"] = accepts.perSecond
+        figures["accept p99"] = accepts.p99Milliseconds
+
+        // History: the first page, then a page from the middle of everything written.
+        let historyURL = "\(server.url)/api/notifications/history?limit=50"
+        let (_, page, _) = try await driver.call(LoadDriver.get(historyURL, headers: acting))
+        let newest = Int((page["next"] as? String) ?? "") ?? 2
+        figures["history rows"] = Double(newest)
+        let first = await driver.run(count: 2_000, concurrency: 1, expect: 200) { _ in LoadDriver.get(historyURL, headers: acting) }
+        figures["history first page p99"] = first.percentileMilliseconds(99)
+        let deep = await driver.run(count: 2_000, concurrency: 1, expect: 200) { _ in
+            LoadDriver.get("\(historyURL)&before=\(max(newest / 2, 1))", headers: acting)
+        }
+        figures["history deep page p99"] = deep.percentileMilliseconds(99)
+
+        let counts = try await wrk.run("\(server.url)/api/inbox/counts", .get(headers: Dictionary(uniqueKeysWithValues: acting)))
+        figures["inbox counts"] = counts.perSecond
+        figures["inbox counts p99"] = counts.p99Milliseconds
+
+        let registrations = await driver.run(count: 5_000, concurrency: concurrency, expect: 200) { index in
+            var request = LoadDriver.post("\(server.url)/api/notifications/register", json: #"{"fcm_token":"year-token-\#(index)"}"#, token: admin)
+            request.headers.add(name: "X-User-ID", value: "year-user-\(index)")
+            return request
+        }
+        figures["registrations"] = registrations.perSecond
+        figures["registration p99"] = registrations.percentileMilliseconds(99)
+
+        // The feed's and the cards' 304: what an app polls most.
+        let expires = Timestamp.format(Date().addingTimeInterval(86_400))
+        for index in 0..<20 {
+            _ = try await driver.call(
+                LoadDriver.post(
+                    "\(server.url)/api/feed/messages", json: #"{"title":"Year \#(index)","body":"b","expires_at":"\#(expires)","priority":1}"#,
+                    token: admin))
+        }
+        let (_, _, feedHeaders) = try await driver.call(LoadDriver.get("\(server.url)/feed/index.json"))
+        let feed = try await wrk.run("\(server.url)/feed/index.json", .get(headers: ["If-None-Match": feedHeaders.first(name: "ETag") ?? ""]))
+        figures["feed 304"] = feed.perSecond
+        let cards = (0..<100).map { #"{"id":"year-card-\#($0)","metadata":{"title":"Card \#($0)"},"posted_at":"2026-11-01T10:00:00Z"}"# }
+        _ = try await driver.call(LoadDriver.post("\(server.url)/api/cards", json: #"{"cards":[\#(cards.joined(separator: ","))]}"#, token: admin))
+        var scores = LoadDriver.post(
+            "\(server.url)/api/pool/scores",
+            json: (0..<100).map { #"{"user_id":"\#(heavy)","card":"year-card-\#($0)","score":0.\#($0),"timestamp":1}"# }.joined(separator: "\n"), token: admin)
+        scores.headers.replaceOrAdd(name: "Content-Type", value: "application/x-ndjson")
+        _ = try await driver.call(scores)
+        let pull = "\(server.url)/api/pull?limit=100"
+        let (_, _, pullHeaders) = try await driver.call(LoadDriver.get(pull, headers: acting))
+        let conditional = acting + [("If-None-Match", pullHeaders.first(name: "ETag") ?? "")]
+        let cardsPull = try await wrk.run(pull, .get(headers: Dictionary(uniqueKeysWithValues: conditional)))
+        figures["cards pull 304"] = cardsPull.perSecond
+        figures["peak RSS"] = server.peakRSS
+        await server.stop()
+        return figures
+    }
+
+    func progress(_ line: String) {
+        StandardStream.error.write("herald-bench year: \(line)\n")
+    }
+}
