@@ -1,0 +1,107 @@
+import Foundation
+import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import PostgresNIO
+import Testing
+
+/// The PostgreSQL half of ``QueryPlanTests`` (issue 62): the same flows through the API on
+/// PostgreSQL, every statement Herald sent recorded by the server itself (`log_statement = all`
+/// for the test's database alone, read back from the log `scripts/test`'s server writes beside
+/// its data folder), and the generic plan of each, with sequential scans disabled so that one
+/// left in a plan means no index could serve it, may not scan a table that grows.
+@Suite(.cleansUp) struct PostgresQueryPlanTests {
+    /// Tables that stay small whatever the traffic, as in ``QueryPlanTests/small``.
+    static let small: Set<String> = [
+        "api_keys", "areas", "channels", "subjects", "content_sets", "feed_messages", "herald_facts", "card_clock", "herald_migrations",
+    ]
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func noRequestPathScansAGrowingTable() async throws {
+        let url = try await PostgresTestDatabase.create()
+        let name = try #require(URLComponents(string: url)?.path.dropFirst()).description
+        let admin = try PostgresStore(url: url)
+        TestResources.register { await admin.close() }
+        let log = try await admin.withConnection { session in
+            try await session.execute(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(name)\" SET log_statement = 'all'"))
+            let data = try await session.row(PostgresQuery(unsafeSQL: "SHOW data_directory"))?.text("data_directory") ?? ""
+            return URL(fileURLWithPath: data).deletingLastPathComponent().appendingPathComponent("server.log").path
+        }
+        // Herald's connections open after the setting, so each statement it sends is logged;
+        // those of its start (the migrations' one-off backfills) are not a request's.
+        let herald = try await TestHerald.make { $0.database = url }
+        let start = try await Self.logSize(log, admin)
+        try await QueryPlanTests.exerciseRequestPaths(herald)
+        let text = try await admin.withConnection { session in
+            try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_read_file('\(log)', \(start), 67108864) AS text"))?.text("text") ?? ""
+        }
+        let statements = Self.statements(inLog: text)
+        let (scans, unplanned) = try await Self.fullScans(statements, admin)
+        let (control, _) = try await Self.fullScans(["SELECT count(*) FROM history h WHERE h.type = $1"], admin)
+        #expect(control.count == 1, "the check sees a scan, aliased or not")
+        #expect(statements.count > 30, "the workload ran: \(statements.count) statements")
+        #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
+        #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")
+    }
+
+    /// The log's size now; a server whose log is elsewhere (not `scripts/test`'s) fails here, saying so.
+    static func logSize(_ path: String, _ store: PostgresStore) async throws -> Int64 {
+        let size = try await store.withConnection { session in
+            try await session.row(PostgresQuery(unsafeSQL: "SELECT size FROM pg_stat_file('\(path)', true)"))?.optionalInteger("size")
+        }
+        return try #require(size, "no server log at \(path): this test reads the log of scripts/test's PostgreSQL server")
+    }
+
+    /// The statements of the log's `LOG:  execute …:` and `LOG:  statement:` entries (an entry
+    /// runs to the next line that starts with the server's line prefix, a time and a pid).
+    static func statements(inLog text: String) -> Set<String> {
+        var statements: Set<String> = []
+        var entry = ""
+        func finish() {
+            if let match = entry.firstMatch(of: /LOG:  (?:execute [^:]*|statement): (?<sql>[\s\S]*)/) {
+                statements.insert(String(match.sql).trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            entry = ""
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.firstMatch(of: #/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \w+ \[\d+\] /#) != nil { finish() }
+            entry += line + "\n"
+        }
+        finish()
+        return statements
+    }
+
+    /// The statements whose generic plan, with sequential scans disabled, still scans a table
+    /// that grows, each with its plan line; and those that could not be planned on their own
+    /// (a trigger's statements name its transition tables).
+    static func fullScans(_ statements: Set<String>, _ store: PostgresStore) async throws -> (scans: [String], unplanned: [String]) {
+        let planned = statements.filter { sql in
+            ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains { sql.uppercased().hasPrefix($0) }
+        }
+        return try await store.withConnection { session in
+            try await session.execute("SET enable_seqscan = off")
+            try await session.execute("SET plan_cache_mode = force_generic_plan")
+            var scans: [String] = []
+            var unplanned: [String] = []
+            for sql in planned.sorted() {
+                let parameters = sql.matches(of: /\$(\d+)/).compactMap { Int($0.1) }.max() ?? 0
+                do {
+                    try await session.execute(PostgresQuery(unsafeSQL: "PREPARE herald_plan AS " + sql))
+                } catch {
+                    unplanned.append(sql)
+                    continue
+                }
+                let arguments = parameters == 0 ? "" : "(" + Array(repeating: "NULL", count: parameters).joined(separator: ", ") + ")"
+                let plan = try await session.rows(PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE herald_plan" + arguments))
+                try await session.execute("DEALLOCATE herald_plan")
+                for row in plan {
+                    let line = try row.text("QUERY PLAN")
+                    if let scan = line.firstMatch(of: /Seq Scan on (\w+)/), !small.contains(String(scan.1)) {
+                        scans.append("\(line.trimmingCharacters(in: .whitespaces)): \(sql)")
+                    }
+                }
+            }
+            return (scans, unplanned)
+        }
+    }
+}
