@@ -4,6 +4,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import NIOHTTP1
+import PostgresNIO
 
 /// `herald-bench year`: the request paths on a seeded year (``Seed``) against the same paths on
 /// an empty database, same run, same binary, on SQLite and (with `--postgres`) PostgreSQL
@@ -57,10 +58,13 @@ struct Year: AsyncParsableCommand {
             let emptyFile = directory.appendingPathComponent("empty.sqlite").path
             try await seed("sqlite:" + emptyFile, users: Self.emptyUsers, history: 0)
             engines.append(("SQLite", "sqlite:" + emptyFile, "sqlite:" + seededFile))
+            var created: [String] = []
             if let postgres {
-                let seeded = try await PostgresStore.createDatabase(named: "herald_year_\(UUID().uuidString.prefix(8).lowercased())", onServer: postgres)
+                let run = UUID().uuidString.prefix(8).lowercased()
+                created = ["herald_year_\(run)", "herald_empty_\(run)"]
+                let seeded = try await PostgresStore.createDatabase(named: created[0], onServer: postgres)
                 try await seed(seeded, users: users, history: history)
-                let empty = try await PostgresStore.createDatabase(named: "herald_empty_\(UUID().uuidString.prefix(8).lowercased())", onServer: postgres)
+                let empty = try await PostgresStore.createDatabase(named: created[1], onServer: postgres)
                 try await seed(empty, users: Self.emptyUsers, history: 0)
                 engines.append(("PostgreSQL", empty, seeded))
             }
@@ -94,6 +98,7 @@ struct Year: AsyncParsableCommand {
                 }
             }
             await emulator.stop()
+            if let postgres, !created.isEmpty { try await Self.drop(created, on: postgres) }
             return report
         }
         print(report.table())
@@ -207,6 +212,20 @@ struct Year: AsyncParsableCommand {
         figures["peak RSS"] = server.peakRSS
         await server.stop()
         return figures
+    }
+
+    /// Drops the databases the run created: a seeded year takes gigabytes of the operator's server.
+    static func drop(_ names: [String], on server: String) async throws {
+        let store = try PostgresStore(url: server, maxConnections: 2)
+        do {
+            for name in names {
+                try await store.withConnection { session in try await session.execute(PostgresQuery(unsafeSQL: "DROP DATABASE \"\(name)\" WITH (FORCE)")) }
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
     }
 
     func progress(_ line: String) {
