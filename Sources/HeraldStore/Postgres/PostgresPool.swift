@@ -23,8 +23,10 @@ final class PostgresPool: Sendable {
         var client: PostgresClient
         var runner: Task<Void, Never>
         var unreachableSince: Date?
-        /// The database was marked unreachable because nothing answered in time, not because a
-        /// connection was refused or broke.
+        /// The database was marked unreachable without a reason: nothing answered in time, or
+        /// the failure named none (PostgresNIO's tripped circuit breaker, a connection that
+        /// broke). On a loaded machine that is more likely slowness, or a refusal whose answer
+        /// came late, than an outage; not a refused connection or login, which name themselves.
         var unreachableForSlowness = false
         /// Why, when the check was turned away for good (``PostgresPool/refusalReason(_:)``).
         var unreachableReason: String?
@@ -61,8 +63,9 @@ final class PostgresPool: Sendable {
 
     var isReachable: Bool { state.withLock { $0.unreachableSince == nil } }
 
-    /// Whether the database is marked unreachable only because no connection came in time: at
-    /// startup, on a loaded machine, more likely slow than down (see ``PostgresStore/migrate()``).
+    /// Whether the database is marked unreachable with no reason named yet (no connection came
+    /// in time, or the failure said nothing): at startup, on a loaded machine, more likely slow
+    /// than down (see ``PostgresStore/migrate()``).
     var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableForSlowness } }
 
     /// Why the database is marked unreachable, when the check was turned away for good rather
@@ -237,7 +240,13 @@ final class PostgresPool: Sendable {
                     runner.cancel()
                     await runner.value
                 case .failure(let error):
-                    failure = error
+                    // A failure that names no reason (PostgresNIO's pool, after its logins were
+                    // refused a few times, trips its circuit breaker and says only that) may
+                    // still be a refused login whose answer came late on a loaded machine: ask
+                    // once more, patiently, so start-up names it rather than "no connection".
+                    failure =
+                        error is AcquireTimeout || Self.refusalReason(error) != nil
+                        ? error : await self.refusesConnections(within: self.acquireTimeout * 5) ?? error
                 }
             }
             self.state.withLock { $0.checking = false }
@@ -361,15 +370,15 @@ final class PostgresPool: Sendable {
             if let client, state.client !== client { return (false, false) }
             guard !state.closed, state.unreachableSince == nil else { return (true, false) }
             state.unreachableSince = Date()
-            state.unreachableForSlowness = error is AcquireTimeout
             state.unreachableReason = Self.refusalReason(error)
+            state.unreachableForSlowness = state.unreachableReason == nil
             return (true, true)
         }
         guard startProbe else { return current }
         logger.error("the database is unreachable; answering 503 until it is back: \(PostgresStore.describe(error))")
         let probe = Task { await self.probeUntilReachable() }
         state.withLock { $0.probe = probe }
-        if error is AcquireTimeout { Task { await self.nameRefusalWhileSlow() } }
+        if isUnreachableForSlowness { Task { await self.nameRefusalWhileSlow() } }
         return true
     }
 
