@@ -28,11 +28,20 @@ struct Year: AsyncParsableCommand {
     @Option(help: "A PostgreSQL server (postgres://user@host:port/db) to run the same on; none runs SQLite alone.")
     var postgres: String?
 
+    @Option(help: "A PostgreSQL database seeded already by `herald-bench seed` with these sizes, used instead of seeding one (it is not dropped).")
+    var postgresSeeded: String?
+
+    @Flag(inversion: .prefixedNo, help: "Measure SQLite (--no-sqlite: PostgreSQL alone).")
+    var sqlite = true
+
     @Option(help: "Keep the seeded databases in this folder and reuse them when their sizes match (seeding 10 M rows takes minutes).")
     var keep: String?
 
     @Option(help: "The herald binary (default: beside this one, so the release build).")
     var herald: String?
+
+    @Flag(inversion: .prefixedNo, help: "Then let the seeded year's oldest month expire under accepts (the seeded database is used up).")
+    var retention = true
 
     @Option(help: "Where the results go as JSON.")
     var output = "Benchmarks/results/year.json"
@@ -51,20 +60,28 @@ struct Year: AsyncParsableCommand {
             let kept = keep.map { URL(fileURLWithPath: $0) } ?? directory
             try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
             let seededFile = kept.appendingPathComponent("year-\(users)-\(history).sqlite").path
-            if !FileManager.default.fileExists(atPath: seededFile) {
-                try await seed("sqlite:" + seededFile + ".partial", users: users, history: history)
-                try FileManager.default.moveItem(atPath: seededFile + ".partial", toPath: seededFile)
+            if sqlite {
+                if !FileManager.default.fileExists(atPath: seededFile) {
+                    try await seed("sqlite:" + seededFile + ".partial", users: users, history: history)
+                    try FileManager.default.moveItem(atPath: seededFile + ".partial", toPath: seededFile)
+                }
+                let emptyFile = directory.appendingPathComponent("empty.sqlite").path
+                try await seed("sqlite:" + emptyFile, users: Self.emptyUsers, history: 0)
+                engines.append(("SQLite", "sqlite:" + emptyFile, "sqlite:" + seededFile))
             }
-            let emptyFile = directory.appendingPathComponent("empty.sqlite").path
-            try await seed("sqlite:" + emptyFile, users: Self.emptyUsers, history: 0)
-            engines.append(("SQLite", "sqlite:" + emptyFile, "sqlite:" + seededFile))
             var created: [String] = []
             if let postgres {
                 let run = UUID().uuidString.prefix(8).lowercased()
                 created = ["herald_year_\(run)", "herald_empty_\(run)"]
-                let seeded = try await PostgresStore.createDatabase(named: created[0], onServer: postgres)
-                try await seed(seeded, users: users, history: history)
-                let empty = try await PostgresStore.createDatabase(named: created[1], onServer: postgres)
+                let seeded: String
+                if let postgresSeeded {
+                    seeded = postgresSeeded
+                    created.removeFirst()
+                } else {
+                    seeded = try await PostgresStore.createDatabase(named: created[0], onServer: postgres)
+                    try await seed(seeded, users: users, history: history)
+                }
+                let empty = try await PostgresStore.createDatabase(named: created[created.count - 1], onServer: postgres)
                 try await seed(empty, users: Self.emptyUsers, history: 0)
                 engines.append(("PostgreSQL", empty, seeded))
             }
@@ -96,6 +113,14 @@ struct Year: AsyncParsableCommand {
                     report.add("\(engine.name) \(name): empty", empty, unit: Self.unit(name))
                     report.add("\(engine.name) \(name): seeded", seeded, unit: Self.unit(name), ratio: ratio, target: goal, met: met)
                 }
+                // Last, as it deletes the seeded year's oldest month.
+                if retention {
+                    progress("\(engine.name): the oldest month expiring under accepts")
+                    try await measurePurge(
+                        engine.name, engine.seeded, acceptP99: figures[1]["accept p99"] ?? 0, heraldPath: heraldPath, account: account, emulator: emulator,
+                        directory: directory, report: &report)
+                    if engine.seeded == "sqlite:" + seededFile { try? FileManager.default.removeItem(atPath: seededFile) }
+                }
             }
             await emulator.stop()
             if let postgres, !created.isEmpty { try await Self.drop(created, on: postgres) }
@@ -115,13 +140,11 @@ struct Year: AsyncParsableCommand {
         ("accepted with pushes", .rate), ("accept p99", .latency), ("history first page p99", .latency),
         ("history deep page p99", .latency), ("inbox counts", .rate), ("inbox counts p99", .latency),
         ("registrations", .rate), ("registration p99", .latency), ("feed 304", .rate), ("cards pull 304", .rate), ("peak RSS", .memory),
-        ("history rows", .none),
     ]
 
     static func unit(_ name: String) -> String {
         if name.hasSuffix("p99") { return "ms" }
         if name == "peak RSS" { return "MiB" }
-        if name == "history rows" { return "" }
         return "/s"
     }
 
@@ -165,8 +188,9 @@ struct Year: AsyncParsableCommand {
         // History: the first page, then a page from the middle of everything written.
         let historyURL = "\(server.url)/api/notifications/history?limit=50"
         let (_, page, _) = try await driver.call(LoadDriver.get(historyURL, headers: acting))
+        // The first page's cursor is about the newest row's sequence number: half of it is a
+        // page from the middle of the table (the user's rows are spread through it).
         let newest = Int((page["next"] as? String) ?? "") ?? 2
-        figures["history rows"] = Double(newest)
         let first = await driver.run(count: 2_000, concurrency: 1, expect: 200) { _ in LoadDriver.get(historyURL, headers: acting) }
         figures["history first page p99"] = first.percentileMilliseconds(99)
         let deep = await driver.run(count: 2_000, concurrency: 1, expect: 200) { _ in

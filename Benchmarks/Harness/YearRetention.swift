@@ -1,0 +1,110 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldStore
+import NIOHTTP1
+import PostgresNIO
+
+extension Year {
+    /// Retention on the seeded year (docs/performance.md, "Retention under load"): Herald starts
+    /// with every retention set so that the oldest month of the year has expired, and `wrk`
+    /// posts notifications while it purges; then the purge is waited out, and the space it left
+    /// is measured: SQLite's file and its free pages, PostgreSQL's tables against their live rows.
+    func measurePurge(
+        _ engine: String, _ database: String, acceptP99: Double, heraldPath: String, account: String, emulator: ChildProcess, directory: URL,
+        report: inout Report
+    ) async throws {
+        let admin = "hk_year_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let kept = "\(365 - 30)d"
+        let sqlitePath = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : nil
+        let sizeBefore = sqlitePath.map(Self.fileSize) ?? 0
+        let tablesBefore = sqlitePath == nil ? try await Self.tableSpace(database) : [:]
+        let server = try await ChildProcess(
+            heraldPath, ["serve", "--port", "0", "--database", database, "--log-level", "warning"], banner: "Herald listening on",
+            environment: [
+                "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url,
+                "HERALD_RETENTION_HISTORY": kept, "HERALD_RETENTION_DELIVERIES": kept, "HERALD_RETENTION_EVENTS": kept,
+            ])
+        let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
+        let started = ContinuousClock.now
+        let accepts = try await wrk.run(
+            "\(server.url)/api/notifications",
+            .post(
+                json: #"{"type":"comment","title":"Purge %d","body":"b","user_ids":["seed-user-%d"]}"#, arguments: ["n", "n % \(SeedPlan.heavyUsers)"],
+                headers: ["Authorization": "Bearer \(admin)"]))
+        var purged: [String: Double] = [:]
+        var finished: Double?
+        while (ContinuousClock.now - started) < .seconds(1_800) {
+            let metrics = try await Self.metrics(server.url, admin: admin)
+            purged = metrics.filter { $0.key.hasPrefix("herald_retention_purged_total") }
+            let behind = metrics.contains { $0.key.hasPrefix("herald_retention_behind") && $0.value > 0 }
+            if !behind, (purged.first { $0.key.contains("\"history\"") }?.value ?? 0) > 0 {
+                finished = (ContinuousClock.now - started).seconds
+                break
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+        let rss = server.peakRSS
+        await server.stop()
+        report.add(
+            "\(engine) purge: accept p99 while purging", accepts.p99Milliseconds, unit: "ms", ratio: accepts.p99Milliseconds / max(acceptP99, 1e-9),
+            target: "<= 2x without a purge", met: accepts.p99Milliseconds <= 2 * acceptP99)
+        report.add("\(engine) purge: accepted while purging", accepts.perSecond, unit: "/s")
+        for kind in ["history", "deliveries", "events"] {
+            report.add("\(engine) purge: \(kind) rows purged", purged.first { $0.key.contains("\"\(kind)\"") }?.value ?? 0, unit: "")
+        }
+        report.add("\(engine) purge: finished after", finished ?? -1, unit: "s", target: "finishes", met: finished != nil)
+        report.add("\(engine) purge: Herald peak RSS", rss, unit: "MiB", target: "<= 100 MiB", met: rss <= 100)
+        if let sqlitePath {
+            // The purge frees pages inside the file; the accepts beside it should reuse them, not grow it.
+            report.add("\(engine) purge: file before", Double(sizeBefore) / 1_048_576, unit: "MiB")
+            report.add("\(engine) purge: file after", Double(Self.fileSize(sqlitePath)) / 1_048_576, unit: "MiB")
+        } else {
+            for (table, after) in try await Self.tableSpace(database).sorted(by: { $0.key < $1.key }) {
+                let before = tablesBefore[table]?.ratio ?? 0
+                report.add("\(engine) purge: \(table) size / live rows before", before, unit: "x")
+                report.add("\(engine) purge: \(table) size / live rows after", after.ratio, unit: "x", target: "<= 1.2x", met: after.ratio <= 1.2)
+            }
+        }
+    }
+
+    static func fileSize(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    /// Each growing table's size against the bytes of its live rows (`pgstattuple`).
+    static func tableSpace(_ url: String) async throws -> [String: (size: Double, ratio: Double)] {
+        let store = try PostgresStore(url: url, maxConnections: 2)
+        do {
+            let space = try await store.withConnection { session in
+                try await session.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+                var space: [String: (size: Double, ratio: Double)] = [:]
+                for table in ["history", "deliveries", "events", "notifications"] {
+                    let row = try await session.row(
+                        PostgresQuery(unsafeSQL: "SELECT table_len, tuple_len FROM pgstattuple('\(table)')"))
+                    let (size, live) = (Double(try row?.integer("table_len") ?? 0), Double(try row?.integer("tuple_len") ?? 0))
+                    space[table] = (size, size / max(live, 1))
+                }
+                return space
+            }
+            await store.close()
+            return space
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// Herald's metrics, one value per series.
+    static func metrics(_ url: String, admin: String) async throws -> [String: Double] {
+        var request = HTTPClientRequest(url: "\(url)/metrics")
+        request.headers.add(name: "Authorization", value: "Bearer \(admin)")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+}
