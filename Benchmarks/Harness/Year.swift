@@ -119,7 +119,9 @@ struct Year: AsyncParsableCommand {
                     try await measurePurge(
                         engine.name, engine.seeded, acceptP99: figures[1]["accept p99"] ?? 0, heraldPath: heraldPath, account: account, emulator: emulator,
                         directory: directory, report: &report)
-                    if engine.seeded == "sqlite:" + seededFile { try? FileManager.default.removeItem(atPath: seededFile) }
+                    if engine.seeded == "sqlite:" + seededFile {
+                        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: seededFile + suffix) }
+                    }
                 }
             }
             await emulator.stop()
