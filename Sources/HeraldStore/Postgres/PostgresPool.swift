@@ -23,12 +23,11 @@ final class PostgresPool: Sendable {
         var client: PostgresClient
         var runner: Task<Void, Never>
         var unreachableSince: Date?
-        /// The database was marked unreachable without a reason: nothing answered in time, or
-        /// the failure named none (PostgresNIO's tripped circuit breaker, a connection that
-        /// broke). On a loaded machine that is more likely slowness, or a refusal whose answer
-        /// came late, than an outage; not a refused connection or login, which name themselves.
-        var unreachableForSlowness = false
         /// Why, when the check was turned away for good (``PostgresPool/refusalReason(_:)``).
+        /// Nil while unreachable means no reason is known yet: nothing answered in time, or the
+        /// failure named none (PostgresNIO's tripped circuit breaker, a connection that broke).
+        /// On a loaded machine that is more likely slowness, or a refusal whose answer came
+        /// late, than an outage; a refused connection or login names itself.
         var unreachableReason: String?
         var probe: Task<Void, Never>?
         var checking = false
@@ -66,7 +65,7 @@ final class PostgresPool: Sendable {
     /// Whether the database is marked unreachable with no reason named yet (no connection came
     /// in time, or the failure said nothing): at startup, on a loaded machine, more likely slow
     /// than down (see ``PostgresStore/migrate()``).
-    var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableForSlowness } }
+    var isUnreachableForSlowness: Bool { state.withLock { $0.unreachableSince != nil && $0.unreachableReason == nil } }
 
     /// Why the database is marked unreachable, when the check was turned away for good rather
     /// than left without an answer: for start-up's error message.
@@ -240,13 +239,9 @@ final class PostgresPool: Sendable {
                     runner.cancel()
                     await runner.value
                 case .failure(let error):
-                    // A failure that names no reason (PostgresNIO's pool, after its logins were
-                    // refused a few times, trips its circuit breaker and says only that) may
-                    // still be a refused login whose answer came late on a loaded machine: ask
-                    // once more, patiently, so start-up names it rather than "no connection".
-                    failure =
-                        error is AcquireTimeout || Self.refusalReason(error) != nil
-                        ? error : await self.refusesConnections(within: self.acquireTimeout * 5) ?? error
+                    // One that names no reason (PostgresNIO's circuit breaker, tripped by refused
+                    // logins) marks the database slow, and `nameRefusalWhileSlow` asks why.
+                    failure = error
                 }
             }
             self.state.withLock { $0.checking = false }
@@ -371,7 +366,6 @@ final class PostgresPool: Sendable {
             guard !state.closed, state.unreachableSince == nil else { return (true, false) }
             state.unreachableSince = Date()
             state.unreachableReason = Self.refusalReason(error)
-            state.unreachableForSlowness = state.unreachableReason == nil
             return (true, true)
         }
         guard startProbe else { return current }
@@ -394,8 +388,8 @@ final class PostgresPool: Sendable {
         }
     }
 
-    /// While the database is marked unreachable for slowness (the first check's login got no
-    /// answer in time, on a loaded machine), asks again why, so a refused login is named once
+    /// While the database is marked unreachable with no reason known (the first check's login
+    /// got no answer in time on a loaded machine, or the failure named none), asks again why, so a refused login is named once
     /// the server answers it rather than waited on as slowness until start-up gives up. The
     /// database is marked already, so this check waits longer than a request would (a full test
     /// suite on two cores has kept a refused login's answer past 2 s, round after round, until
@@ -405,9 +399,8 @@ final class PostgresPool: Sendable {
         while isUnreachableForSlowness, !state.withLock({ $0.closed }) {
             if let refusal = await refusesConnections(within: acquireTimeout * 5) {
                 let named = state.withLock { state in
-                    guard state.unreachableSince != nil, state.unreachableForSlowness else { return false }
-                    state.unreachableForSlowness = false
-                    state.unreachableReason = Self.refusalReason(refusal)
+                    guard state.unreachableSince != nil, state.unreachableReason == nil else { return false }
+                    state.unreachableReason = Self.refusalReason(refusal) ?? PostgresStore.describe(refusal)
                     return true
                 }
                 if named { logger.error("the database refuses connections: \(PostgresStore.describe(refusal))") }
