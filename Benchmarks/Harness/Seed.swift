@@ -54,11 +54,7 @@ struct Seed: AsyncParsableCommand {
         let plan = SeedPlan(
             users: users, history: history, events: events ?? history / 10, recipients: recipients, days: days, end: Date())
         let started = ContinuousClock.now
-        if database.hasPrefix("sqlite:") {
-            try await SQLiteSeeder(path: String(database.dropFirst("sqlite:".count)), plan: plan).seed()
-        } else {
-            try await PostgresSeeder(url: database, plan: plan).seed()
-        }
+        try await plan.write(into: database)
         SeedPlan.progress("done in \(Int((ContinuousClock.now - started).seconds)) s")
     }
 }
@@ -78,6 +74,15 @@ struct SeedPlan: Sendable {
     let end: Date
 
     var notifications: Int { (history + recipients - 1) / recipients }
+
+    /// Writes this seed into `database` (`sqlite:PATH` or a PostgreSQL URL).
+    func write(into database: String) async throws {
+        if database.hasPrefix("sqlite:") {
+            try await SQLiteSeeder(path: String(database.dropFirst("sqlite:".count)), plan: self).seed()
+        } else {
+            try await PostgresSeeder(url: database, plan: self).seed()
+        }
+    }
     var startSeconds: Int64 { Int64(end.timeIntervalSince1970) - Int64(days) * 86_400 }
 
     /// Rows per transaction: big enough that commits cost nothing, small enough to show progress.
@@ -230,15 +235,17 @@ struct SeedPlan: Sendable {
 
     /// The inbox counters recounted from the seeded rows (docs/inbox.md). SQLite's accepts count
     /// their own rows, which a bulk insert bypasses; PostgreSQL's trigger counts each statement's.
-    static let recountInbox = [
-        "DELETE FROM inbox_counts WHERE user_id LIKE 'seed-%'",
-        """
-        INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
-        SELECT h.user_id, h.type, SUM(CASE WHEN h.seen = 0 AND h.archived = 0 AND h.snoozed_until IS NULL THEN 1 ELSE 0 END),
-            SUM(CASE WHEN h.read = 0 AND h.archived = 0 AND h.snoozed_until IS NULL THEN 1 ELSE 0 END), SUM(CASE WHEN h.archived = 1 THEN 1 ELSE 0 END)
-        FROM history h WHERE h.user_id LIKE 'seed-%' GROUP BY h.user_id, h.type
-        """,
-    ]
+    static let recountInbox: [String] = {
+        let share = InboxSQL.shares(of: "h")
+        return [
+            "DELETE FROM inbox_counts WHERE user_id LIKE 'seed-%'",
+            """
+            INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
+            SELECT h.user_id, h.type, SUM(\(share.unseen)), SUM(\(share.unread)), SUM(\(share.archived))
+            FROM history h WHERE h.user_id LIKE 'seed-%' GROUP BY h.user_id, h.type
+            """,
+        ]
+    }()
 
     static let templateNotification = "000000005eedfeedfeedfeed"
 
@@ -296,7 +303,7 @@ struct SQLiteSeeder {
         let store = try SQLiteStore(path: path)
         do {
             try await store.migrate()
-            let seeded = try await DatabaseQueue(path: path).read { db in try Bool.fetchOne(db, sql: SeedPlan.holdsASeed) ?? false }
+            let seeded = try await store.writer.read { db in try Bool.fetchOne(db, sql: SeedPlan.holdsASeed) ?? false }
             if seeded { throw SeedPlan.alreadySeeded }
             try await SeedPlan.writeTemplates(store)
         } catch {
@@ -347,8 +354,7 @@ struct PostgresSeeder {
     let plan: SeedPlan
 
     func seed() async throws {
-        let store = try PostgresStore(url: url, maxConnections: 2)
-        do {
+        try await PostgresStore.using(url) { store in
             try await store.migrate()
             let seeded = try await store.withConnection { session in
                 try await session.row(PostgresQuery(unsafeSQL: SeedPlan.holdsASeed))?.first?.decode(Bool.self) ?? false
@@ -383,11 +389,22 @@ struct PostgresSeeder {
                 try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_database_size(current_database()) AS size"))?.integer("size") ?? 0
             }
             SeedPlan.progress("database: \(size / 1_048_576) MiB")
+        }
+    }
+}
+
+extension PostgresStore {
+    /// Runs `body` with a store of two connections on `url`, closed after whether it threw or not.
+    static func using<Result: Sendable>(_ url: String, _ body: (PostgresStore) async throws -> Result) async throws -> Result {
+        let store = try PostgresStore(url: url, maxConnections: 2)
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
         } catch {
             await store.close()
             throw error
         }
-        await store.close()
     }
 }
 

@@ -13,24 +13,16 @@ extension Year {
         _ engine: String, _ database: String, acceptP99: Double, heraldPath: String, account: String, emulator: ChildProcess, directory: URL,
         report: inout Report
     ) async throws {
-        let admin = "hk_year_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let kept = "\(365 - 30)d"
         let sqlitePath = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : nil
         let sizeBefore = sqlitePath.map(Self.fileSize) ?? 0
         let tablesBefore = sqlitePath == nil ? try await Self.tableSpace(database) : [:]
-        let server = try await ChildProcess(
-            heraldPath, ["serve", "--port", "0", "--database", database, "--log-level", "warning"], banner: "Herald listening on",
-            environment: [
-                "HERALD_BOOTSTRAP_ADMIN_KEY": admin, "HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url,
-                "HERALD_RETENTION_HISTORY": kept, "HERALD_RETENTION_DELIVERIES": kept, "HERALD_RETENTION_EVENTS": kept,
-            ])
+        let (server, admin) = try await serve(
+            database, heraldPath: heraldPath, account: account, emulator: emulator,
+            environment: ["HERALD_RETENTION_HISTORY": kept, "HERALD_RETENTION_DELIVERIES": kept, "HERALD_RETENTION_EVENTS": kept])
         let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
         let started = ContinuousClock.now
-        let accepts = try await wrk.run(
-            "\(server.url)/api/notifications",
-            .post(
-                json: #"{"type":"comment","title":"Purge %d","body":"b","user_ids":["seed-user-%d"]}"#, arguments: ["n", "n % \(SeedPlan.heavyUsers)"],
-                headers: ["Authorization": "Bearer \(admin)"]))
+        let accepts = try await wrk.run("\(server.url)/api/notifications", Self.acceptLoad(admin: admin))
         var purged: [String: Double] = [:]
         var finished: Double?
         while (ContinuousClock.now - started) < .seconds(1_800) {
@@ -73,9 +65,8 @@ extension Year {
 
     /// Each growing table's size against the bytes of its live rows (`pgstattuple`).
     static func tableSpace(_ url: String) async throws -> [String: (size: Double, ratio: Double)] {
-        let store = try PostgresStore(url: url, maxConnections: 2)
-        do {
-            let space = try await store.withConnection { session in
+        try await PostgresStore.using(url) { store in
+            try await store.withConnection { session in
                 try await session.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
                 var space: [String: (size: Double, ratio: Double)] = [:]
                 for table in ["history", "deliveries", "events", "notifications"] {
@@ -86,11 +77,6 @@ extension Year {
                 }
                 return space
             }
-            await store.close()
-            return space
-        } catch {
-            await store.close()
-            throw error
         }
     }
 

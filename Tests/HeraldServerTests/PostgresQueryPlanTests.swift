@@ -11,10 +11,9 @@ import Testing
 /// its data folder), and the generic plan of each, with sequential scans disabled so that one
 /// left in a plan means no index could serve it, may not scan a table that grows.
 @Suite(.cleansUp) struct PostgresQueryPlanTests {
-    /// Tables that stay small whatever the traffic, as in ``QueryPlanTests/small``.
-    static let small: Set<String> = [
-        "api_keys", "areas", "channels", "subjects", "content_sets", "feed_messages", "herald_facts", "card_clock", "herald_migrations",
-    ]
+    /// Tables that stay small whatever the traffic: ``QueryPlanTests/small``, and the migrations'
+    /// table under its PostgreSQL name.
+    static let small = QueryPlanTests.small.union(["herald_migrations"])
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func noRequestPathScansAGrowingTable() async throws {
@@ -75,9 +74,7 @@ import Testing
     /// that grows, each with its plan line; and those that could not be planned on their own
     /// (a trigger's statements name its transition tables).
     static func fullScans(_ statements: Set<String>, _ store: PostgresStore) async throws -> (scans: [String], unplanned: [String]) {
-        let planned = statements.filter { sql in
-            ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains { sql.uppercased().hasPrefix($0) }
-        }
+        let planned = statements.filter(QueryPlanTests.isPlannable)
         return try await store.withConnection { session in
             try await session.execute("SET enable_seqscan = off")
             try await session.execute("SET plan_cache_mode = force_generic_plan")

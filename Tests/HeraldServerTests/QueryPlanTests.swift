@@ -88,16 +88,18 @@ import Testing
         }
     }
 
+    /// Queries and changes only: EXPLAIN of a BEGIN or COMMIT would confuse the connection's
+    /// transaction state.
+    static func isPlannable(_ sql: String) -> Bool {
+        ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "REPLACE"].contains {
+            sql.trimmingCharacters(in: .whitespacesAndNewlines).uppercased().hasPrefix($0)
+        }
+    }
+
     /// The statements among `statements` whose plan scans a whole table that grows, each with
     /// its plan line.
     static func fullScans(_ statements: Set<String>, in db: Database) throws -> [String] {
-        // Queries and changes only: EXPLAIN of a BEGIN or COMMIT would confuse the connection's
-        // transaction state.
-        let planned = statements.filter { sql in
-            ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "REPLACE"].contains {
-                sql.trimmingCharacters(in: .whitespacesAndNewlines).uppercased().hasPrefix($0)
-            }
-        }
+        let planned = statements.filter(isPlannable)
         var scans: [String] = []
         for sql in planned.sorted() {
             // Parameters left unbound are NULL to SQLite: the plan does not depend on them.
