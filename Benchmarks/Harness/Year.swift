@@ -46,6 +46,18 @@ struct Year: AsyncParsableCommand {
     @Option(help: "Where the results go as JSON.")
     var output = "Benchmarks/results/year.json"
 
+    func validate() throws {
+        guard users >= Self.emptyUsers else {
+            throw ValidationError("--users must be at least \(Self.emptyUsers): the empty database's users are the seed's first")
+        }
+        guard history >= 0, history <= 10_000_000_000 else { throw ValidationError("--history must be 0 to 10000000000") }
+        guard seconds >= 1, seconds <= 3_600 else { throw ValidationError("--seconds must be 1 to 3600") }
+        guard concurrency >= 1, concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1 to 10000") }
+        guard postgresSeeded == nil || postgres != nil else {
+            throw ValidationError("--postgres-seeded needs --postgres (the server the empty database goes to)")
+        }
+    }
+
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-year-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

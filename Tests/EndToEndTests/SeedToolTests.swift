@@ -63,5 +63,13 @@ import Testing
         let unknown = try await runCommand(Binaries.path("herald-bench"), ["seed", "--database", "mysql://x"], in: directory)
         #expect(unknown.status == 64 && unknown.stderr.contains("--database"), "\(unknown.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("never.sqlite").path), "nothing written")
+        // The benchmark that seeds through it refuses bad sizes the same way, before it starts anything.
+        for (arguments, named) in [
+            (["--users", "10"], "--users"), (["--history", "-1"], "--history"), (["--seconds", "0"], "--seconds"), (["--concurrency", "0"], "--concurrency"),
+            (["--postgres-seeded", "postgres://herald@127.0.0.1:1/x"], "--postgres"),
+        ] {
+            let result = try await runCommand(Binaries.path("herald-bench"), ["year"] + arguments, in: directory)
+            #expect(result.status == 64 && result.stderr.contains(named), "year \(arguments): \(result.status) \(result.stderr)")
+        }
     }
 }
