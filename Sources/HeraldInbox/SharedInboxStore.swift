@@ -124,7 +124,8 @@ public struct SharedInboxStore: InboxStore {
             conditions.append("h.type = $\(values.count)")
         }
         values.append(.integer(Int64(limit) + 1))
-        let rows = try await database.rows(
+        // A page, like the unfiltered one, may come from a read replica; counts never do.
+        let rows = try await database.rowsThatMayLag(
             SharedStatement(
                 """
                 SELECT \(StoredRecords.historyColumns)

@@ -99,7 +99,8 @@ public struct HeraldServer: Sendable {
         // started side by side in one process (the tests) keep separate counts.
         let metricsRegistry = PrometheusCollectorRegistry()
         let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
-        let store = try StorageLocation.open(configuration.database, maxPendingAccepts: configuration.maxPendingAccepts, logger: logger)
+        let store = try StorageLocation.open(
+            configuration.database, readURL: configuration.databaseReadURL, maxPendingAccepts: configuration.maxPendingAccepts, logger: logger)
         if let path = StorageLocation.sqlitePath(configuration.database), path != ":memory:", let mode = SQLiteFileMode.exposure(of: path) {
             logger.warning(
                 "the SQLite database \(path) may be read by other accounts on this machine (mode \(String(mode, radix: 8))): it holds device tokens and users' history; chmod 600 it (a new database is created 600)"

@@ -68,12 +68,21 @@ public struct SharedRow: Sendable, Equatable, StoredRow {
 public protocol SharedSQLDatabase: Sendable {
     /// Reads `query`'s rows on any connection.
     func rows(_ query: SharedStatement) async throws -> [SharedRow]
+    /// Reads `query`'s rows where they may lag the latest commits by up to a second: a read
+    /// replica when one is configured and current (docs/scaling.md, "Read replicas"). Only for
+    /// reads that need not see the caller's own writes.
+    func rowsThatMayLag(_ query: SharedStatement) async throws -> [SharedRow]
     /// Runs `statements` in one transaction and returns the rows of each, in order; once it has
     /// committed, every process's live streams hear of `change` (as the store's own writes tell them).
     func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]]
 }
 
 extension SharedSQLDatabase {
+    /// With no replica, every read is current.
+    public func rowsThatMayLag(_ query: SharedStatement) async throws -> [SharedRow] {
+        try await rows(query)
+    }
+
     /// ``results(of:announcing:)``, answering the rows of the last statement.
     public func transaction(_ statements: [SharedStatement], announcing change: StoreChange?) async throws -> [SharedRow] {
         try await results(of: statements, announcing: change).last ?? []

@@ -20,11 +20,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("public-base-url"), help: "Prefix for resource paths in delivered URLs.")
     var publicBaseURL: String?
 
+    @Option(name: .customLong("database-read-url"), help: "A streaming replica of the PostgreSQL database, for history pages.")
+    var databaseReadURL: String?
+
     func run() async throws {
         var extra: [String: String] = [:]
         if let host { extra["host"] = host }
         if let port { extra["port"] = String(port) }
         if let publicBaseURL { extra["public_base_url"] = publicBaseURL }
+        if let databaseReadURL { extra["database_read_url"] = databaseReadURL }
         let configuration = try await reportingErrors { try await common.load(extra: extra) }
         // Before the server's event loops and workers exist: heaps one per core, files up to the hard limit.
         ProcessTuning.applyForServer()

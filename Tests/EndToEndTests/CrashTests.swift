@@ -14,14 +14,11 @@ import Testing
     }
 
     func fcmEnvironment(account: String, emulator: RunningHerald, lease: String = "1.5") -> [String: String] {
-        ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_DELIVERY_LEASE": lease, "HERALD_DELIVERY_BACKOFF": "0.2"]
+        LoadHarness.fcmEnvironment(account: account, emulator: emulator, lease: lease)
     }
 
     func startEmulator() async throws -> (RunningHerald, String) {
-        let account = directory.appendingPathComponent("fcm.json").path
-        let emulator = try await RunningHerald(
-            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
-        return (emulator, account)
+        try await LoadHarness.startFCMEmulator(in: directory)
     }
 
     @Test(arguments: DatabaseKind.available)

@@ -49,6 +49,20 @@ enum LoadHarness {
         return key
     }
 
+    /// The FCM emulator, and the service account file it wrote for Herald.
+    static func startFCMEmulator(in directory: URL) async throws -> (RunningHerald, String) {
+        let account = directory.appendingPathComponent("fcm.json").path
+        let emulator = try await RunningHerald(
+            command: "fcm-emulator", banner: "FCM emulator listening on", arguments: ["--write-service-account", account], in: directory)
+        return (emulator, account)
+    }
+
+    /// Herald's environment for pushing to `emulator`, with short leases and back-off so a
+    /// killed process's work is taken over soon.
+    static func fcmEnvironment(account: String, emulator: RunningHerald, lease: String = "1.5") -> [String: String] {
+        ["HERALD_FCM_CREDENTIALS": account, "HERALD_FCM_ENDPOINT": emulator.url, "HERALD_DELIVERY_LEASE": lease, "HERALD_DELIVERY_BACKOFF": "0.2"]
+    }
+
     static func registerUsers(_ users: [String], tokenPrefix: String = "tok-", at url: String, key: String) async throws {
         for user in users {
             let (status, _) = try await request(

@@ -17,6 +17,9 @@ public struct HeraldConfiguration: Sendable {
     public var port: Int = 8080
     /// `sqlite:PATH` (default `sqlite:herald.sqlite`) or `sqlite::memory:`.
     public var database: String = "sqlite:herald.sqlite"
+    /// `database_read_url`: a streaming replica of a PostgreSQL `database`, where history pages
+    /// are read while it is current (docs/scaling.md, "Read replicas for history reads").
+    public var databaseReadURL: String?
     /// Prefix for resource paths; defaults to `http://<host>:<port>`.
     public var publicBaseURL: String?
     /// An admin key created (or kept) at start-up, so a fresh server can be used at once.
@@ -165,6 +168,11 @@ public struct HeraldConfiguration: Sendable {
         port = try reader.requiredInt(forKey: "port", default: port)
         guard (0...65535).contains(port) else { throw Self.invalid("port", "must be 0-65535") }
         database = try reader.requiredString(forKey: "database", default: database)
+        // A URL may carry a password: kept out of the configuration's access log like the keys.
+        databaseReadURL = try reader.optionalString(forKey: "database_read_url", isSecret: true)
+        if databaseReadURL != nil, StorageLocation.sqlitePath(database) != nil {
+            throw Self.invalid("database_read_url", "names a PostgreSQL replica, so database must be a postgres:// URL (SQLite has one file and no replicas)")
+        }
         publicBaseURL = try reader.optionalString(forKey: "public_base_url")
         bootstrapAdminKey = try reader.optionalString(forKey: "bootstrap_admin_key", isSecret: true)
         userTokenSecret = try reader.optionalString(forKey: "user_token_secret", isSecret: true)

@@ -6,10 +6,11 @@ public import Logging
 /// Opens the storage named by the `database` setting.
 public enum StorageLocation {
     /// `sqlite:PATH`, `sqlite://PATH`, `sqlite::memory:`, or `postgres://user:password@host:port/database`.
+    /// - Parameter readURL: a PostgreSQL database's streaming replica (`database_read_url`).
     /// - Parameter logger: where PostgreSQL's connection pool logs (its failed connections, at
     ///   info): the server's, so `log_level` applies to those lines too.
     public static func open(
-        _ database: String, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")
+        _ database: String, readURL: String? = nil, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")
     ) throws
         -> any ServerStorage
     {
@@ -25,7 +26,7 @@ public enum StorageLocation {
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            return try PostgresStore(url: database, maxPendingAccepts: maxPendingAccepts, logger: logger)
+            return try PostgresStore(url: database, readURL: readURL, maxPendingAccepts: maxPendingAccepts, logger: logger)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }

@@ -34,6 +34,20 @@ final class PostgresPool: Sendable {
         var closed = false
     }
 
+    /// Which database the pool is for, as its log lines say.
+    enum Role: Sendable {
+        /// `database`: an outage fails requests.
+        case primary
+        /// `database_read_url`: an outage sends its reads to the primary.
+        case readReplica
+
+        var name: String { self == .primary ? "the database" : "the read replica" }
+        /// What requests get while it is unreachable.
+        var outage: String { self == .primary ? "answering 503 until it is back" : "history pages are read on the primary until it is back" }
+        var outageLevel: Logger.Level { self == .primary ? .error : .warning }
+    }
+
+    let role: Role
     let configuration: PostgresClient.Configuration
     /// The same settings for one connection of its own (nil: no login check).
     let direct: PostgresConnection.Configuration?
@@ -47,8 +61,9 @@ final class PostgresPool: Sendable {
     init(
         configuration: PostgresClient.Configuration, logger: Logger, acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout,
         probeInterval: Duration = .milliseconds(200),
-        closeGrace: Duration = .milliseconds(500), direct: PostgresConnection.Configuration? = nil
+        closeGrace: Duration = .milliseconds(500), direct: PostgresConnection.Configuration? = nil, role: Role = .primary
     ) {
+        self.role = role
         self.configuration = configuration
         self.direct = direct
         self.logger = logger
@@ -133,7 +148,7 @@ final class PostgresPool: Sendable {
         // An operation PostgresNIO never answered (see SupervisedOperation) may keep its lease,
         // and with it the pool, forever: closing waits a while, not for ever.
         let closed = await Self.waitAtMost(.seconds(5), for: runner)
-        if !closed { logger.warning("the database pool did not close within 5 s; leaving it") }
+        if !closed { logger.warning("the pool of \(role.name) did not close within 5 s; leaving it") }
         await probe?.value
     }
 
@@ -369,7 +384,7 @@ final class PostgresPool: Sendable {
             return (true, true)
         }
         guard startProbe else { return current }
-        logger.error("the database is unreachable; answering 503 until it is back: \(PostgresStore.describe(error))")
+        logger.log(level: role.outageLevel, "\(role.name) is unreachable; \(role.outage): \(PostgresStore.describe(error))")
         let probe = Task { await self.probeUntilReachable() }
         state.withLock { $0.probe = probe }
         if isUnreachableForSlowness { Task { await self.nameRefusalWhileSlow() } }
@@ -403,7 +418,7 @@ final class PostgresPool: Sendable {
                     state.unreachableReason = Self.refusalReason(refusal) ?? PostgresStore.describe(refusal)
                     return true
                 }
-                if named { logger.error("the database refuses connections: \(PostgresStore.describe(refusal))") }
+                if named { logger.log(level: role.outageLevel, "\(role.name) refuses connections: \(PostgresStore.describe(refusal))") }
                 return
             }
             try? await Task.sleep(for: probeInterval)
@@ -421,6 +436,6 @@ final class PostgresPool: Sendable {
             return old
         }
         old?.cancel()
-        logger.notice("the database is reachable again")
+        logger.notice("\(role.name) is reachable again")
     }
 }

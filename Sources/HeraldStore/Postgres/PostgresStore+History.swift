@@ -148,7 +148,8 @@ extension PostgresStore {
 
     public func history(userID: String, limit: Int, before: String?) async throws -> HistoryPage {
         let beforeSeq = try StoredRecords.sequence(before: before)
-        return try await withConnection { session in
+        // A page may lag the primary by up to a second (docs/scaling.md, "Read replicas").
+        return try await withReadConnection { session in
             let rows = try await session.rows(
                 """
                 SELECT \(unescaped: StoredRecords.historyColumns)

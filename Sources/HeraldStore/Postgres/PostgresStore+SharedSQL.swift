@@ -7,6 +7,10 @@ extension PostgresStore: SharedSQLDatabase {
         try await withConnection { session in try await Self.run(query, session) }
     }
 
+    public func rowsThatMayLag(_ query: SharedStatement) async throws -> [SharedRow] {
+        try await withReadConnection { session in try await Self.run(query, session) }
+    }
+
     public func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]] {
         try await transaction { session in
             var rows: [[SharedRow]] = []

@@ -32,6 +32,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let accepts: GroupCommit<AcceptRequest, AcceptResult>
     /// And device registrations.
     let registrations: GroupCommit<StoredRegistration, RegistrationOutcome>
+    /// Where the reads that tolerate lag go while it is current (`database_read_url`).
+    let replica: PostgresReadReplica?
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
@@ -39,17 +41,30 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     ///   are refused with a 503 (`server.max_pending_accepts`).
     /// - Parameter acquireTimeout: how long an operation waits for a pooled connection before
     ///   it is refused as `storage_unavailable` (and a direct check for an outage starts).
+    /// - Parameter readURL: a streaming replica of the same database, in the same form, for the
+    ///   reads that tolerate its lag (``withReadConnection(_:)``); nil reads everything here.
     public init(
-        url: String, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000, acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout,
-        logger: Logger = Logger(label: "herald.postgres")
+        url: String, readURL: String? = nil, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000,
+        acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout, logger: Logger = Logger(label: "herald.postgres")
     ) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
+        // Both URLs are checked before either pool starts, so a refused setting leaves nothing running.
+        let replicaConfiguration = try readURL.map { try Self.configuration(url: $0, setting: "database_read_url") }
         let pool = PostgresPool(
             configuration: configuration, logger: logger, acquireTimeout: acquireTimeout, direct: Self.directConfiguration(url: url, from: configuration))
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
+        if let readURL, var replicaConfiguration {
+            replicaConfiguration.options.maximumConnections = max(2, maxConnections)
+            let replica = PostgresReadReplica(
+                configuration: replicaConfiguration, direct: Self.directConfiguration(url: readURL, from: replicaConfiguration), logger: logger)
+            replica.startWatching(primary: pool)
+            self.replica = replica
+        } else {
+            replica = nil
+        }
         let preparation = self.preparation
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             let outcomes = try await Self.transaction(pool, preparation: preparation, logger: logger) { session in
@@ -62,8 +77,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         }
     }
 
-    /// Closes the pool's connections.
+    /// Closes the pools' connections.
     public func close() async {
+        await replica?.close()
         await pool.close()
     }
 
@@ -165,10 +181,12 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         try await withConnection { session in _ = try await session.rows("SELECT 1") }
     }
 
-    /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration.
-    static func configuration(url: String) throws -> PostgresClient.Configuration {
+    /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration; an error
+    /// names `setting`.
+    static func configuration(url: String, setting: String = "database") throws -> PostgresClient.Configuration {
         func invalid(_ reason: String) -> HeraldError {
-            HeraldError(.unprocessable, code: "invalid_config", "database URL is not usable: \(reason) (expected postgres://user:password@host:port/database)")
+            HeraldError(
+                .unprocessable, code: "invalid_config", "\(setting) URL is not usable: \(reason) (expected postgres://user:password@host:port/database)")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
             throw invalid("not a postgres:// URL")

@@ -1075,6 +1075,8 @@ public struct Client: APIProtocol {
     }
     /// The acting user's history, newest first.
     ///
+    /// With a read replica configured (`database_read_url`), a page may be read there and lag the latest accepts by up to a second; inbox counts never lag.
+    ///
     /// - Remark: HTTP `GET /api/notifications/history`.
     /// - Remark: Generated from `#/paths//api/notifications/history/get(getHistory)`.
     public func getHistory(_ input: Operations.GetHistory.Input) async throws -> Operations.GetHistory.Output {

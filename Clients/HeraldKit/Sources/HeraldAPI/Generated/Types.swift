@@ -50,6 +50,8 @@ public protocol APIProtocol: Sendable {
     func patchSettings(_ input: Operations.PatchSettings.Input) async throws -> Operations.PatchSettings.Output
     /// The acting user's history, newest first.
     ///
+    /// With a read replica configured (`database_read_url`), a page may be read there and lag the latest accepts by up to a second; inbox counts never lag.
+    ///
     /// - Remark: HTTP `GET /api/notifications/history`.
     /// - Remark: Generated from `#/paths//api/notifications/history/get(getHistory)`.
     func getHistory(_ input: Operations.GetHistory.Input) async throws -> Operations.GetHistory.Output
@@ -229,6 +231,8 @@ extension APIProtocol {
         ))
     }
     /// The acting user's history, newest first.
+    ///
+    /// With a read replica configured (`database_read_url`), a page may be read there and lag the latest accepts by up to a second; inbox counts never lag.
     ///
     /// - Remark: HTTP `GET /api/notifications/history`.
     /// - Remark: Generated from `#/paths//api/notifications/history/get(getHistory)`.
