@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCore
+import PostgresNIO
 
 extension PostgresStore {
     /// Runs `body`, a read that tolerates a replica's lag, on the read replica while it is
@@ -13,12 +14,19 @@ extension PostgresStore {
             return try await replica.pool.withConnection { connection in
                 try await body(PostgresSession(connection: connection, preparation: replica.preparation, logger: logger))
             }
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
+        } catch  where Self.isReplicaTrouble(error) {
             replica.readFailed(error)
             return try await withConnection(body)
         }
+    }
+
+    /// Whether a read failed for the replica's sake (no connection in time, a broken one, the
+    /// server's own refusal, such as a query cancelled for a conflict with recovery) rather
+    /// than the caller's: a row that does not decode fails on the primary too, and cancellation
+    /// is the caller's.
+    static func isReplicaTrouble(_ error: any Error) -> Bool {
+        if error is PSQLError || PostgresPool.isConnectionFailure(error) { return true }
+        return (error as? HeraldError)?.code == "storage_unavailable"
     }
 
     /// Whether reads that tolerate lag go to the read replica now.
