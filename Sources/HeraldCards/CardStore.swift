@@ -51,6 +51,8 @@ public struct CardState: Sendable, Equatable {
     public var mark: CardMark
     /// The id of the newest notification in the user's history.
     public var newestNotification: String?
+    /// The inbox's badge (docs/inbox.md: items in the inbox not read), read from its counters,
+    /// so a 304 costs the same however many unread rows a user has.
     public var unread: Int
     /// The user's settings as stored (JSON text), nil for the defaults: the key digests the
     /// text, so a 304 decodes nothing.

@@ -151,7 +151,7 @@ public final class PostgresCardStore: CardStore {
                     SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
                         (SELECT seq FROM card_users WHERE user_id = \(userID)) AS seq,
                         (SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1) AS newest,
-                        (SELECT COUNT(*) FROM history WHERE user_id = \(userID) AND read = 0) AS unread,
+                        (SELECT CAST(SUM(CASE WHEN unread > 0 THEN unread ELSE 0 END) AS BIGINT) FROM inbox_counts WHERE user_id = \(userID)) AS unread,
                         (SELECT settings FROM users WHERE id = \(userID)) AS settings
                     """
                 )

@@ -152,7 +152,7 @@ public final class SQLiteCardStore: CardStore {
                             SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
                                 (SELECT seq FROM card_users WHERE user_id = ?1) AS seq,
                                 (SELECT notification_id FROM history WHERE user_id = ?1 ORDER BY seq DESC LIMIT 1) AS newest,
-                                (SELECT COUNT(*) FROM history WHERE user_id = ?1 AND read = 0) AS unread,
+                                (SELECT SUM(CASE WHEN unread > 0 THEN unread ELSE 0 END) FROM inbox_counts WHERE user_id = ?1) AS unread,
                                 (SELECT settings FROM users WHERE id = ?1) AS settings
                             """
                     ),

@@ -160,6 +160,16 @@ import Testing
             let next = try #require(withNotification.object["cache_key"] as? String)
             #expect((try await client.call(.get, "/api/pull?cache_key=\(next)", user).object["notifications"] as? [Any])?.isEmpty == true, "only newer ones")
 
+            // `unread` is the inbox's badge: an unread item archived leaves it, and the key moves.
+            let id = try #require(sent.object["id"] as? String)
+            #expect(try await client.call(.post, "/api/inbox/mark", user, json: ["ids": [id], "change": "archived"]).status == .ok)
+            var stillNext = user
+            stillNext[.ifNoneMatch] = "\"\(next)\""
+            let archived = try await client.call(.get, "/api/pull?cache_key=\(next)", stillNext)
+            #expect(archived.status == .ok && (archived.object["user"] as? [String: Any])?["unread"] as? Int == 0, "\(archived.object)")
+            let badge = try await client.call(.get, "/api/inbox/counts", user)
+            #expect(badge.object["unread"] as? Int == 0)
+
             #expect(try await client.call(.get, "/api/pull?cache_key=garbage", user).object["full"] as? Bool == true, "an unknown key gets everything")
             let otherUsers = try await client.call(.get, "/api/pull?cache_key=\(before)", headers(try await herald.userToken("someone-else")))
             #expect(otherUsers.object["full"] as? Bool == true, "another user's key is unknown")

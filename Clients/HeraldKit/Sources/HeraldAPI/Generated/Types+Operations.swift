@@ -6015,13 +6015,15 @@ public enum Operations {
                         public struct UserPayload: Codable, Hashable, Sendable {
                             /// - Remark: Generated from `#/paths/api/pull/GET/responses/200/content/json/user/settings`.
                             public var settings: OpenAPIRuntime.OpenAPIObjectContainer
+                            /// The inbox's badge: items in the inbox not read, as GET /api/inbox/counts answers.
+                            ///
                             /// - Remark: Generated from `#/paths/api/pull/GET/responses/200/content/json/user/unread`.
                             public var unread: Swift.Int
                             /// Creates a new `UserPayload`.
                             ///
                             /// - Parameters:
                             ///   - settings:
-                            ///   - unread:
+                            ///   - unread: The inbox's badge: items in the inbox not read, as GET /api/inbox/counts answers.
                             public init(
                                 settings: OpenAPIRuntime.OpenAPIObjectContainer,
                                 unread: Swift.Int
