@@ -33,16 +33,7 @@ import Testing
 
         // Load: 4000 notifications at 16 in flight; kill -9 once 1500 were accepted.
         let killed = Locked(false)
-        let accepted = await LoadHarness.send(4_000, to: [first.url], users: users, key: key) { count in
-            guard count >= 1_500 else { return true }
-            if killed.withLock({ done in
-                defer { done = true }
-                return !done
-            }) {
-                first.process.signal(SIGKILL)
-            }
-            return false
-        }
+        let accepted = await LoadHarness.send(4_000, to: [first.url], users: users, key: key, afterAccept: LoadHarness.killing(first, after: 1_500, killed))
         #expect(killed.withLock { $0 }, "the server was killed mid-load")
         _ = await first.stop()
         #expect(accepted.count >= 1_500 && accepted.count < 4_000)

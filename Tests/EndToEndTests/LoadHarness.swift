@@ -106,6 +106,20 @@ enum LoadHarness {
         return accepted.withLock { $0 }
     }
 
+    /// A ``send(_:to:users:key:concurrency:afterAccept:)`` check that kills `herald` with
+    /// SIGKILL once `count` notifications were accepted (setting `killed`), and stops the load.
+    static func killing(_ herald: RunningHerald, after count: Int, _ killed: Locked<Bool>) -> @Sendable (Int) -> Bool {
+        { accepted in
+            guard accepted >= count else { return true }
+            let first = killed.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            if first { herald.process.signal(SIGKILL) }
+            return false
+        }
+    }
+
     /// Every successful push the emulator received, by notification id (repeats kept).
     static func pushes(emulator: String) async throws -> [String] {
         let (_, body) = try await request(.GET, "\(emulator)/emulator/messages", key: "none")

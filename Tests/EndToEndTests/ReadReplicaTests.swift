@@ -31,16 +31,7 @@ import Testing
             // survivor's, which takes 400 more (a dead server would hold each request sent to it
             // for the client's whole timeout).
             let killed = Locked(false)
-            let beforeKill = await LoadHarness.send(800, to: [a.url, b.url], users: users, key: key) { count in
-                guard count >= 400 else { return true }
-                if killed.withLock({ done in
-                    defer { done = true }
-                    return !done
-                }) {
-                    a.process.signal(SIGKILL)
-                }
-                return false
-            }
+            let beforeKill = await LoadHarness.send(800, to: [a.url, b.url], users: users, key: key, afterAccept: LoadHarness.killing(a, after: 400, killed))
             _ = await a.stop()
             let accepted = beforeKill + (await LoadHarness.send(400, to: [b.url], users: users, key: key))
             #expect(killed.withLock { $0 } && accepted.count >= 800, "\(accepted.count) accepted around the kill")
