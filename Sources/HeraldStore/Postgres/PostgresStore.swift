@@ -158,6 +158,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// outage, but a request should not wait long behind one.
     public static let defaultAcquireTimeout = Duration.seconds(2)
 
+    /// How long a pooled connection stays open unused.
+    static let connectionIdleTimeout = Duration.seconds(10)
+
     /// How long ``migrate()`` keeps asking a reachable but busy server for its first connection.
     static let startupPatience = Duration.seconds(20)
 
@@ -204,10 +207,19 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         case "require": tls = .require(.makeClientConfiguration())
         case let other: throw invalid("sslmode '\(other)' is not one of disable, prefer, require")
         }
-        return PostgresClient.Configuration(
+        var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls
         )
+        // postgres-nio 1.33's pool starts an idle timer (and a keep-alive timer) for every
+        // connection it takes back, and each lives its full duration even when the connection is
+        // lent again at once: memory grew by about 1.5 KB per operation for the timer's length
+        // (60 s by default: 200 MiB at 3 000 operations a second; docs/performance.md, "Memory
+        // on PostgreSQL"). A short idle timeout bounds that, and the keep-alive ping is moot when
+        // idle connections close sooner than it would run.
+        configuration.options.keepAliveBehavior = nil
+        configuration.options.connectionIdleTimeout = Self.connectionIdleTimeout
+        return configuration
     }
 
     /// The same settings for one connection outside the pool (``PostgresPool``'s check for a

@@ -42,7 +42,10 @@ final class SupervisedOperation<Result: Sendable>: Sendable {
                     }
                 }
                 let watch = Task { await supervised.watch(acquireTimeout: acquireTimeout, closeGrace: closeGrace) }
+                // Kept only until the answer: each task holds `supervised`, so a handle kept
+                // after it would be a cycle, and every operation's state would stay in memory.
                 supervised.state.withLock { state in
+                    guard !state.answered else { return }
                     state.work = work
                     state.watch = watch
                 }
@@ -71,7 +74,12 @@ final class SupervisedOperation<Result: Sendable>: Sendable {
         let (continuation, watch) = state.withLock { state -> (CheckedContinuation<Result, any Error>?, Task<Void, Never>?) in
             guard !state.answered else { return (nil, nil) }
             state.answered = true
-            defer { state.continuation = nil }
+            defer {
+                state.continuation = nil
+                state.watch = nil
+                state.work = nil
+                state.connection = nil
+            }
             return (state.continuation, state.watch)
         }
         watch?.cancel()
