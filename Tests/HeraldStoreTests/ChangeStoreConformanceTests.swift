@@ -68,23 +68,33 @@ import Testing
         for user in ["a"] + (0..<300).map({ "s\($0)" }) { try await store.subscribe(userID: user, topicKey: topic, at: t0) }
         let appended = try await stored(store, 40)
         // Each task's rows: the fan-outs' notifications, or those the reader saw.
+        let writers = appended.count + (appended.count + 3) / 4
+        let finished = FinishedWriters()
         let (hubs, seen) = try await withThrowingTaskGroup(of: (hubs: [ObjectID], seen: [ObjectID]).self) { group in
             for (index, id) in appended.enumerated() {
                 group.addTask {
+                    defer { finished.count.add(1, ordering: .relaxed) }
                     // Other users in the same batch, in varying order, as history batches are.
                     try await store.appendHistory([(id, "z\(index % 3)"), (id, "a"), (id, "b\(index % 5)")], at: t0)
                     return ([], [])
                 }
                 if index % 4 == 0 {
-                    group.addTask { ([try await messageHub(store, topic: topic)], []) }
+                    group.addTask {
+                        defer { finished.count.add(1, ordering: .relaxed) }
+                        return ([try await messageHub(store, topic: topic)], [])
+                    }
                 }
             }
-            let expected = appended.count + appended.count / 4
             group.addTask {
                 var cursor: Int64 = 0
                 var seen: [ObjectID] = []
-                let deadline = ContinuousClock.now + .seconds(20)
-                while seen.count < expected && ContinuousClock.now < deadline {
+                // The reader follows the writers however long they take (a full suite on two
+                // cores has kept them past 20 s; 5 minutes at most), then has 10 s more to read
+                // what they wrote.
+                var deadline: ContinuousClock.Instant?
+                let giveUp = ContinuousClock.now + .seconds(300)
+                while seen.count < writers && ContinuousClock.now < (deadline ?? giveUp) {
+                    if deadline == nil, finished.count.load(ordering: .relaxed) == writers { deadline = .now + .seconds(10) }
                     let rows = try await store.history(userID: "a", after: cursor, limit: 7)
                     seen += rows.map(\.item.notificationID)
                     cursor = rows.last?.sequence ?? cursor
@@ -203,4 +213,9 @@ import Testing
 
 private final class Heard: Sendable {
     let changes = Mutex<[StoreChange]>([])
+}
+
+/// How many of a test's writer tasks have ended, shared with the reader that follows them.
+private final class FinishedWriters: Sendable {
+    let count = Atomic(0)
 }
