@@ -123,11 +123,11 @@ final class PostgresReadReplica: Sendable {
         let newestReplayed = marks.lastIndex { $0.position <= replayed }
         if let newestReplayed { marks.removeFirst(newestReplayed) }
         marks.removeAll { now - $0.instant > maxLag && $0.position > replayed }
-        guard newestReplayed != nil, let held = marks.first, held.position <= replayed else {
+        // After the removals the first mark is the newest one replayed, when there is one.
+        guard newestReplayed != nil, let held = marks.first, now - held.instant <= maxLag else {
             return .unusable("is more than \(maxLag) behind the primary")
         }
-        let lag = now - held.instant
-        return lag <= maxLag ? .usable : .unusable("is more than \(maxLag) behind the primary")
+        return .usable
     }
 }
 

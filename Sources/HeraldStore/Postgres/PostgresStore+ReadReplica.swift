@@ -28,7 +28,4 @@ extension PostgresStore {
         if error is PSQLError || PostgresPool.isConnectionFailure(error) { return true }
         return (error as? HeraldError)?.code == "storage_unavailable"
     }
-
-    /// Whether reads that tolerate lag go to the read replica now.
-    public var readsFromReplica: Bool { replica?.isUsable ?? false }
 }
