@@ -84,9 +84,12 @@ public struct HeraldServer: Sendable {
     ///     later or drop it.
     ///   - badgeCounts: what keeps users' badges (``BadgeCounts``), for sinks that carry one;
     ///     by default the inbox's unread counts (docs/inbox.md).
+    ///   - storageModules: modules' own tables, erasure steps and statements run beside stored
+    ///     deliveries (``StorageModule``), besides Herald's own.
     public static func start(
         _ configuration: HeraldConfiguration, factories: [SinkFactory] = SinkFactory.builtIn, extraSinks: [any NotificationSink] = [],
-        routingPolicies: [any RoutingPolicy] = [], dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, logger: Logger? = nil
+        routingPolicies: [any RoutingPolicy] = [], dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil,
+        storageModules: [StorageModule] = [], logger: Logger? = nil
     ) async throws -> HeraldServer {
         // Nothing process-wide here (an embedder's process is its own): `herald serve` tunes
         // the process first (ProcessTuning), and this only says when its file limit is short.
@@ -100,7 +103,8 @@ public struct HeraldServer: Sendable {
         let metricsRegistry = PrometheusCollectorRegistry()
         let metrics = HeraldMetrics(factory: PrometheusMetricsFactory(registry: metricsRegistry))
         let store = try StorageLocation.open(
-            configuration.database, readURL: configuration.databaseReadURL, maxPendingAccepts: configuration.maxPendingAccepts, logger: logger)
+            configuration.database, readURL: configuration.databaseReadURL, maxPendingAccepts: configuration.maxPendingAccepts,
+            modules: StorageLocation.builtInModules + storageModules, logger: logger)
         if let path = StorageLocation.sqlitePath(configuration.database), path != ":memory:", let mode = SQLiteFileMode.exposure(of: path) {
             logger.warning(
                 "the SQLite database \(path) may be read by other accounts on this machine (mode \(String(mode, radix: 8))): it holds device tokens and users' history; chmod 600 it (a new database is created 600)"

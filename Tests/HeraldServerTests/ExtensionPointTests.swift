@@ -129,4 +129,29 @@ import Testing
             #expect(apns.received.map(\.badge) == [1, 2, 1])
         }
     }
+
+    /// A module with a table of its own, given at start: its migrations run with the store's, it
+    /// counts what each send stores in the accepting transaction, and a user's erasure over the
+    /// API removes its rows.
+    @Test func aStorageModuleGivenAtStartKeepsItsOwnTable() async throws {
+        let herald = try await TestHerald.make(storageModules: [TallyModule.module])
+        try await herald.test { client in
+            for user in ["gil", "hal"] {
+                _ = try await client.call(.post, "/api/notifications/register", headers(herald.backend, user: user), json: ["fcm_token": "g-\(user)"])
+            }
+            _ = try await sendAndCollect(herald, client, type: "comment", to: ["gil", "hal"])
+            _ = try await sendAndCollect(herald, client, type: "upvote", to: ["gil"])
+            #expect(try await TallyModule.sends(herald.server.store, sink: "fcm") == ["gil": 2, "hal": 1])
+            #expect(try await TallyModule.sends(herald.server.store, sink: "history") == ["gil": 2, "hal": 1])
+
+            let erased = try await client.call(.delete, "/api/users/gil", headers(herald.backend))
+            #expect(erased.status == .ok)
+            #expect(try await TallyModule.sends(herald.server.store, sink: "fcm") == ["hal": 1])
+
+            // A failing module statement is the sender's 5xx, never a 2xx for what was not stored.
+            let refused = try await client.call(
+                .post, "/api/notifications", headers(herald.backend), json: ["type": "comment", "title": "t", "body": "b", "user_ids": ["refused"]])
+            #expect(refused.status.code >= 500)
+        }
+    }
 }

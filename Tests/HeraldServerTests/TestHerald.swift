@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldServer
+import HeraldStore
 import HeraldTestSupport
 import Hummingbird
 import HummingbirdTesting
@@ -27,7 +28,8 @@ struct TestHerald {
     /// - Parameter routingPolicies: modules' routing policies, after the user's settings.
     static func make(
         extraSinks: [any NotificationSink] = [], factories: [SinkFactory] = SinkFactory.builtIn, routingPolicies: [any RoutingPolicy] = [],
-        dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, _ configure: (inout HeraldConfiguration) -> Void = { _ in }
+        dueHooks: [any DueHook] = [], badgeCounts: (any BadgeCounts)? = nil, storageModules: [StorageModule] = [],
+        _ configure: (inout HeraldConfiguration) -> Void = { _ in }
     ) async throws -> TestHerald {
         let directory = try TestResources.temporaryDirectory("herald-api")
         var configuration = HeraldConfiguration()
@@ -48,7 +50,7 @@ struct TestHerald {
         let push = RecordingSink(name: "fcm", capabilities: [.push, .topics], providers: .only(["fcm"]))
         let server = try await HeraldServer.start(
             configuration, factories: factories, extraSinks: [push] + extraSinks, routingPolicies: routingPolicies, dueHooks: dueHooks,
-            badgeCounts: badgeCounts)
+            badgeCounts: badgeCounts, storageModules: storageModules)
         TestResources.register { await server.close() }
         func key(_ role: Role) async throws -> String {
             let secret = APIKeySecret.generate()

@@ -49,7 +49,7 @@ import Testing
                 notification: notification(), plan: .planned(recipients: 1, deliveries: []), idempotency: claim($0), idempotencySince: since,
                 handOff: nil)
         }
-        let batch = Task { try await store.transaction { session in try await PostgresStore.accept(batch: requests, session) } }
+        let batch = Task { try await store.transaction { session in try await PostgresStore.accept(batch: requests, session, modules: .none) } }
 
         // The batch is waiting on a row lock before the other process goes on.
         #expect(try await store.waitForLockWaiters(1) == 1, "the batch waits on the other process's key")

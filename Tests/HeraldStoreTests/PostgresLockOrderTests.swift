@@ -117,7 +117,7 @@ import Testing
     func migratedStore() async throws -> (PostgresStore, ConflictLog) {
         let log = ConflictLog()
         let store = try PostgresStore(
-            url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout,
+            url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout, modules: [.cards],
             logger: Logger(label: "test", factory: { _ in ConflictLog.Handler(log: log) }))
         TestResources.register { await store.close() }
         try await store.migrate()

@@ -17,16 +17,17 @@ public enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
 
     public var description: String { rawValue }
 
-    public func make() async throws -> any ServerStorage {
+    /// A migrated store with `modules` (by default Herald's own, as a server opens it).
+    public func make(modules: [StorageModule] = [.cards]) async throws -> any ServerStorage {
         let store: any ServerStorage
         switch self {
         case .sqlite:
             let directory = try TestResources.temporaryDirectory("herald-store")
-            store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
+            store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path, modules: modules)
         case .sqliteMemory:
-            store = try SQLiteStore(path: ":memory:")
+            store = try SQLiteStore(path: ":memory:", modules: modules)
         case .postgres:
-            store = try PostgresStore.patient(url: try await PostgresTestDatabase.create())
+            store = try PostgresStore.patient(url: try await PostgresTestDatabase.create(), modules: modules)
         }
         TestResources.register { await store.close() }
         try await store.migrate()
@@ -48,7 +49,7 @@ extension PostgresStore {
     public static let patientAcquireTimeout = Duration.seconds(60)
 
     /// A store on `url` that waits ``patientAcquireTimeout`` for a connection.
-    public static func patient(url: String) throws -> PostgresStore {
-        try PostgresStore(url: url, acquireTimeout: patientAcquireTimeout)
+    public static func patient(url: String, modules: [StorageModule] = [.cards]) throws -> PostgresStore {
+        try PostgresStore(url: url, acquireTimeout: patientAcquireTimeout, modules: modules)
     }
 }

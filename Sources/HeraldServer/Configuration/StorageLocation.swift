@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCards
 import HeraldCore
 public import HeraldStore
 public import Logging
@@ -9,8 +10,12 @@ public enum StorageLocation {
     /// - Parameter readURL: a PostgreSQL database's streaming replica (`database_read_url`).
     /// - Parameter logger: where PostgreSQL's connection pool logs (its failed connections, at
     ///   info): the server's, so `log_level` applies to those lines too.
+    /// - Parameter modules: feature modules' tables, erasure steps and delivery hooks
+    ///   (``StorageModule``); Herald's own (``builtInModules``) by default, which every store
+    ///   that serves, migrates or erases users must be given.
     public static func open(
-        _ database: String, readURL: String? = nil, maxPendingAccepts: Int = 10_000, logger: Logger = Logger(label: "herald.postgres")
+        _ database: String, readURL: String? = nil, maxPendingAccepts: Int = 10_000, modules: [StorageModule] = builtInModules,
+        logger: Logger = Logger(label: "herald.postgres")
     ) throws
         -> any ServerStorage
     {
@@ -19,17 +24,20 @@ public enum StorageLocation {
                 throw HeraldError(.unprocessable, code: "invalid_config", "database 'sqlite:' needs a file path, e.g. sqlite:herald.sqlite")
             }
             do {
-                return try SQLiteStore(path: path, maxPendingAccepts: maxPendingAccepts)
+                return try SQLiteStore(path: path, maxPendingAccepts: maxPendingAccepts, modules: modules)
             } catch {
                 let why = sqliteFileProblem(path).map { "\($0) (\(error))" } ?? "\(error)"
                 throw HeraldError(.unavailable, code: "storage_unavailable", "cannot open SQLite database '\(path)': \(why)")
             }
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            return try PostgresStore(url: database, readURL: readURL, maxPendingAccepts: maxPendingAccepts, logger: logger)
+            return try PostgresStore(url: database, readURL: readURL, maxPendingAccepts: maxPendingAccepts, modules: modules, logger: logger)
         }
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }
+
+    /// The storage modules of Herald's own feature modules (the cards module's erasure).
+    public static let builtInModules: [StorageModule] = [.cards]
 
     /// Why the file system keeps SQLite from opening or creating `path`, when it can tell:
     /// SQLite's own error says only "unable to open database file" for all of these.

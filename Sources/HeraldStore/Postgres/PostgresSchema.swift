@@ -363,16 +363,20 @@ enum PostgresSchema {
     /// Applies every migration not yet recorded. Several processes may start at once: an
     /// advisory lock held until the transaction ends lets one migrate while the others wait.
     /// - Returns: recorded migrations this build does not know, sorted.
-    static func migrate(_ session: PostgresSession) async throws -> [String] {
+    /// The store's migrations, then its modules' (recorded as `<module>/<name>`), each once.
+    /// - Returns: migrations recorded that neither list holds (a newer Herald's); a module's that
+    ///   is no longer given are not among them.
+    static func migrate(_ session: PostgresSession, modules: StorageModules) async throws -> [String] {
         try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
         try await session.execute("CREATE TABLE IF NOT EXISTS herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
         let applied = Set(try await session.rows("SELECT name FROM herald_migrations").map { try $0.text("name") })
-        for migration in migrations where !applied.contains(migration.name) {
+        let all = migrations + modules.migrations.map { (name: $0.name, sql: $0.migration.postgres) }
+        for migration in all where !applied.contains(migration.name) {
             for statement in migration.sql {
                 try await session.execute(PostgresQuery(unsafeSQL: statement))
             }
             try await session.execute("INSERT INTO herald_migrations (name) VALUES (\(migration.name))")
         }
-        return applied.subtracting(migrations.map(\.name)).sorted()
+        return applied.subtracting(all.map(\.name)).filter { !StorageModules.isModuleMigration($0) }.sorted()
     }
 }

@@ -103,7 +103,7 @@ extension PostgresStore {
                     let recipient = try await Self.recipients(session, userIDs: [user]).first ?? RecipientContext(userID: user)
                     let composed = compose(DueDigest(userID: user, key: key, dueAt: Timestamp.date(microseconds: dueAt), items: items), recipient)
                     _ = try await Self.insert(composed.notification, recipients: 1, session, idempotency: nil, since: Date())
-                    try await Self.insert(composed.deliveries, of: composed.notification.id, session, at: now)
+                    try await Self.insert(composed.deliveries, of: composed.notification.id, session, at: now, modules: self.modules)
                 }
             }
             if !due.isEmpty { try await session.notifyWork() }

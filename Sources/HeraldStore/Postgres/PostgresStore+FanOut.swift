@@ -28,12 +28,14 @@ extension PostgresStore {
                 case .historyAndDevices(let route):
                     count = try await Self.writeFanOutHistory(
                         of: notification.id, distribution: notification.distribution.rawValue, for: history, session, at: now)
-                    _ = try await Self.routePages(notification, recipients, withDevicesOnly: true, pageSize: pageSize, route, session, at: now)
+                    _ = try await Self.routePages(
+                        notification, recipients, withDevicesOnly: true, pageSize: pageSize, route, session, at: now, modules: self.modules)
                 case .route(let route):
-                    count = try await Self.routePages(notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
+                    count = try await Self.routePages(
+                        notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now, modules: self.modules)
                 }
             }
-            try await Self.insert(extra, of: notification.id, session, at: now)
+            try await Self.insert(extra, of: notification.id, session, at: now, modules: self.modules)
             try await Self.recordRecipients(count, of: notification, idempotency: idempotency, session)
             if let archive {
                 try await session.execute(
@@ -65,7 +67,8 @@ extension PostgresStore {
                 count = job
                 try await Self.insertJob(notification, kind: .route, recipients, count: count, session, at: now)
             } else {
-                count = try await Self.routePages(notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now)
+                count = try await Self.routePages(
+                    notification, recipients, withDevicesOnly: false, pageSize: pageSize, route, session, at: now, modules: self.modules)
             }
             try await Self.recordRecipients(count, of: notification, idempotency: idempotency, session)
             try await session.notifyWork()
@@ -88,14 +91,14 @@ extension PostgresStore {
     /// next is read. - Returns: the number of users paged through.
     private static func routePages(
         _ notification: HeraldNotification, _ recipients: FanOutRecipients, withDevicesOnly: Bool, pageSize: Int,
-        _ route: (RecipientContext) -> [PlannedDelivery], _ session: PostgresSession, at now: Int64
+        _ route: (RecipientContext) -> [PlannedDelivery], _ session: PostgresSession, at now: Int64, modules: StorageModules
     ) async throws -> Int {
         var paged = 0
         var after = ""
         while true {
             let page = try await session.rows(recipients.page(after: after, limit: pageSize, withDevicesOnly: withDevicesOnly)).map { try $0.text("user_id") }
             guard let last = page.last else { break }
-            try await insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now)
+            try await insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now, modules: modules)
             paged += page.count
             after = last
         }

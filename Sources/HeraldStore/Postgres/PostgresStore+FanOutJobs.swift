@@ -135,14 +135,14 @@ extension PostgresStore {
         guard !pages.isEmpty else { return [] }
         return try await transaction { session -> [FanOutProgress?] in
             var progress: [FanOutProgress?] = []
-            for page in pages { progress.append(try await Self.writePage(page, pageSize: pageSize, session)) }
+            for page in pages { progress.append(try await Self.writePage(page, pageSize: pageSize, session, modules: self.modules)) }
             return progress
         }
     }
 
     /// The next page of one job, in the caller's transaction.
     /// - Returns: its progress; nil for no job.
-    private static func writePage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession) async throws -> FanOutProgress? {
+    private static func writePage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress? {
         let id = request.id
         // Processes working the same job take turns here; each reads the cursor the last left.
         // A batch locks its jobs in the order they were listed (oldest first, as every process
@@ -175,14 +175,15 @@ extension PostgresStore {
             let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
             switch kind {
             case .route:
-                try await insert(try await recipients(session, userIDs: page).flatMap(request.route), of: id, session, at: acceptedAt)
+                try await insert(try await recipients(session, userIDs: page).flatMap(request.route), of: id, session, at: acceptedAt, modules: modules)
             case .history, .historyAndDevices:
                 _ = try await writeFanOutHistory(of: id, distribution: try notification.text("distribution"), for: .listed(page), session, at: acceptedAt)
                 if kind == .historyAndDevices {
                     let withDevices = try await session.rows(
                         "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page)::text[]) ORDER BY user_id"
                     ).map { try $0.text("user_id") }
-                    try await insert(try await recipients(session, userIDs: withDevices).flatMap(request.route), of: id, session, at: acceptedAt)
+                    try await insert(
+                        try await recipients(session, userIDs: withDevices).flatMap(request.route), of: id, session, at: acceptedAt, modules: modules)
                 }
             }
             try await session.notifyWork()
@@ -218,7 +219,7 @@ extension PostgresStore {
                 let contexts = try await Self.recipients(session, userIDs: recipients.map(\.user))
                 // Each recipient's rows are dated with their own instant.
                 for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: contexts, route: route) {
-                    try await Self.insert(planned, of: job.notification.id, session, at: at)
+                    try await Self.insert(planned, of: job.notification.id, session, at: at, modules: self.modules)
                 }
             }
             try await session.notifyWork()

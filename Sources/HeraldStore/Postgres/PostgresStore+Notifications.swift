@@ -22,7 +22,7 @@ extension PostgresStore {
     /// (``write(_:_:)``). Over a network each statement is a round trip, so one per accept
     /// would bound a batch by latency, not by the database. Idempotency keys are claimed one by
     /// one, in order, since a later request may replay an earlier one of the same batch.
-    static func accept(batch requests: [AcceptRequest], _ session: PostgresSession) async throws -> [AcceptOutcome] {
+    static func accept(batch requests: [AcceptRequest], _ session: PostgresSession, modules: StorageModules) async throws -> [AcceptOutcome] {
         var named: [String] = []
         var seen = Set<String>()
         for request in requests {
@@ -77,6 +77,7 @@ extension PostgresStore {
         let claimable = deliveries.contains { !$0.historyWritten && $0.leasedUntil == nil }
         let leasedIDs = try await write(
             StoredWrites(notifications: stored, history: history, deliveries: deliveries, wakeWorkers: claimable), session)
+        try await runModuleStatements(after: deliveries, modules, session)
         // `write` returns the leased rows' ids in the order of `deliveries`, which is the order
         // `handOffs` lists them in.
         let idByRow = Dictionary(uniqueKeysWithValues: zip(handOffs.flatMap(\.rows), leasedIDs))
@@ -269,9 +270,29 @@ extension PostgresStore {
         return try await receipt(session, claim: claim, since: micros(since))
     }
 
-    /// Inserts one notification's deliveries (``write(_:_:)`` for those of several).
-    static func insert(_ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64) async throws {
-        try await write(StoredWrites(deliveries: deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }), session)
+    /// Inserts one notification's deliveries (``write(_:_:)`` for those of several), then runs
+    /// the modules' statements for them.
+    static func insert(
+        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64, modules: StorageModules
+    ) async throws {
+        let stored = deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }
+        try await write(StoredWrites(deliveries: stored), session)
+        try await runModuleStatements(after: stored, modules, session)
+    }
+
+    /// The modules' statements for deliveries just written (``StorageModule/whenDeliveriesStored``),
+    /// one notification at a time in the order written; none, and no round trip, when no module asks.
+    static func runModuleStatements(after deliveries: [StoredDelivery], _ modules: StorageModules, _ session: PostgresSession) async throws {
+        guard modules.watchDeliveries else { return }
+        var start = deliveries.startIndex
+        while start < deliveries.endIndex {
+            let first = deliveries[start]
+            let end = deliveries[start...].firstIndex { $0.notification != first.notification || $0.at != first.at } ?? deliveries.endIndex
+            for statement in modules.afterStoring(deliveries[start..<end].map(\.delivery), of: first.notification, at: first.at) {
+                _ = try await run(statement, session)
+            }
+            start = end
+        }
     }
 
     public func receipt(for claim: IdempotencyClaim, since: Date) async throws -> AcceptResult? {

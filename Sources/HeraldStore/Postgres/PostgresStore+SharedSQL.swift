@@ -20,7 +20,7 @@ extension PostgresStore: SharedSQLDatabase {
         }
     }
 
-    private static func run(_ statement: SharedStatement, _ session: PostgresSession) async throws -> [SharedRow] {
+    static func run(_ statement: SharedStatement, _ session: PostgresSession) async throws -> [SharedRow] {
         var bindings = PostgresBindings(capacity: statement.values.count)
         for value in statement.values {
             switch value {

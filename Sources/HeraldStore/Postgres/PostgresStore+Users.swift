@@ -136,7 +136,7 @@ extension PostgresStore {
     }
 
     public func eraseUser(userID: String, at date: Date) async throws -> UserErasure {
-        try await transaction { session in
+        try await transaction { [modules] session in
             var erased = UserErasure()
             let now = Self.micros(date)
             // The user's row first, as a registration's batch locks it (``subscribeRecommendedOnce``)
@@ -177,18 +177,17 @@ extension PostgresStore {
             erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.history = try await session.rows("DELETE FROM history WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM inbox_counts WHERE user_id = \(userID)")
-            // Their card counter before their cards, as every card write locks it first
-            // (``lockUsers(_:_:)``): deleted after, a score upload holding it waited for a card
-            // row this erasure had deleted while the erasure waited for the counter, a deadlock.
-            try await session.execute("DELETE FROM card_users WHERE user_id = \(userID)")
-            erased.events = try await session.rows("DELETE FROM events WHERE user_id = \(userID) RETURNING 1 AS erased").count
-            erased.cards = try await session.rows("DELETE FROM user_cards WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM users WHERE id = \(userID)")
             try await session.execute("DELETE FROM settings_versions WHERE user_id = \(userID)")
             // A send waiting for their own time would otherwise bring rows for them back.
             try await session.execute("DELETE FROM scheduled_recipients WHERE user_id = \(userID)")
             try await session.execute("DELETE FROM fold_counters WHERE user_id = \(userID)")
             try await session.execute("DELETE FROM digest_items WHERE user_id = \(userID)")
+            // Feature modules' rows (the cards module's pool, history and events among them).
+            for (statement, counted) in modules.erasure(of: userID) {
+                let rows = try await Self.run(statement, session).count
+                counted?(&erased, rows)
+            }
             // Every token issued for them so far ends with their data (docs/security.md).
             try await Self.endTokens(session, userID: userID, issuedBefore: date)
             try await session.announce(.attributes(users: [userID]))

@@ -34,6 +34,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let registrations: GroupCommit<StoredRegistration, RegistrationOutcome>
     /// Where the reads that tolerate lag go while it is current (`database_read_url`).
     let replica: PostgresReadReplica?
+    /// Feature modules' tables, erasure steps and delivery hooks (``StorageModule``).
+    package let modules: StorageModules
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
@@ -43,10 +45,14 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     ///   it is refused as `storage_unavailable` (and a direct check for an outage starts).
     /// - Parameter readURL: a streaming replica of the same database, in the same form, for the
     ///   reads that tolerate its lag (``withReadConnection(_:)``); nil reads everything here.
+    /// - Parameter modules: feature modules whose tables, erasure and delivery hooks the store
+    ///   runs (``StorageModule``).
     public init(
         url: String, readURL: String? = nil, maxConnections: Int = 20, maxPendingAccepts: Int = 10_000,
-        acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout, logger: Logger = Logger(label: "herald.postgres")
+        acquireTimeout: Duration = PostgresStore.defaultAcquireTimeout, modules: [StorageModule] = [], logger: Logger = Logger(label: "herald.postgres")
     ) throws {
+        let modules = try StorageModules(modules)
+        self.modules = modules
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = max(2, maxConnections)
         // Both URLs are checked before either pool starts, so a refused setting leaves nothing running.
@@ -68,7 +74,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         let preparation = self.preparation
         accepts = GroupCommit(maxWaiting: maxPendingAccepts) { requests in
             let outcomes = try await Self.transaction(pool, preparation: preparation, logger: logger) { session in
-                try await Self.accept(batch: requests, session)
+                try await Self.accept(batch: requests, session, modules: modules)
             }
             return AcceptOutcome.handOver(outcomes, of: requests)
         }
@@ -87,7 +93,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         let commits: String?
         let unknown: [String]
         do {
-            unknown = try await patientlyAtStartup { try await self.transaction { session in try await PostgresSchema.migrate(session) } }
+            unknown = try await patientlyAtStartup {
+                try await self.transaction { session in try await PostgresSchema.migrate(session, modules: self.modules) }
+            }
             commits = try await withConnection { session in
                 try await session.row("SHOW synchronous_commit")?.first?.decode(String.self)
             }

@@ -69,7 +69,7 @@ extension SQLiteStore {
                 try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM digest_items WHERE due_at <= ?)"), arguments: [Self.micros(Date())])
         }
         guard due == true else { return 0 }
-        return try await writer.write { db -> Int in
+        return try await writer.write { [modules] db -> Int in
             let now = Self.micros(Date())
             let due = try Row.fetchAll(
                 db,
@@ -98,7 +98,7 @@ extension SQLiteStore {
                     let recipient = try Self.recipients(db, userIDs: [user]).first ?? RecipientContext(userID: user)
                     let composed = compose(DueDigest(userID: user, key: key, dueAt: Timestamp.date(microseconds: dueAt), items: items), recipient)
                     _ = try Self.insert(composed.notification, recipients: 1, db, idempotency: nil, since: Date())
-                    try Self.insert(composed.deliveries, of: composed.notification.id, db, at: now)
+                    try Self.insert(composed.deliveries, of: composed.notification.id, db, at: now, modules: modules)
                 }
             }
             return due.count

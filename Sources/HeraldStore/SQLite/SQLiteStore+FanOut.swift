@@ -10,7 +10,7 @@ extension SQLiteStore {
         // Forced subjects reach every user Herald knows; others their subscribers.
         let recipients: FanOutRecipients = level == .forced ? .everyone : .subscribers(topic: topic)
         let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
-        let (result, historyUsers) = try await writer.write { db -> (AcceptResult, [String]) in
+        let (result, historyUsers) = try await writer.write { [modules] db -> (AcceptResult, [String]) in
             let now = Self.micros(notification.timestamp)
             if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
                 return (earlier, [])
@@ -29,12 +29,14 @@ extension SQLiteStore {
                 case .historyAndDevices(let route):
                     (count, historyUsers) = try Self.writeFanOutHistory(
                         of: notification.id, notification.distribution.rawValue, from: source, arguments, db, at: now)
-                    _ = try Self.routePages(notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now)
+                    _ = try Self.routePages(
+                        notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now, modules: modules)
                 case .route(let route):
-                    count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+                    count = try Self.routePages(
+                        notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now, modules: modules)
                 }
             }
-            try Self.insert(extra, of: notification.id, db, at: now)
+            try Self.insert(extra, of: notification.id, db, at: now, modules: modules)
             try Self.recordRecipients(count, of: notification, idempotency: idempotency, db)
             if let archive {
                 try db.execute(
@@ -72,7 +74,8 @@ extension SQLiteStore {
                 try Self.insertJob(notification, kind: .route, recipients, count: count, db, at: now)
             } else {
                 let (source, arguments) = try recipients.source
-                count = try Self.routePages(notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now)
+                count = try Self.routePages(
+                    notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now, modules: modules)
             }
             try Self.recordRecipients(count, of: notification, idempotency: idempotency, db)
             return .accepted(NotificationReceipt(id: notification.id, recipients: count))
@@ -166,7 +169,7 @@ extension SQLiteStore {
     /// next is read. - Returns: the number of users paged through.
     private static func routePages(
         _ notification: HeraldNotification, from source: String, _ arguments: StatementArguments, withDevicesOnly: Bool, pageSize: Int,
-        _ route: (RecipientContext) -> [PlannedDelivery], _ db: Database, at now: Int64
+        _ route: (RecipientContext) -> [PlannedDelivery], _ db: Database, at now: Int64, modules: StorageModules
     ) throws -> Int {
         let filter = withDevicesOnly ? " AND EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id)" : ""
         var paged = 0
@@ -177,7 +180,7 @@ extension SQLiteStore {
                 arguments: arguments + [after, pageSize]
             )
             guard let last = page.last else { break }
-            try insert(try recipients(db, userIDs: page).flatMap(route), of: notification.id, db, at: now)
+            try insert(try recipients(db, userIDs: page).flatMap(route), of: notification.id, db, at: now, modules: modules)
             paged += page.count
             after = last
         }

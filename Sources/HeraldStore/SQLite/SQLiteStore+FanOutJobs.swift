@@ -51,7 +51,7 @@ extension SQLiteStore {
 
     public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
         guard !pages.isEmpty else { return [] }
-        let written = try await writer.write { db in try pages.map { try Self.writePage($0, pageSize: pageSize, db) } }
+        let written = try await writer.write { [modules] db in try pages.map { try Self.writePage($0, pageSize: pageSize, db, modules: modules) } }
         let historyUsers = written.flatMap(\.historyUsers)
         if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
         return written.map(\.progress)
@@ -59,7 +59,9 @@ extension SQLiteStore {
 
     /// The next page of one job, in the caller's transaction.
     /// - Returns: its progress (nil for no job), and the users whose history rows were written.
-    private static func writePage(_ request: FanOutPage, pageSize: Int, _ db: Database) throws -> (progress: FanOutProgress?, historyUsers: [String]) {
+    private static func writePage(
+        _ request: FanOutPage, pageSize: Int, _ db: Database, modules: StorageModules
+    ) throws -> (progress: FanOutProgress?, historyUsers: [String]) {
         let id = request.id
         guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
         let (total, written) = (try job.int("recipients"), try job.int("written"))
@@ -85,7 +87,7 @@ extension SQLiteStore {
             if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
                 historyUsers = try writePage(
                     page, of: id, distribution: try notification.text("distribution"), kind: kind, route: request.route, db,
-                    at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"))
+                    at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"), modules: modules)
             }
         }
         let done = page.count < size
@@ -100,19 +102,19 @@ extension SQLiteStore {
     /// - Returns: the users whose history rows were written now.
     private static func writePage(
         _ page: [String], of id: ObjectID, distribution: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery], _ db: Database,
-        at acceptedAt: Int64
+        at acceptedAt: Int64, modules: StorageModules
     ) throws -> [String] {
         let list = try StoredJSON.encode(page)
         switch kind {
         case .route:
-            try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt)
+            try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt, modules: modules)
             return []
         case .history, .historyAndDevices:
             let (_, written) = try writeFanOutHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
             if kind == .historyAndDevices {
                 let withDevices = try String.fetchAll(
                     db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
-                try insert(try recipients(db, userIDs: withDevices).flatMap(route), of: id, db, at: acceptedAt)
+                try insert(try recipients(db, userIDs: withDevices).flatMap(route), of: id, db, at: acceptedAt, modules: modules)
             }
             return written
         }
@@ -121,7 +123,7 @@ extension SQLiteStore {
     public func writeDueRecipients(
         limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
     ) async throws -> Int {
-        try await writer.write { db -> Int in
+        try await writer.write { [modules] db -> Int in
             let due = try Row.fetchAll(
                 db, sql: "SELECT notification_id, user_id, due_at FROM scheduled_recipients WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 arguments: [Self.micros(Date()), max(limit, 1)])
@@ -139,7 +141,7 @@ extension SQLiteStore {
                 let job = try FanOutJobSQL.pendingJob(row)
                 // Each recipient's rows are dated with their own instant.
                 for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: try Self.recipients(db, userIDs: users), route: route) {
-                    try Self.insert(planned, of: job.notification.id, db, at: at)
+                    try Self.insert(planned, of: job.notification.id, db, at: at, modules: modules)
                 }
             }
             return waiting.count

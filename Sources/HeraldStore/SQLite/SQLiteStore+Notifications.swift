@@ -21,7 +21,9 @@ extension SQLiteStore {
     /// rows here too (``PlannedDelivery/isHistoryWrite``) and appends them to `historyUsers`,
     /// and stores the deliveries its hand-off admits leased (``AcceptOutcome/handedOff``).
     /// - Parameter recipients: the batch's recipients (``recipients(_:of:)``), by user.
-    static func accept(_ request: AcceptRequest, _ db: Database, recipients: [String: RecipientContext], historyUsers: inout [String]) throws -> AcceptOutcome {
+    static func accept(
+        _ request: AcceptRequest, _ db: Database, recipients: [String: RecipientContext], historyUsers: inout [String], modules: StorageModules
+    ) throws -> AcceptOutcome {
         let notification = request.notification
         let (count, deliveries, writesHistory): (Int, [PlannedDelivery], Bool)
         switch request.plan {
@@ -40,7 +42,7 @@ extension SQLiteStore {
         try writeHistory(history.map { (notification.id.hex, $0) }, type: notification.type, at: at, db)
         historyUsers += history
         let handOff = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: recipients) } : nil
-        let leased = try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory, handOff: handOff)
+        let leased = try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory, handOff: handOff, modules: modules)
         return AcceptOutcome(
             result: .accepted(NotificationReceipt(id: notification.id, recipients: count)),
             handedOff: handOff.map { plan in leased.map { plan.delivery($0.delivery, id: $0.id) } } ?? []
@@ -82,10 +84,12 @@ extension SQLiteStore {
     ///   transaction, so their deliveries are stored as delivered.
     /// - Parameter handOff: the deliveries it admits are stored leased, their first attempt
     ///   counted, as a claim leaves them.
+    /// - Parameter modules: whose statements run after the deliveries (``StorageModule/whenDeliveriesStored``).
     /// - Returns: the deliveries stored leased, with their ids.
     @discardableResult
     static func insert(
-        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64, historyWritten: Bool = false, handOff: HandOffPlan? = nil
+        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ db: Database, at now: Int64, historyWritten: Bool = false, handOff: HandOffPlan? = nil,
+        modules: StorageModules
     ) throws -> [(delivery: PlannedDelivery, id: Int64)] {
         let insert = try db.cachedStatement(
             sql: """
@@ -107,6 +111,7 @@ extension SQLiteStore {
             ])
             if leasedUntil != nil { leased.append((delivery, db.lastInsertedRowID)) }
         }
+        for statement in modules.afterStoring(deliveries, of: notification, at: now) { _ = try run(statement, db) }
         return leased
     }
 

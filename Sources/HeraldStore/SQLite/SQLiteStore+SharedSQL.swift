@@ -15,7 +15,7 @@ extension SQLiteStore: SharedSQLDatabase {
         return rows
     }
 
-    private static func run(_ statement: SharedStatement, _ db: Database) throws -> [SharedRow] {
+    static func run(_ statement: SharedStatement, _ db: Database) throws -> [SharedRow] {
         let arguments = StatementArguments(
             statement.values.map { value -> (any DatabaseValueConvertible)? in
                 switch value {

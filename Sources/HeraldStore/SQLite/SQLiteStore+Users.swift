@@ -212,7 +212,7 @@ extension SQLiteStore {
     }
 
     public func eraseUser(userID: String, at date: Date) async throws -> UserErasure {
-        let erased = try await writer.write { db in
+        let erased = try await writer.write { [modules] db in
             var erased = UserErasure()
             let now = Self.micros(date)
             let devices = try String.fetchAll(db, sql: "SELECT id FROM devices WHERE user_id = ?", arguments: [userID])
@@ -232,17 +232,17 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM history WHERE user_id = ?", arguments: [userID])
             erased.history = db.changesCount
             try db.execute(sql: "DELETE FROM inbox_counts WHERE user_id = ?", arguments: [userID])
-            try db.execute(sql: "DELETE FROM events WHERE user_id = ?", arguments: [userID])
-            erased.events = db.changesCount
-            try db.execute(sql: "DELETE FROM user_cards WHERE user_id = ?", arguments: [userID])
-            erased.cards = db.changesCount
-            try db.execute(sql: "DELETE FROM card_users WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM settings_versions WHERE user_id = ?", arguments: [userID])
             // A send waiting for their own time would otherwise bring rows for them back.
             try db.execute(sql: "DELETE FROM scheduled_recipients WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM fold_counters WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM digest_items WHERE user_id = ?", arguments: [userID])
+            // Feature modules' rows (the cards module's pool, history and events among them).
+            for (statement, counted) in modules.erasure(of: userID) {
+                let rows = try Self.run(statement, db).count
+                counted?(&erased, rows)
+            }
             // Every token issued for them so far ends with their data (docs/security.md).
             try Self.endTokens(db, userID: userID, issuedBefore: date)
             return erased

@@ -21,13 +21,19 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     package let commits = CommitCounter()
     /// Only this process writes the file, so its own commits are every change there is.
     let changes: Broadcaster<StoreChange>
+    /// Feature modules' tables, erasure steps and delivery hooks (``StorageModule``).
+    package let modules: StorageModules
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory.
     /// - Parameter maxPendingAccepts: accepts that may wait for a group commit at once; more
     ///   are refused with a 503 (`server.max_pending_accepts`).
     /// - Parameter busyTimeout: how long a write waits for another process's lock before it
     ///   is answered 503.
-    public init(path: String, maxPendingAccepts: Int = 10_000, busyTimeout: Duration = .seconds(5)) throws {
+    /// - Parameter modules: feature modules whose tables, erasure and delivery hooks the store
+    ///   runs (``StorageModule``).
+    public init(path: String, maxPendingAccepts: Int = 10_000, busyTimeout: Duration = .seconds(5), modules: [StorageModule] = []) throws {
+        let modules = try StorageModules(modules)
+        self.modules = modules
         var configuration = Configuration()
         // Another Herald process (`herald keys create` beside a running server) may hold the
         // write lock for a moment: wait for it rather than failing.
@@ -53,7 +59,7 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
                 var outcomes: [AcceptOutcome] = []
                 try db.inTransaction {
                     let recipients = try Self.recipients(db, of: requests)
-                    outcomes = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers) }
+                    outcomes = try requests.map { try Self.accept($0, db, recipients: recipients, historyUsers: &historyUsers, modules: modules) }
                     return .commit
                 }
                 // Committed, and still on the writer: a later write that fails some of these
@@ -82,10 +88,20 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
         throw HeraldError(.unavailable, code: "storage_unavailable", "the SQLite database file is gone (deleted or moved while Herald ran)")
     }
 
+    /// Runs the store's migrations, then its modules' (``StorageModule/Migration``).
+    /// - Returns: migrations recorded in the database that this store does not know (a newer
+    ///   Herald's); a module's that is no longer given are not among them.
     @discardableResult public func migrate() async throws -> [String] {
-        let migrator = SQLiteSchema.migrator
+        var migrator = SQLiteSchema.migrator
+        for (name, migration) in modules.migrations {
+            migrator.registerMigration(name) { db in
+                for statement in migration.sqlite { try db.execute(sql: statement) }
+            }
+        }
         try migrator.migrate(writer)
-        return try await writer.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).sorted() }
+        return try await writer.read { [migrator] db in
+            try migrator.appliedIdentifiers(db).subtracting(migrator.migrations).filter { !StorageModules.isModuleMigration($0) }.sorted()
+        }
     }
 
     public func holdsSchema() async throws -> Bool {
