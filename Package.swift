@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldHTTP", targets: ["HeraldHTTP"]),
         .library(name: "HeraldContent", targets: ["HeraldContent"]),
+        .library(name: "HeraldFeed", targets: ["HeraldFeed"]),
         .library(name: "HeraldCards", targets: ["HeraldCards"]),
         .library(name: "HeraldLive", targets: ["HeraldLive"]),
         .library(name: "HeraldInbox", targets: ["HeraldInbox"]),
@@ -285,6 +286,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The pull feed (docs/feed.md): its store on both engines, its documents, routes and
+        // maintenance. Its model and FeedStore stay in HeraldCore, as the feed sink writes it.
+        .target(
+            name: "HeraldFeed",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldHTTP",
+                .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The ranked card pool and engagement events (docs/cards.md): models, the store on
         // each engine (their SQL differs: arrays on PostgreSQL, group commits on SQLite), routes.
         .target(
@@ -339,6 +357,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldHTTP",
                 "HeraldContent",
+                "HeraldFeed",
                 "HeraldInbox",
                 "HeraldCards",
                 "HeraldLive",
@@ -429,7 +448,8 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldCards",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldFeed",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -470,7 +490,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldInbox", "HeraldTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldInbox", "HeraldFeed", "HeraldTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -531,6 +551,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
                 "HeraldServer",
+                "HeraldFeed",
                 "HeraldHTTP",
                 "HeraldProcessTuning",
                 "HeraldTestSupport",

@@ -44,6 +44,8 @@ package struct LiveUpdates: Service {
                 case .content: streams.postAll(.content)
                 case .attributes(let users): streams.post(.content, users: users)
                 case .inbox(let users): streams.post(.inbox, users: users)
+                // Streams hear of the feed when its snapshot reloads (FeedMaintenance reloads on this).
+                case .feed: break
                 }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCards
 import HeraldContent
 import HeraldCore
+import HeraldFeed
 import HeraldHTTP
 import HeraldInbox
 import HeraldLive
@@ -62,7 +63,10 @@ extension HeraldServer {
         SubscriptionRoutes(store: store).register(on: router, table: routes)
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         let feedDocuments = FeedDocuments(snapshot: feed)
-        FeedRoutes(store: store, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids).register(on: router, table: routes)
+        FeedRoutes(
+            store: feedStore, snapshot: feed, documents: feedDocuments, resources: service.validator.resources, ids: ids,
+            schemaFile: Bundle.module.url(forResource: "feed.schema", withExtension: "json")
+        ).register(on: router, table: routes)
         let content = ContentRoutes(content: SharedContentStore(database: store), users: store)
         content.register(on: router, table: routes)
         CardRoutes(store: cards, history: store, metrics: metrics, timestamps: configuration.timestamps).register(on: router, table: routes)
@@ -119,7 +123,7 @@ extension HeraldServer {
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
             + [
                 ("fan-out", fanOut), ("digests", digests), ("delivery workers", engine),
-                ("feed maintenance", FeedMaintenance(store: store, snapshot: feed, logger: logger)),
+                ("feed maintenance", FeedMaintenance(store: feedStore, snapshot: feed, logger: logger)),
                 ("storage maintenance", maintenance), ("live updates", LiveUpdates(store: store, feed: feed, streams: streams, logger: logger)),
                 (
                     "snoozes",

@@ -32,7 +32,9 @@ extension HeraldServer {
     /// the factory of its type, with the channels the configuration sets for instances
     /// (``channelSetting(of:)``). When one cannot be built, those already built are shut down.
     static func buildSinks(
-        _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics
+        _ configuration: HeraldConfiguration, factories: [SinkFactory], storage: any HeraldStorage, feedStore: any FeedStore, feed: FeedSnapshot,
+        logger: Logger,
+        metrics: HeraldMetrics
     ) async throws -> (sinks: [any NotificationSink], channels: [String: SinkChannel]) {
         let byType = Dictionary(uniqueKeysWithValues: factories.firstOfEachType.map { ($0.type, $0) })
         let always = ["history", "feed"].map { SinkInstance(name: $0, type: $0, settings: SinkSettings(name: $0, values: [:])) }
@@ -45,7 +47,7 @@ extension HeraldServer {
                     throw instance.settings.invalid("type", "'\(instance.type)' is not a sink type this server knows (known: \(known))")
                 }
                 let context = SinkContext(
-                    name: instance.name, settings: instance.settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics,
+                    name: instance.name, settings: instance.settings, history: storage, feedStore: feedStore, feed: feed, logger: logger, metrics: metrics,
                     timestamps: configuration.timestamps
                 )
                 let sink = try await factory.makeSink(context)

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCards
 import HeraldContent
 import HeraldCore
+public import HeraldFeed
 import HeraldHTTP
 public import HeraldInbox
 import HeraldLive
@@ -32,6 +33,8 @@ public struct HeraldServer: Sendable {
     public let service: NotificationService
     /// The pull feed as served, rebuilt on change.
     public let feed: FeedSnapshot
+    /// The feed module's store (docs/feed.md), on the same database as ``store``.
+    public let feedStore: SharedFeedStore
     public let logger: Logger
     /// Where this server's metrics are collected, exported at `GET /metrics`.
     public let metricsRegistry: PrometheusCollectorRegistry
@@ -118,8 +121,10 @@ public struct HeraldServer: Sendable {
             }
             let types = try NotificationTypes(extra: configuration.extraTypes)
             let feed = FeedSnapshot()
-            try await feed.reload(from: store)
-            let (built, channels) = try await buildSinks(configuration, factories: factories, storage: store, feed: feed, logger: logger, metrics: metrics)
+            let feedStore = SharedFeedStore(database: store)
+            try await feed.reload(from: feedStore)
+            let (built, channels) = try await buildSinks(
+                configuration, factories: factories, storage: store, feedStore: feedStore, feed: feed, logger: logger, metrics: metrics)
             do {
                 let sinks = try SinkRegistry(built + extraSinks, channels: channels)
                 try configuration.checkPreferenceChannels(sinks.choosableChannels)
@@ -167,7 +172,7 @@ public struct HeraldServer: Sendable {
                 }
                 return HeraldServer(
                     configuration: configuration, store: store, cards: CardStores.on(store, maxPendingEvents: configuration.maxPendingAccepts), sinks: sinks,
-                    engine: engine, service: service, feed: feed,
+                    engine: engine, service: service, feed: feed, feedStore: feedStore,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, registrationForms: try registrationForms(of: factories),
                     pushSetupKeys: factories.firstOfEachType.compactMap(\.shorthand).map { "\($0.section).\($0.declaringKey)" } + ["sinks.instances"], ids: ids,

@@ -8,6 +8,7 @@ enum StoreChangeMessage {
     static func payloads(_ change: StoreChange) -> [String] {
         switch change {
         case .content: return ["c"]
+        case .feed: return ["f"]
         case .history(let users): return chunks("h", users)
         case .attributes(let users): return chunks("a", users)
         case .inbox(let users): return chunks("i", users)
@@ -37,6 +38,7 @@ enum StoreChangeMessage {
         let kind = lines.removeFirst()
         switch kind {
         case "c": return .content
+        case "f": return .feed
         case "h": return .history(users: lines)
         case "a": return .attributes(users: lines)
         case "i": return .inbox(users: lines)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldFeed
 import HeraldServer
 import HeraldTestSupport
 import HummingbirdTesting
@@ -134,7 +135,7 @@ import Testing
             #expect(titles(try await client.call(.get, "/feed/index.json", headers())) == ["long"], "trimmed at once, before any purge")
             #expect(
                 titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["short", "long"], "admins still see it until the purge")
-            try await FeedMaintenance(store: herald.server.store, snapshot: herald.server.feed, logger: herald.server.logger).runOnce()
+            try await FeedMaintenance(store: herald.server.feedStore, snapshot: herald.server.feed, logger: herald.server.logger).runOnce()
             #expect(titles(try await client.call(.get, "/api/feed/messages", headers(herald.admin))) == ["long"])
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldFeed
 import HeraldHTTP
 import HeraldStore
 import HeraldTestSupport
@@ -18,12 +19,13 @@ import Testing
     /// SQLite whose feed reads fail while `readsFail` is set, as when storage is lost between a
     /// write and the read after it.
     final class FailingReadStore: FeedStore {
-        let stored: SQLiteStore
+        let stored: SharedFeedStore
         let readsFail = Atomic(false)
 
         init() async throws {
-            stored = try SQLiteStore(path: ":memory:")
-            try await stored.migrate()
+            let database = try SQLiteStore(path: ":memory:")
+            try await database.migrate()
+            stored = SharedFeedStore(database: database)
         }
 
         func feedMessages() async throws -> [FeedMessage] {
@@ -54,7 +56,7 @@ import Testing
         router.add(middleware: AdminCaller())
         FeedRoutes(
             store: store, snapshot: snapshot, documents: FeedDocuments(snapshot: snapshot),
-            resources: try ResourceResolver(publicBaseURL: "https://app.example"), ids: ObjectIDGenerator()
+            resources: try ResourceResolver(publicBaseURL: "https://app.example"), ids: ObjectIDGenerator(), schemaFile: nil
         ).register(on: router, table: RouteTable())
 
         var quiet = Logger(label: "feed-commit-answer")

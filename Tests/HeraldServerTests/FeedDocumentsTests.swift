@@ -6,7 +6,7 @@ import HeraldTestSupport
 import NIOCore
 import Testing
 
-@testable import HeraldServer
+@testable import HeraldFeed
 
 /// The cached `/feed/index.json` documents change exactly when what they answer changes: a
 /// reload, or the first message in them expiring; each query has its own; the budget holds.
@@ -27,8 +27,9 @@ import Testing
     }
 
     @Test func aDocumentChangesOnReloadAndWhenItsFirstMessageExpires() async throws {
-        let store = try SQLiteStore(path: ":memory:")
-        try await store.migrate()
+        let database = try SQLiteStore(path: ":memory:")
+        try await database.migrate()
+        let store = SharedFeedStore(database: database)
         try await store.addFeedMessage(message("soon", expiresIn: 10))
         try await store.addFeedMessage(message("later", expiresIn: 100))
         let snapshot = FeedSnapshot()
@@ -64,8 +65,9 @@ import Testing
     }
 
     @Test func manyDistinctQueriesStayWithinTheBudgetAndAnswerCorrectly() async throws {
-        let store = try SQLiteStore(path: ":memory:")
-        try await store.migrate()
+        let database = try SQLiteStore(path: ":memory:")
+        try await database.migrate()
+        let store = SharedFeedStore(database: database)
         try await store.addFeedMessage(message("everyone", expiresIn: 100))
         let snapshot = FeedSnapshot()
         try await snapshot.reload(from: store)
@@ -86,8 +88,9 @@ import Testing
     /// Made-up regions and versions are the same few documents: a client sending a new one at
     /// every poll neither grows the cache nor pushes out the document everyone else is served.
     @Test func madeUpRegionsAndVersionsCannotFlushEveryonesDocument() async throws {
-        let store = try SQLiteStore(path: ":memory:")
-        try await store.migrate()
+        let database = try SQLiteStore(path: ":memory:")
+        try await database.migrate()
+        let store = SharedFeedStore(database: database)
         try await store.addFeedMessage(message("canada", expiresIn: 100))
         try await store.addFeedMessage(message("quebec", expiresIn: 100, regions: ["QC"]))
         let snapshot = FeedSnapshot()

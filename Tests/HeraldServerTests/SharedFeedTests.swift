@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldFeed
 import HeraldServer
 import HeraldTestSupport
 import Testing
@@ -18,7 +19,7 @@ import Testing
         let second = try await HeraldServer.start(configuration)
         TestResources.register { await second.close() }
         // An hour between scheduled reloads: only the change notification can bring the message.
-        let maintenance = FeedMaintenance(store: second.store, snapshot: second.feed, interval: .seconds(3600), logger: second.logger)
+        let maintenance = FeedMaintenance(store: second.feedStore, snapshot: second.feed, interval: .seconds(3600), logger: second.logger)
         let running = Task { try await maintenance.run() }
         defer { running.cancel() }
         // Until the second process listens, a post reaches it only by the hourly reload: post
@@ -29,7 +30,7 @@ import Testing
                 id: ObjectIDGenerator().next(), title: "probe", body: "b", url: nil, postedAt: Date(), expiresAt: Date().addingTimeInterval(3600),
                 priority: 0, targetRegions: [], targetVersion: nil
             )
-            try await first.store.addFeedMessage(probe)
+            try await first.feedStore.addFeedMessage(probe)
             for _ in 0..<20 where !listening {
                 listening = second.feed.eligible(at: Date(), for: FeedQuery()).contains { $0.title == "probe" }
                 if !listening { try await Task.sleep(for: .milliseconds(10)) }
@@ -42,7 +43,7 @@ import Testing
             id: ObjectIDGenerator().next(), title: "Maintenance tonight", body: "b", url: nil, postedAt: now, expiresAt: now.addingTimeInterval(3600),
             priority: 1, targetRegions: [], targetVersion: nil
         )
-        try await first.store.addFeedMessage(message)
+        try await first.feedStore.addFeedMessage(message)
         var seen = false
         // Twenty seconds at most (it returns as soon as the message is there): under the full
         // suite's load on two cores five were seen to be too few once.
@@ -52,7 +53,7 @@ import Testing
         }
         #expect(seen, "the second process's snapshot has the message within 20 s")
 
-        #expect(try await first.store.deleteFeedMessage(id: message.id))
+        #expect(try await first.feedStore.deleteFeedMessage(id: message.id))
         var gone = false
         for _ in 0..<400 where !gone {
             gone = !second.feed.eligible(at: Date(), for: FeedQuery()).contains { $0.id == message.id }

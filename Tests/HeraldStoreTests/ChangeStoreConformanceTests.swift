@@ -202,6 +202,7 @@ import Testing
         #expect(try await wait(for: .attributes(users: ["c"])) { try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "c") })
         // A feature module's transaction announces what it names, once committed.
         #expect(try await wait(for: .content) { _ = try await store.transaction([SharedStatement("SELECT 1 AS one")], announcing: .content) })
+        #expect(try await wait(for: .feed) { _ = try await store.results(of: [], announcing: .feed) })
         // A change another writer commits on the same database reaches this watcher too.
         if let url {
             let other = try PostgresStore.patient(url: url)

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldFeed
 import HeraldTestSupport
 import Synchronization
 import Testing
@@ -13,7 +14,13 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func feedMessagesAddOnceDeleteAndPurge(_ kind: StoreKind) async throws {
-        let store = try await kind.make()
+        let database = try await kind.make()
+        let store = SharedFeedStore(database: database)
+        // Every change is announced, to this process's watchers too.
+        let heard = Mutex(0)
+        let watching = Task { try await store.watchFeedChanges { heard.withLock { $0 += 1 } } }
+        defer { watching.cancel() }
+        try await Task.sleep(for: .milliseconds(200))
         let live = FeedMessage(
             id: ids.next(at: t0), title: "Live", body: "b", url: nil, postedAt: t0, expiresAt: t0.addingTimeInterval(3600), priority: 2,
             targetRegions: ["QC", "ON"], targetVersion: ">=2.1.0 <3"
@@ -31,7 +38,11 @@ import Testing
         #expect(try await store.deleteFeedMessage(id: live.id))
         #expect(try await store.deleteFeedMessage(id: live.id) == false)
         #expect(try await store.feedMessages().isEmpty)
-        await store.close()
+        // Three adds, a purge, a delete; the delete that removed nothing tells no one.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while heard.withLock({ $0 }) < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(heard.withLock { $0 } == 5)
+        await database.close()
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -394,7 +394,7 @@ import Testing
             values["vapid_private_key"] = VAPIDKey.generate().privateKeyBase64URL
             values["subject"] = "mailto:ops@example.com"
             let context = SinkContext(
-                name: "webpush", settings: SinkSettings(name: "webpush", values: values), storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(),
+                name: "webpush", settings: SinkSettings(name: "webpush", values: values), store: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(),
                 logger: Logger(label: "t"), metrics: HeraldMetrics())
             let sink = try #require(try await SinkFactory.webpush.makeSink(context) as? WebPushSink)
             TestResources.register { await sink.shutdown() }
@@ -928,7 +928,7 @@ import Testing
                 name: "webpush",
                 values: ["vapid_private_key": VAPIDKey.generate().privateKeyBase64URL, "subject": "mailto:ops@example.com", "credential_witnesses": witnesses])
             return try await SinkFactory.webpush.makeSink(
-                SinkContext(name: "webpush", settings: settings, storage: store, feed: FeedSnapshot(), logger: Logger(label: "test"), metrics: HeraldMetrics()))
+                SinkContext(name: "webpush", settings: settings, store: store, feed: FeedSnapshot(), logger: Logger(label: "test"), metrics: HeraldMetrics()))
         }
         for bad in [",", "https://fcm.googleapis.com/", "two words"] {
             do {

@@ -38,7 +38,7 @@ import Testing
         try await receiver.start()
         let settings = SinkSettings(name: "analytics", values: ["url": receiver.url, "secret": Self.secret, "forward_events": "true"])
         let context = SinkContext(
-            name: "analytics", settings: settings, storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"),
+            name: "analytics", settings: settings, store: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"),
             metrics: HeraldMetrics()
         )
         let sink = try await SinkFactory.webhook.makeSink(context)
@@ -61,7 +61,7 @@ import Testing
         let quiet = try await SinkFactory.webhook.makeSink(
             SinkContext(
                 name: "plain", settings: SinkSettings(name: "plain", values: ["url": receiver.url, "secret": Self.secret]),
-                storage: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"), metrics: HeraldMetrics()
+                store: try SQLiteStore(path: ":memory:"), feed: FeedSnapshot(), logger: Logger(label: "t"), metrics: HeraldMetrics()
             )
         )
         if let releasing = quiet as? any ReleasingSink { TestResources.register { await releasing.shutdown() } }

@@ -8,6 +8,8 @@ public enum StoreChange: Sendable, Equatable {
     case attributes(users: [String])
     /// These users' inbox states changed (a mark, a snooze ending): their counts may have.
     case inbox(users: [String])
+    /// The pull feed's messages changed (docs/feed.md): every process reloads its snapshot.
+    case feed
 }
 
 /// Tells live readers what was committed, in this process and (PostgreSQL) in every other.

@@ -338,7 +338,7 @@ public protocol RetentionStore: Sendable {
 }
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore, FeedStore,
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore,
     RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore, DigestStore
 {
     /// Creates or upgrades the schema; safe to run again.

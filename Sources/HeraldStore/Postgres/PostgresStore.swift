@@ -18,8 +18,6 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// payload), and that transactions failing leased deliveries notify with their ids
     /// (``WithdrawalMessage``): one listening connection per process serves both.
     static let workChannel = "herald_work"
-    /// The channel notified when feed messages are added or deleted.
-    static let feedChannel = "herald_feed"
     /// ``StoreChange``s for live streams, one per payload (``StoreChangeMessage``).
     static let changeChannel = "herald_changes"
 

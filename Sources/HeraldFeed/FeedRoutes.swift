@@ -1,23 +1,32 @@
 import Crypto
-import Foundation
+public import Foundation
 import HTTPTypes
-import HeraldCore
+public import HeraldCore
 import HeraldFeedRules
-import HeraldHTTP
-import Hummingbird
+public import HeraldHTTP
+public import Hummingbird
 import Logging
 
 /// The privacy-friendly pull feed (docs/feed.md): anonymous reads from the in-memory snapshot, admin writes.
-struct FeedRoutes {
+public struct FeedRoutes: Sendable {
     let store: any FeedStore
     let snapshot: FeedSnapshot
     let documents: FeedDocuments
     let resources: ResourceResolver
     let ids: ObjectIDGenerator
+    /// Where the document's JSON Schema is (a resource of the executable's, which deployments
+    /// copy beside the binary); nil answers `/feed/schema.json` with a 500 naming it.
+    let schemaFile: URL?
     /// How long clients and caches may keep the feed.
     static let maxAge = 60
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    public init(
+        store: any FeedStore, snapshot: FeedSnapshot, documents: FeedDocuments, resources: ResourceResolver, ids: ObjectIDGenerator, schemaFile: URL?
+    ) {
+        (self.store, self.snapshot, self.documents, self.resources, self.ids, self.schemaFile) = (store, snapshot, documents, resources, ids, schemaFile)
+    }
+
+    public func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/feed/index.json", index)
         table.add(router, .get, "/feed/next", next)
         table.add(router, .get, "/feed/schema.json", schema)
@@ -52,7 +61,8 @@ struct FeedRoutes {
 
     struct Document: Encodable { var messages: [Item] }
 
-    static func query(_ request: Request) throws -> FeedQuery {
+    /// The feed query a request names (`region`, `version`), refused with a 400 naming the parameter.
+    public static func query(_ request: Request) throws -> FeedQuery {
         var query = FeedQuery()
         if let region = try request.nonEmptyQueryText("region") { query.region = region }
         if let text = try request.nonEmptyQueryText("version") {
@@ -80,7 +90,7 @@ struct FeedRoutes {
     }
 
     @Sendable func schema(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        guard let url = Bundle.module.url(forResource: "feed.schema", withExtension: "json") else {
+        guard let url = schemaFile else {
             throw HeraldError(.internal, code: "missing_resource", "feed.schema.json is missing from the build")
         }
         return Response(

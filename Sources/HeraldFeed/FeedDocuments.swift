@@ -1,7 +1,7 @@
-import Foundation
-import HeraldCore
+public import Foundation
+public import HeraldCore
 import HeraldHTTP
-import NIOCore
+public import NIOCore
 import Synchronization
 
 /// `/feed/index.json` as encoded for each query, with its entity tag, kept until the snapshot
@@ -15,11 +15,12 @@ import Synchronization
 /// everyone else's out of the cache (docs/security.md, "Shared state"). Which document a query
 /// gets is remembered separately; flooding that table costs its owner a filter of the feed, not
 /// an encoding.
-final class FeedDocuments: Sendable {
-    struct Document: Sendable {
-        let body: ByteBuffer
+public final class FeedDocuments: Sendable {
+    /// One encoded document.
+    public struct Document: Sendable {
+        public let body: ByteBuffer
         /// The strong entity tag, quoted.
-        let tag: String
+        public let tag: String
         let generation: UInt64
         /// When the first message in the document expires (the document changes then).
         let validUntil: Date
@@ -51,7 +52,8 @@ final class FeedDocuments: Sendable {
     let maxQueryBytes: Int
     private let cache = Mutex(Cache())
 
-    init(snapshot: FeedSnapshot, maxCachedBytes: Int = 16 << 20, maxQueryBytes: Int = 4 << 20) {
+    /// Documents of `snapshot`, within the two memory bounds.
+    public init(snapshot: FeedSnapshot, maxCachedBytes: Int = 16 << 20, maxQueryBytes: Int = 4 << 20) {
         self.snapshot = snapshot
         self.maxCachedBytes = maxCachedBytes
         self.maxQueryBytes = maxQueryBytes
@@ -60,7 +62,8 @@ final class FeedDocuments: Sendable {
     /// What the cache holds now: documents and the bytes counted against the budget.
     var cached: (documents: Int, bytes: Int) { cache.withLock { ($0.documents.count, $0.bytes) } }
 
-    func document(for query: FeedQuery, at now: Date) throws -> Document {
+    /// The document `query` gets at `now`, encoded once per change of what it holds.
+    public func document(for query: FeedQuery, at now: Date) throws -> Document {
         // Read before the messages: a reload in between leaves a document filed under the older
         // generation, rebuilt on the next request, never a stale one under the newer.
         let generation = snapshot.generation
