@@ -171,7 +171,8 @@ public struct HeraldServer: Sendable {
                     userTokens = await UserTokenVerifier(secret: secret)
                 }
                 return HeraldServer(
-                    configuration: configuration, store: store, cards: CardStores.on(store, maxPendingEvents: configuration.maxPendingAccepts), sinks: sinks,
+                    configuration: configuration, store: store, cards: try CardStores.on(store, maxPendingEvents: configuration.maxPendingAccepts),
+                    sinks: sinks,
                     engine: engine, service: service, feed: feed, feedStore: feedStore,
                     logger: logger, metricsRegistry: metricsRegistry, metrics: metrics, portalPages: try await PortalPages.load(), userTokens: userTokens,
                     types: types, registrationForms: try registrationForms(of: factories),

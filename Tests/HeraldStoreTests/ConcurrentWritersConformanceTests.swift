@@ -22,7 +22,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func writersOfTheSameUsersNeverFailEachOther(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let cards = CardStores.on(store)
+        let cards = try CardStores.on(store)
         let t0 = Date()
         _ = try await cards.putCards((0..<3).map { Card(id: "c\($0)", metadata: [:], postedAt: t0) })
         let users = (0..<4).map { "u\($0)" }

@@ -57,7 +57,7 @@ import Testing
     /// its cards past it, which in Swift arithmetic traps.
     @Test func aSQLiteCardIndexAtTheEndOfItsRangeFailsTheReportNotTheProcess() async throws {
         let path = try TestResources.temporaryDirectory("herald-corrupt").appendingPathComponent("test.sqlite").path
-        let store = try SQLiteStore(path: path)
+        let store = try SQLiteStore(path: path, modules: [.cards])
         TestResources.register { await store.close() }
         try await store.migrate()
         try await reportsPastTheLastCardIndexFail(store) { max in
@@ -76,7 +76,7 @@ import Testing
     }
 
     func reportsPastTheLastCardIndexFail(_ store: some EngineBackedStorage, setNextIndex: (Int64) async throws -> Void) async throws {
-        let cards = CardStores.on(store)
+        let cards = try CardStores.on(store)
         _ = try await cards.putCards(["a", "b", "c"].map { Card(id: $0, metadata: [:], postedAt: t0, hot: nil) })
         #expect(try await cards.markSeen(userID: "u", [SeenReport(card: "a", at: t0)]) == [CardHistoryEntry(index: 0, card: "a")])
         try await setNextIndex(Int64.max - 1)

@@ -49,7 +49,7 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func aScoreUploadDuringAnErasureOfItsUserFinishesBeforeIt() async throws {
         let (store, log) = try await migratedStore()
-        let cards = CardStores.on(store)
+        let cards = try CardStores.on(store)
         _ = try await cards.putCards([Card(id: "c1", metadata: [:], postedAt: t0)])
         _ = try await cards.applyScores([
             ScoreUpdate(userID: "alice", card: "c1", score: 1, timestamp: 1), ScoreUpdate(userID: "bob", card: "c1", score: 1, timestamp: 1),

@@ -13,8 +13,8 @@ import Testing
 @Suite(.cleansUp) struct SQLiteGroupCommitRefusalTests {
     @Test func aSeenReportNamingAnUnknownCardFailsAloneInsideItsBatch() async throws {
         let directory = try TestResources.temporaryDirectory("herald-store")
-        let store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
-        let cardStore = CardStores.on(store)
+        let store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path, modules: [.cards])
+        let cardStore = try CardStores.on(store)
         TestResources.register { await store.close() }
         try await store.migrate()
         let at = Date(timeIntervalSince1970: 1_700_000_000)

@@ -129,3 +129,12 @@ import Testing
         #expect(throws: HeraldError.self) { try PostgresStore(url: "postgres://h@127.0.0.1:1/db", modules: [tally, tally]) }
     }
 }
+
+/// The cards module's store needs the cards module's erasure: on a store opened without it,
+/// erasing a user would keep their cards, so no card store is made on one.
+@Suite struct CardStorageModuleTests {
+    @Test func aCardStoreIsRefusedOnAStoreThatWouldNotEraseCards() throws {
+        #expect(throws: HeraldError.self) { try CardStores.on(try SQLiteStore(path: ":memory:")) }
+        _ = try CardStores.on(try SQLiteStore(path: ":memory:", modules: [.cards]))
+    }
+}

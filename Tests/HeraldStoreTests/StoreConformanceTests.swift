@@ -199,7 +199,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func erasingAUserRemovesEverythingOfTheirsAndNothingElse(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let cards = CardStores.on(store)
+        let cards = try CardStores.on(store)
         let topics = try await TopicTree.make(in: store, ids: ids)
         try await cards.putCards([Card(id: "c1", metadata: [:], postedAt: t0, hot: 1)])
         var devices: [String: Device] = [:]

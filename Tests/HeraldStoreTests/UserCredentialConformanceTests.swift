@@ -54,7 +54,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func holdsDataSeesEveryKindOfRow(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        let cards = CardStores.on(store)
+        let cards = try CardStores.on(store)
         #expect(try await store.holdsData(userID: "dev_x") == false)
         _ = try await store.updateSettings(userID: "dev_settings") { $0.enabled = false }
         #expect(try await store.holdsData(userID: "dev_settings"))

@@ -37,7 +37,7 @@ public enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
     /// A migrated store and the cards module's store on its database.
     public func makeWithCards() async throws -> (storage: any ServerStorage, cards: any CardStore) {
         let storage = try await make()
-        return (storage, CardStores.on(storage))
+        return (storage, try CardStores.on(storage))
     }
 }
 

@@ -51,17 +51,15 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     ) throws {
         let modules = try StorageModules(modules)
         self.modules = modules
-        var configuration = try Self.configuration(url: url)
-        configuration.options.maximumConnections = max(2, maxConnections)
+        let configuration = try Self.configuration(url: url, maxConnections: maxConnections)
         // Both URLs are checked before either pool starts, so a refused setting leaves nothing running.
-        let replicaConfiguration = try readURL.map { try Self.configuration(url: $0, setting: "database_read_url") }
+        let replicaConfiguration = try readURL.map { try Self.configuration(url: $0, setting: "database_read_url", maxConnections: maxConnections) }
         let pool = PostgresPool(
             configuration: configuration, logger: logger, acquireTimeout: acquireTimeout, direct: Self.directConfiguration(url: url, from: configuration))
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
-        if let readURL, var replicaConfiguration {
-            replicaConfiguration.options.maximumConnections = max(2, maxConnections)
+        if let readURL, let replicaConfiguration {
             let replica = PostgresReadReplica(
                 configuration: replicaConfiguration, direct: Self.directConfiguration(url: readURL, from: replicaConfiguration), logger: logger)
             replica.startWatching(primary: pool)
@@ -190,9 +188,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         try await withConnection { session in _ = try await session.rows("SELECT 1") }
     }
 
-    /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration; an error
-    /// names `setting`.
-    static func configuration(url: String, setting: String = "database") throws -> PostgresClient.Configuration {
+    /// Parses a `postgres://` (or `postgresql://`) URL into a client configuration for a pool of
+    /// at most `maxConnections` (two at least: one listens); an error names `setting`.
+    static func configuration(url: String, setting: String = "database", maxConnections: Int = 20) throws -> PostgresClient.Configuration {
         func invalid(_ reason: String) -> HeraldError {
             HeraldError(
                 .unprocessable, code: "invalid_config", "\(setting) URL is not usable: \(reason) (expected postgres://user:password@host:port/database)")
@@ -225,6 +223,7 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         // idle connections close sooner than it would run.
         configuration.options.keepAliveBehavior = nil
         configuration.options.connectionIdleTimeout = Self.connectionIdleTimeout
+        configuration.options.maximumConnections = max(2, maxConnections)
         return configuration
     }
 
