@@ -4,6 +4,14 @@
 public enum StorageEngine: Sendable {
     case sqlite(SQLiteStore)
     case postgres(PostgresStore)
+
+    /// The modules the store was opened with (``StorageModule``).
+    package var modules: StorageModules {
+        switch self {
+        case .sqlite(let store): store.modules
+        case .postgres(let store): store.modules
+        }
+    }
 }
 
 /// A store that names its engine.

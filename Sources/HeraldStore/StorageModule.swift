@@ -125,6 +125,9 @@ package struct StorageModules: Sendable {
     /// telling whether a newer Herald migrated the database).
     package static func isModuleMigration(_ name: String) -> Bool { name.contains("/") }
 
+    /// Whether a module of this name is among them.
+    package func contains(named name: String) -> Bool { modules.contains { $0.name == name } }
+
     /// Whether any module runs statements beside stored deliveries.
     package var watchDeliveries: Bool { !deliveryHooks.isEmpty }
 

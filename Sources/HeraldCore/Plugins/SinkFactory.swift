@@ -93,12 +93,4 @@ public struct SinkContext: Sendable {
         self.metrics = metrics
         self.timestamps = timestamps
     }
-
-    /// A context whose history and feed are both `storage`'s (a test's store, an embedder's).
-    public init(
-        name: String, settings: SinkSettings, storage: any HistoryStore & FeedStore, feed: FeedSnapshot, logger: Logger, metrics: HeraldMetrics,
-        timestamps: TimestampStyle = .pong
-    ) {
-        self.init(name: name, settings: settings, history: storage, feedStore: storage, feed: feed, logger: logger, metrics: metrics, timestamps: timestamps)
-    }
 }
