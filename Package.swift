@@ -6,6 +6,15 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// What a feature module whose store is written once (SharedSQLDatabase) and whose routes are
+/// Hummingbird's builds on (docs/architecture.md, "Feature modules").
+let featureModuleDependencies: [Target.Dependency] = [
+    "HeraldCore",
+    "HeraldStore",
+    "HeraldHTTP",
+    .product(name: "Hummingbird", package: "hummingbird"),
+]
+
 let package = Package(
     name: "herald",
     platforms: [.macOS(.v15)],
@@ -18,6 +27,7 @@ let package = Package(
         .library(name: "HeraldHTTP", targets: ["HeraldHTTP"]),
         .library(name: "HeraldContent", targets: ["HeraldContent"]),
         .library(name: "HeraldFeed", targets: ["HeraldFeed"]),
+        .library(name: "HeraldTopics", targets: ["HeraldTopics"]),
         .library(name: "HeraldCards", targets: ["HeraldCards"]),
         .library(name: "HeraldLive", targets: ["HeraldLive"]),
         .library(name: "HeraldInbox", targets: ["HeraldInbox"]),
@@ -278,12 +288,15 @@ let package = Package(
         // Personalised content (docs/content.md): its model, its store on both engines, its routes.
         .target(
             name: "HeraldContent",
-            dependencies: [
-                "HeraldCore",
-                "HeraldStore",
-                "HeraldHTTP",
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ],
+            dependencies: featureModuleDependencies,
+            swiftSettings: swiftSettings
+        ),
+        // Message Hub topics (docs/topics.md): the channel → area → subject hierarchy and users'
+        // subscriptions, their store on both engines, their routes and the message routes.
+        // The subject lookup routing needs stays in HeraldCore (TopicLookup).
+        .target(
+            name: "HeraldTopics",
+            dependencies: featureModuleDependencies,
             swiftSettings: swiftSettings
         ),
         // The pull feed (docs/feed.md): its store on both engines, its documents, routes and
@@ -340,11 +353,7 @@ let package = Package(
         // that keeps a user's devices in step, snoozes ending; its store on both engines.
         .target(
             name: "HeraldInbox",
-            dependencies: [
-                "HeraldCore",
-                "HeraldStore",
-                "HeraldHTTP",
-                .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: featureModuleDependencies + [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -361,6 +370,7 @@ let package = Package(
                 "HeraldInbox",
                 "HeraldCards",
                 "HeraldLive",
+                "HeraldTopics",
                 "HeraldStore",
                 "HeraldHistorySink",
                 "HeraldConsoleSink",
@@ -430,6 +440,7 @@ let package = Package(
                 "HeraldStore",
                 "HeraldFCMSink",
                 "HeraldTestSupport",
+                "HeraldTopics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -448,7 +459,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldFeed",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldFeed", "HeraldTopics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -490,7 +501,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldInbox", "HeraldFeed", "HeraldTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldCards", "HeraldInbox", "HeraldFeed", "HeraldTopics", "HeraldTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -504,7 +515,8 @@ let package = Package(
         .testTarget(
             name: "HeraldFCMSinkTests",
             dependencies: [
-                "HeraldFCMSink", "HeraldFCMEmulator", "HeraldEmulatorSupport", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTestSupport",
+                "HeraldFCMSink", "HeraldFCMEmulator", "HeraldEmulatorSupport", "HeraldHistorySink", "HeraldStore", "HeraldCore", "HeraldTopics",
+                "HeraldTestSupport",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -551,6 +563,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HeraldFeedRules", package: "herald-feed-rules"),
                 "HeraldServer",
+                "HeraldTopics",
                 "HeraldFeed",
                 "HeraldHTTP",
                 "HeraldProcessTuning",

@@ -5,6 +5,7 @@ import GRDB
 import HeraldCore
 import HeraldFCMSink
 import HeraldStore
+import HeraldTopics
 import NIOHTTP1
 
 @main
@@ -367,8 +368,9 @@ struct Run: AsyncParsableCommand {
     /// A fresh database with one subject and `subscribers` subscriptions, written in one
     /// statement (subscribing through the API would take longer than the benchmark).
     func prepareTopic(database: String, subscribers: Int) async throws -> String {
-        let store = try SQLiteStore(path: database)
-        try await store.migrate()
+        let sqlite = try SQLiteStore(path: database)
+        try await sqlite.migrate()
+        let store = SharedTopicStore(database: sqlite)
         let ids = ObjectIDGenerator()
         let channel = Channel(id: ids.next(), name: "bench", desc: "")
         let area = Area(id: ids.next(), name: "bench", desc: "")

@@ -18,7 +18,7 @@ public struct NotificationService: Sendable {
     /// The configured sinks, for dry runs' provider checks.
     public let sinks: SinkRegistry
     /// Where notifications, their deliveries and their recipients are stored and read.
-    public let store: any (NotificationStore & UserStore & TopicStore)
+    public let store: any (NotificationStore & UserStore & TopicLookup)
     /// Subscribers read and written per page in a topic fan-out.
     public var fanOutPageSize = 1_000
     /// Recipients a topic or audience fan-out may have to be written in the accepting
@@ -57,7 +57,7 @@ public struct NotificationService: Sendable {
     ///   - onAccepted: called after each commit, typically to wake ``DeliveryEngine/wake()``
     ///     and, when ``AcceptedWork/mayHaveFanOut``, the ``FanOutWorker``.
     public init(
-        validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore & TopicStore),
+        validator: NotificationValidator, router: NotificationRouter, sinks: SinkRegistry, store: any (NotificationStore & UserStore & TopicLookup),
         ids: ObjectIDGenerator, onAccepted: @escaping @Sendable (AcceptedWork) -> Void = { _ in }
     ) {
         self.validator = validator

@@ -6,6 +6,7 @@ import HeraldFeed
 import HeraldHTTP
 import HeraldInbox
 import HeraldLive
+import HeraldTopics
 public import Hummingbird
 import HummingbirdCore
 import Logging
@@ -59,8 +60,9 @@ extension HeraldServer {
         SettingsRoutes(store: store, types: types, channels: sinks.choosableChannels, preferences: configuration.preferences)
             .register(on: router, table: routes)
         NotificationRoutes(service: service, store: store, endedTokens: endedTokens).register(on: router, table: routes)
-        TopicRoutes(store: store, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
-        SubscriptionRoutes(store: store).register(on: router, table: routes)
+        let topics = SharedTopicStore(database: store)
+        TopicRoutes(store: topics, ids: ids, publicRead: configuration.topicsPublicRead).register(on: router, table: routes)
+        SubscriptionRoutes(store: topics).register(on: router, table: routes)
         MessageRoutes(service: service, store: store).register(on: router, table: routes)
         let feedDocuments = FeedDocuments(snapshot: feed)
         FeedRoutes(
@@ -85,7 +87,7 @@ extension HeraldServer {
         )
         .register(on: router, table: routes)
         PortalRoutes(
-            pages: portalPages, sessions: PortalSessions(store: store), store: store, service: service, circuits: engine.circuits,
+            pages: portalPages, sessions: PortalSessions(store: store), store: store, topics: topics, service: service, circuits: engine.circuits,
             timeline: engine.timeline, ids: ids,
             secureCookies: configuration.resolvedPublicBaseURL.lowercased().hasPrefix("https://"), failures: failedAuth, proxies: trustedProxies
         ).register(on: router, table: routes)

@@ -68,6 +68,9 @@ public struct SharedRow: Sendable, Equatable, StoredRow {
 public protocol SharedSQLDatabase: Sendable {
     /// Reads `query`'s rows on any connection.
     func rows(_ query: SharedStatement) async throws -> [SharedRow]
+    /// Reads each of `queries`' rows, in order, in one snapshot: a commit shows in all of them
+    /// or in none.
+    func rows(of queries: [SharedStatement]) async throws -> [[SharedRow]]
     /// Reads `query`'s rows where they may lag the latest commits by up to a second: a read
     /// replica when one is configured and current (docs/scaling.md, "Read replicas"). Only for
     /// reads that need not see the caller's own writes.
@@ -75,6 +78,10 @@ public protocol SharedSQLDatabase: Sendable {
     /// Runs `statements` in one transaction and returns the rows of each, in order; once it has
     /// committed, every process's live streams hear of `change` (as the store's own writes tell them).
     func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]]
+    /// The column that orders a table's rows as they were inserted, for a statement's `ORDER
+    /// BY`: SQLite's implicit `rowid`; on PostgreSQL a `seq` identity column, which a table
+    /// read this way must have.
+    var insertionOrder: String { get }
 }
 
 extension SharedSQLDatabase {

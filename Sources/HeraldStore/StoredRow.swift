@@ -276,7 +276,7 @@ package enum StoredRecords {
         Channel(id: try row.objectID("id"), name: try row.text("name"), desc: try row.text("description"), access: try row.list("access"), areas: areas)
     }
 
-    /// A subject joined with its area's and channel's names (``SQLiteStore/entrySQL``-shaped rows).
+    /// A subject joined with its area's and channel's names (``TopicLookupSQL/entries``-shaped rows).
     package static func entry(_ row: some StoredRow) throws -> SubjectEntry {
         SubjectEntry(channel: try row.text("channel_name"), area: try row.text("area_name"), subject: try subject(row))
     }

@@ -4,6 +4,7 @@ import HeraldEmulatorSupport
 import HeraldFCMEmulator
 import HeraldStore
 import HeraldTestSupport
+import HeraldTopics
 import Testing
 
 @testable import HeraldFCMSink
@@ -434,12 +435,12 @@ import Testing
         let ids = ObjectIDGenerator()
         let channel = Channel(id: ids.next(), name: "Campus", desc: "")
         let area = Area(id: ids.next(), name: "Safety", desc: "")
-        try await f.store.createChannel(channel)
-        _ = try await f.store.createArea(area, channelID: channel.id)
+        try await SharedTopicStore(database: f.store).createChannel(channel)
+        _ = try await SharedTopicStore(database: f.store).createArea(area, channelID: channel.id)
         func subject(_ name: String, _ distribution: TopicDistribution) async throws -> String {
             let id = ids.next()
             let key = TopicKey(channelID: channel.id, areaID: area.id, subjectID: id).description
-            _ = try await f.store.createSubject(
+            _ = try await SharedTopicStore(database: f.store).createSubject(
                 Subject(id: id, name: name, desc: "", topicKey: key, opt: .init(level: .optIn, distribution: distribution)), channelID: channel.id,
                 areaID: area.id)
             return key

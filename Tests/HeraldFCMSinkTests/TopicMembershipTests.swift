@@ -4,6 +4,7 @@ import HeraldFCMEmulator
 import HeraldFCMSink
 import HeraldStore
 import HeraldTestSupport
+import HeraldTopics
 import Logging
 import Testing
 
@@ -41,13 +42,13 @@ import Testing
         try await f.deliverAll()
         #expect(f.emulator.topicDeliveries(t.optIn.topicKey) == 2, "an alert is two topic messages, each reaching one member")
 
-        try await f.store.unsubscribe(userID: "ann", topicKey: t.optIn.topicKey)
+        try await SharedTopicStore(database: f.store).unsubscribe(userID: "ann", topicKey: t.optIn.topicKey)
         #expect(try await f.store.unregisterDevice(userID: "bob", provider: "fcm", addressKey: "tok-bob", at: Date()))
         try await worker.drain()
         #expect(f.emulator.members(of: t.optIn.topicKey).isEmpty, "opt-out")
         #expect(f.emulator.members(of: t.forced.topicKey) == ["tok-ann"], "a removed device leaves its topics")
 
-        #expect(try await f.store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
+        #expect(try await SharedTopicStore(database: f.store).deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
         try await worker.drain()
         #expect(f.emulator.members(of: t.forced.topicKey).isEmpty, "a deleted subject's topic is emptied")
         #expect(

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldInbox
 import HeraldStore
 import HeraldTestSupport
+import HeraldTopics
 import Testing
 
 /// Many writers of a few users' rows at once, every kind the API and the workers run (devices
@@ -94,7 +95,7 @@ import Testing
             case 12:
                 try await store.subscribe(userID: user, topicKey: topic, at: now)
             case 13:
-                try await store.unsubscribe(userID: user, topicKey: topic)
+                try await SharedTopicStore(database: store).unsubscribe(userID: user, topicKey: topic)
             case 14:
                 // A topic send, written inline or as a job for the fan-out worker.
                 let n = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: now, target: .topic(topic))

@@ -42,4 +42,29 @@ import Testing
         #expect(try await store.rows(read).map { try $0.text("items") } == ["[1]"], "the failed transaction changed nothing")
         await store.close()
     }
+
+    /// Several reads answer in order from one snapshot (PostgreSQL's REPEATABLE READ: at its
+    /// default, each statement would read a newer one), and `insertionOrder` orders a table's
+    /// rows as they were inserted, whatever their keys.
+    @Test(arguments: StoreKind.allCases)
+    func snapshotReadsAndInsertionOrder(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        for (id, name) in [("b", "first"), ("a", "second"), ("c", "third")] {
+            _ = try await store.transaction([
+                SharedStatement("INSERT INTO channels (id, name, description, access) VALUES ($1, $2, '', '[]')", .text(id), .text(name))
+            ])
+        }
+        var reads = [
+            SharedStatement("SELECT name FROM channels ORDER BY \(store.insertionOrder)"),
+            SharedStatement("SELECT COUNT(*) AS n FROM channels"),
+        ]
+        // SQLite reads in one snapshot whatever the statements; PostgreSQL must be told.
+        if kind == .postgres { reads.append(SharedStatement("SELECT current_setting('transaction_isolation') AS level")) }
+        let answers = try await store.rows(of: reads)
+        #expect(answers.count == reads.count)
+        #expect(try answers.first?.map { try $0.text("name") } == ["first", "second", "third"])
+        #expect(try answers.dropFirst().first?.first?.integer("n") == 3)
+        if kind == .postgres { #expect(try answers.last?.first?.text("level") == "repeatable read") }
+        await store.close()
+    }
 }

@@ -3,6 +3,7 @@ import HeraldCards
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
+import HeraldTopics
 import Testing
 
 /// One suite every storage engine must pass: SQLite (file and memory) and PostgreSQL.
@@ -227,7 +228,7 @@ import Testing
         #expect(try await store.attributes(userID: "alice") == nil)
         #expect(try await store.devices(userID: "alice").isEmpty)
         #expect(try await store.history(userID: "alice", limit: 10, before: nil).items.isEmpty)
-        let aliceTopics = try await store.subscriptions(userID: "alice")
+        let aliceTopics = try await SharedTopicStore(database: store).subscriptions(userID: "alice")
         #expect(aliceTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [false])
         #expect(try await cards.cardState(userID: "alice") == (try await cards.cardState(userID: "nobody")))
         let push = try #require(try await store.status(of: n.id)?.deliveries.first { $0.sink == "fcm" })
@@ -241,7 +242,7 @@ import Testing
         #expect(try await store.attributes(userID: "bob")?.tierID == "gold")
         #expect(try await store.devices(userID: "bob").count == 1)
         #expect(try await store.history(userID: "bob", limit: 10, before: nil).items.count == 1)
-        let bobTopics = try await store.subscriptions(userID: "bob")
+        let bobTopics = try await SharedTopicStore(database: store).subscriptions(userID: "bob")
         #expect(bobTopics.filter { $0.entry.subject.topicKey == topics.optIn.topicKey }.map(\.subscribed) == [true])
         #expect(try await cards.storeEvents([EngagementEvent(eventID: "e1", userID: "bob", type: "focus", card: "c1", at: t0)], at: t0).isEmpty)
 

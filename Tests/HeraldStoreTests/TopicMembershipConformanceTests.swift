@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldTestSupport
+import HeraldTopics
 import Logging
 import Testing
 
@@ -64,13 +65,13 @@ import Testing
         #expect(counts[forced]?.members == 2 && counts[optIn]?.members == 1)
 
         // Opting out, a device going, a subject deleted: removals.
-        try await store.unsubscribe(userID: "ann", topicKey: optIn)
+        try await SharedTopicStore(database: store).unsubscribe(userID: "ann", topicKey: optIn)
         #expect(try await store.pendingMembershipChanges(fcm, limit: 10) == [TopicMembershipChange(.remove, token: "t-ann", topic: optIn)])
         #expect(try await store.unregisterDevice(userID: "bob", provider: "fcm", addressKey: "t-bob", at: Date()))
         let third = try await store.pendingMembershipChanges(fcm, limit: 10)
         #expect(Set(third) == [TopicMembershipChange(.remove, token: "t-ann", topic: optIn), TopicMembershipChange(.remove, token: "t-bob", topic: forced)])
         try await settle(store, third)
-        #expect(try await store.deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
+        #expect(try await SharedTopicStore(database: store).deleteSubject(channelID: t.channel.id, areaID: t.area.id, subjectID: t.forced.id))
         let fourth = try await store.pendingMembershipChanges(fcm, limit: 10)
         #expect(fourth == [TopicMembershipChange(.remove, token: "t-ann", topic: forced)])
         try await settle(store, fourth)

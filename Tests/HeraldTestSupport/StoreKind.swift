@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCards
 import HeraldCore
 public import HeraldStore
+import HeraldTopics
 import Testing
 
 /// Every storage engine the conformance suites run against. PostgreSQL runs when the test
@@ -17,8 +18,12 @@ public enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
 
     public var description: String { rawValue }
 
+    /// Herald's own storage modules, as the server opens a store with them
+    /// (StorageLocation.builtInModules, which this target cannot import).
+    public static let heraldModules: [StorageModule] = [.cards, .topics]
+
     /// A migrated store with `modules` (by default Herald's own, as a server opens it).
-    public func make(modules: [StorageModule] = [.cards]) async throws -> any ServerStorage {
+    public func make(modules: [StorageModule] = StoreKind.heraldModules) async throws -> any ServerStorage {
         let store: any ServerStorage
         switch self {
         case .sqlite:
@@ -49,7 +54,7 @@ extension PostgresStore {
     public static let patientAcquireTimeout = Duration.seconds(60)
 
     /// A store on `url` that waits ``patientAcquireTimeout`` for a connection.
-    public static func patient(url: String, modules: [StorageModule] = [.cards]) throws -> PostgresStore {
+    public static func patient(url: String, modules: [StorageModule] = StoreKind.heraldModules) throws -> PostgresStore {
         try PostgresStore(url: url, acquireTimeout: patientAcquireTimeout, modules: modules)
     }
 }

@@ -1,4 +1,7 @@
+import Foundation
 import HeraldCore
+import HeraldStore
+import HeraldTopics
 
 /// One channel with one area holding a Forced and an opt-in subject: the hierarchy topic tests
 /// start from.
@@ -7,6 +10,11 @@ public struct TopicTree: Sendable {
     public var area: Area
     public var forced: Subject
     public var optIn: Subject
+
+    /// Creates the tree in the topics module's tables of `database`.
+    public static func make(in database: any SharedSQLDatabase, ids: ObjectIDGenerator, distribution: TopicDistribution = .alert) async throws -> TopicTree {
+        try await make(in: SharedTopicStore(database: database), ids: ids, distribution: distribution)
+    }
 
     /// Creates the tree in `store`. - Throws: when a level cannot be created.
     public static func make(in store: any TopicStore, ids: ObjectIDGenerator, distribution: TopicDistribution = .alert) async throws -> TopicTree {
@@ -24,5 +32,13 @@ public struct TopicTree: Sendable {
             return subject
         }
         return TopicTree(channel: channel, area: area, forced: try await subject("f", .forced), optIn: try await subject("o", .optIn))
+    }
+}
+
+extension SharedSQLDatabase {
+    /// Subscribes the user through the topics module's store on this database, as test setup
+    /// does before a fan-out.
+    public func subscribe(userID: String, topicKey: String, at date: Date) async throws {
+        try await SharedTopicStore(database: self).subscribe(userID: userID, topicKey: topicKey, at: date)
     }
 }

@@ -148,8 +148,7 @@ extension NotificationService {
             if topicDistribution { notification.distribution = entry.subject.opt.distribution.distribution }
             recipient = recipient.subscribed(at: entry.subject.opt.level)
             if entry.subject.opt.level != .forced, !reached {
-                let subscribed = try await store.subscriptions(userID: userID).contains { $0.entry.subject.topicKey == key && $0.subscribed }
-                if !subscribed { notRecipient = .topicNotSubscribed }
+                if try await !store.isSubscribed(userID: userID, topicKey: key) { notRecipient = .topicNotSubscribed }
             }
         case .audience(let audience):
             if !reached {

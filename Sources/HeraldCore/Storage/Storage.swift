@@ -300,27 +300,15 @@ extension HistoryStore {
     }
 }
 
-/// The channel → area → subject hierarchy and users' subscriptions (docs/topics.md).
-public protocol TopicStore: Sendable {
-    /// Every channel with its areas and subjects, in creation order.
-    func channels() async throws -> [Channel]
-    func createChannel(_ channel: Channel) async throws
-    /// - Returns: false when the channel does not exist.
-    func createArea(_ area: Area, channelID: ObjectID) async throws -> Bool
-    /// - Returns: the area after the change, or nil when channel or area does not exist.
-    func updateArea(channelID: ObjectID, areaID: ObjectID, _ fields: HierarchyFields) async throws -> Area?
-    /// Deletes the area, its subjects and their subscriptions. - Returns: false when not found.
-    func deleteArea(channelID: ObjectID, areaID: ObjectID) async throws -> Bool
-    /// - Returns: false when channel or area does not exist.
-    func createSubject(_ subject: Subject, channelID: ObjectID, areaID: ObjectID) async throws -> Bool
-    func updateSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID, _ fields: HierarchyFields) async throws -> Subject?
-    /// Deletes the subject and its subscriptions. - Returns: false when not found.
-    func deleteSubject(channelID: ObjectID, areaID: ObjectID, subjectID: ObjectID) async throws -> Bool
+/// What routing a notification to a topic reads of the channel → area → subject hierarchy
+/// (docs/topics.md): the subject and its distribution. The hierarchy's own routes and users'
+/// subscriptions are the topics module's (HeraldTopics).
+public protocol TopicLookup: Sendable {
+    /// The subject `topicKey` names, with its channel's and area's names; nil when there is none.
     func subject(topicKey: String) async throws -> SubjectEntry?
-    /// Every subject, with whether the user is subscribed (Forced subjects always are).
-    func subscriptions(userID: String) async throws -> [SubscriptionStatus]
-    func subscribe(userID: String, topicKey: String, at date: Date) async throws
-    func unsubscribe(userID: String, topicKey: String) async throws
+    /// Whether the user's subscription to the subject `topicKey` names is stored (a Forced
+    /// subject reaches everyone without one).
+    func isSubscribed(userID: String, topicKey: String) async throws -> Bool
 }
 
 /// What the maintenance loop purges, in small batches so no purge holds a write lock for long.
@@ -338,7 +326,7 @@ public protocol RetentionStore: Sendable {
 }
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
-public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicStore,
+public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicLookup,
     RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore, DigestStore
 {
     /// Creates or upgrades the schema; safe to run again.

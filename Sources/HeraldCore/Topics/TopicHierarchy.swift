@@ -162,34 +162,3 @@ public struct SubjectEntry: Sendable, Equatable {
         self.subject = subject
     }
 }
-
-/// One row of `GET /api/notifications/subscriptions`.
-public struct SubscriptionStatus: Sendable, Equatable {
-    /// The subject, with its channel and area names.
-    public var entry: SubjectEntry
-    /// Whether the user is subscribed.
-    public var subscribed: Bool
-
-    /// A row as listed.
-    public init(entry: SubjectEntry, subscribed: Bool) {
-        self.entry = entry
-        self.subscribed = subscribed
-    }
-}
-
-/// A name/desc pair as the hierarchy routes take it; PUT replaces only the fields given.
-public struct HierarchyFields: Sendable, Equatable {
-    /// The new name, when given.
-    public var name: String?
-    /// The new description, when given.
-    public var desc: String?
-    /// A subject's new options, when given.
-    public var opt: SubjectOptions?
-
-    /// Fields as given; nil ones stay as they are.
-    public init(name: String? = nil, desc: String? = nil, opt: SubjectOptions? = nil) {
-        self.name = name
-        self.desc = desc
-        self.opt = opt
-    }
-}

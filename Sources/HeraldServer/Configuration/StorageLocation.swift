@@ -2,6 +2,7 @@ import Foundation
 import HeraldCards
 import HeraldCore
 public import HeraldStore
+import HeraldTopics
 public import Logging
 
 /// Opens the storage named by the `database` setting.
@@ -36,8 +37,8 @@ public enum StorageLocation {
         throw HeraldError(.unprocessable, code: "invalid_config", "database must be sqlite:PATH or postgres://user:password@host:port/database")
     }
 
-    /// The storage modules of Herald's own feature modules (the cards module's erasure).
-    public static let builtInModules: [StorageModule] = [.cards]
+    /// The storage modules of Herald's own feature modules (the cards' and the topics' erasure).
+    public static let builtInModules: [StorageModule] = [.cards, .topics]
 
     /// Why the file system keeps SQLite from opening or creating `path`, when it can tell:
     /// SQLite's own error says only "unable to open database file" for all of these.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldHTTP
+import HeraldTopics
 import Hummingbird
 
 /// The admin pages: the hierarchy, the archive and delivery status.
@@ -9,7 +10,7 @@ extension PortalRoutes {
     // MARK: Hierarchy (admin)
 
     func channelsPage(_ session: PortalSession, error: String?, status: HTTPResponse.Status = .ok) async throws -> Response {
-        let channels = try await store.channels()
+        let channels = try await topics.channels()
         func options(_ values: [(String, String)], selected: String) -> [[String: Any]] {
             values.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
         }
@@ -57,23 +58,23 @@ extension PortalRoutes {
             case "create-channel":
                 let fields = try body.fields(creating: true, withOptions: false)
                 let channel = Channel(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
-                try await store.createChannel(channel)
+                try await topics.createChannel(channel)
                 anchor = "channel-\(channel.id.hex)"
             case "create-area":
                 let fields = try body.fields(creating: true, withOptions: false)
                 let area = Area(id: ids.next(), name: fields.name ?? "", desc: fields.desc ?? "")
-                guard try await store.createArea(area, channelID: try id("channel")) else { throw HeraldError.notFound("channel") }
+                guard try await topics.createArea(area, channelID: try id("channel")) else { throw HeraldError.notFound("channel") }
                 anchor = "area-\(area.id.hex)"
             case "update-area":
                 guard
-                    try await store.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false))
+                    try await topics.updateArea(channelID: try id("channel"), areaID: try id("area"), try body.fields(creating: false, withOptions: false))
                         != nil
                 else {
                     throw HeraldError.notFound("area")
                 }
                 anchor = "area-\(try id("area").hex)"
             case "delete-area":
-                guard try await store.deleteArea(channelID: try id("channel"), areaID: try id("area")) else { throw HeraldError.notFound("area") }
+                guard try await topics.deleteArea(channelID: try id("channel"), areaID: try id("area")) else { throw HeraldError.notFound("area") }
             case "create-subject":
                 let (channelID, areaID) = (try id("channel"), try id("area"))
                 let fields = try body.fields(creating: true, withOptions: true)
@@ -82,16 +83,16 @@ extension PortalRoutes {
                     id: subjectID, name: fields.name ?? "", desc: fields.desc ?? "",
                     topicKey: TopicKey(channelID: channelID, areaID: areaID, subjectID: subjectID).description, opt: fields.opt ?? SubjectOptions()
                 )
-                guard try await store.createSubject(subject, channelID: channelID, areaID: areaID) else { throw HeraldError.notFound("area") }
+                guard try await topics.createSubject(subject, channelID: channelID, areaID: areaID) else { throw HeraldError.notFound("area") }
                 anchor = "area-\(areaID.hex)"
             case "update-subject":
                 let fields = try body.fields(creating: false, withOptions: true)
-                guard try await store.updateSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject"), fields) != nil else {
+                guard try await topics.updateSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject"), fields) != nil else {
                     throw HeraldError.notFound("subject")
                 }
                 anchor = "area-\(try id("area").hex)"
             case "delete-subject":
-                guard try await store.deleteSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject")) else {
+                guard try await topics.deleteSubject(channelID: try id("channel"), areaID: try id("area"), subjectID: try id("subject")) else {
                     throw HeraldError.notFound("subject")
                 }
                 anchor = "area-\(try id("area").hex)"
@@ -109,7 +110,7 @@ extension PortalRoutes {
     func messagesPage(_ request: Request, _ session: PortalSession) async throws -> Response {
         let topic = try request.nonEmptyQueryText("topic")
         let before = try request.queryText("before")
-        let entries = Self.subjects(of: try await store.channels())
+        let entries = Self.subjects(of: try await topics.channels())
         let names = Dictionary(entries.map { ($0.subject.topicKey, $0.label) }, uniquingKeysWith: { first, _ in first })
         let topics: [[String: Any]] = entries.map { ["topicKey": $0.subject.topicKey, "label": $0.label, "selected": $0.subject.topicKey == topic] }
         let page = try await store.messages(topicKey: topic, limit: 50, before: before)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldHTTP
+import HeraldTopics
 import Hummingbird
 
 /// The Message Hub web portal under `/portal/`: communicators send messages; admins also manage
@@ -10,7 +11,9 @@ import Hummingbird
 struct PortalRoutes {
     let pages: PortalPages
     let sessions: PortalSessions
-    let store: any (TopicStore & NotificationStore & APIKeyStore & DeliveryQueue)
+    let store: any (TopicLookup & NotificationStore & APIKeyStore & DeliveryQueue)
+    /// The hierarchy the channels page lists and changes (the topics module's).
+    let topics: any TopicStore
     let service: NotificationService
     let circuits: CircuitBreakers
     /// Each sink's last hour, drawn on the status page.
@@ -161,7 +164,7 @@ struct PortalRoutes {
     // MARK: Sending
 
     func sendPage(_ session: PortalSession, values: [String: String], errors: [String: String], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let channels = try await store.channels()
+        let channels = try await topics.channels()
         let selected = values["topic_key"]
         let subjects: [[String: Any]] = Self.subjects(of: channels).map { entry in
             [

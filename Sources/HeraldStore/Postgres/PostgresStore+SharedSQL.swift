@@ -11,6 +11,18 @@ extension PostgresStore: SharedSQLDatabase {
         try await withReadConnection { session in try await Self.run(query, session) }
     }
 
+    public func rows(of queries: [SharedStatement]) async throws -> [[SharedRow]] {
+        try await transaction { session in
+            // READ COMMITTED, the default, takes a snapshot per statement.
+            try await session.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            var rows: [[SharedRow]] = []
+            for query in queries { rows.append(try await Self.run(query, session)) }
+            return rows
+        }
+    }
+
+    public var insertionOrder: String { "seq" }
+
     public func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]] {
         try await transaction { session in
             var rows: [[SharedRow]] = []

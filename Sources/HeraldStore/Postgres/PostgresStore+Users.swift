@@ -174,7 +174,6 @@ extension PostgresStore {
                 SELECT COUNT(*) AS notices FROM withdrawn
                 """
             )
-            erased.subscriptions = try await session.rows("DELETE FROM subscriptions WHERE user_id = \(userID) RETURNING 1 AS erased").count
             erased.history = try await session.rows("DELETE FROM history WHERE user_id = \(userID) RETURNING 1 AS erased").count
             try await session.execute("DELETE FROM inbox_counts WHERE user_id = \(userID)")
             try await session.execute("DELETE FROM users WHERE id = \(userID)")

@@ -7,6 +7,12 @@ extension SQLiteStore: SharedSQLDatabase {
         try await writer.read { db in try Self.run(query, db) }
     }
 
+    public func rows(of queries: [SharedStatement]) async throws -> [[SharedRow]] {
+        try await writer.read { db in try queries.map { try Self.run($0, db) } }
+    }
+
+    public var insertionOrder: String { "rowid" }
+
     public func results(of statements: [SharedStatement], announcing change: StoreChange?) async throws -> [[SharedRow]] {
         let rows = try await writer.write { db in
             try statements.map { try Self.run($0, db) }

@@ -227,8 +227,6 @@ extension SQLiteStore {
                     """,
                 arguments: ["the user was erased", now, userID]
             )
-            try db.execute(sql: "DELETE FROM subscriptions WHERE user_id = ?", arguments: [userID])
-            erased.subscriptions = db.changesCount
             try db.execute(sql: "DELETE FROM history WHERE user_id = ?", arguments: [userID])
             erased.history = db.changesCount
             try db.execute(sql: "DELETE FROM inbox_counts WHERE user_id = ?", arguments: [userID])

@@ -1,13 +1,17 @@
 import Foundation
-import HeraldCore
-import HeraldHTTP
-import Hummingbird
+public import HeraldCore
+public import HeraldHTTP
+public import Hummingbird
 
 /// A user's subscriptions to subjects (docs/topics.md).
-struct SubscriptionRoutes {
+public struct SubscriptionRoutes: Sendable {
     let store: any TopicStore
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    public init(store: any TopicStore) {
+        self.store = store
+    }
+
+    public func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/api/notifications/subscriptions", list)
         table.add(router, .put, "/api/notifications/subscriptions/{topic_key}", subscribe)
         table.add(router, .delete, "/api/notifications/subscriptions/{topic_key}", unsubscribe)

@@ -1,19 +1,23 @@
 import Foundation
-import HeraldCore
-import HeraldHTTP
-import Hummingbird
+public import HeraldCore
+public import HeraldHTTP
+public import Hummingbird
 
 /// The Message Hub hierarchy paths, kept verbatim: channels, areas, subjects (openapi.yaml).
-struct TopicRoutes {
+public struct TopicRoutes: Sendable {
     let store: any TopicStore
     let ids: ObjectIDGenerator
     /// `topics.public_read`: apps load the subject tree before anyone signs in.
     var publicRead = false
 
+    public init(store: any TopicStore, ids: ObjectIDGenerator, publicRead: Bool = false) {
+        (self.store, self.ids, self.publicRead) = (store, ids, publicRead)
+    }
+
     static let maxNameLength = 200
     static let maxDescLength = 2_000
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    public func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .get, "/channel", listChannels)
         table.add(router, .post, "/channel", createChannel)
         table.add(router, .post, "/area/{channelID}", createArea)
@@ -25,18 +29,29 @@ struct TopicRoutes {
     }
 
     /// `{"name","desc","opt":{"level","distribution"}}`; which fields are required depends on the route.
-    struct Body: Decodable {
-        struct Options: Decodable {
+    /// The portal's forms are read as this body too, so both refuse the same input alike.
+    public struct Body: Decodable, Sendable {
+        public struct Options: Decodable, Sendable {
             var level: String?
             var distribution: String?
+
+            public init(level: String?, distribution: String?) {
+                (self.level, self.distribution) = (level, distribution)
+            }
         }
         var name: String?
         var desc: String?
         var opt: Options?
 
+        public init(name: String?, desc: String?, opt: Options?) {
+            (self.name, self.desc, self.opt) = (name, desc, opt)
+        }
+
         static let fields: Set<String> = ["name", "desc", "opt"]
 
-        func fields(creating: Bool, withOptions: Bool, current: SubjectOptions? = nil) throws -> HierarchyFields {
+        /// The fields to store. - Throws: 422 naming the field that is missing, too long or not
+        /// one of its values; `current` is the subject's options a partial `opt` keeps.
+        public func fields(creating: Bool, withOptions: Bool, current: SubjectOptions? = nil) throws -> HierarchyFields {
             if creating, name == nil { throw HeraldError.missingField("name") }
             if let name {
                 guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw HeraldError.invalidField("name", "must not be empty") }

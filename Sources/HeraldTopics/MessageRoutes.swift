@@ -1,14 +1,18 @@
 import Foundation
-import HeraldCore
-import HeraldHTTP
-import Hummingbird
+public import HeraldCore
+public import HeraldHTTP
+public import Hummingbird
 
 /// Message Hub messages: post to a subject's subscribers, read the archive (openapi.yaml).
-struct MessageRoutes {
+public struct MessageRoutes: Sendable {
     let service: NotificationService
     let store: any NotificationStore
 
-    func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
+    public init(service: NotificationService, store: any NotificationStore) {
+        (self.service, self.store) = (service, store)
+    }
+
+    public func register(on router: Router<HeraldRequestContext>, table: RouteTable) {
         table.add(router, .post, "/message", post)
         table.add(router, .get, "/message", archive)
     }
