@@ -292,11 +292,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Message Hub topics (docs/topics.md): the channel → area → subject hierarchy and users'
-        // subscriptions, their store on both engines, their routes and the message routes.
-        // The subject lookup routing needs stays in HeraldCore (TopicLookup).
+        // subscriptions, their store on both engines, their routes and the message routes, and
+        // the worker keeping provider-side topic membership equal to them. The subject lookup
+        // routing needs stays in HeraldCore (TopicLookup).
         .target(
             name: "HeraldTopics",
-            dependencies: featureModuleDependencies,
+            dependencies: featureModuleDependencies + [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The pull feed (docs/feed.md): its store on both engines, its documents, routes and

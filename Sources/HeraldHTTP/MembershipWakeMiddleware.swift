@@ -7,10 +7,11 @@ import Hummingbird
 /// worker reads the difference from storage, so a wake too many costs one query and a missed
 /// one waits for its next scheduled look.
 package struct MembershipWakeMiddleware: RouterMiddleware {
-    package init(worker: TopicMembershipWorker) { self.worker = worker }
+    package init(wake: @escaping @Sendable () -> Void) { self.wake = wake }
     package typealias Context = HeraldRequestContext
 
-    package let worker: TopicMembershipWorker
+    /// Wakes the worker (TopicMembershipWorker, the topics module's).
+    package let wake: @Sendable () -> Void
     /// As the router reads paths (``RequestPath``): `//api/users/x` is served, so it wakes too.
     package static let prefixes: [[Substring]] = [
         ["api", "notifications", "register"], ["api", "notifications", "subscriptions"], ["area"], ["subject"], ["portal"], ["api", "users"],
@@ -18,7 +19,7 @@ package struct MembershipWakeMiddleware: RouterMiddleware {
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response = try await next(request, context)
-        if Self.wakes(after: request.method, request.uri.path, status: response.status.code) { worker.wake() }
+        if Self.wakes(after: request.method, request.uri.path, status: response.status.code) { wake() }
         return response
     }
 

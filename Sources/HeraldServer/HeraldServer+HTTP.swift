@@ -41,7 +41,7 @@ extension HeraldServer {
         router.add(
             middleware: AuthMiddleware(
                 keys: store, userTokens: userTokens, endedTokens: endedTokens, failures: failedAuth, proxies: trustedProxies))
-        if managesMembership { router.add(middleware: MembershipWakeMiddleware(worker: membership)) }
+        if managesMembership { router.add(middleware: MembershipWakeMiddleware(wake: { [membership] in membership.wake() })) }
         OperationsRoutes(
             store: store, sinks: sinks, circuits: engine.circuits, metricsRegistry: metricsRegistry, metrics: metrics,
             metricsPublic: configuration.metricsPublic

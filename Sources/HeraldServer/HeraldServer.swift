@@ -7,6 +7,7 @@ import HeraldHTTP
 public import HeraldInbox
 import HeraldLive
 public import HeraldStore
+public import HeraldTopics
 import Hummingbird
 import HummingbirdCore
 public import Logging
@@ -184,7 +185,8 @@ public struct HeraldServer: Sendable {
                     registrations: RegistrationLimiter(
                         perUser: configuration.registrationsPerUserPerMinute, perKey: configuration.registrationsPerKeyPerMinute),
                     streams: LiveStreams(maxPerUser: configuration.maxStreamsPerUser, maxTotal: configuration.resolvedMaxStreamsTotal),
-                    membership: TopicMembershipWorker(store: store, sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
+                    membership: TopicMembershipWorker(
+                        store: SharedTopicMembershipStore(database: store), sinks: sinks, router: router, retry: configuration.delivery.retry, logger: logger),
                     fanOut: fanOut, digests: digests, inbox: inbox,
                     inboxSync: configuration.inboxSyncPush
                         ? InboxSync(

@@ -15,7 +15,8 @@ import Testing
 
     func worker(_ f: EmulatorFixture) throws -> TopicMembershipWorker {
         TopicMembershipWorker(
-            store: f.store, sinks: f.sinks, router: try NotificationRouter(registry: f.sinks), retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(50)),
+            store: SharedTopicMembershipStore(database: f.store), sinks: f.sinks, router: try NotificationRouter(registry: f.sinks),
+            retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(50)),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
     }
@@ -30,7 +31,7 @@ import Testing
         try await worker.drain()
         #expect(f.emulator.members(of: t.forced.topicKey) == ["tok-ann", "tok-bob"], "Forced: every device; a token FCM does not know is refused")
         #expect(f.emulator.members(of: t.optIn.topicKey).isEmpty)
-        #expect(try await f.store.membershipCounts(sink: "fcm")[t.forced.topicKey]?.refused == 1)
+        #expect(try await SharedTopicMembershipStore(database: f.store).membershipCounts(sink: "fcm")[t.forced.topicKey]?.refused == 1)
 
         try await f.store.subscribe(userID: "ann", topicKey: t.optIn.topicKey, at: Date())
         try await worker.drain()
@@ -52,7 +53,9 @@ import Testing
         try await worker.drain()
         #expect(f.emulator.members(of: t.forced.topicKey).isEmpty, "a deleted subject's topic is emptied")
         #expect(
-            try await f.store.pendingMembershipChanges(TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true), limit: 10).isEmpty)
+            try await SharedTopicMembershipStore(database: f.store).pendingMembershipChanges(
+                TopicMembershipScope(sink: "fcm", providers: ["fcm"], servesUnnamedDevices: true), limit: 10
+            ).isEmpty)
         await f.stop()
     }
 
@@ -75,7 +78,7 @@ import Testing
         _ = try await f.store.registerDevice(userID: "ann", registration: .token("tok-ann", provider: "fcm"), newID: ids.next(), at: Date())
         f.emulator.setTokenEndpointDown(true)
         await #expect(throws: (any Error).self) { try await worker.drain() }
-        #expect(try await f.store.membershipCounts(sink: "fcm").isEmpty, "a change to retry is not recorded")
+        #expect(try await SharedTopicMembershipStore(database: f.store).membershipCounts(sink: "fcm").isEmpty, "a change to retry is not recorded")
         f.emulator.setTokenEndpointDown(false)
         // The running worker retries with backoff by itself.
         let running = Task { try await worker.run() }

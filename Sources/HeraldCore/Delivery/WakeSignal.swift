@@ -2,7 +2,7 @@ import Synchronization
 
 /// Wakes idle delivery workers when new work is committed, so a fresh notification does not
 /// wait for the next poll. A notify with nobody waiting is remembered for the next waiter.
-final class WakeSignal: Sendable {
+package final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var nextID = 0
@@ -11,7 +11,9 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
-    func notify() {
+    package init() {}
+
+    package func notify() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.waiters.isEmpty else {
                 state.pending = true
@@ -25,10 +27,10 @@ final class WakeSignal: Sendable {
 
     /// How many tasks are waiting for a notify now. While it is nonzero no notify is pending:
     /// each waiter registered only after finding none.
-    var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Returns after a notify, after `timeout`, or when the task is cancelled.
-    func wait(timeout: Duration) async {
+    package func wait(timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForNotify() }
             group.addTask { try? await Task.sleep(for: timeout) }

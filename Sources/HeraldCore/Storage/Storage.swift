@@ -327,7 +327,7 @@ public protocol RetentionStore: Sendable {
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.
 public protocol HeraldStorage: APIKeyStore, UserStore, NotificationStore, DeliveryQueue, HistoryStore, TopicLookup,
-    RetentionStore, ChangeStore, TopicMembershipStore, FanOutJobStore, DigestStore
+    RetentionStore, ChangeStore, FanOutJobStore, DigestStore
 {
     /// Creates or upgrades the schema; safe to run again.
     /// - Returns: the migrations the database has that this build does not know, sorted: a

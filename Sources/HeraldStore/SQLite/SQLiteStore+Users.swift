@@ -260,6 +260,7 @@ extension SQLiteStore {
 }
 
 extension Array {
+    /// The elements in runs of at most `size`, in order.
     package func chunked(_ size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
     }

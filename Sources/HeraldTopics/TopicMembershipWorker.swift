@@ -1,3 +1,4 @@
+public import HeraldCore
 public import Logging
 public import ServiceLifecycle
 
