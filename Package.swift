@@ -15,6 +15,13 @@ let featureModuleDependencies: [Target.Dependency] = [
     .product(name: "Hummingbird", package: "hummingbird"),
 ]
 
+/// A feature module that also runs a background service of its own.
+let featureServiceDependencies: [Target.Dependency] =
+    featureModuleDependencies + [
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ]
+
 let package = Package(
     name: "herald",
     platforms: [.macOS(.v15)],
@@ -297,10 +304,7 @@ let package = Package(
         // routing needs stays in HeraldCore (TopicLookup).
         .target(
             name: "HeraldTopics",
-            dependencies: featureModuleDependencies + [
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: featureServiceDependencies,
             swiftSettings: swiftSettings
         ),
         // The pull feed (docs/feed.md): its store on both engines, its documents, routes and
@@ -357,10 +361,7 @@ let package = Package(
         // that keeps a user's devices in step, snoozes ending; its store on both engines.
         .target(
             name: "HeraldInbox",
-            dependencies: featureModuleDependencies + [
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: featureServiceDependencies,
             swiftSettings: swiftSettings
         ),
         .target(

@@ -23,23 +23,20 @@ public struct SharedInboxStore: InboxStore {
     static let badgeChunk = 500
 
     public func mark(userID: String, _ selection: InboxSelection, _ change: InboxChange, at now: Date) async throws -> InboxMarkResult {
-        // Numbered in the order they appear in the text, as SharedStatement requires: SET first.
-        var values: [SharedStatement.Value] = []
-        func parameter(_ value: SharedStatement.Value) -> String {
-            values.append(value)
-            return "$\(values.count)"
+        if case .ids(let ids) = selection, ids.isEmpty { return InboxMarkResult(counts: try await counts(userID: userID), changed: 0) }
+        // Numbered in the order they appear in the text: SET first.
+        let update = SharedStatement.numbering { parameter in
+            let (assignment, unchanged) = Self.assignment(change, parameter)
+            var conditions = ["user_id = \(parameter(.text(userID)))", unchanged]
+            switch selection {
+            case .ids(let ids):
+                conditions.append("notification_id IN (\(ids.map { parameter(.text($0.hex)) }.joined(separator: ", ")))")
+            case .all(let type, let before):
+                if let type { conditions.append("type = \(parameter(.text(type)))") }
+                if let before { conditions.append("created_at < \(parameter(.integer(Timestamp.microseconds(before))))") }
+            }
+            return "UPDATE history SET \(assignment) WHERE \(conditions.joined(separator: " AND ")) RETURNING seq"
         }
-        let (assignment, unchanged) = Self.assignment(change, parameter)
-        var conditions = ["user_id = \(parameter(.text(userID)))", unchanged]
-        switch selection {
-        case .ids(let ids):
-            guard !ids.isEmpty else { return InboxMarkResult(counts: try await counts(userID: userID), changed: 0) }
-            conditions.append("notification_id IN (\(ids.map { parameter(.text($0.hex)) }.joined(separator: ", ")))")
-        case .all(let type, let before):
-            if let type { conditions.append("type = \(parameter(.text(type)))") }
-            if let before { conditions.append("created_at < \(parameter(.integer(Timestamp.microseconds(before))))") }
-        }
-        let update = SharedStatement("UPDATE history SET \(assignment) WHERE \(conditions.joined(separator: " AND ")) RETURNING seq", values: values)
         let results = try await database.results(of: [update, Self.countsQuery(userID)], announcing: .inbox(users: [userID]))
         return InboxMarkResult(counts: try Self.counts(results.last ?? []), changed: results.first?.count ?? 0)
     }

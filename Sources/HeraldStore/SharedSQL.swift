@@ -23,6 +23,18 @@ public struct SharedStatement: Sendable, Equatable {
         self.text = text
         self.values = values
     }
+
+    /// A statement whose text `build` writes left to right, asking `parameter` for each value
+    /// where it goes: the values are numbered in the order they are asked for, which is the
+    /// order they appear in, as a shared statement requires.
+    public static func numbering(_ build: (_ parameter: (Value) -> String) throws -> String) rethrows -> SharedStatement {
+        var values: [Value] = []
+        let text = try build { value in
+            values.append(value)
+            return "$\(values.count)"
+        }
+        return SharedStatement(text, values: values)
+    }
 }
 
 /// A result row of a ``SharedStatement``, read out of the engine's own row: text and integer

@@ -4,11 +4,11 @@ public import HeraldCore
 /// tables are the topics module's (HeraldTopics), created by both engines' first migrations.
 extension TopicLookup where Self: SharedSQLDatabase {
     public func subject(topicKey: String) async throws -> SubjectEntry? {
-        try await rows(TopicLookupSQL.entry(topicKey: topicKey)).first.map(StoredRecords.entry)
+        try await TopicLookupSQL.subject(topicKey: topicKey, in: self)
     }
 
     public func isSubscribed(userID: String, topicKey: String) async throws -> Bool {
-        try await !rows(TopicLookupSQL.subscription(userID: userID, topicKey: topicKey)).isEmpty
+        try await TopicLookupSQL.isSubscribed(userID: userID, topicKey: topicKey, in: self)
     }
 }
 
@@ -20,13 +20,16 @@ package enum TopicLookupSQL {
         FROM subjects s JOIN areas a ON a.id = s.area_id JOIN channels c ON c.id = s.channel_id
         """
 
-    /// The subject `topicKey` names, as ``entries`` reads it.
-    package static func entry(topicKey: String) -> SharedStatement {
-        SharedStatement(entries + " WHERE s.topic_key = $1", .text(topicKey))
+    /// ``TopicLookup/subject(topicKey:)`` on `database`: for a store, and for the topics
+    /// module's store on one.
+    package static func subject(topicKey: String, in database: some SharedSQLDatabase) async throws -> SubjectEntry? {
+        try await database.rows(SharedStatement(entries + " WHERE s.topic_key = $1", .text(topicKey))).first.map(StoredRecords.entry)
     }
 
-    /// The user's stored subscription to `topicKey`: one row or none.
-    package static func subscription(userID: String, topicKey: String) -> SharedStatement {
-        SharedStatement("SELECT 1 AS subscribed FROM subscriptions WHERE user_id = $1 AND topic_key = $2", .text(userID), .text(topicKey))
+    /// ``TopicLookup/isSubscribed(userID:topicKey:)`` on `database`.
+    package static func isSubscribed(userID: String, topicKey: String, in database: some SharedSQLDatabase) async throws -> Bool {
+        try await !database.rows(
+            SharedStatement("SELECT 1 AS subscribed FROM subscriptions WHERE user_id = $1 AND topic_key = $2", .text(userID), .text(topicKey))
+        ).isEmpty
     }
 }

@@ -17,7 +17,7 @@ public struct SharedTopicMembershipStore: TopicMembershipStore {
     public func pendingMembershipChanges(_ scope: TopicMembershipScope, limit: Int) async throws -> [TopicMembershipChange] {
         guard !scope.providers.isEmpty, limit > 0 else { return [] }
         let additions = try await database.rows(
-            Self.statement { parameter in
+            SharedStatement.numbering { parameter in
                 """
                 SELECT token, topic FROM (
                     SELECT d.address_key AS token, sub.topic_key AS topic FROM devices d JOIN subscriptions sub ON sub.user_id = d.user_id
@@ -35,7 +35,7 @@ public struct SharedTopicMembershipStore: TopicMembershipStore {
         // Read after the additions, not in their snapshot: a change between the two is found
         // by the next look, as any change after it is.
         let removals = try await database.rows(
-            Self.statement { parameter in
+            SharedStatement.numbering { parameter in
                 """
                 SELECT m.token, m.topic FROM topic_members m
                 WHERE m.sink = \(parameter(.text(scope.sink))) AND NOT EXISTS (
@@ -69,7 +69,7 @@ public struct SharedTopicMembershipStore: TopicMembershipStore {
         var statements: [SharedStatement] = []
         for chunk in Array(added).chunked(Self.recordChunk) {
             statements.append(
-                Self.statement { parameter in
+                SharedStatement.numbering { parameter in
                     let rows = chunk.map { change, refused in
                         "(\(parameter(.text(sink))), \(parameter(.text(change.token))), \(parameter(.text(change.topic))), \(parameter(.text(refused))), \(parameter(.integer(now))))"
                     }
@@ -81,7 +81,7 @@ public struct SharedTopicMembershipStore: TopicMembershipStore {
         }
         for chunk in Array(removed).chunked(Self.recordChunk) {
             statements.append(
-                Self.statement { parameter in
+                SharedStatement.numbering { parameter in
                     let sinkParameter = parameter(.text(sink))
                     let pairs = chunk.map { "(\(parameter(.text($0.token))), \(parameter(.text($0.topic))))" }
                     return "DELETE FROM topic_members WHERE sink = \(sinkParameter) AND (token, topic) IN (VALUES \(pairs.joined(separator: ", ")))"
@@ -109,17 +109,6 @@ public struct SharedTopicMembershipStore: TopicMembershipStore {
         let providers = scope.providers.map { parameter(.text($0)) }.joined(separator: ", ")
         return
             "d.provider IN (\(providers)) AND (d.app = \(parameter(.text(scope.sink))) OR (d.app IS NULL AND \(parameter(.integer(scope.servesUnnamedDevices ? 1 : 0))) = 1))"
-    }
-
-    /// A statement whose parameters are numbered as `text` asks for them, which is the order they
-    /// appear in it when it is built left to right, as SharedStatement requires.
-    static func statement(_ text: (_ parameter: (SharedStatement.Value) -> String) -> String) -> SharedStatement {
-        var values: [SharedStatement.Value] = []
-        let built = text { value in
-            values.append(value)
-            return "$\(values.count)"
-        }
-        return SharedStatement(built, values: values)
     }
 
     static func change(_ row: SharedRow, _ action: TopicMembershipChange.Action) throws -> TopicMembershipChange {

@@ -107,11 +107,11 @@ public struct SharedTopicStore: TopicStore {
     }
 
     public func subject(topicKey: String) async throws -> SubjectEntry? {
-        try await database.rows(TopicLookupSQL.entry(topicKey: topicKey)).first.map(StoredRecords.entry)
+        try await TopicLookupSQL.subject(topicKey: topicKey, in: database)
     }
 
     public func isSubscribed(userID: String, topicKey: String) async throws -> Bool {
-        try await !database.rows(TopicLookupSQL.subscription(userID: userID, topicKey: topicKey)).isEmpty
+        try await TopicLookupSQL.isSubscribed(userID: userID, topicKey: topicKey, in: database)
     }
 
     public func subscriptions(userID: String) async throws -> [SubscriptionStatus] {
