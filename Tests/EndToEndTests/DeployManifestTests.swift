@@ -36,7 +36,9 @@ import Yams
     static func get(_ url: String, key: String? = nil) async throws -> (status: Int, json: [String: Any]) {
         var request = HTTPClientRequest(url: url)
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        // Generous: a deadline here is a safety net, not a speed check, and a clean-clone run
+        // starts many servers at once on two cores (5 s was exceeded there once).
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
         return (Int(response.status.code), json ?? [:])
@@ -74,6 +76,7 @@ import Yams
         env["HERALD_HOST"] = "127.0.0.1"
         let herald = try await Self.startOnFreePort(
             Binaries.path(entrypoint[0]), arguments: Array(entrypoint.dropFirst()) + command, environment: &env, in: directory)
+        defer { herald.terminate() } // a thrown request must not leave it running
         #expect(env["HERALD_PORT"] == String(herald.port))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "HERALD_DATABASE put SQLite in the volume")
         #expect(try await Self.status("\(herald.url)/openapi.yaml") == 200, "the resource bundle beside the binary is found")
@@ -134,6 +137,7 @@ import Yams
         env = image.merging(env) { _, compose in compose }
         env["HERALD_HOST"] = "127.0.0.1"
         let herald = try await Self.startOnFreePort(Binaries.path("herald"), arguments: ["serve"], environment: &env, in: directory)
+        defer { herald.terminate() }
         #expect(try await Self.status("\(herald.url)/health/ready") == 200, "migrated its PostgreSQL database and is ready")
         #expect(
             try await Self.status("\(herald.url)/api/content/pending", key: secrets["HERALD_BOOTSTRAP_ADMIN_KEY"]) == 200, "the bootstrap key is an admin key")
@@ -259,6 +263,7 @@ import Yams
         env["HERALD_HOST"] = "127.0.0.1"
         env["HERALD_FCM_ENDPOINT"] = emulator.url
         let herald = try await Self.startOnFreePort(Binaries.path("herald"), arguments: arguments, environment: &env, in: root)
+        defer { herald.terminate() }
         for probe in ["livenessProbe", "readinessProbe"] {
             let get = try #require((container[probe] as? [String: Any])?["httpGet"] as? [String: Any])
             #expect(get["port"] as? String == "http")

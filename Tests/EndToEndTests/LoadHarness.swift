@@ -35,7 +35,7 @@ enum LoadHarness {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let data = Data(try await response.body.collect(upTo: 1 << 24).readableBytesView)
         return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
     }

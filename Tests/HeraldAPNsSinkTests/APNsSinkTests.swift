@@ -156,7 +156,7 @@ import Testing
         var request = HTTPClientRequest(url: "\(f.emulator.baseURL)/3/device/tok-h1")
         request.method = .POST
         request.body = .bytes(ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#))
-        let response = try await client.execute(request, timeout: .seconds(5))
+        let response = try await client.execute(request, timeout: .seconds(30))
         #expect(response.version == .http1_1)
         #expect(response.status == .badRequest)
         let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
