@@ -36,6 +36,9 @@ struct Seed: AsyncParsableCommand {
     @Option(help: "Days the rows are spread over, ending now.")
     var days = 365
 
+    @Flag(help: "PostgreSQL: keep history unpartitioned, as a database from before partitions, to rehearse `herald migrate --partition-history` on.")
+    var unpartitionedHistory = false
+
     func validate() throws {
         guard database.hasPrefix("sqlite:") || database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
             throw ValidationError("--database must be sqlite:PATH or postgres://user@host:port/database")
@@ -48,11 +51,13 @@ struct Seed: AsyncParsableCommand {
         guard history >= 0, history <= 10_000_000_000 else { throw ValidationError("--history must be 0 to 10000000000") }
         guard (events ?? 0) >= 0, (events ?? 0) <= 10_000_000_000 else { throw ValidationError("--events must be 0 to 10000000000") }
         guard days >= 1, days <= 3_650 else { throw ValidationError("--days must be 1 to 3650") }
+        if unpartitionedHistory && database.hasPrefix("sqlite:") { throw ValidationError("--unpartitioned-history is for PostgreSQL") }
     }
 
     func run() async throws {
         let plan = SeedPlan(
-            users: users, history: history, events: events ?? history / 10, recipients: recipients, days: days, end: Date())
+            users: users, history: history, events: events ?? history / 10, recipients: recipients, days: days, end: Date(),
+            partitionedHistory: !unpartitionedHistory)
         let started = ContinuousClock.now
         try await plan.write(into: database)
         SeedPlan.progress("done in \(Int((ContinuousClock.now - started).seconds)) s")
@@ -72,6 +77,9 @@ struct SeedPlan: Sendable {
     let days: Int
     /// The newest row's time; the oldest is `days` before it.
     let end: Date
+    /// PostgreSQL: history in month partitions, as a new database has it (or left as a database
+    /// from before them had it).
+    var partitionedHistory = true
 
     var notifications: Int { (history + recipients - 1) / recipients }
 
@@ -355,7 +363,15 @@ struct PostgresSeeder {
 
     func seed() async throws {
         try await PostgresStore.using(url) { store in
-            try await store.migrate()
+            if plan.partitionedHistory {
+                try await store.migrate()
+                // Every seeded month in a partition of its own, as Herald would have made them.
+                let start = Date(timeIntervalSince1970: TimeInterval(plan.startSeconds))
+                let created = try await store.createHistoryPartitions(from: start, through: plan.end)
+                SeedPlan.progress("history: \(created.count) month partitions created")
+            } else {
+                try await store.migrate(stoppingBefore: "v22-history-partitions")
+            }
             let seeded = try await store.withConnection { session in
                 try await session.row(PostgresQuery(unsafeSQL: SeedPlan.holdsASeed))?.first?.decode(Bool.self) ?? false
             }
@@ -385,6 +401,8 @@ struct PostgresSeeder {
                 }
                 SeedPlan.progress("\(part.table): \(indexes.count) indexes built, vacuumed in \(SeedProgress.seconds(since: started)) s")
             }
+            // The later migrations, past the partitions', which leave a history with rows as it is.
+            if !plan.partitionedHistory { try await store.migrate() }
             let size = try await store.withConnection { session in
                 try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_database_size(current_database()) AS size"))?.integer("size") ?? 0
             }

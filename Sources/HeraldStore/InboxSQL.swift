@@ -106,50 +106,68 @@ package enum InboxSQL {
     /// a million rows is one grouped upsert, in (user, type) order: two writers lock counter
     /// rows in the same order and never wait on each other in a cycle.
     static let postgresTriggers: [String] = {
-        func sums(_ table: String, sign: String) -> String {
-            let share = shares(of: "r")
-            return """
-                SELECT r.user_id, r.type, \(sign)(\(share.unseen)) AS unseen, \(sign)(\(share.unread)) AS unread, \(sign)(\(share.archived)) AS archived
-                FROM \(table) r
-                """
-        }
         func function(_ name: String, _ body: String) -> String {
             "CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \(body); RETURN NULL; END $$"
         }
-        let grouped = "SELECT user_id, type, SUM(unseen) AS unseen, SUM(unread) AS unread, SUM(archived) AS archived FROM changes GROUP BY user_id, type"
-        let apply = """
-            UPDATE inbox_counts c SET unseen = c.unseen + d.unseen, unread = c.unread + d.unread, archived = c.archived + d.archived
-            FROM (SELECT * FROM (\(grouped)) AS g WHERE unseen <> 0 OR unread <> 0 OR archived <> 0 ORDER BY user_id, type) AS d
-            WHERE c.user_id = d.user_id AND c.type = d.type
-            """
         return [
             function(
                 "herald_inbox_inserted",
                 """
-                WITH changes AS (\(sums("added", sign: "")))
+                WITH changes AS (\(sums(of: "added", sign: "")))
                 INSERT INTO inbox_counts (user_id, type, unseen, unread, archived)
                 SELECT * FROM (\(grouped)) AS g ORDER BY user_id, type
                 ON CONFLICT (user_id, type) DO UPDATE SET unseen = inbox_counts.unseen + excluded.unseen,
                     unread = inbox_counts.unread + excluded.unread, archived = inbox_counts.archived + excluded.archived
                 """),
-            function("herald_inbox_deleted", "WITH changes AS (\(sums("removed", sign: "-"))) \(apply)"),
+            function("herald_inbox_deleted", "WITH changes AS (\(sums(of: "removed", sign: "-"))) \(apply)"),
             function(
                 "herald_inbox_changed",
-                "WITH changes AS (\(sums("new_rows", sign: "")) UNION ALL \(sums("old_rows", sign: "-"))) \(apply)"),
-            """
-            CREATE TRIGGER inbox_counts_inserted AFTER INSERT ON history
-            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_inserted()
-            """,
-            """
-            CREATE TRIGGER inbox_counts_deleted AFTER DELETE ON history
-            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_deleted()
-            """,
-            """
-            CREATE TRIGGER inbox_counts_changed AFTER UPDATE ON history
-            REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_changed()
-            """,
-        ]
+                "WITH changes AS (\(sums(of: "new_rows", sign: "")) UNION ALL \(sums(of: "old_rows", sign: "-"))) \(apply)"),
+        ] + postgresTriggerStatements
     }()
+
+    /// PostgreSQL: the three triggers on `history` that call ``postgresTriggers``' functions;
+    /// created again on a history that becomes partitioned (``HistoryPartitions``).
+    static let postgresTriggerStatements = [
+        """
+        CREATE TRIGGER inbox_counts_inserted AFTER INSERT ON history
+        REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_inserted()
+        """,
+        """
+        CREATE TRIGGER inbox_counts_deleted AFTER DELETE ON history
+        REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_deleted()
+        """,
+        """
+        CREATE TRIGGER inbox_counts_changed AFTER UPDATE ON history
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_inbox_changed()
+        """,
+    ]
+
+    /// PostgreSQL: takes the rows of `table` out of the counters, as deleting them would; for a
+    /// history partition about to be dropped (dropping fires no trigger). Only rows that count
+    /// are read: unread (the unseen are unread too) or archived.
+    static func postgresUncount(rowsOf table: String) -> String {
+        "WITH changes AS (\(sums(of: table, sign: "-")) WHERE r.read = 0 OR r.archived = 1) \(apply)"
+    }
+
+    /// Each row's shares of `table`, negated when `sign` is "-".
+    private static func sums(of table: String, sign: String) -> String {
+        let share = shares(of: "r")
+        return """
+            SELECT r.user_id, r.type, \(sign)(\(share.unseen)) AS unseen, \(sign)(\(share.unread)) AS unread, \(sign)(\(share.archived)) AS archived
+            FROM \(table) r
+            """
+    }
+
+    private static let grouped =
+        "SELECT user_id, type, SUM(unseen) AS unseen, SUM(unread) AS unread, SUM(archived) AS archived FROM changes GROUP BY user_id, type"
+
+    /// Adds the grouped `changes` to existing counter rows, in (user, type) order.
+    private static let apply = """
+        UPDATE inbox_counts c SET unseen = c.unseen + d.unseen, unread = c.unread + d.unread, archived = c.archived + d.archived
+        FROM (SELECT * FROM (\(grouped)) AS g WHERE unseen <> 0 OR unread <> 0 OR archived <> 0 ORDER BY user_id, type) AS d
+        WHERE c.user_id = d.user_id AND c.type = d.type
+        """
 
     /// The type a history row is written with: its notification's, read in the same statement.
     static func type(of notificationID: String) -> String {

@@ -184,7 +184,13 @@ struct ReplicaPair: Sendable {
 
     /// Index and sequential scans of `history` that the replica has served.
     func historyScansOnReplica() async throws -> Int {
-        let text = try await sql(replica, "SELECT COALESCE(SUM(idx_scan + seq_scan), 0) FROM pg_stat_user_tables WHERE relname = 'history'")
+        // History's months are counted each on its own (a partitioned table has no scans of its own).
+        let text = try await sql(
+            replica,
+            """
+            SELECT COALESCE(SUM(idx_scan + seq_scan), 0) FROM pg_stat_user_tables
+            WHERE relname = 'history' OR relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'history'::regclass)
+            """)
         guard let scans = Int(text) else { throw HarnessError("scans read as '\(text)'") }
         return scans
     }

@@ -37,7 +37,7 @@ import Testing
         let statements = Self.statements(inLog: text)
         let (scans, unplanned) = try await Self.fullScans(statements, admin)
         let (control, _) = try await Self.fullScans(["SELECT count(*) FROM history h WHERE h.type = $1"], admin)
-        #expect(control.count == 1, "the check sees a scan, aliased or not")
+        #expect(!control.isEmpty, "the check sees a scan (one per partition of history), aliased or not")
         #expect(statements.count > 30, "the workload ran: \(statements.count) statements")
         #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
         #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")

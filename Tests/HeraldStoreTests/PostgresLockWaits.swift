@@ -3,35 +3,6 @@ import Testing
 
 @testable import HeraldStore
 
-/// Another transaction holding what it locked, uncommitted, until ``rollBack()``: the tests of
-/// lock order stop a writer at a lock of their choosing with it.
-struct PostgresLockHolder {
-    struct RolledBack: Error {}
-    let task: Task<Void, any Error>
-    let release: AsyncStream<Void>.Continuation
-
-    /// Returns once `lock` has run in a transaction that stays open.
-    static func start(_ store: PostgresStore, locking lock: @escaping @Sendable (PostgresSession) async throws -> Void) async -> Self {
-        let (held, holding) = AsyncStream.makeStream(of: Void.self)
-        let (release, releasing) = AsyncStream.makeStream(of: Void.self)
-        let task = Task {
-            try await store.transaction { session in
-                try await lock(session)
-                holding.yield()
-                for await _ in release { break }
-                throw RolledBack()
-            }
-        }
-        for await _ in held { break }
-        return Self(task: task, release: releasing)
-    }
-
-    func rollBack() async {
-        release.yield()
-        await #expect(throws: RolledBack.self) { try await task.value }
-    }
-}
-
 extension PostgresStore {
     /// Polls until `count` sessions of this database wait on a lock, `stop` says to, or 10 s
     /// pass; the number seen last.

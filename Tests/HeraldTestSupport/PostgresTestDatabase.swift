@@ -1,5 +1,6 @@
 import Foundation
 import HeraldStore
+import PostgresNIO
 
 /// The throwaway PostgreSQL server `scripts/test` starts (HERALD_TEST_POSTGRES_URL), and
 /// fresh databases on it, one per test.
@@ -31,6 +32,18 @@ public enum PostgresTestDatabase {
         guard let serverURL else { throw PostgresTestDatabaseError.noServer(unavailableReason ?? "") }
         let name = "herald_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         return try await PostgresStore.createDatabase(named: name, onServer: serverURL)
+    }
+
+    /// Runs `statement` in a transaction of its own on the database at `url`.
+    public static func execute(_ statement: String, on url: String) async throws {
+        let store = try PostgresStore(url: url, maxConnections: 1)
+        do {
+            try await store.transaction { session in try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
     }
 }
 

@@ -323,6 +323,14 @@ public protocol RetentionStore: Sendable {
     func purgeArchive(before: Date, limit: Int) async throws -> Int
     /// Notifications accepted before `before` that no delivery and no history row refers to.
     func purgeNotifications(before: Date, limit: Int) async throws -> Int
+    /// Makes what the coming weeks' writes need before they arrive: on PostgreSQL, history's
+    /// partitions for this month and the next two (docs/durability.md).
+    func prepareAhead(now: Date) async throws
+}
+
+extension RetentionStore {
+    /// Nothing to prepare: an engine without partitions.
+    public func prepareAhead(now: Date) async throws {}
 }
 
 /// Everything Herald stores. SQLite and PostgreSQL implement it and pass one conformance suite.

@@ -358,6 +358,8 @@ enum PostgresSchema {
         ("v20-fanout-paging", FanOutJobSQL.pagingMigration),
         // As SQLite's v24: inbox states and their counters (docs/inbox.md).
         ("v21-inbox", InboxSQL.columns + InboxSQL.postgresTriggers),
+        // History partitioned by month, when it is still empty (docs/durability.md).
+        ("v22-history-partitions", HistoryPartitions.migration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an
@@ -366,11 +368,17 @@ enum PostgresSchema {
     /// The store's migrations, then its modules' (recorded as `<module>/<name>`), each once.
     /// - Returns: migrations recorded that neither list holds (a newer Herald's); a module's that
     ///   is no longer given are not among them.
-    static func migrate(_ session: PostgresSession, modules: StorageModules) async throws -> [String] {
-        try await session.execute("SELECT pg_advisory_xact_lock(7243150)")
+    /// The advisory lock a migration holds until its transaction ends.
+    static let migrationLock: Int64 = 7_243_150
+
+    /// - Parameter stoppingBefore: for tests of an older schema's upgrade: this migration and
+    ///   everything after it are left for a later run.
+    static func migrate(_ session: PostgresSession, modules: StorageModules, stoppingBefore: String? = nil) async throws -> [String] {
+        try await session.execute("SELECT pg_advisory_xact_lock(\(migrationLock))")
         try await session.execute("CREATE TABLE IF NOT EXISTS herald_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
         let applied = Set(try await session.rows("SELECT name FROM herald_migrations").map { try $0.text("name") })
-        let all = migrations + modules.migrations.map { (name: $0.name, sql: $0.migration.postgres) }
+        var all = migrations + modules.migrations.map { (name: $0.name, sql: $0.migration.postgres) }
+        if let stoppingBefore, let stop = all.firstIndex(where: { $0.name == stoppingBefore }) { all = Array(all[..<stop]) }
         for migration in all where !applied.contains(migration.name) {
             for statement in migration.sql {
                 try await session.execute(PostgresQuery(unsafeSQL: statement))

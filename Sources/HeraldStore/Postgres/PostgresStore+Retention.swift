@@ -19,8 +19,14 @@ extension PostgresStore {
         )
     }
 
+    /// Whole months go first, dropped (``dropExpiredHistoryPartitions(before:)``); then one
+    /// batch of what is left past `before` (the default partition's, a month still holding a
+    /// newer row, an unpartitioned table's). Fewer than `limit` deleted means nothing is left.
     public func purgeHistory(before: Date, limit: Int) async throws -> Int {
-        try await purge("DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1")
+        let dropped = try await dropExpiredHistoryPartitions(before: before)
+        let deleted = try await purge(
+            "DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1")
+        return dropped + deleted
     }
 
     public func purgeArchive(before: Date, limit: Int) async throws -> Int {

@@ -112,7 +112,19 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
                 "PostgreSQL at \(address) commits asynchronously (synchronous_commit = off), so a crash of PostgreSQL could lose notifications Herald answered 202 for; set it on for Herald's role (ALTER ROLE <role> SET synchronous_commit = on) or database"
             )
         }
+        do {
+            try await prepareAhead(now: Date())
+        } catch {
+            // Until a maintenance pass manages it, history lands in its default partition.
+            logger.warning("could not create history's partitions ahead: \(Self.describe(error))")
+        }
         return unknown
+    }
+
+    /// Applies the migrations before `name` only: an older Herald's schema, for rehearsing and
+    /// testing an upgrade from it.
+    package func migrate(stoppingBefore name: String) async throws {
+        _ = try await transaction { session in try await PostgresSchema.migrate(session, modules: self.modules, stoppingBefore: name) }
     }
 
     public func holdsSchema() async throws -> Bool {

@@ -1,0 +1,219 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Logging
+import PostgresNIO
+import Synchronization
+import Testing
+
+@testable import HeraldStore
+
+/// PostgreSQL's history partitioned by month (docs/durability.md, "History partitions on
+/// PostgreSQL"): a new database's from the start, an existing one's while writes go on;
+/// retention drops whole months and takes their rows out of the inbox counters first.
+@Suite(.cleansUp) struct HistoryPartitionTests {
+    let ids = ObjectIDGenerator()
+    static let utc: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+        return calendar
+    }()
+
+    static func date(_ year: Int, _ month: Int, _ day: Int = 1) -> Date {
+        utc.date(from: DateComponents(year: year, month: month, day: day)) ?? Date()
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aNewDatabasesHistoryIsPartitionedByMonthAhead() async throws {
+        let store = try await Self.store()
+        try await store.migrate()
+        let now = Date()
+        let names = try await Self.partitionNames(store)
+        let expected = (0...HistoryPartitions.monthsAhead).map { HistoryPartitions.monthBound(now, offset: $0).name }
+        #expect(Set(names) == Set(expected + [HistoryPartitions.defaultPartition]), "this month, the next two and the default: \(names)")
+
+        try await Self.insert(store, id: ids.next(at: now).hex, user: "ada", createdAt: now)
+        try await Self.insert(store, id: ids.next(at: Self.date(2020, 5, 3)).hex, user: "ada", createdAt: now)
+        #expect(try await Self.partitionsHolding(store) == [HistoryPartitions.monthBound(now).name: 1, HistoryPartitions.defaultPartition: 1])
+
+        // A pass later, the months ahead are there already: nothing is created twice.
+        try await store.prepareAhead(now: now)
+        try await store.prepareAhead(now: Self.utc.date(byAdding: .month, value: 1, to: now) ?? now)
+        #expect(try await Self.partitionNames(store).count == names.count + 1, "one more month, at the far end")
+        try await Self.expectCountersMatchARecount(store)
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func retentionDropsExpiredMonthsAndTakesThemOutOfTheCounters() async throws {
+        let store = try await Self.store()
+        try await store.migrate()
+        let january = Self.date(2025, 1)
+        let february = Self.date(2025, 2)
+        let cutoff = Self.date(2025, 3)
+        #expect(try await store.createHistoryPartitions(from: january, through: february) == ["history_y2025m01", "history_y2025m02"])
+
+        // January: unread, read and archived rows of two types, all written in January.
+        for (index, user) in ["ada", "bob", "cy"].enumerated() {
+            for day in 1...5 {
+                try await Self.insert(
+                    store, id: ids.next(at: Self.date(2025, 1, day)).hex, user: user, createdAt: Self.date(2025, 1, day), read: day % 2,
+                    archived: day == 5 ? 1 : 0,
+                    type: index == 0 ? "comment" : "like")
+            }
+        }
+        // February: old rows, and one a scheduled send wrote in March with February's id.
+        try await Self.insert(store, id: ids.next(at: Self.date(2025, 2, 3)).hex, user: "ada", createdAt: Self.date(2025, 2, 3))
+        try await Self.insert(store, id: ids.next(at: Self.date(2025, 2, 4)).hex, user: "bob", createdAt: Self.date(2025, 2, 4))
+        try await Self.insert(store, id: ids.next(at: Self.date(2025, 2, 5)).hex, user: "ada", createdAt: Self.date(2025, 3, 9))
+        // The default partition: an id no month takes, written long ago.
+        try await Self.insert(store, id: ids.next(at: Self.date(2020, 1, 2)).hex, user: "cy", createdAt: Self.date(2020, 1, 2))
+        // This month's.
+        try await Self.insert(store, id: ids.next().hex, user: "ada", createdAt: Date())
+        try await Self.expectCountersMatchARecount(store)
+        #expect(try await Self.unread(store, "ada") == 5, "two in January, two in February, one now")
+
+        let removed = try await store.purgeHistory(before: cutoff, limit: 1000)
+        #expect(removed == 15 + 2 + 1, "January dropped (15 rows), then February's two old rows and the default's one deleted")
+        let names = try await Self.partitionNames(store)
+        #expect(!names.contains("history_y2025m01"), "January is dropped")
+        #expect(names.contains("history_y2025m02"), "February holds a row written after the cutoff, so it stays")
+        #expect(try await Self.partitionsHolding(store) == ["history_y2025m02": 1, HistoryPartitions.monthBound(Date()).name: 1])
+        try await Self.expectCountersMatchARecount(store)
+        #expect(try await Self.unread(store, "ada") == 2, "ada's unread: February's late row and this month's")
+        #expect(try await Self.unread(store, "bob") == 0)
+        #expect(try await store.purgeHistory(before: cutoff, limit: 1000) == 0, "nothing left past the cutoff")
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func anExistingHistoryIsPartitionedWhileWritesGoOn() async throws {
+        let store = try await Self.store()
+        try await store.migrate(stoppingBefore: "v22-history-partitions")
+        // A year of rows, written before partitions existed.
+        let now = Date()
+        var written: [String] = []
+        for day in stride(from: 360, through: 0, by: -3) {
+            let at = now.addingTimeInterval(-Double(day) * 86_400)
+            let id = ids.next(at: at).hex
+            try await Self.insert(store, id: id, user: ["ada", "bob", "cy"][day % 3], createdAt: at, read: day % 2, archived: day % 7 == 0 ? 1 : 0)
+            written.append(id)
+        }
+        try await store.migrate()
+        #expect(try await Self.partitionNames(store).isEmpty, "a history with rows is left unpartitioned by the migration")
+        let before = try await Self.rowsBySeq(store)
+
+        // Accepts go on while it converts: none is refused or lost.
+        let stop = Mutex(false)
+        let writer = Task {
+            var count = 0
+            while !stop.withLock({ $0 }) {
+                try await Self.insert(store, id: ids.next().hex, user: "dee", createdAt: Date())
+                count += 1
+            }
+            return count
+        }
+        let steps = Mutex<[String]>([])
+        try await store.partitionHistory { step in steps.withLock { $0.append(step) } }
+        try await Task.sleep(for: .milliseconds(100))
+        stop.withLock { $0 = true }
+        let concurrent = try await writer.value
+        #expect(steps.withLock { $0 }.contains { $0.hasPrefix("history is partitioned") }, "\(steps.withLock { $0 })")
+
+        let names = try await Self.partitionNames(store)
+        #expect(names.contains(HistoryPartitions.legacyPartition) && names.contains(HistoryPartitions.defaultPartition))
+        let after = try await Self.rowsBySeq(store)
+        #expect(Array(after.prefix(before.count)) == before, "every row kept its sequence number and its place")
+        #expect(after.count == before.count + concurrent, "and every row written meanwhile is there too")
+        #expect(after.map(\.seq) == after.map(\.seq).sorted(), "sequence numbers go on growing")
+        let holding = try await Self.partitionsHolding(store)
+        #expect(holding[HistoryPartitions.legacyPartition] == written.count + concurrent - (holding[HistoryPartitions.monthBound(now).name] ?? 0))
+        try await Self.expectCountersMatchARecount(store)
+
+        // The old table takes ids up to its bound (a month or more ahead), then the months do;
+        // it is dropped whole once all of its rows expire.
+        try await Self.insert(store, id: ids.next().hex, user: "ada", createdAt: Date())
+        try await Self.expectCountersMatchARecount(store)
+        let again = Mutex<[String]>([])
+        try await store.partitionHistory { step in again.withLock { $0.append(step) } }
+        #expect(again.withLock { $0 } == ["history is already partitioned"])
+        let legacyUpper = try #require(
+            try await store.withConnection { try await HistoryPartitions.partitions($0) }?.first { $0.name == HistoryPartitions.legacyPartition }?.upper)
+        let removed = try await store.purgeHistory(before: PostgresStore.date(ofBound: legacyUpper).addingTimeInterval(86_400), limit: 100_000)
+        #expect(removed == after.count + 1, "the old table and the months below the cutoff are dropped whole")
+        #expect(!(try await Self.partitionNames(store)).contains(HistoryPartitions.legacyPartition))
+        try await Self.expectCountersMatchARecount(store)
+    }
+
+    // MARK: Helpers
+
+    static func store() async throws -> PostgresStore {
+        let store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
+        TestResources.register { await store.close() }
+        return store
+    }
+
+    static func insert(
+        _ store: PostgresStore, id: String, user: String, createdAt: Date, read: Int = 0, archived: Int = 0, type: String = "comment"
+    ) async throws {
+        let micros = PostgresStore.micros(createdAt)
+        try await store.withConnection { session in
+            try await session.execute(
+                """
+                INSERT INTO history (notification_id, user_id, read, seen, archived, created_at, type)
+                VALUES (\(id), \(user), \(read), \(read), \(archived), \(micros), \(type))
+                """
+            )
+        }
+    }
+
+    static func partitionNames(_ store: PostgresStore) async throws -> [String] {
+        try await store.withConnection { try await HistoryPartitions.partitions($0) }?.map(\.name) ?? []
+    }
+
+    static func partitionsHolding(_ store: PostgresStore) async throws -> [String: Int] {
+        let rows = try await store.withConnection { session in
+            try await session.rows("SELECT tableoid::regclass::text AS part, count(*) AS rows FROM history GROUP BY 1")
+                .map { (try $0.text("part"), Int(try $0.integer("rows"))) }
+        }
+        return Dictionary(uniqueKeysWithValues: rows)
+    }
+
+    static func rowsBySeq(_ store: PostgresStore) async throws -> [StoredHistoryRow] {
+        try await store.withConnection { session in
+            try await session.rows("SELECT seq, notification_id, user_id FROM history ORDER BY seq").map {
+                StoredHistoryRow(seq: try $0.integer("seq"), notificationID: try $0.text("notification_id"), userID: try $0.text("user_id"))
+            }
+        }
+    }
+
+    struct StoredHistoryRow: Equatable, Sendable {
+        var seq: Int64
+        var notificationID: String
+        var userID: String
+    }
+
+    static func unread(_ store: PostgresStore, _ user: String) async throws -> Int64 {
+        try await store.withConnection { session in
+            try await session.row("SELECT COALESCE(SUM(unread), 0)::bigint AS unread FROM inbox_counts WHERE user_id = \(user)")?.integer("unread") ?? -1
+        }
+    }
+
+    /// The counters, zero rows aside, are what counting the rows gives.
+    static func expectCountersMatchARecount(_ store: PostgresStore, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let share = InboxSQL.shares(of: "h")
+        let (kept, counted) = try await store.withConnection { session in
+            let kept = try await session.rows(
+                "SELECT user_id, type, unseen, unread, archived FROM inbox_counts WHERE unseen <> 0 OR unread <> 0 OR archived <> 0 ORDER BY user_id, type"
+            ).map { "\(try $0.text("user_id"))/\(try $0.text("type")) \(try $0.integer("unseen")) \(try $0.integer("unread")) \(try $0.integer("archived"))" }
+            let counted = try await session.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT * FROM (SELECT user_id, type, SUM(\(share.unseen))::bigint AS unseen, SUM(\(share.unread))::bigint AS unread,
+                            SUM(\(share.archived))::bigint AS archived FROM history h GROUP BY user_id, type) AS g
+                        WHERE unseen <> 0 OR unread <> 0 OR archived <> 0 ORDER BY user_id, type
+                        """)
+            ).map { "\(try $0.text("user_id"))/\(try $0.text("type")) \(try $0.integer("unseen")) \(try $0.integer("unread")) \(try $0.integer("archived"))" }
+            return (kept, counted)
+        }
+        #expect(kept == counted, "inbox counters against a recount", sourceLocation: sourceLocation)
+    }
+}
