@@ -13,7 +13,9 @@ extension Year {
         _ engine: String, _ database: String, acceptP99: Double, heraldPath: String, account: String, emulator: ChildProcess, directory: URL,
         report: inout Report
     ) async throws {
-        let kept = "\(365 - 30)d"
+        // At least the oldest 30 days expire, up to the first of a month: PostgreSQL's history
+        // months below it are dropped whole (docs/durability.md, "History partitions on PostgreSQL").
+        let kept = "\(Int(Date().timeIntervalSince(Self.firstOfTheMonth(after: Date().addingTimeInterval(-335 * 86_400)))))s"
         let sqlitePath = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : nil
         let sizeBefore = sqlitePath.map(Self.fileSize) ?? 0
         let tablesBefore = sqlitePath == nil ? try await Self.tableSpace(database) : [:]
@@ -59,6 +61,13 @@ extension Year {
         }
     }
 
+    static func firstOfTheMonth(after date: Date) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+        let month = calendar.date(from: calendar.dateComponents([.year, .month], from: date)) ?? date
+        return calendar.date(byAdding: .month, value: 1, to: month) ?? date
+    }
+
     static func fileSize(_ path: String) -> Int {
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
@@ -70,8 +79,16 @@ extension Year {
                 try await session.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
                 var space: [String: (size: Double, ratio: Double)] = [:]
                 for table in ["history", "deliveries", "events", "notifications"] {
+                    // A partitioned table (history) is the sum of its partitions.
                     let row = try await session.row(
-                        PostgresQuery(unsafeSQL: "SELECT table_len, tuple_len FROM pgstattuple('\(table)')"))
+                        PostgresQuery(
+                            unsafeSQL: """
+                                SELECT COALESCE(SUM(s.table_len), 0)::bigint AS table_len, COALESCE(SUM(s.tuple_len), 0)::bigint AS tuple_len
+                                FROM (SELECT '\(table)'::regclass AS r
+                                      WHERE NOT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = '\(table)'::regclass)
+                                      UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '\(table)'::regclass) AS t,
+                                LATERAL pgstattuple(t.r) AS s
+                                """))
                     let (size, live) = (Double(try row?.integer("table_len") ?? 0), Double(try row?.integer("tuple_len") ?? 0))
                     space[table] = (size, size / max(live, 1))
                 }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// History on PostgreSQL is partitioned by the month of its notification's id (ids begin with
 /// their second, so a range of ids is a range of time, and the unique notification-and-user
@@ -138,6 +139,10 @@ package enum HistoryPartitions {
     /// yet. - Returns: the names created; nil when history is not partitioned.
     @discardableResult
     static func create(from: Date, through: Date, _ session: PostgresSession) async throws -> [String]? {
+        // One process at a time, and never during a migration: the migrations' lock, waited for
+        // briefly (the next pass tries again), then what exists is read under it.
+        try await session.execute("SET LOCAL lock_timeout = '500ms'")
+        try await session.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))")
         guard var existing = try await partitions(session) else { return nil }
         var created: [String] = []
         var offset = 0
@@ -147,9 +152,8 @@ package enum HistoryPartitions {
             guard month.bound <= monthBound(through).bound, offset < 1200 else { break }
             offset += 1
             guard !existing.contains(where: { $0.overlaps(month.bound, next.bound) }) else { continue }
-            // A short wait for the parent's lock: creating takes it, and an accept queued behind
-            // a wait would stall; the next pass tries again.
-            try await session.execute("SET LOCAL lock_timeout = '500ms'")
+            // The parent's lock is waited for briefly too: creating takes it, and accepts queued
+            // behind a long wait would stall.
             try await session.execute(
                 PostgresQuery(unsafeSQL: "CREATE TABLE \(month.name) PARTITION OF history FOR VALUES FROM ('\(month.bound)') TO ('\(next.bound)')"))
             existing.append(Partition(name: month.name, lower: month.bound, upper: next.bound))
@@ -208,6 +212,8 @@ extension PostgresStore {
     /// written before it, taking its rows out of the inbox counters in the same transaction.
     /// - Returns: the rows dropped.
     func dropExpiredHistoryPartitions(before: Date) async throws -> Int {
+        // A month that was busy is tried again some seconds later, not at every batch meanwhile.
+        if let resume = historyDropsResume.withLock({ $0 }), ContinuousClock.now < resume { return 0 }
         let cutoff = Self.micros(before)
         let expired = try await withConnection { session in
             (try await HistoryPartitions.partitions(session) ?? []).filter { partition in
@@ -218,10 +224,16 @@ extension PostgresStore {
         var dropped = 0
         for partition in expired.sorted(by: { ($0.upper ?? "") < ($1.upper ?? "") }) {
             do {
-                dropped += try await transaction { session in try await Self.drop(partition.name, ifAllBefore: cutoff, session) }
+                let started = ContinuousClock.now
+                // nil: kept, a row in it is newer than the cutoff.
+                guard let rows = try await transaction({ session in try await Self.drop(partition.name, ifAllBefore: cutoff, session) }) else { continue }
+                logger.info("dropped history partition \(partition.name): \(rows) rows past retention, in \(ContinuousClock.now - started)")
+                dropped += rows
             } catch let error where PostgresPool.sqlState(error) == "55P03" {
                 // lock_timeout: readers or writers held the table; the next pass tries again.
-                logger.notice("history partition \(partition.name) was busy; dropping it next pass")
+                logger.notice("history partition \(partition.name) was busy; trying it again in 10 s")
+                historyDropsResume.withLock { $0 = .now + .seconds(10) }
+                break
             }
         }
         return dropped
@@ -230,12 +242,12 @@ extension PostgresStore {
     /// In one transaction: the partition is locked against writes (reads go on), its rows are
     /// taken out of the counters, and it is dropped. A partition that still holds a row written
     /// at or after `cutoff` (a scheduled send's, whose id is from its accept) is kept for the
-    /// batched delete. - Returns: the rows dropped.
-    private static func drop(_ name: String, ifAllBefore cutoff: Int64, _ session: PostgresSession) async throws -> Int {
+    /// batched delete. - Returns: the rows dropped; nil when it was kept.
+    private static func drop(_ name: String, ifAllBefore cutoff: Int64, _ session: PostgresSession) async throws -> Int? {
         try await session.execute("SET LOCAL lock_timeout = '1s'")
         try await session.execute(PostgresQuery(unsafeSQL: "LOCK TABLE \(name) IN EXCLUSIVE MODE"))
-        guard let row = try await session.row(PostgresQuery(unsafeSQL: "SELECT count(*) AS rows, max(created_at) AS newest FROM \(name)")) else { return 0 }
-        if let newest = try row.optionalInteger("newest"), newest >= cutoff { return 0 }
+        guard let row = try await session.row(PostgresQuery(unsafeSQL: "SELECT count(*) AS rows, max(created_at) AS newest FROM \(name)")) else { return nil }
+        if let newest = try row.optionalInteger("newest"), newest >= cutoff { return nil }
         try await session.execute(PostgresQuery(unsafeSQL: InboxSQL.postgresUncount(rowsOf: name)))
         // Dropping takes the parent's lock; waiting long for it would queue every accept behind.
         try await session.execute("SET LOCAL lock_timeout = '200ms'")

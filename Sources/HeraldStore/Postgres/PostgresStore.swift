@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCore
 public import Logging
 import PostgresNIO
+import Synchronization
 
 /// Herald's storage on PostgreSQL (postgres-nio's pooled `PostgresClient`), for several Herald
 /// processes sharing one database.
@@ -34,6 +35,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let replica: PostgresReadReplica?
     /// Feature modules' tables, erasure steps and delivery hooks (``StorageModule``).
     package let modules: StorageModules
+    /// When a history month that was busy may be tried again (``dropExpiredHistoryPartitions(before:)``).
+    let historyDropsResume = Mutex<ContinuousClock.Instant?>(nil)
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
