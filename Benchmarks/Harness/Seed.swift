@@ -386,7 +386,11 @@ struct PostgresSeeder {
                                 WHERE i.tablename = '\(part.table)' AND i.schemaname = current_schema()
                                 AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)
                                 """))
-                    let indexes = try rows.map { (name: try $0.text("indexname"), sql: try $0.text("indexdef")) }
+                    // A partitioned table's index reads `ON ONLY` (the parent alone, left invalid
+                    // until each partition's is attached); built again it must cover them all.
+                    let indexes = try rows.map {
+                        (name: try $0.text("indexname"), sql: try $0.text("indexdef").replacingOccurrences(of: " ON ONLY ", with: " ON "))
+                    }
                     for index in indexes { try await session.execute(PostgresQuery(unsafeSQL: "DROP INDEX \(index.name)")) }
                     return indexes
                 }
