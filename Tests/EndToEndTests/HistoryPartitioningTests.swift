@@ -71,6 +71,15 @@ import Testing
         await herald.expectCleanStop()
     }
 
+    @Test func sqliteIsToldThePartitionsAreForPostgreSQL() async throws {
+        let directory = try TestResources.temporaryDirectory("herald-partitions")
+        let database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
+        let result = try await runCommand(
+            Binaries.path("herald"), ["migrate", "--partition-history", "--database", database], in: directory, timeout: .seconds(60))
+        #expect(result.status == 1 && result.stderr.contains("--partition-history is for PostgreSQL"), "\(result.status) \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "nothing created")
+    }
+
     static func firstOfTheMonth(after date: Date) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
