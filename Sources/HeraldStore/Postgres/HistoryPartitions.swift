@@ -91,6 +91,13 @@ package enum HistoryPartitions {
         return (name, String(format: "%08x", seconds))
     }
 
+    /// The bound in the legacy table's check as PostgreSQL writes it (`CHECK ((notification_id <
+    /// '6b36ec80'::text))`), with its second.
+    static func bound(inCheck definition: String) -> (hex: String, second: Int64)? {
+        guard let match = definition.firstMatch(of: /'([0-9a-f]{8})'/), let second = second(ofBound: String(match.1)) else { return nil }
+        return (String(match.1), second)
+    }
+
     /// The second an id bound stands for (its first 8 hex digits).
     static func second(ofBound bound: String) -> Int64? {
         Int64(bound.prefix(8), radix: 16)
@@ -178,12 +185,11 @@ extension PostgresStore {
     /// An unpartitioned history that `herald migrate --partition-history` bounded and did not
     /// switch refuses ids from its bound on: said at every pass from a fortnight before.
     private func warnOfHalfDoneConversion(now: Date) async throws {
-        guard let definition = try await legacyBoundDefinition(), let match = definition.firstMatch(of: /'([0-9a-f]{8})'/),
-            let second = HistoryPartitions.second(ofBound: String(match.1)),
-            TimeInterval(second) - now.timeIntervalSince1970 < 14 * 86_400
+        guard let definition = try await legacyBoundDefinition(), let bound = HistoryPartitions.bound(inCheck: definition),
+            TimeInterval(bound.second) - now.timeIntervalSince1970 < 14 * 86_400
         else { return }
         logger.warning(
-            "history's conversion to partitions was left before its switch: from \(Self.date(ofBound: String(match.1))) on, history rows are refused; run `herald migrate --partition-history` again"
+            "history's conversion to partitions was left before its switch: from \(Self.date(ofBound: bound.hex)) on, history rows are refused; run `herald migrate --partition-history` again"
         )
     }
 

@@ -62,11 +62,9 @@ extension PostgresStore {
     private func legacyBound(now: Date, progress: @Sendable (String) -> Void) async throws -> String {
         let existing = try await legacyBoundDefinition()
         let earliest = Self.micros(now.addingTimeInterval(86_400)) / 1_000_000
-        if let existing, let match = existing.firstMatch(of: /'([0-9a-f]{8})'/), let second = HistoryPartitions.second(ofBound: String(match.1)),
-            second > earliest
-        {
-            progress("carrying on: history's ids are bounded below \(match.1) already")
-            return String(match.1)
+        if let existing, let kept = HistoryPartitions.bound(inCheck: existing), kept.second > earliest {
+            progress("carrying on: history's ids are bounded below \(kept.hex) already")
+            return kept.hex
         }
         let bound = HistoryPartitions.monthBound(now.addingTimeInterval(7 * 86_400), offset: 1).bound
         try await withLockRetries(progress: progress) {
