@@ -36,8 +36,11 @@ struct Seed: AsyncParsableCommand {
     @Option(help: "Days the rows are spread over, ending now.")
     var days = 365
 
-    @Flag(help: "PostgreSQL: keep history unpartitioned, as a database from before partitions, to rehearse `herald migrate --partition-history` on.")
-    var unpartitionedHistory = false
+    @Flag(
+        help:
+            "PostgreSQL: keep history and deliveries unpartitioned, as a database from before partitions, to rehearse `herald migrate --partition-history --partition-deliveries` on."
+    )
+    var unpartitioned = false
 
     func validate() throws {
         guard database.hasPrefix("sqlite:") || database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
@@ -51,13 +54,13 @@ struct Seed: AsyncParsableCommand {
         guard history >= 0, history <= 10_000_000_000 else { throw ValidationError("--history must be 0 to 10000000000") }
         guard (events ?? 0) >= 0, (events ?? 0) <= 10_000_000_000 else { throw ValidationError("--events must be 0 to 10000000000") }
         guard days >= 1, days <= 3_650 else { throw ValidationError("--days must be 1 to 3650") }
-        if unpartitionedHistory && database.hasPrefix("sqlite:") { throw ValidationError("--unpartitioned-history is for PostgreSQL") }
+        if unpartitioned && database.hasPrefix("sqlite:") { throw ValidationError("--unpartitioned is for PostgreSQL") }
     }
 
     func run() async throws {
         let plan = SeedPlan(
             users: users, history: history, events: events ?? history / 10, recipients: recipients, days: days, end: Date(),
-            partitionedHistory: !unpartitionedHistory)
+            partitioned: !unpartitioned)
         let started = ContinuousClock.now
         try await plan.write(into: database)
         SeedPlan.progress("done in \(Int((ContinuousClock.now - started).seconds)) s")
@@ -77,9 +80,9 @@ struct SeedPlan: Sendable {
     let days: Int
     /// The newest row's time; the oldest is `days` before it.
     let end: Date
-    /// PostgreSQL: history in month partitions, as a new database has it (or left as a database
-    /// from before them had it).
-    var partitionedHistory = true
+    /// PostgreSQL: history and deliveries in month partitions, as a new database has them (or
+    /// left as a database from before them had them).
+    var partitioned = true
 
     var notifications: Int { (history + recipients - 1) / recipients }
 
@@ -219,10 +222,15 @@ struct SeedPlan: Sendable {
         let j = "(i / 2)"
         let user = userOfHistoryRow(j)
         let device = "\(dialect.hex("\(startSeconds)", 8)) || 'de71ce' || \(dialect.hex(userNumber(ofHistoryRow: j), 10))"
+        // Partitioned, a delivery's id is made from its second, as Herald makes it (ids of one
+        // second are consecutive rows here, far fewer than the 2^21 a second holds).
+        let timeOrdered = dialect == .postgres && partitioned
+        let (idColumn, id) =
+            timeOrdered ? ("id, ", "\(secondOfNotification(n)) * \(1 << DeliveryIDs.sequenceBits) + i % \(1 << DeliveryIDs.sequenceBits), ") : ("", "")
         return with + """
-            INSERT INTO deliveries (notification_id, sink, user_id, device_id, distribution, state, attempts, last_error, next_attempt_at, updated_at,
+            INSERT INTO deliveries (\(idColumn)notification_id, sink, user_id, device_id, distribution, state, attempts, last_error, next_attempt_at, updated_at,
                 topic_key, leased, fold)
-            SELECT \(notificationID(n, dialect)), CASE WHEN i % 2 = 0 THEN 'history' ELSE 'fcm' END, \(user),
+            SELECT \(id)\(notificationID(n, dialect)), CASE WHEN i % 2 = 0 THEN 'history' ELSE 'fcm' END, \(user),
                 CASE WHEN i % 2 = 0 THEN NULL ELSE \(device) END, t.distribution, 'delivered', 1, NULL, NULL,
                 \(secondOfNotification(n)) * 1000000 + 200000, NULL, 0, NULL
             FROM \(from) CROSS JOIN notifications t WHERE t.id = '\(SeedPlan.templateNotification)'
@@ -363,14 +371,16 @@ struct PostgresSeeder {
 
     func seed() async throws {
         try await PostgresStore.using(url) { store in
-            if plan.partitionedHistory {
+            if plan.partitioned {
                 try await store.migrate()
                 // Every seeded month in a partition of its own, as Herald would have made them.
                 let start = Date(timeIntervalSince1970: TimeInterval(plan.startSeconds))
-                let created = try await store.createHistoryPartitions(from: start, through: plan.end)
-                SeedPlan.progress("history: \(created.count) month partitions created")
+                for table in PostgresStore.partitionedTables {
+                    let created = try await store.createPartitions(of: table, from: start, through: plan.end)
+                    SeedPlan.progress("\(table.table): \(created.count) month partitions created")
+                }
             } else {
-                try await store.migrate(stoppingBefore: "v22-history-partitions")
+                try await store.migrateAsBeforePartitions()
             }
             let seeded = try await store.withConnection { session in
                 try await session.row(PostgresQuery(unsafeSQL: SeedPlan.holdsASeed))?.first?.decode(Bool.self) ?? false
@@ -406,7 +416,7 @@ struct PostgresSeeder {
                 SeedPlan.progress("\(part.table): \(indexes.count) indexes built, vacuumed in \(SeedProgress.seconds(since: started)) s")
             }
             // The later migrations, past the partitions', which leave a history with rows as it is.
-            if !plan.partitionedHistory { try await store.migrate() }
+            if !plan.partitioned { try await store.migrate() }
             let size = try await store.withConnection { session in
                 try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_database_size(current_database()) AS size"))?.integer("size") ?? 0
             }

@@ -127,7 +127,7 @@ package enum InboxSQL {
     }()
 
     /// PostgreSQL: the three triggers on `history` that call ``postgresTriggers``' functions;
-    /// created again on a history that becomes partitioned (``HistoryPartitions``).
+    /// created again on a history that becomes partitioned (``MonthPartitionedTable/history``).
     static let postgresTriggerStatements = [
         """
         CREATE TRIGGER inbox_counts_inserted AFTER INSERT ON history

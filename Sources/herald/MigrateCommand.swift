@@ -10,9 +10,9 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or upgrade the database schema, then exit.",
         discussion: """
-            With --partition-history, an existing PostgreSQL database's history is then partitioned \
-            by month while Herald goes on serving (docs/durability.md, "History partitions on \
-            PostgreSQL"); a new database's is partitioned from the start.
+            With --partition-history or --partition-deliveries, an existing PostgreSQL database's \
+            table is then partitioned by month while Herald goes on serving (docs/durability.md, \
+            "Month partitions on PostgreSQL"); a new database's are partitioned from the start.
             """
     )
 
@@ -21,28 +21,39 @@ struct Migrate: AsyncParsableCommand {
     @Flag(help: "Partition an existing PostgreSQL database's history by month, online.")
     var partitionHistory = false
 
+    @Flag(help: "Partition an existing PostgreSQL database's deliveries by month, online.")
+    var partitionDeliveries = false
+
+    /// The tables asked for, in the order they are converted.
+    var tables: [MonthPartitionedTable] {
+        (partitionHistory ? [.history] : []) + (partitionDeliveries ? [.deliveries] : [])
+    }
+
     func run() async throws {
         let configuration = try await reportingErrors { try await common.load() }
-        if partitionHistory, StorageLocation.sqlitePath(configuration.database) != nil {
+        if let table = tables.first, StorageLocation.sqlitePath(configuration.database) != nil {
             StandardStream.error.line(
-                "herald: error: --partition-history is for PostgreSQL; SQLite's history is purged in small batches and keeps its file's size (docs/durability.md)"
+                "herald: error: --partition-\(table.table) is for PostgreSQL; SQLite purges in small batches and keeps its file's size (docs/durability.md)"
             )
             throw ExitCode.failure
         }
         let store = try await common.openStore(configuration, ifMissing: .create)
         StandardStream.output.line("migrated")
-        guard partitionHistory, let postgres = store as? PostgresStore else { return await store.close() }
-        let started = ContinuousClock.now
-        do {
-            try await reportingErrors {
-                // Written at once: an operator (or a supervisor) watches these lines as they come.
-                try await postgres.partitionHistory { step in StandardStream.output.line("partition-history: \(step)") }
+        guard !tables.isEmpty, let postgres = store as? PostgresStore else { return await store.close() }
+        for table in tables {
+            let started = ContinuousClock.now
+            let prefix = "partition-\(table.table)"
+            do {
+                try await reportingErrors {
+                    // Written at once: an operator (or a supervisor) watches these lines as they come.
+                    try await postgres.partition(table) { step in StandardStream.output.line("\(prefix): \(step)") }
+                }
+            } catch {
+                await store.close()
+                throw error
             }
-        } catch {
-            await store.close()
-            throw error
+            StandardStream.output.line("\(prefix): done in \(ContinuousClock.now - started)")
         }
         await store.close()
-        StandardStream.output.line("partition-history: done in \(ContinuousClock.now - started)")
     }
 }

@@ -62,7 +62,7 @@ import Testing
         let database = "sqlite:" + directory.appendingPathComponent("never.sqlite").path
         for (arguments, named) in [
             (["--users", "10"], "--users"), (["--history", "-1"], "--history"), (["--recipients", "0"], "--recipients"), (["--days", "0"], "--days"),
-            (["--unpartitioned-history"], "--unpartitioned-history"),
+            (["--unpartitioned"], "--unpartitioned"),
         ] {
             let result = try await runCommand(Binaries.path("herald-bench"), ["seed", "--database", database] + arguments, in: directory)
             #expect(result.status == 64 && result.stderr.contains(named), "\(arguments): \(result.status) \(result.stderr)")

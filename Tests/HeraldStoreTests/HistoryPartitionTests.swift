@@ -13,6 +13,7 @@ import Testing
 /// retention drops whole months and takes their rows out of the inbox counters first.
 @Suite(.cleansUp) struct HistoryPartitionTests {
     let ids = ObjectIDGenerator()
+    static let history = MonthPartitionedTable.history
     static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
@@ -29,12 +30,12 @@ import Testing
         try await store.migrate()
         let now = Date()
         let names = try await Self.partitionNames(store)
-        let expected = (0...HistoryPartitions.monthsAhead).map { HistoryPartitions.monthBound(now, offset: $0).name }
-        #expect(Set(names) == Set(expected + [HistoryPartitions.defaultPartition]), "this month, the next two and the default: \(names)")
+        let expected = (0...MonthPartitionedTable.monthsAhead).map { Self.history.month(now, offset: $0).name }
+        #expect(Set(names) == Set(expected + [Self.history.defaultPartition]), "this month, the next two and the default: \(names)")
 
         try await Self.insert(store, id: ids.next(at: now).hex, user: "ada", createdAt: now)
         try await Self.insert(store, id: ids.next(at: Self.date(2020, 5, 3)).hex, user: "ada", createdAt: now)
-        #expect(try await Self.partitionsHolding(store) == [HistoryPartitions.monthBound(now).name: 1, HistoryPartitions.defaultPartition: 1])
+        #expect(try await Self.partitionsHolding(store) == [Self.history.month(now).name: 1, Self.history.defaultPartition: 1])
 
         // A pass later, the months ahead are there already: nothing is created twice.
         try await store.prepareAhead(now: now)
@@ -50,7 +51,7 @@ import Testing
         let january = Self.date(2025, 1)
         let february = Self.date(2025, 2)
         let cutoff = Self.date(2025, 3)
-        #expect(try await store.createHistoryPartitions(from: january, through: february) == ["history_y2025m01", "history_y2025m02"])
+        #expect(try await store.createPartitions(of: .history, from: january, through: february) == ["history_y2025m01", "history_y2025m02"])
 
         // January: unread, read and archived rows of two types, all written in January.
         for (index, user) in ["ada", "bob", "cy"].enumerated() {
@@ -77,7 +78,7 @@ import Testing
         let names = try await Self.partitionNames(store)
         #expect(!names.contains("history_y2025m01"), "January is dropped")
         #expect(names.contains("history_y2025m02"), "February holds a row written after the cutoff, so it stays")
-        #expect(try await Self.partitionsHolding(store) == ["history_y2025m02": 1, HistoryPartitions.monthBound(Date()).name: 1])
+        #expect(try await Self.partitionsHolding(store) == ["history_y2025m02": 1, Self.history.month(Date()).name: 1])
         try await Self.expectCountersMatchARecount(store)
         #expect(try await Self.unread(store, "ada") == 2, "ada's unread: February's late row and this month's")
         #expect(try await Self.unread(store, "bob") == 0)
@@ -112,20 +113,20 @@ import Testing
             return count
         }
         let steps = Mutex<[String]>([])
-        try await store.partitionHistory { step in steps.withLock { $0.append(step) } }
+        try await store.partition(.history) { step in steps.withLock { $0.append(step) } }
         try await Task.sleep(for: .milliseconds(100))
         stop.withLock { $0 = true }
         let concurrent = try await writer.value
         #expect(steps.withLock { $0 }.contains { $0.hasPrefix("history is partitioned") }, "\(steps.withLock { $0 })")
 
         let names = try await Self.partitionNames(store)
-        #expect(names.contains(HistoryPartitions.legacyPartition) && names.contains(HistoryPartitions.defaultPartition))
+        #expect(names.contains(Self.history.legacyPartition) && names.contains(Self.history.defaultPartition))
         let after = try await Self.rowsBySeq(store)
         #expect(Array(after.prefix(before.count)) == before, "every row kept its sequence number and its place")
         #expect(after.count == before.count + concurrent, "and every row written meanwhile is there too")
         #expect(after.map(\.seq) == after.map(\.seq).sorted(), "sequence numbers go on growing")
         let holding = try await Self.partitionsHolding(store)
-        #expect(holding[HistoryPartitions.legacyPartition] == written.count + concurrent - (holding[HistoryPartitions.monthBound(now).name] ?? 0))
+        #expect(holding[Self.history.legacyPartition] == written.count + concurrent - (holding[Self.history.month(now).name] ?? 0))
         try await Self.expectCountersMatchARecount(store)
 
         // The old table takes ids up to its bound (a month or more ahead), then the months do;
@@ -133,13 +134,13 @@ import Testing
         try await Self.insert(store, id: ids.next().hex, user: "ada", createdAt: Date())
         try await Self.expectCountersMatchARecount(store)
         let again = Mutex<[String]>([])
-        try await store.partitionHistory { step in again.withLock { $0.append(step) } }
+        try await store.partition(.history) { step in again.withLock { $0.append(step) } }
         #expect(again.withLock { $0 } == ["history is already partitioned"])
         let legacyUpper = try #require(
-            try await store.withConnection { try await HistoryPartitions.partitions($0) }?.first { $0.name == HistoryPartitions.legacyPartition }?.upper)
-        let removed = try await store.purgeHistory(before: PostgresStore.date(ofBound: legacyUpper).addingTimeInterval(86_400), limit: 100_000)
+            try await store.withConnection { try await Self.history.partitions($0) }?.first { $0.name == Self.history.legacyPartition }?.upper)
+        let removed = try await store.purgeHistory(before: Date(timeIntervalSince1970: TimeInterval(legacyUpper)).addingTimeInterval(86_400), limit: 100_000)
         #expect(removed == after.count + 1, "the old table and the months below the cutoff are dropped whole")
-        #expect(!(try await Self.partitionNames(store)).contains(HistoryPartitions.legacyPartition))
+        #expect(!(try await Self.partitionNames(store)).contains(Self.history.legacyPartition))
         try await Self.expectCountersMatchARecount(store)
     }
 
@@ -166,7 +167,7 @@ import Testing
     }
 
     static func partitionNames(_ store: PostgresStore) async throws -> [String] {
-        try await store.withConnection { try await HistoryPartitions.partitions($0) }?.map(\.name) ?? []
+        try await store.withConnection { try await Self.history.partitions($0) }?.map(\.name) ?? []
     }
 
     static func partitionsHolding(_ store: PostgresStore) async throws -> [String: Int] {

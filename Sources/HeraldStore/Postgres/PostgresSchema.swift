@@ -359,7 +359,9 @@ enum PostgresSchema {
         // As SQLite's v24: inbox states and their counters (docs/inbox.md).
         ("v21-inbox", InboxSQL.columns + InboxSQL.postgresTriggers),
         // History partitioned by month, when it is still empty (docs/durability.md).
-        ("v22-history-partitions", HistoryPartitions.migration),
+        ("v22-history-partitions", [MonthPartitionedTable.history.migration()]),
+        // Delivery ids from time, and deliveries partitioned by month when still empty (docs/durability.md).
+        ("v23-delivery-partitions", MonthPartitionedTable.deliveriesMigration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -190,7 +190,7 @@ extension PostgresStore {
                             has_collapse_key, idempotency_key, has_idempotency_key, target, recipients, routing_inputs, send_at, send_at_local,
                             digest_key, digest_window)
                 ), planned AS MATERIALIZED (
-                    SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id, p.*
+                    SELECT \(unescaped: DeliveryIDs.next) AS id, p.*
                     FROM UNNEST(\(deliveryNotifications)::text[], \(deliveryTimes)::int8[], \(sinks)::text[], \(deliveryUsers)::text[], \(devices)::text[],
                         \(topics)::text[], \(deliveryDistributions)::text[], \(delivered)::bool[], \(leasedUntil)::int8[],
                         \(folds)::text[]) WITH ORDINALITY
@@ -198,6 +198,7 @@ extension PostgresStore {
                 ), queued AS (
                     INSERT INTO deliveries (id, notification_id, sink, user_id, device_id, topic_key, distribution, state, attempts, next_attempt_at, updated_at,
                         leased, fold)
+                    -- For a schema from before v23, whose ids were an identity (a conversion's rehearsal).
                     OVERRIDING SYSTEM VALUE
                     SELECT id, notification_id, sink, user_id, NULLIF(device_id, ''), NULLIF(topic_key, ''), distribution,
                         CASE WHEN written THEN 'delivered' WHEN fold <> '' THEN 'held' ELSE 'pending' END, CASE WHEN written OR leased_until >= 0 THEN 1 ELSE 0 END,

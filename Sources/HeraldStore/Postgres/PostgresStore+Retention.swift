@@ -3,14 +3,18 @@ import HeraldCore
 import PostgresNIO
 
 extension PostgresStore {
+    /// Whole months go first, dropped once every delivery in them is final and past `before`;
+    /// then one batch of finished deliveries past it from what is left.
     public func purgeFinishedDeliveries(before: Date, limit: Int) async throws -> Int {
-        try await purge(
-            """
-            DELETE FROM deliveries WHERE id IN (
-                SELECT id FROM deliveries WHERE \(unescaped: FoldingSQL.finishedDelivery) AND updated_at < \(Self.micros(before)) LIMIT \(limit)
-            ) RETURNING 1
-            """
-        )
+        let dropped = try await dropExpiredPartitions(of: .deliveries, before: before)
+        return try await dropped
+            + purge(
+                """
+                DELETE FROM deliveries WHERE id IN (
+                    SELECT id FROM deliveries WHERE \(unescaped: FoldingSQL.finishedDelivery) AND updated_at < \(Self.micros(before)) LIMIT \(limit)
+                ) RETURNING 1
+                """
+            )
     }
 
     public func purgeIdempotencyKeys(before: Date, limit: Int) async throws -> Int {
@@ -19,11 +23,11 @@ extension PostgresStore {
         )
     }
 
-    /// Whole months go first, dropped (``dropExpiredHistoryPartitions(before:)``); then one
+    /// Whole months go first, dropped (``dropExpiredPartitions(of:before:)``); then one
     /// batch of what is left past `before` (the default partition's, a month still holding a
     /// newer row, an unpartitioned table's). Fewer than `limit` deleted means nothing is left.
     public func purgeHistory(before: Date, limit: Int) async throws -> Int {
-        let dropped = try await dropExpiredHistoryPartitions(before: before)
+        let dropped = try await dropExpiredPartitions(of: .history, before: before)
         let deleted = try await purge(
             "DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1")
         return dropped + deleted

@@ -35,8 +35,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     let replica: PostgresReadReplica?
     /// Feature modules' tables, erasure steps and delivery hooks (``StorageModule``).
     package let modules: StorageModules
-    /// When a history month that was busy may be tried again (``dropExpiredHistoryPartitions(before:)``).
-    let historyDropsResume = Mutex<ContinuousClock.Instant?>(nil)
+    /// When a month that was busy or kept may be looked at again, by partition
+    /// (``dropExpiredPartitions(of:before:)``).
+    let partitionDropsResume = Mutex<[String: ContinuousClock.Instant]>([:])
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
@@ -118,8 +119,8 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         do {
             try await prepareAhead(now: Date())
         } catch {
-            // Until a maintenance pass manages it, history lands in its default partition.
-            logger.warning("could not create history's partitions ahead: \(Self.describe(error))")
+            // Until a maintenance pass manages it, rows land in their table's default partition.
+            logger.warning("could not create partitions ahead: \(Self.describe(error))")
         }
         return unknown
     }
@@ -128,6 +129,14 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// testing an upgrade from it.
     package func migrate(stoppingBefore name: String) async throws {
         _ = try await transaction { session in try await PostgresSchema.migrate(session, modules: self.modules, stoppingBefore: name) }
+    }
+
+    /// The schema of a Herald from before partitions (history and deliveries one table each),
+    /// for rehearsing and testing their conversion; with the sequence this build's accepts draw
+    /// delivery ids from (an older Herald's did not need it; migration v23 keeps it).
+    package func migrateAsBeforePartitions() async throws {
+        try await migrate(stoppingBefore: "v22-history-partitions")
+        try await withConnection { try await $0.execute(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(DeliveryIDs.sequence)")) }
     }
 
     public func holdsSchema() async throws -> Bool {
