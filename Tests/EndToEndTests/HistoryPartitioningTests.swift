@@ -4,11 +4,11 @@ import NIOHTTP1
 import Synchronization
 import Testing
 
-/// `herald migrate --partition-history` on a seeded database from before partitions, with
-/// Herald serving it throughout (docs/durability.md, "History partitions on PostgreSQL"): a
-/// conversion killed with SIGKILL while it waits for a lock leaves Herald accepting; one left
-/// after its first step is carried on by the next run; every history page and inbox count
-/// reads the same before, half way and after.
+/// `herald migrate --partition-history` and `--partition-deliveries` on a seeded database from
+/// before partitions, with Herald serving it throughout (docs/durability.md, "Month partitions
+/// on PostgreSQL"): a conversion killed with SIGKILL while it waits for a lock leaves Herald
+/// accepting; one left after its first step is carried on by the next run; every history page,
+/// inbox count and notification's deliveries reads the same before, half way and after.
 @Suite(.cleansUp) struct HistoryPartitioningTests {
     static let admin = "hk_" + String(repeating: "p", count: 40)
     static let users = ["seed-user-0", "seed-user-57", "seed-user-250"]
@@ -71,13 +71,91 @@ import Testing
         await herald.expectCleanStop()
     }
 
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func deliveriesArePartitionedWhileHeraldAcceptsAndReadTheSame() async throws {
+        let directory = try TestResources.temporaryDirectory("herald-partitions")
+        let database = try await PostgresTestDatabase.create()
+        let seed = ["seed", "--database", database, "--users", "300", "--history", "3000", "--days", "90", "--unpartitioned"]
+        let seeded = try await runCommand(Binaries.path("herald-bench"), seed, in: directory, timeout: .seconds(180))
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        // Retention would delete the seeded deliveries (a week old and more) while the test reads them.
+        let herald = try await RunningHerald(
+            arguments: ["--database", database], environment: ["HERALD_BOOTSTRAP_ADMIN_KEY": Self.admin, "HERALD_RETENTION_DELIVERIES": "3650d"],
+            in: directory)
+        defer { herald.terminate() }
+        let seededIDs = try #require(try await Self.views(of: herald)["seed-user-57"]?.ids.prefix(5)).map { $0 }
+        #expect(seededIDs.count == 5)
+        let before = try await Self.deliveries(of: seededIDs, on: herald)
+
+        // Accepts go on while it converts: every one is taken.
+        let stop = Mutex(false)
+        let accepting = Task {
+            var accepted: [String] = []
+            while !stop.withLock({ $0 }) {
+                let (status, body) = try await LoadHarness.request(
+                    .POST, "\(herald.url)/api/notifications", key: Self.admin, body: #"{"type":"comment","title":"during","user_ids":["seed-user-57"]}"#)
+                #expect(status == 202, "\(body)")
+                if let id = body["id"] as? String { accepted.append(id) }
+            }
+            return accepted
+        }
+        let converted = try await runCommand(
+            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--database", database], in: directory, timeout: .seconds(120))
+        stop.withLock { $0 = true }
+        let during = try await accepting.value
+        #expect(converted.status == 0, "\(converted.stdout)\(converted.stderr)")
+        #expect(converted.stdout.contains("deliveries is partitioned by month"), "\(converted.stdout)")
+        #expect(!during.isEmpty)
+
+        let partitioned = try await Self.deliveries(of: seededIDs, on: herald)
+        #expect(partitioned == before, "the seeded deliveries read the same once partitioned: \(Self.compact(before)) \(Self.compact(partitioned))")
+        let (status, accepted) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: Self.admin, body: #"{"type":"comment","title":"after","user_ids":["seed-user-57"]}"#)
+        #expect(status == 202)
+        let after = try #require(accepted["id"] as? String)
+        #expect(try await Self.waitForHistory(of: herald, toShow: after, user: "seed-user-57"), "the notification accepted after is delivered")
+        for id in during.suffix(3) + [after] {
+            let deliveries = try #require(try await Self.deliveries(of: [id], on: herald)[id])
+            #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.id > 1 << 50 }, "stored with ids made from time: \(deliveries)")
+        }
+        let again = try await runCommand(
+            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--database", database], in: directory, timeout: .seconds(60))
+        #expect(again.stdout.contains("deliveries is already partitioned"), "\(again.stdout)")
+        await herald.expectCleanStop()
+    }
+
     @Test func sqliteIsToldThePartitionsAreForPostgreSQL() async throws {
         let directory = try TestResources.temporaryDirectory("herald-partitions")
         let database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
-        let result = try await runCommand(
-            Binaries.path("herald"), ["migrate", "--partition-history", "--database", database], in: directory, timeout: .seconds(60))
-        #expect(result.status == 1 && result.stderr.contains("--partition-history is for PostgreSQL"), "\(result.status) \(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "nothing created")
+        for flag in ["--partition-history", "--partition-deliveries"] {
+            let result = try await runCommand(Binaries.path("herald"), ["migrate", flag, "--database", database], in: directory, timeout: .seconds(60))
+            #expect(result.status == 1 && result.stderr.contains("\(flag) is for PostgreSQL"), "\(result.status) \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "nothing created")
+        }
+    }
+
+    struct StoredDelivery: Equatable {
+        var id: Int64
+        var sink: String
+        var state: String
+    }
+
+    static func compact(_ found: [String: [StoredDelivery]]) -> String {
+        found.sorted { $0.key < $1.key }.map { "\($0.key): " + $0.value.map { "\($0.id)/\($0.sink)/\($0.state)" }.joined(separator: ",") }.joined(
+            separator: "\n")
+    }
+
+    /// Each notification's deliveries as `GET /api/notifications/{id}` lists them.
+    static func deliveries(of ids: [String], on herald: RunningHerald) async throws -> [String: [StoredDelivery]] {
+        var found: [String: [StoredDelivery]] = [:]
+        for id in ids {
+            let (status, body) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/\(id)", key: admin)
+            #expect(status == 200, "\(id): \(body)")
+            found[id] = ((body["deliveries"] as? [[String: Any]]) ?? []).map {
+                StoredDelivery(id: ($0["id"] as? NSNumber)?.int64Value ?? -1, sink: $0["sink"] as? String ?? "", state: $0["state"] as? String ?? "")
+            }
+        }
+        return found
     }
 
     static func firstOfTheMonth(after date: Date) -> Date {
@@ -111,9 +189,9 @@ import Testing
         return views
     }
 
-    static func waitForHistory(of herald: RunningHerald, toShow id: String) async throws -> Bool {
+    static func waitForHistory(of herald: RunningHerald, toShow id: String, user: String = "seed-user-0") async throws -> Bool {
         for _ in 0..<100 {
-            let (_, page) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/history?limit=5", key: admin, user: "seed-user-0")
+            let (_, page) = try await LoadHarness.request(.GET, "\(herald.url)/api/notifications/history?limit=5", key: admin, user: user)
             if ((page["history"] as? [[String: Any]]) ?? []).contains(where: { ($0["data"] as? [String: Any])?["id"] as? String == id }) { return true }
             try await Task.sleep(for: .milliseconds(100))
         }
