@@ -14,7 +14,7 @@ extension Year {
         report: inout Report
     ) async throws {
         // At least the oldest 30 days expire, up to the first of a month: PostgreSQL's history
-        // months below it are dropped whole (docs/durability.md, "History partitions on PostgreSQL").
+        // months below it are dropped whole (docs/durability.md, "Month partitions on PostgreSQL").
         let kept = "\(Int(Date().timeIntervalSince(Self.firstOfTheMonth(after: Date().addingTimeInterval(-335 * 86_400)))))s"
         let sqlitePath = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : nil
         let sizeBefore = sqlitePath.map(Self.fileSize) ?? 0

@@ -213,7 +213,18 @@ public final class PostgresCardStore: CardStore {
     }
 
     static func storeEvents(_ batches: [StoredEvents], _ session: PostgresSession) async throws -> [[EngagementEvent]] {
-        // Reactions change their users' histories: those rows are locked first, in order.
+        // An event id is unique per user, and on a partitioned table (docs/durability.md, "Month
+        // partitions on PostgreSQL") each month only knows its own: a user's events are stored
+        // one transaction at a time, under a lock taken first and in order, and the other months
+        // are looked in before each insert.
+        let users = Array(Set(batches.flatMap { $0.events.map(\.userID) }))
+        try await session.execute(
+            """
+            SELECT pg_advisory_xact_lock(\(MonthPartitionedTable.eventUserLock), h)
+            FROM (SELECT DISTINCT hashtext(u) AS h FROM UNNEST(\(users)::text[]) AS u ORDER BY 1) AS ordered
+            """
+        )
+        // Reactions change their users' histories: those rows are locked next, in order.
         let reacting = Set(batches.flatMap { $0.events.filter { $0.type == "reaction" && $0.card != nil }.map(\.userID) })
         if !reacting.isEmpty { try await lockUsers(reacting, session) }
         var results: [[EngagementEvent]] = []
@@ -227,7 +238,8 @@ public final class PostgresCardStore: CardStore {
                     \(events.map { $0.reaction ?? "" })::text[], \(events.map { $0.card ?? "" })::text[], \(events.map { $0.name ?? "" })::text[],
                     \(events.map { JSONValue.object($0.properties).canonicalText })::text[], \(events.map { PostgresStore.micros($0.at) })::bigint[])
                     AS u(user_id, event_id, type, reaction, card, name, properties, at)
-                ON CONFLICT (user_id, event_id) DO NOTHING
+                WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.user_id = u.user_id AND e.event_id = u.event_id)
+                ON CONFLICT DO NOTHING
                 RETURNING user_id, event_id
                 """
             )
@@ -255,9 +267,12 @@ public final class PostgresCardStore: CardStore {
         }
     }
 
+    /// Whole months go first (``PostgresStore/dropExpiredPartitions(of:before:)``), then one batch.
     public func purgeEvents(before: Date, limit: Int) async throws -> Int {
-        try await store.purge(
-            "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(PostgresStore.micros(before)) LIMIT \(limit)) RETURNING seq")
+        let dropped = try await store.dropExpiredPartitions(of: .events, before: before)
+        return try await dropped
+            + store.purge(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE received_at < \(PostgresStore.micros(before)) LIMIT \(limit)) RETURNING seq")
     }
 
     // MARK: - Pieces

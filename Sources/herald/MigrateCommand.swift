@@ -10,7 +10,7 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or upgrade the database schema, then exit.",
         discussion: """
-            With --partition-history or --partition-deliveries, an existing PostgreSQL database's \
+            With --partition-history, --partition-deliveries or --partition-events, an existing PostgreSQL database's \
             table is then partitioned by month while Herald goes on serving (docs/durability.md, \
             "Month partitions on PostgreSQL"); a new database's are partitioned from the start.
             """
@@ -24,9 +24,12 @@ struct Migrate: AsyncParsableCommand {
     @Flag(help: "Partition an existing PostgreSQL database's deliveries by month, online.")
     var partitionDeliveries = false
 
+    @Flag(help: "Partition an existing PostgreSQL database's engagement events by month, online.")
+    var partitionEvents = false
+
     /// The tables asked for, in the order they are converted.
     var tables: [MonthPartitionedTable] {
-        (partitionHistory ? [.history] : []) + (partitionDeliveries ? [.deliveries] : [])
+        (partitionHistory ? [.history] : []) + (partitionDeliveries ? [.deliveries] : []) + (partitionEvents ? [.events] : [])
     }
 
     func run() async throws {

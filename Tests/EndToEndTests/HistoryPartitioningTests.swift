@@ -100,11 +100,13 @@ import Testing
             return accepted
         }
         let converted = try await runCommand(
-            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--database", database], in: directory, timeout: .seconds(120))
+            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--partition-events", "--database", database], in: directory,
+            timeout: .seconds(120))
         stop.withLock { $0 = true }
         let during = try await accepting.value
         #expect(converted.status == 0, "\(converted.stdout)\(converted.stderr)")
         #expect(converted.stdout.contains("deliveries is partitioned by month"), "\(converted.stdout)")
+        #expect(converted.stdout.contains("events is partitioned by month"), "\(converted.stdout)")
         #expect(!during.isEmpty)
 
         let partitioned = try await Self.deliveries(of: seededIDs, on: herald)
@@ -127,7 +129,7 @@ import Testing
     @Test func sqliteIsToldThePartitionsAreForPostgreSQL() async throws {
         let directory = try TestResources.temporaryDirectory("herald-partitions")
         let database = "sqlite:" + directory.appendingPathComponent("herald.sqlite").path
-        for flag in ["--partition-history", "--partition-deliveries"] {
+        for flag in ["--partition-history", "--partition-deliveries", "--partition-events"] {
             let result = try await runCommand(Binaries.path("herald"), ["migrate", flag, "--database", database], in: directory, timeout: .seconds(60))
             #expect(result.status == 1 && result.stderr.contains("\(flag) is for PostgreSQL"), "\(result.status) \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald.sqlite").path), "nothing created")

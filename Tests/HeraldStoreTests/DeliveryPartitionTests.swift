@@ -39,6 +39,7 @@ import Testing
         try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: now)
         #expect(try await store.status(of: notification.id)?.deliveries.map(\.state) == [.delivered, .delivered])
         #expect(try await Self.partitionsHolding(store) == [Self.deliveries.month(now).name: 2])
+        #expect(try await Self.olderHeraldsNextID(store) != nil, "the column's sequence is found as an older Herald finds it")
     }
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
@@ -94,7 +95,12 @@ import Testing
         }
         try await store.migrate()
         #expect(try await Self.partitionNames(store).isEmpty, "deliveries with rows are left unpartitioned by the migration")
-        #expect(try await Self.rowsByID(store).allSatisfy { $0.id < 1_000 }, "the identity's ids")
+        let identityIDs = try await Self.rowsByID(store).map(\.id)
+        #expect(identityIDs.allSatisfy { $0 < 1_000 }, "the identity's ids")
+        // An older Herald still running (a rolling upgrade) draws small ids past the identity's.
+        let olderHeralds = try #require(try await Self.olderHeraldsNextID(store))
+        #expect(olderHeralds > (identityIDs.max() ?? 0) && olderHeralds < 1_000, "\(olderHeralds)")
+        try await Self.insert(store, id: olderHeralds, state: "delivered", updated: Date())
         // And one accepted since, still pending: ids made from time, below the coming bound.
         let old = HeraldNotification(id: ids.next(), type: "comment", title: "T", body: "B", url: nil, timestamp: Date(), target: .users(["a"]))
         _ = try await store.accept(old, recipients: 1, deliveries: [PlannedDelivery(sink: "fcm", userID: "a", distribution: .alert)], idempotencySince: Date())
@@ -140,13 +146,20 @@ import Testing
             before: Date(timeIntervalSince1970: TimeInterval(legacyUpper)).addingTimeInterval(86_400), limit: 100_000)
         #expect(removed == after.count, "the old table and the months below the cutoff are dropped whole")
         #expect(!(try await Self.partitionNames(store)).contains(Self.deliveries.legacyPartition))
+        // The ids' sequence outlived the old table that owned it.
+        try await Self.insertWithoutID(store, at: Date(), state: "delivered")
+        #expect(try await Self.olderHeraldsNextID(store) != nil)
     }
 
     // MARK: Helpers
 
     /// A delivery with the id Herald would have drawn at `at`.
     static func insert(_ store: PostgresStore, at: Date, state: String, updated: Date) async throws {
-        let id = Int64(at.timeIntervalSince1970) << DeliveryIDs.sequenceBits + Int64.random(in: 0..<1_000_000)
+        try await insert(
+            store, id: Int64(at.timeIntervalSince1970) << DeliveryIDs.sequenceBits + Int64.random(in: 0..<1_000_000), state: state, updated: updated)
+    }
+
+    static func insert(_ store: PostgresStore, id: Int64, state: String, updated: Date) async throws {
         let pending = state == "pending" ? PostgresStore.micros(updated) : nil
         try await store.withConnection { session in
             try await session.execute(
@@ -167,6 +180,13 @@ import Testing
                 VALUES ('n', 'fcm', 'u', 'alert', \(state), 1, \(PostgresStore.micros(at)))
                 """
             )
+        }
+    }
+
+    /// The next id as an older Herald's accept draws it (before v23, from the identity).
+    static func olderHeraldsNextID(_ store: PostgresStore) async throws -> Int64? {
+        try await store.withConnection { session in
+            try await session.row("SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id")?.optionalInteger("id")
         }
     }
 

@@ -5,7 +5,7 @@ import PostgresNIO
 /// A table PostgreSQL partitions by the month of a time-ordered key, so that retention drops a
 /// month whose rows have all expired where a `DELETE` would rewrite every row and leave the
 /// table to bloat (docs/durability.md, "Month partitions on PostgreSQL"). History and
-/// deliveries are two (``history``, ``deliveries``).
+/// deliveries and events are three (``history``, ``deliveries``, ``events``).
 ///
 /// - A new database's table is partitioned by its migration; an existing one's is converted by
 ///   ``PostgresStore/partition(_:now:progress:)`` while Herald serves.
@@ -20,6 +20,8 @@ package struct MonthPartitionedTable: Sendable {
         case hexSecondPrefix
         /// Integers that are their second times 2^21 plus a sequence (delivery ids).
         case shiftedSecond
+        /// Microseconds since 1970 (events' `received_at`).
+        case micros
     }
 
     package let table: String
@@ -31,12 +33,20 @@ package struct MonthPartitionedTable: Sendable {
     let parent: @Sendable (_ identityStart: Int64) -> String
     /// The indexes the table has besides its constraints' (unique ones and the key), by name.
     let indexes: [(name: String, definition: String)]
+    /// Unique indexes each partition has of its own (a unique index on the parent would have to
+    /// hold the key): by a suffix to the partition's name. Uniqueness across partitions is then
+    /// the writer's to keep.
+    let partitionIndexes: [(suffix: String, definition: String)]
     /// The indexes of its constraints, as an unpartitioned table named them.
     let constraintIndexes: [String]
     /// The identity column an unpartitioned table had, continued by the partitioned one.
     let identity: String?
-    /// Triggers on the table: their statements, and their names.
-    let triggers: (create: [String], names: [String])
+    /// Statements that prepare for the partitioned table (a sequence its default draws from).
+    let beforeCreate: [String]
+    /// Statements that finish the partitioned table (its triggers, a sequence it owns).
+    let afterCreate: [String]
+    /// The triggers an unpartitioned table had, dropped from it as it becomes a partition.
+    let legacyTriggers: [String]
     /// What makes a month wait when its bound has passed (``DropRule``).
     let dropRule: DropRule
 
@@ -55,17 +65,22 @@ package struct MonthPartitionedTable: Sendable {
     }
 
     /// Months created ahead of the current one.
-    static let monthsAhead = 2
-    var defaultPartition: String { "\(table)_default" }
+    package static let monthsAhead = 2
+    package var defaultPartition: String { "\(table)_default" }
     /// The unpartitioned table, once it is a partition of the partitioned one.
-    var legacyPartition: String { "\(table)_legacy" }
+    package var legacyPartition: String { "\(table)_legacy" }
     /// The constraint that proves the legacy table's keys lie below the first month's.
     var legacyBound: String { "\(table)_legacy_bound" }
 
-    /// The partitioned table with its indexes, default partition and triggers.
+    /// The partitioned table with its indexes, default partition, ``beforeCreate`` and ``afterCreate``.
     func partitionedTable(identityStart: Int64 = 1) -> [String] {
-        [parent(identityStart)] + indexes.map { "CREATE INDEX \($0.name) ON \(table) \($0.definition)" }
-            + ["CREATE TABLE \(defaultPartition) PARTITION OF \(table) DEFAULT"] + triggers.create
+        beforeCreate + [parent(identityStart)] + indexes.map { "CREATE INDEX \($0.name) ON \(table) \($0.definition)" }
+            + ["CREATE TABLE \(defaultPartition) PARTITION OF \(table) DEFAULT"] + ownIndexes(of: defaultPartition) + afterCreate
+    }
+
+    /// ``partitionIndexes`` for one partition.
+    func ownIndexes(of partition: String) -> [String] {
+        partitionIndexes.map { "CREATE UNIQUE INDEX \(partition)_\($0.suffix) ON \(partition) \($0.definition)" }
     }
 
     /// A migration that turns an empty, unpartitioned table (a new database's) into the
@@ -92,14 +107,14 @@ package struct MonthPartitionedTable: Sendable {
 
     /// The month `offset` months from the one holding `date` (UTC): its partition's name and
     /// its first second, clamped to what 32 bits of seconds hold.
-    func month(_ date: Date, offset: Int = 0) -> (name: String, second: Int64) {
+    package func month(_ date: Date, offset: Int = 0) -> (name: String, second: Int64) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
         let components = calendar.dateComponents([.year, .month], from: date)
         let start = calendar.date(from: components).flatMap { calendar.date(byAdding: .month, value: offset, to: $0) } ?? date
         let second = Int64(UInt32(clamping: Int64(saturating: start.timeIntervalSince1970.rounded(.down))))
         let month = calendar.dateComponents([.year, .month], from: start)
-        return (String(format: "%@_y%04dm%02d", table, month.year ?? 1970, month.month ?? 1), second)
+        return (table + String(format: "_y%04dm%02d", month.year ?? 1970, month.month ?? 1), second)
     }
 
     /// The key's SQL literal for the first key of `second`.
@@ -107,6 +122,7 @@ package struct MonthPartitionedTable: Sendable {
         switch keyKind {
         case .hexSecondPrefix: String(format: "'%08llx'", second)
         case .shiftedSecond: String(second << DeliveryIDs.sequenceBits)
+        case .micros: String(second.multipliedReportingOverflow(by: 1_000_000).partialValue)
         }
     }
 
@@ -116,6 +132,7 @@ package struct MonthPartitionedTable: Sendable {
         switch keyKind {
         case .hexSecondPrefix: Int64(digits.prefix(8), radix: 16)
         case .shiftedSecond: Int64(digits).map { $0 >> DeliveryIDs.sequenceBits }
+        case .micros: Int64(digits).map { $0 / 1_000_000 }
         }
     }
 
@@ -127,11 +144,11 @@ package struct MonthPartitionedTable: Sendable {
     }
 
     /// One partition and the seconds its bounds stand for (nil: MINVALUE).
-    struct Partition: Equatable {
-        var name: String
-        var lower: Int64?
-        var upper: Int64?
-        var isDefault = false
+    package struct Partition: Equatable, Sendable {
+        package var name: String
+        package var lower: Int64?
+        package var upper: Int64?
+        package var isDefault = false
 
         func overlaps(_ lowerBound: Int64, _ upperBound: Int64) -> Bool {
             guard !isDefault else { return false }
@@ -147,7 +164,7 @@ package struct MonthPartitionedTable: Sendable {
     }
 
     /// Whether the table is partitioned, and its partitions.
-    func partitions(_ session: PostgresSession) async throws -> [Partition]? {
+    package func partitions(_ session: PostgresSession) async throws -> [Partition]? {
         let partitioned = PostgresQuery(unsafeSQL: "SELECT 1 FROM pg_partitioned_table WHERE partrelid = '\(table)'::regclass")
         guard try await session.row(partitioned) != nil else { return nil }
         return try await session.rows(
@@ -181,6 +198,7 @@ package struct MonthPartitionedTable: Sendable {
                 PostgresQuery(
                     unsafeSQL:
                         "CREATE TABLE \(month.name) PARTITION OF \(table) FOR VALUES FROM (\(literal(month.second))) TO (\(literal(next.second)))"))
+            for index in ownIndexes(of: month.name) { try await session.execute(PostgresQuery(unsafeSQL: index)) }
             existing.append(Partition(name: month.name, lower: month.second, upper: next.second))
             created.append(month.name)
         }

@@ -48,9 +48,15 @@ extension MonthPartitionedTable {
             ("deliveries_finished_by_age", "(updated_at) WHERE state <> 'pending'"),
             ("deliveries_held", "(id) WHERE state = 'held'"),
         ],
+        partitionIndexes: [],
         constraintIndexes: ["deliveries_pkey"],
         identity: nil,
-        triggers: ([], []),
+        // Owned by the parent, the sequence is what an older Herald still running beside this one
+        // finds as the column's (`pg_get_serial_sequence`), and it outlives the old table, which
+        // owned it before the conversion and is dropped once its rows expire.
+        beforeCreate: [],
+        afterCreate: ["ALTER SEQUENCE \(DeliveryIDs.sequence) OWNED BY deliveries.id"],
+        legacyTriggers: [],
         dropRule: DropRule(
             newest: "updated_at", newestFilter: "WHERE state <> 'pending'",
             // Each through its own index: a pending or held delivery, or one folded into a
@@ -66,10 +72,15 @@ extension MonthPartitionedTable {
 
     /// Migration v23: delivery ids from time from now on, on either layout; an empty table (a
     /// new database's) is partitioned, one with rows waits for `herald migrate --partition-deliveries`.
+    /// There the identity gives way to the sequence, continued past the identity's last id and
+    /// owned by the column: an older Herald still running beside this one (a rolling upgrade)
+    /// draws its ids from it, small and unique, where it drew them from the identity.
     static let deliveriesMigration: [String] = [
         "CREATE SEQUENCE IF NOT EXISTS \(DeliveryIDs.sequence)",
         deliveries.migration(otherwise: [
             "ALTER TABLE deliveries ALTER COLUMN id DROP IDENTITY",
+            "PERFORM setval('\(DeliveryIDs.sequence)', COALESCE((SELECT max(id) FROM deliveries), 0) + 1, false)",
+            "ALTER SEQUENCE \(DeliveryIDs.sequence) OWNED BY deliveries.id",
             "ALTER TABLE deliveries ALTER COLUMN id SET DEFAULT \(DeliveryIDs.next)",
         ]),
     ]

@@ -36,9 +36,12 @@ extension MonthPartitionedTable {
             ("history_archived_by_age", "(created_at) WHERE archived = 1"),
             ("history_by_seq", "(seq)"),
         ],
+        partitionIndexes: [],
         constraintIndexes: ["history_pkey", "history_notification_id_user_id_key"],
         identity: "seq",
-        triggers: (InboxSQL.postgresTriggerStatements, ["inbox_counts_inserted", "inbox_counts_deleted", "inbox_counts_changed"]),
+        beforeCreate: [],
+        afterCreate: InboxSQL.postgresTriggerStatements,
+        legacyTriggers: ["inbox_counts_inserted", "inbox_counts_deleted", "inbox_counts_changed"],
         dropRule: DropRule(newest: "created_at", newestFilter: "", keptQuery: nil, beforeDrop: [InboxSQL.postgresUncount(rowsOf: "$partition")])
     )
 }

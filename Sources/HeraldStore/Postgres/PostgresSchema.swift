@@ -362,6 +362,8 @@ enum PostgresSchema {
         ("v22-history-partitions", [MonthPartitionedTable.history.migration()]),
         // Delivery ids from time, and deliveries partitioned by month when still empty (docs/durability.md).
         ("v23-delivery-partitions", MonthPartitionedTable.deliveriesMigration),
+        // Events partitioned by the month they were received, when still empty (docs/durability.md).
+        ("v24-event-partitions", [MonthPartitionedTable.events.migration()]),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

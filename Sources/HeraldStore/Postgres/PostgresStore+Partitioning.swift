@@ -120,7 +120,7 @@ extension PostgresStore {
         for index in table.indexes.map(\.name) + table.constraintIndexes {
             statements.append("ALTER INDEX \(index) RENAME TO \(legacy)\(index.dropFirst(table.table.count))")
         }
-        statements += table.triggers.names.map { "DROP TRIGGER \($0) ON \(legacy)" }
+        statements += table.legacyTriggers.map { "DROP TRIGGER \($0) ON \(legacy)" }
         var identityStart: Int64 = 1
         if let identity = table.identity {
             identityStart =

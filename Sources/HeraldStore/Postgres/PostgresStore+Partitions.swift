@@ -6,7 +6,7 @@ import Synchronization
 
 extension PostgresStore {
     /// The tables partitioned by month (docs/durability.md, "Month partitions on PostgreSQL").
-    package static let partitionedTables: [MonthPartitionedTable] = [.history, .deliveries]
+    package static let partitionedTables: [MonthPartitionedTable] = [.history, .deliveries, .events]
 
     /// Creates each partitioned table's months, this one and the next
     /// ``MonthPartitionedTable/monthsAhead``, that do not exist yet; for a table not yet
@@ -53,7 +53,7 @@ extension PostgresStore {
     /// Drops each of a table's partitions whose keys all lie before `before` and whose rows
     /// its ``MonthPartitionedTable/DropRule`` lets go, running its `beforeDrop` statements in
     /// the same transaction. - Returns: the rows dropped.
-    func dropExpiredPartitions(of table: MonthPartitionedTable, before: Date) async throws -> Int {
+    package func dropExpiredPartitions(of table: MonthPartitionedTable, before: Date) async throws -> Int {
         // A month that was busy, or kept, is looked at again some time later, not at every batch.
         let now = ContinuousClock.now
         let waiting = partitionDropsResume.withLock { $0 }
