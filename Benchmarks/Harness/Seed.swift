@@ -38,7 +38,7 @@ struct Seed: AsyncParsableCommand {
 
     @Flag(
         help:
-            "PostgreSQL: keep history and deliveries unpartitioned, as a database from before partitions, to rehearse `herald migrate --partition-history --partition-deliveries` on."
+            "PostgreSQL: keep history, deliveries and events unpartitioned, as a database from before partitions, to rehearse `herald migrate --partition-history --partition-deliveries --partition-events` on."
     )
     var unpartitioned = false
 
@@ -80,7 +80,7 @@ struct SeedPlan: Sendable {
     let days: Int
     /// The newest row's time; the oldest is `days` before it.
     let end: Date
-    /// PostgreSQL: history and deliveries in month partitions, as a new database has them (or
+    /// PostgreSQL: history, deliveries and events in month partitions, as a new database has them (or
     /// left as a database from before them had them).
     var partitioned = true
 

@@ -323,7 +323,7 @@ public protocol RetentionStore: Sendable {
     func purgeArchive(before: Date, limit: Int) async throws -> Int
     /// Notifications accepted before `before` that no delivery and no history row refers to.
     func purgeNotifications(before: Date, limit: Int) async throws -> Int
-    /// Makes what the coming weeks' writes need before they arrive: on PostgreSQL, history's and deliveries'
+    /// Makes what the coming weeks' writes need before they arrive: on PostgreSQL, history's, deliveries' and events'
     /// partitions for this month and the next two (docs/durability.md).
     func prepareAhead(now: Date) async throws
 }
