@@ -44,7 +44,7 @@ extension PostgresStore {
         }
         // PostgreSQL's estimate: none before the table was first analyzed.
         let size = rows > 0 ? " (about \(rows) rows)" : ""
-        progress("validating that \(table.table)'s keys\(size) lie below \(table.literal(bound)); reads and writes go on")
+        progress("validating that the keys of \(table.table)\(size) lie below \(table.literal(bound)); reads and writes go on")
         let validating = clock.now
         try await withConnection { session in
             try await session.execute(PostgresQuery(unsafeSQL: "ALTER TABLE \(table.table) VALIDATE CONSTRAINT \(table.legacyBound)"))
@@ -67,7 +67,7 @@ extension PostgresStore {
         let existing = try await legacyBoundDefinition(table)
         let earliest = Self.micros(now.addingTimeInterval(86_400)) / 1_000_000
         if let existing, let kept = table.second(inCheck: existing), kept > earliest {
-            progress("carrying on: \(table.table)'s keys are bounded below \(table.literal(kept)) already")
+            progress("carrying on: the keys of \(table.table) are bounded below \(table.literal(kept)) already")
             return kept
         }
         let bound = table.month(now.addingTimeInterval(7 * 86_400), offset: 1).second
@@ -84,7 +84,7 @@ extension PostgresStore {
             }
         }
         progress(
-            "\(table.table)'s new keys are bounded below \(table.literal(bound)) (the first partitioned month, \(Date(timeIntervalSince1970: TimeInterval(bound))))"
+            "new keys of \(table.table) are bounded below \(table.literal(bound)) (the first partitioned month, \(Date(timeIntervalSince1970: TimeInterval(bound))))"
         )
         return bound
     }
@@ -144,7 +144,7 @@ extension PostgresStore {
             do {
                 return try await step()
             } catch let error where PostgresPool.sqlState(error) == "55P03" && attempt < 60 {
-                if attempt == 1 { progress("waiting for \(table.table)'s lock (a long query or a migration holds it); trying each second") }
+                if attempt == 1 { progress("waiting for the lock on \(table.table) (a long query or a migration holds it); trying each second") }
                 try await Task.sleep(for: .seconds(1))
             }
         }
