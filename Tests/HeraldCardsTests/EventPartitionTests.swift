@@ -29,7 +29,7 @@ import Testing
         let url = try await PostgresTestDatabase.create()
         let store = try await Self.store(url)
         try await store.migrate()
-        #expect(try await Self.partitionNames(store).contains(Self.events.defaultPartition))
+        #expect(try await store.partitionNames(of: .events).contains(Self.events.defaultPartition))
         _ = try await store.createPartitions(of: .events, from: Self.date(2025, 1), through: Self.date(2025, 2))
         let cards = PostgresCardStore(store: store)
         let endOfJanuary = Self.date(2025, 2, 1, -1)
@@ -45,7 +45,7 @@ import Testing
             try await cards.storeEvents(
                 [Self.event("ada", "e3", at: february), Self.event("ada", "e3", at: february), Self.event("bob", "e1", at: february)], at: february
             ).count == 2)
-        #expect(try await Self.partitionsHolding(store) == ["events_y2025m01": 1, "events_y2025m02": 3])
+        #expect(try await store.rowsByPartition(of: .events) == ["events_y2025m01": 1, "events_y2025m02": 3])
 
         // Two processes store the same events at once, one on each side of the month's start:
         // each event is stored once.
@@ -72,7 +72,7 @@ import Testing
         _ = try await cards.storeEvents([Self.event("cy", "now", at: Date())], at: Date())
 
         #expect(try await cards.purgeEvents(before: Self.date(2025, 3, 5), limit: 1000) == 5 + 3 + 1, "January and February dropped, the default's one deleted")
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .events)
         #expect(!names.contains("events_y2025m01") && !names.contains("events_y2025m02") && names.contains("events_y2025m03"))
         #expect(try await Self.count(store, "SELECT count(*) AS n FROM events") == 2)
         #expect(try await cards.purgeEvents(before: Self.date(2025, 3, 5), limit: 1000) == 0)
@@ -88,7 +88,7 @@ import Testing
             #expect(try await cards.storeEvents([Self.event("ada", "old-\(day)", at: at)], at: at).count == 1)
         }
         try await store.migrate()
-        #expect(try await Self.partitionNames(store).isEmpty, "events with rows are left unpartitioned by the migration")
+        #expect(try await store.partitionNames(of: .events).isEmpty, "events with rows are left unpartitioned by the migration")
         let before = try await Self.count(store, "SELECT count(*) AS n FROM events")
 
         let stop = Mutex(false)
@@ -105,7 +105,7 @@ import Testing
         stop.withLock { $0 = true }
         let concurrent = try await writer.value
         #expect(steps.withLock { $0 }.contains { $0.hasPrefix("events is partitioned") }, "\(steps.withLock { $0 })")
-        #expect(try await Self.partitionNames(store).contains(Self.events.legacyPartition))
+        #expect(try await store.partitionNames(of: .events).contains(Self.events.legacyPartition))
         #expect(try await Self.count(store, "SELECT count(*) AS n FROM events") == before + concurrent, "none lost, none refused")
         #expect(try await cards.storeEvents([Self.event("ada", "old-40", at: Date())], at: Date()).isEmpty, "an event from before is still a duplicate")
 
@@ -136,15 +136,4 @@ import Testing
         try await store.withConnection { session in Int(try await session.row(PostgresQuery(unsafeSQL: sql))?.integer("n") ?? -1) }
     }
 
-    static func partitionNames(_ store: PostgresStore) async throws -> [String] {
-        try await store.withConnection { try await events.partitions($0) }?.map(\.name) ?? []
-    }
-
-    static func partitionsHolding(_ store: PostgresStore) async throws -> [String: Int] {
-        let rows = try await store.withConnection { session in
-            try await session.rows("SELECT tableoid::regclass::text AS part, count(*) AS rows FROM events GROUP BY 1")
-                .map { (try $0.text("part"), Int(try $0.integer("rows"))) }
-        }
-        return Dictionary(uniqueKeysWithValues: rows)
-    }
 }

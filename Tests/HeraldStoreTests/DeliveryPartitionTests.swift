@@ -20,7 +20,7 @@ import Testing
         let store = try await HistoryPartitionTests.store()
         try await store.migrate()
         let now = Date()
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .deliveries)
         let expected = (0...MonthPartitionedTable.monthsAhead).map { Self.deliveries.month(now, offset: $0).name }
         #expect(Set(names) == Set(expected + [Self.deliveries.defaultPartition]), "this month, the next two and the default: \(names)")
 
@@ -38,7 +38,7 @@ import Testing
         }
         try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: now)
         #expect(try await store.status(of: notification.id)?.deliveries.map(\.state) == [.delivered, .delivered])
-        #expect(try await Self.partitionsHolding(store) == [Self.deliveries.month(now).name: 2])
+        #expect(try await store.rowsByPartition(of: .deliveries) == [Self.deliveries.month(now).name: 2])
         #expect(try await Self.olderHeraldsNextID(store) != nil, "the column's sequence is found as an older Herald finds it")
     }
 
@@ -72,13 +72,13 @@ import Testing
 
         let removed = try await store.purgeFinishedDeliveries(before: cutoff, limit: 1000)
         #expect(removed == 10 + 1 + 2 + 1 + 1, "January dropped (10), then December's old one, February's two, March's one and the default's deleted")
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .deliveries)
         #expect(!names.contains("deliveries_y2025m01"), "January is dropped")
         #expect(names.contains("deliveries_y2024m12"), "December holds a delivery changed after the cutoff")
         #expect(names.contains("deliveries_y2025m02"), "February holds a pending delivery")
         #expect(names.contains("deliveries_y2025m03"), "March holds a held one")
         #expect(
-            try await Self.partitionsHolding(store) == [
+            try await store.rowsByPartition(of: .deliveries) == [
                 "deliveries_y2024m12": 1, "deliveries_y2025m02": 1, "deliveries_y2025m03": 1, Self.deliveries.month(Date()).name: 1,
             ])
         #expect(try await store.purgeFinishedDeliveries(before: cutoff, limit: 1000) == 0, "nothing finished is left past the cutoff")
@@ -94,7 +94,7 @@ import Testing
             try await Self.insertWithoutID(store, at: at, state: day % 4 == 0 ? "failed" : "delivered")
         }
         try await store.migrate()
-        #expect(try await Self.partitionNames(store).isEmpty, "deliveries with rows are left unpartitioned by the migration")
+        #expect(try await store.partitionNames(of: .deliveries).isEmpty, "deliveries with rows are left unpartitioned by the migration")
         let identityIDs = try await Self.rowsByID(store).map(\.id)
         #expect(identityIDs.allSatisfy { $0 < 1_000 }, "the identity's ids")
         // An older Herald still running (a rolling upgrade) draws small ids past the identity's.
@@ -123,7 +123,7 @@ import Testing
         let concurrent = try await writer.value
         #expect(steps.withLock { $0 }.contains { $0.hasPrefix("deliveries is partitioned") }, "\(steps.withLock { $0 })")
 
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .deliveries)
         #expect(names.contains(Self.deliveries.legacyPartition) && names.contains(Self.deliveries.defaultPartition))
         let after = try await Self.rowsByID(store)
         #expect(Array(after.prefix(before.count)) == before, "every delivery kept its id")
@@ -145,7 +145,7 @@ import Testing
         let removed = try await store.purgeFinishedDeliveries(
             before: Date(timeIntervalSince1970: TimeInterval(legacyUpper)).addingTimeInterval(86_400), limit: 100_000)
         #expect(removed == after.count, "the old table and the months below the cutoff are dropped whole")
-        #expect(!(try await Self.partitionNames(store)).contains(Self.deliveries.legacyPartition))
+        #expect(!(try await store.partitionNames(of: .deliveries)).contains(Self.deliveries.legacyPartition))
         // The ids' sequence outlived the old table that owned it.
         try await Self.insertWithoutID(store, at: Date(), state: "delivered")
         #expect(try await Self.olderHeraldsNextID(store) != nil)
@@ -188,18 +188,6 @@ import Testing
         try await store.withConnection { session in
             try await session.row("SELECT nextval(pg_get_serial_sequence('deliveries', 'id')) AS id")?.optionalInteger("id")
         }
-    }
-
-    static func partitionNames(_ store: PostgresStore) async throws -> [String] {
-        try await store.withConnection { try await deliveries.partitions($0) }?.map(\.name) ?? []
-    }
-
-    static func partitionsHolding(_ store: PostgresStore) async throws -> [String: Int] {
-        let rows = try await store.withConnection { session in
-            try await session.rows("SELECT tableoid::regclass::text AS part, count(*) AS rows FROM deliveries GROUP BY 1")
-                .map { (try $0.text("part"), Int(try $0.integer("rows"))) }
-        }
-        return Dictionary(uniqueKeysWithValues: rows)
     }
 
     struct StoredDeliveryRow: Equatable, Sendable {

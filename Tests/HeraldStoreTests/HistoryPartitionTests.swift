@@ -29,18 +29,18 @@ import Testing
         let store = try await Self.store()
         try await store.migrate()
         let now = Date()
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .history)
         let expected = (0...MonthPartitionedTable.monthsAhead).map { Self.history.month(now, offset: $0).name }
         #expect(Set(names) == Set(expected + [Self.history.defaultPartition]), "this month, the next two and the default: \(names)")
 
         try await Self.insert(store, id: ids.next(at: now).hex, user: "ada", createdAt: now)
         try await Self.insert(store, id: ids.next(at: Self.date(2020, 5, 3)).hex, user: "ada", createdAt: now)
-        #expect(try await Self.partitionsHolding(store) == [Self.history.month(now).name: 1, Self.history.defaultPartition: 1])
+        #expect(try await store.rowsByPartition(of: .history) == [Self.history.month(now).name: 1, Self.history.defaultPartition: 1])
 
         // A pass later, the months ahead are there already: nothing is created twice.
         try await store.prepareAhead(now: now)
         try await store.prepareAhead(now: Self.utc.date(byAdding: .month, value: 1, to: now) ?? now)
-        #expect(try await Self.partitionNames(store).count == names.count + 1, "one more month, at the far end")
+        #expect(try await store.partitionNames(of: .history).count == names.count + 1, "one more month, at the far end")
         try await Self.expectCountersMatchARecount(store)
     }
 
@@ -75,10 +75,10 @@ import Testing
 
         let removed = try await store.purgeHistory(before: cutoff, limit: 1000)
         #expect(removed == 15 + 2 + 1, "January dropped (15 rows), then February's two old rows and the default's one deleted")
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .history)
         #expect(!names.contains("history_y2025m01"), "January is dropped")
         #expect(names.contains("history_y2025m02"), "February holds a row written after the cutoff, so it stays")
-        #expect(try await Self.partitionsHolding(store) == ["history_y2025m02": 1, Self.history.month(Date()).name: 1])
+        #expect(try await store.rowsByPartition(of: .history) == ["history_y2025m02": 1, Self.history.month(Date()).name: 1])
         try await Self.expectCountersMatchARecount(store)
         #expect(try await Self.unread(store, "ada") == 2, "ada's unread: February's late row and this month's")
         #expect(try await Self.unread(store, "bob") == 0)
@@ -99,7 +99,7 @@ import Testing
             written.append(id)
         }
         try await store.migrate()
-        #expect(try await Self.partitionNames(store).isEmpty, "a history with rows is left unpartitioned by the migration")
+        #expect(try await store.partitionNames(of: .history).isEmpty, "a history with rows is left unpartitioned by the migration")
         let before = try await Self.rowsBySeq(store)
 
         // Accepts go on while it converts: none is refused or lost.
@@ -119,13 +119,13 @@ import Testing
         let concurrent = try await writer.value
         #expect(steps.withLock { $0 }.contains { $0.hasPrefix("history is partitioned") }, "\(steps.withLock { $0 })")
 
-        let names = try await Self.partitionNames(store)
+        let names = try await store.partitionNames(of: .history)
         #expect(names.contains(Self.history.legacyPartition) && names.contains(Self.history.defaultPartition))
         let after = try await Self.rowsBySeq(store)
         #expect(Array(after.prefix(before.count)) == before, "every row kept its sequence number and its place")
         #expect(after.count == before.count + concurrent, "and every row written meanwhile is there too")
         #expect(after.map(\.seq) == after.map(\.seq).sorted(), "sequence numbers go on growing")
-        let holding = try await Self.partitionsHolding(store)
+        let holding = try await store.rowsByPartition(of: .history)
         #expect(holding[Self.history.legacyPartition] == written.count + concurrent - (holding[Self.history.month(now).name] ?? 0))
         try await Self.expectCountersMatchARecount(store)
 
@@ -140,7 +140,7 @@ import Testing
             try await store.withConnection { try await Self.history.partitions($0) }?.first { $0.name == Self.history.legacyPartition }?.upper)
         let removed = try await store.purgeHistory(before: Date(timeIntervalSince1970: TimeInterval(legacyUpper)).addingTimeInterval(86_400), limit: 100_000)
         #expect(removed == after.count + 1, "the old table and the months below the cutoff are dropped whole")
-        #expect(!(try await Self.partitionNames(store)).contains(Self.history.legacyPartition))
+        #expect(!(try await store.partitionNames(of: .history)).contains(Self.history.legacyPartition))
         try await Self.expectCountersMatchARecount(store)
     }
 
@@ -164,18 +164,6 @@ import Testing
                 """
             )
         }
-    }
-
-    static func partitionNames(_ store: PostgresStore) async throws -> [String] {
-        try await store.withConnection { try await Self.history.partitions($0) }?.map(\.name) ?? []
-    }
-
-    static func partitionsHolding(_ store: PostgresStore) async throws -> [String: Int] {
-        let rows = try await store.withConnection { session in
-            try await session.rows("SELECT tableoid::regclass::text AS part, count(*) AS rows FROM history GROUP BY 1")
-                .map { (try $0.text("part"), Int(try $0.integer("rows"))) }
-        }
-        return Dictionary(uniqueKeysWithValues: rows)
     }
 
     static func rowsBySeq(_ store: PostgresStore) async throws -> [StoredHistoryRow] {
