@@ -79,7 +79,7 @@ extension Year {
                 try await session.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
                 var space: [String: (size: Double, ratio: Double)] = [:]
                 for table in ["history", "deliveries", "events", "notifications"] {
-                    // A partitioned table (history) is the sum of its partitions.
+                    // A partitioned table (history, deliveries, events) is the sum of its partitions.
                     let row = try await session.row(
                         PostgresQuery(
                             unsafeSQL: """
