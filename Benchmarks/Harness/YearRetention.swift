@@ -15,7 +15,7 @@ extension Year {
     ) async throws {
         // At least the oldest 30 days expire, up to the first of a month: PostgreSQL's history
         // months below it are dropped whole (docs/durability.md, "Month partitions on PostgreSQL").
-        let kept = "\(Int(Date().timeIntervalSince(Self.firstOfTheMonth(after: Date().addingTimeInterval(-335 * 86_400)))))s"
+        let kept = "\(Int(Date().timeIntervalSince(MonthPartitionedTable.monthStart(Date().addingTimeInterval(-335 * 86_400), offset: 1))))s"
         let sqlitePath = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : nil
         let sizeBefore = sqlitePath.map(Self.fileSize) ?? 0
         let tablesBefore = sqlitePath == nil ? try await Self.tableSpace(database) : [:]
@@ -59,13 +59,6 @@ extension Year {
                 report.add("\(engine) purge: \(table) size / live rows after", after.ratio, unit: "x", target: "<= 1.2x", met: after.ratio <= 1.2)
             }
         }
-    }
-
-    static func firstOfTheMonth(after date: Date) -> Date {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
-        let month = calendar.date(from: calendar.dateComponents([.year, .month], from: date)) ?? date
-        return calendar.date(byAdding: .month, value: 1, to: month) ?? date
     }
 
     static func fileSize(_ path: String) -> Int {

@@ -105,15 +105,25 @@ package struct MonthPartitionedTable: Sendable {
 
     // MARK: Months
 
+    /// The first instant of the UTC month `offset` months from the one holding `date`.
+    package static func monthStart(_ date: Date, offset: Int = 0) -> Date {
+        let calendar = utc
+        let components = calendar.dateComponents([.year, .month], from: date)
+        return calendar.date(from: components).flatMap { calendar.date(byAdding: .month, value: offset, to: $0) } ?? date
+    }
+
+    private static let utc: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+        return calendar
+    }()
+
     /// The month `offset` months from the one holding `date` (UTC): its partition's name and
     /// its first second, clamped to what 32 bits of seconds hold.
     package func month(_ date: Date, offset: Int = 0) -> (name: String, second: Int64) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
-        let components = calendar.dateComponents([.year, .month], from: date)
-        let start = calendar.date(from: components).flatMap { calendar.date(byAdding: .month, value: offset, to: $0) } ?? date
+        let start = Self.monthStart(date, offset: offset)
         let second = Int64(UInt32(clamping: Int64(saturating: start.timeIntervalSince1970.rounded(.down))))
-        let month = calendar.dateComponents([.year, .month], from: start)
+        let month = Self.utc.dateComponents([.year, .month], from: start)
         return (table + String(format: "_y%04dm%02d", month.year ?? 1970, month.month ?? 1), second)
     }
 

@@ -31,6 +31,14 @@ extension PostgresStore {
         }
     }
 
+    /// The schema of a Herald from before partitions (history, deliveries and events one table
+    /// each), for rehearsing and testing their conversion; with the sequence this build's
+    /// accepts draw delivery ids from (an older Herald's did not need it; migration v23 keeps it).
+    package func migrateAsBeforePartitions() async throws {
+        try await migrate(stoppingBefore: "v22-history-partitions")
+        try await withConnection { try await $0.execute(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(DeliveryIDs.sequence)")) }
+    }
+
     private func convert(_ table: MonthPartitionedTable, now: Date, progress: @escaping @Sendable (String) -> Void) async throws {
         guard try await withConnection({ try await table.partitions($0) }) == nil else {
             progress("\(table.table) is already partitioned")
@@ -133,7 +141,7 @@ extension PostgresStore {
         statements.append("ALTER TABLE \(legacy) DROP CONSTRAINT \(table.legacyBound)")
         for statement in statements { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
         let start = Date(timeIntervalSince1970: TimeInterval(bound))
-        let through = Date(timeIntervalSince1970: TimeInterval(table.month(now, offset: MonthPartitionedTable.monthsAhead).second))
+        let through = MonthPartitionedTable.monthStart(now, offset: MonthPartitionedTable.monthsAhead)
         try await table.create(from: start, through: max(through, start), session)
     }
 

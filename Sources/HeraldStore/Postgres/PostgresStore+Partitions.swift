@@ -13,7 +13,7 @@ extension PostgresStore {
     /// partitioned, warns of a conversion left before its switch.
     public func prepareAhead(now: Date) async throws {
         for table in Self.partitionedTables {
-            let through = Date(timeIntervalSince1970: TimeInterval(table.month(now, offset: MonthPartitionedTable.monthsAhead).second))
+            let through = MonthPartitionedTable.monthStart(now, offset: MonthPartitionedTable.monthsAhead)
             guard let created = try await transaction({ session in try await table.create(from: now, through: through, session) }) else {
                 try await warnOfHalfDoneConversion(table, now: now)
                 continue
@@ -75,6 +75,7 @@ extension PostgresStore {
                     continue
                 }
                 logger.info("dropped \(table.table) partition \(partition.name): \(rows) rows past retention, in \(ContinuousClock.now - started)")
+                partitionDropsResume.withLock { $0[partition.name] = nil }
                 dropped += rows
             } catch let error where PostgresPool.sqlState(error) == "55P03" {
                 // lock_timeout: readers or writers held the table; the next pass tries again.

@@ -131,14 +131,6 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
         _ = try await transaction { session in try await PostgresSchema.migrate(session, modules: self.modules, stoppingBefore: name) }
     }
 
-    /// The schema of a Herald from before partitions (history and deliveries one table each),
-    /// for rehearsing and testing their conversion; with the sequence this build's accepts draw
-    /// delivery ids from (an older Herald's did not need it; migration v23 keeps it).
-    package func migrateAsBeforePartitions() async throws {
-        try await migrate(stoppingBefore: "v22-history-partitions")
-        try await withConnection { try await $0.execute(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(DeliveryIDs.sequence)")) }
-    }
-
     public func holdsSchema() async throws -> Bool {
         do {
             return try await patientlyAtStartup {
