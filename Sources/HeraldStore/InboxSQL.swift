@@ -143,12 +143,11 @@ package enum InboxSQL {
         """,
     ]
 
-    /// PostgreSQL: takes the rows of `table` out of the counters, as deleting them would; for a
-    /// history partition about to be dropped (dropping fires no trigger). Only rows that count
-    /// are read: unread (the unseen are unread too) or archived.
-    static func postgresUncount(rowsOf table: String) -> String {
-        "WITH changes AS (\(sums(of: table, sign: "-")) WHERE r.read = 0 OR r.archived = 1) \(apply)"
-    }
+    /// The rows the counters count: unread (the unseen are unread too), and archived; each the
+    /// predicate of a partial index on `(user_id, seq)` (`history_unread`, `history_archived`).
+    /// A history month is rid of them, through the triggers, before it is dropped
+    /// (``MonthPartitionedTable/history``).
+    static let countedRows = ["read = 0", "archived = 1"]
 
     /// Each row's shares of `table`, negated when `sign` is "-".
     private static func sums(of table: String, sign: String) -> String {

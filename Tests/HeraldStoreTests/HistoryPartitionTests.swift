@@ -8,9 +8,9 @@ import Testing
 
 @testable import HeraldStore
 
-/// PostgreSQL's history partitioned by month (docs/durability.md, "History partitions on
+/// PostgreSQL's history partitioned by month (docs/durability.md, "Month partitions on
 /// PostgreSQL"): a new database's from the start, an existing one's while writes go on;
-/// retention drops whole months and takes their rows out of the inbox counters first.
+/// retention drops whole months, their counted rows deleted through the inbox counters first.
 @Suite(.cleansUp) struct HistoryPartitionTests {
     let ids = ObjectIDGenerator()
     static let history = MonthPartitionedTable.history
@@ -85,6 +85,51 @@ import Testing
         #expect(try await store.purgeHistory(before: cutoff, limit: 1000) == 0, "nothing left past the cutoff")
     }
 
+    /// A mark of every item names no month, so its plan holds the parent while it waits for
+    /// each month. A drop waiting for the parent while holding the month would wait on such a
+    /// mark waiting on it, at every try (docs/durability.md).
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func aDropWaitingForTheParentHoldsNothingAMarkWaitsFor() async throws {
+        let url = try await PostgresTestDatabase.create()
+        let store = try await Self.store(url)
+        try await store.migrate()
+        let january = Self.date(2025, 1)
+        _ = try await store.createPartitions(of: .history, from: january, through: january)
+        for day in 1...4 {
+            try await Self.insert(store, id: ids.next(at: Self.date(2025, 1, day)).hex, user: "ada", createdAt: Self.date(2025, 1, day), read: day % 2)
+        }
+        try await Self.insert(store, id: ids.next().hex, user: "ada", createdAt: Date())
+
+        // A mark holding the parent, as its plan does before it reaches the months.
+        let mark = try await PostgresLockHolder.start(url: url, running: "LOCK TABLE ONLY history IN ROW EXCLUSIVE MODE")
+        // The drop gives way after 200 ms; a store of its own for each try (a busy month waits
+        // 10 s in the store that tried it), until one is seen waiting.
+        var held: [String]?
+        for _ in 0..<5 where held == nil {
+            let purger = try await Self.store(url)
+            let purged = Mutex(false)
+            let purging = Task {
+                defer { purged.withLock { $0 = true } }
+                return try await purger.purgeHistory(before: Self.date(2025, 2), limit: 1000)
+            }
+            held = try await store.locksHeldWhileWaiting(on: Self.history.month(january).name, until: { purged.withLock { $0 } })
+            _ = try await purging.value
+        }
+        await mark.rollBack()
+        let modes = try #require(held, "the drop was seen waiting for the parent")
+        #expect(modes.allSatisfy { $0 == "AccessShareLock" }, "while it waits, the drop holds the month no more than a reader does: \(modes)")
+        // The month given way, the batched delete (which a mark does not hold up) took its rows.
+        #expect(try await store.partitionNames(of: .history).contains(Self.history.month(january).name))
+        #expect(try await Self.rowsBySeq(store).count == 1, "this month's row is left")
+        #expect(try await Self.unread(store, "ada") == 1, "January's unread rows went out of the counters")
+        try await Self.expectCountersMatchARecount(store)
+
+        // Nothing holds the parent now: the month goes.
+        #expect(try await Self.store(url).purgeHistory(before: Self.date(2025, 2), limit: 1000) == 0)
+        #expect(!(try await store.partitionNames(of: .history)).contains(Self.history.month(january).name), "January dropped")
+        try await Self.expectCountersMatchARecount(store)
+    }
+
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func anExistingHistoryIsPartitionedWhileWritesGoOn() async throws {
         let store = try await Self.store()
@@ -146,8 +191,9 @@ import Testing
 
     // MARK: Helpers
 
-    static func store() async throws -> PostgresStore {
-        let store = try PostgresStore(url: try await PostgresTestDatabase.create(), acquireTimeout: PostgresStore.patientAcquireTimeout)
+    static func store(_ url: String? = nil) async throws -> PostgresStore {
+        let url = if let url { url } else { try await PostgresTestDatabase.create() }
+        let store = try PostgresStore(url: url, acquireTimeout: PostgresStore.patientAcquireTimeout)
         TestResources.register { await store.close() }
         return store
     }

@@ -16,4 +16,23 @@ extension PostgresStore {
         }
         return waiting
     }
+
+    /// Polls until a session of this database waits on a lock, then returns the modes it holds
+    /// on `relation`; nil when `stop` says to or 10 s pass first.
+    func locksHeldWhileWaiting(on relation: String, until stop: @Sendable () -> Bool) async throws -> [String]? {
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT w.pid, array_remove(array_agg(g.mode::text), NULL) AS modes FROM pg_locks w
+                LEFT JOIN pg_locks g ON g.pid = w.pid AND g.granted AND g.relation = to_regclass('\(relation)')
+                WHERE NOT w.granted AND w.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                GROUP BY w.pid
+                """)
+        for _ in 0..<2000 where !stop() {
+            if let waiting = try await withConnection({ session in try await session.row(query) }) {
+                return try waiting.cell("modes").decode([String].self)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
 }

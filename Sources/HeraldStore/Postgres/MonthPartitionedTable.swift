@@ -59,9 +59,11 @@ package struct MonthPartitionedTable: Sendable {
         /// A statement (`kept`: a boolean) saying whether the partition, `$partition`, holds a
         /// row retention must keep whatever its age; nil when age alone decides.
         let keptQuery: String?
-        /// Statements run in the dropping transaction before the drop (counters that count the
-        /// partition's rows); `$partition` is its name.
-        let beforeDrop: [String]
+        /// The rows counters count, when they count any: each filter a partial index's
+        /// predicate, `order` its columns, `rowID` the column that names a row. Those rows are
+        /// deleted before the month is dropped, through the parent, whose statement triggers take
+        /// them out of the counters (dropping fires none).
+        let counted: (filters: [String], order: String, rowID: String)?
     }
 
     /// Months created ahead of the current one.

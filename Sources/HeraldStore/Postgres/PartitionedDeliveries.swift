@@ -67,7 +67,7 @@ extension MonthPartitionedTable {
                     OR EXISTS (SELECT 1 FROM digest_items i JOIN $partition d ON d.notification_id = i.notification_id AND d.user_id = i.user_id
                         WHERE d.state = 'folded') AS kept
                 """,
-            beforeDrop: [])
+            counted: nil)
     )
 
     /// Migration v23: delivery ids from time from now on, on either layout; an empty table (a

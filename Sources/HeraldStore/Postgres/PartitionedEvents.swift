@@ -40,7 +40,7 @@ extension MonthPartitionedTable {
         // conversion and is dropped once its rows expire.
         afterCreate: ["ALTER SEQUENCE events_seq_seq OWNED BY events.seq"],
         legacyTriggers: [],
-        dropRule: DropRule(newest: "received_at", newestFilter: "", keptQuery: nil, beforeDrop: [])
+        dropRule: DropRule(newest: "received_at", newestFilter: "", keptQuery: nil, counted: nil)
     )
 
     /// The advisory lock class under which events are stored one user at a time.

@@ -4,8 +4,8 @@ import HeraldCore
 extension MonthPartitionedTable {
     /// History, by the month of its notification's id: ids begin with their second, so a range
     /// of ids is a range of time, and the unique notification-and-user pair holds the key. `seq`
-    /// stays an identity; its primary key is a plain index (`history_by_seq`). A month that goes
-    /// is taken out of the inbox counters first.
+    /// stays an identity; its primary key is a plain index (`history_by_seq`). A month's rows
+    /// that the inbox counters count are deleted, through the triggers, before it is dropped.
     package static let history = MonthPartitionedTable(
         table: "history", key: "notification_id", keyKind: .hexSecondPrefix,
         parent: { identityStart in
@@ -42,6 +42,7 @@ extension MonthPartitionedTable {
         beforeCreate: [],
         afterCreate: InboxSQL.postgresTriggerStatements,
         legacyTriggers: ["inbox_counts_inserted", "inbox_counts_deleted", "inbox_counts_changed"],
-        dropRule: DropRule(newest: "created_at", newestFilter: "", keptQuery: nil, beforeDrop: [InboxSQL.postgresUncount(rowsOf: "$partition")])
+        dropRule: DropRule(
+            newest: "created_at", newestFilter: "", keptQuery: nil, counted: (filters: InboxSQL.countedRows, order: "user_id, seq", rowID: "seq"))
     )
 }

@@ -51,8 +51,8 @@ extension PostgresStore {
     }
 
     /// Drops each of a table's partitions whose keys all lie before `before` and whose rows
-    /// its ``MonthPartitionedTable/DropRule`` lets go, running its `beforeDrop` statements in
-    /// the same transaction. - Returns: the rows dropped.
+    /// its ``MonthPartitionedTable/DropRule`` lets go, its counted rows deleted first.
+    /// - Returns: the rows dropped or deleted.
     package func dropExpiredPartitions(of table: MonthPartitionedTable, before: Date) async throws -> Int {
         // A month that was busy, or kept, is looked at again some time later, not at every batch.
         let now = ContinuousClock.now
@@ -68,13 +68,16 @@ extension PostgresStore {
         for partition in expired.sorted(by: { ($0.upper ?? 0) < ($1.upper ?? 0) }) {
             do {
                 let started = ContinuousClock.now
-                guard let rows = try await transaction({ session in try await Self.drop(partition.name, of: table, ifAllBefore: cutoff, session) }) else {
+                let kept = try await withConnection { session in try await Self.isKept(partition.name, by: table.dropRule, cutoff: cutoff, session) }
+                let deleted = kept ? 0 : try await deleteCountedRows(of: partition, in: table, before: cutoff)
+                dropped += deleted
+                guard !kept, let rows = try await transaction({ session in try await Self.drop(partition, of: table, ifAllBefore: cutoff, session) }) else {
                     // Kept for a newer row or one retention must keep; age alone is read by an
                     // index, so only a rule's check waits.
                     if table.dropRule.keptQuery != nil { partitionDropsResume.withLock { $0[partition.name] = now + .seconds(600) } }
                     continue
                 }
-                logger.info("dropped \(table.table) partition \(partition.name): \(rows) rows past retention, in \(ContinuousClock.now - started)")
+                logger.info("dropped \(table.table) partition \(partition.name): \(deleted + rows) rows past retention, in \(ContinuousClock.now - started)")
                 partitionDropsResume.withLock { $0[partition.name] = nil }
                 dropped += rows
             } catch let error where PostgresPool.sqlState(error) == "55P03" {
@@ -87,52 +90,81 @@ extension PostgresStore {
         return dropped
     }
 
-    /// In one transaction, keeping a partition that still holds a row written or changed at or
-    /// after `cutoff` (a scheduled send's history, whose id is from its accept) or one its rule
-    /// keeps, for the batched delete. - Returns: the rows dropped; nil when it was kept.
+    /// Rows of a month deleted at a time before its drop: a few tens of milliseconds each.
+    static let countedRowsBatch = 1_000
+
+    /// Deletes a month's rows that counters count, written before `cutoff`, in batches each
+    /// committed by itself, so the drop that follows has nothing to correct while it holds the
+    /// table (``drop(_:of:ifAllBefore:_:)``). - Returns: the rows deleted.
+    private func deleteCountedRows(of partition: MonthPartitionedTable.Partition, in table: MonthPartitionedTable, before cutoff: Int64) async throws -> Int {
+        var deleted = 0
+        for query in Self.countedRowsDeletes(of: partition, in: table, before: cutoff) {
+            while true {
+                let batch = try await purge(query)
+                deleted += batch
+                if batch < Self.countedRowsBatch { break }
+            }
+        }
+        return deleted
+    }
+
+    /// One batch of ``deleteCountedRows(of:in:before:)`` for each of the rule's filters; none
+    /// when nothing counts the table's rows. Each names the parent, whose statement triggers keep
+    /// the counters (a partition named alone fires none), and the month's bounds, so that only
+    /// the month is planned. The rows are taken in their partial index's order and looked up by
+    /// their id one by one (an array, where a join could be planned as a walk of the month).
+    private static func countedRowsDeletes(
+        of partition: MonthPartitionedTable.Partition, in table: MonthPartitionedTable, before cutoff: Int64
+    )
+        -> [PostgresQuery]
+    {
+        guard let counted = table.dropRule.counted, let upper = partition.upper else { return [] }
+        let bounds = (partition.lower.map { ["\(table.key) >= \(table.literal($0))"] } ?? []) + ["\(table.key) < \(table.literal(upper))"]
+        return counted.filters.map { filter in
+            PostgresQuery(
+                unsafeSQL: """
+                    DELETE FROM \(table.table) WHERE \(bounds.joined(separator: " AND ")) AND \(counted.rowID) = ANY(ARRAY(
+                        SELECT \(counted.rowID) FROM \(partition.name) WHERE \(filter) AND \(table.dropRule.newest) < \(cutoff)
+                        ORDER BY \(counted.order) LIMIT \(countedRowsBatch)
+                    )) RETURNING 1
+                    """)
+        }
+    }
+
+    /// Whether a partition holds a row written or changed at or after `cutoff` (a scheduled
+    /// send's history, whose id is from its accept) or one its rule keeps; told by indexes.
+    private static func isKept(_ name: String, by rule: MonthPartitionedTable.DropRule, cutoff: Int64, _ session: PostgresSession) async throws -> Bool {
+        let newestQuery = PostgresQuery(unsafeSQL: "SELECT max(\(rule.newest)) AS newest FROM \(name) \(rule.newestFilter)")
+        if let seen = try await session.row(newestQuery), let newest = try seen.optionalInteger("newest"), newest >= cutoff { return true }
+        guard let keptQuery = rule.keptQuery else { return false }
+        let row = try await session.row(PostgresQuery(unsafeSQL: keptQuery.replacingOccurrences(of: "$partition", with: name)))
+        return try row?.first?.decode(Bool.self) ?? true
+    }
+
+    /// In one transaction, drops a partition unless ``isKept(_:by:cutoff:_:)`` now says to keep
+    /// it. - Returns: the rows dropped; nil when it was kept.
     ///
     /// Every statement locks the parent before its partitions: a claim or a mark, whose plan
-    /// names every month, holds the parent while it waits for a month. So a drop that locked the
-    /// month first and then waited for the parent would wait on a claim waiting on it, until its
-    /// lock wait ran out, at every try. It locks in the same order as they do:
-    /// - with nothing to correct (deliveries, events): the parent is locked, waiting at most
-    ///   200 ms, the rule checked again through its indexes, and the month dropped, so writes
-    ///   wait milliseconds; the rows were counted before, unlocked (nothing new lands in a past
-    ///   month);
-    /// - with counters to correct first (history): the month is locked against writes while its
-    ///   rows are taken out of the counters, then the parent, as before. A mark of an inbox item
-    ///   during those seconds holds the parent and waits for the month, and the drop gives way
-    ///   after 200 ms to be tried again (docs/durability.md).
-    private static func drop(_ name: String, of table: MonthPartitionedTable, ifAllBefore cutoff: Int64, _ session: PostgresSession) async throws -> Int? {
-        let rule = table.dropRule
-        func kept() async throws -> Bool {
-            let newestQuery = PostgresQuery(unsafeSQL: "SELECT max(\(rule.newest)) AS newest FROM \(name) \(rule.newestFilter)")
-            if let seen = try await session.row(newestQuery), let newest = try seen.optionalInteger("newest"), newest >= cutoff { return true }
-            guard let keptQuery = rule.keptQuery else { return false }
-            let row = try await session.row(PostgresQuery(unsafeSQL: keptQuery.replacingOccurrences(of: "$partition", with: name)))
-            return try row?.first?.decode(Bool.self) ?? true
-        }
-        // A month kept is told apart by its indexes before anything is locked or counted.
-        if try await kept() { return nil }
-        let count = PostgresQuery(unsafeSQL: "SELECT count(*) AS rows FROM \(name)")
-        if rule.beforeDrop.isEmpty {
-            let rows = try await session.row(count)?.integer("rows") ?? 0
-            try await session.execute("SET LOCAL lock_timeout = '200ms'")
-            try await session.execute(PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN ACCESS EXCLUSIVE MODE"))
-            if try await kept() { return nil }
-            try await session.execute(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"))
-            return Int(rows)
-        }
-        try await session.execute("SET LOCAL lock_timeout = '1s'")
-        try await session.execute(PostgresQuery(unsafeSQL: "LOCK TABLE \(name) IN EXCLUSIVE MODE"))
-        if try await kept() { return nil }
-        guard let row = try await session.row(count) else { return nil }
-        for statement in rule.beforeDrop {
-            try await session.execute(PostgresQuery(unsafeSQL: statement.replacingOccurrences(of: "$partition", with: name)))
-        }
-        // Dropping takes the parent's lock; waiting long for it would queue every write behind.
+    /// names every month, holds the parent while it waits for a month. A drop that locked the
+    /// month first and then waited for the parent would wait on a claim or mark waiting on it,
+    /// until its lock wait ran out, at every try. So it locks the parent, waiting at most 200 ms,
+    /// checks again and drops: writes wait milliseconds. The rows are counted before, unlocked
+    /// (nothing new lands in a past month but a late row, which the check under the lock finds).
+    /// Counted rows were deleted before (``deleteCountedRows(of:in:before:)``); the few a mark
+    /// made counted since are deleted under the lock.
+    private static func drop(
+        _ partition: MonthPartitionedTable.Partition, of table: MonthPartitionedTable, ifAllBefore cutoff: Int64, _ session: PostgresSession
+    )
+        async throws -> Int?
+    {
+        let rows = try await session.row(PostgresQuery(unsafeSQL: "SELECT count(*) AS rows FROM \(partition.name)"))?.integer("rows") ?? 0
         try await session.execute("SET LOCAL lock_timeout = '200ms'")
-        try await session.execute(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"))
-        return Int(try row.integer("rows"))
+        try await session.execute(PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN ACCESS EXCLUSIVE MODE"))
+        if try await isKept(partition.name, by: table.dropRule, cutoff: cutoff, session) { return nil }
+        for countedRows in countedRowsDeletes(of: partition, in: table, before: cutoff) {
+            while try await session.count(countedRows) >= countedRowsBatch {}
+        }
+        try await session.execute(PostgresQuery(unsafeSQL: "DROP TABLE \(partition.name)"))
+        return Int(rows)
     }
 }
