@@ -26,10 +26,16 @@ extension PostgresStore {
     /// Whole months go first, dropped (``dropExpiredPartitions(of:before:)``); then one
     /// batch of what is left past `before` (the default partition's, a month still holding a
     /// newer row, an unpartitioned table's). Fewer than `limit` deleted means nothing is left.
+    /// The rows are found again by their notification and user, which hold the partition key:
+    /// each lookup reads one month's index, where one by `seq` reads every month's.
     public func purgeHistory(before: Date, limit: Int) async throws -> Int {
         let dropped = try await dropExpiredPartitions(of: .history, before: before)
         let deleted = try await purge(
-            "DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)) RETURNING 1")
+            """
+            DELETE FROM history WHERE (notification_id, user_id) IN (
+                SELECT notification_id, user_id FROM history WHERE created_at < \(Self.micros(before)) LIMIT \(limit)
+            ) RETURNING 1
+            """)
         return dropped + deleted
     }
 
