@@ -6,9 +6,9 @@ import Testing
 
 /// `herald migrate --partition-history` and `--partition-deliveries` on a seeded database from
 /// before partitions, with Herald serving it throughout (docs/durability.md, "Month partitions
-/// on PostgreSQL"): a conversion killed with SIGKILL while it waits for a lock leaves Herald
-/// accepting; one left after its first step is carried on by the next run; every history page,
-/// inbox count and notification's deliveries reads the same before, half way and after.
+/// on PostgreSQL"): a conversion killed with SIGKILL while it waits for a lock (of history, of
+/// deliveries) leaves Herald accepting; the next run carries it on; every history page, inbox
+/// count and notification's deliveries reads the same before, half way and after.
 @Suite(.cleansUp) struct HistoryPartitioningTests {
     static let admin = "hk_" + String(repeating: "p", count: 40)
     static let users = ["seed-user-0", "seed-user-57", "seed-user-250"]
@@ -87,7 +87,34 @@ import Testing
         #expect(seededIDs.count == 5)
         let before = try await Self.deliveries(of: seededIDs, on: herald)
 
-        // Accepts go on while it converts: every one is taken.
+        // Killed while it waits for its lock (a long read holds deliveries), it leaves Herald
+        // accepting.
+        let reader = try await PostgresLockHolder.start(url: database, running: "LOCK TABLE deliveries IN ACCESS SHARE MODE")
+        let output = try OutputCollector()
+        let killed = makeProcess(
+            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--partition-events", "--database", database], environment: [:],
+            in: directory, collecting: output)
+        try killed.run()
+        defer { killed.terminate() }
+        for _ in 0..<600 where !output.stdout.contains("waiting for the lock on deliveries") && killed.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(output.stdout.contains("waiting for the lock on deliveries"), "\(output.stdout)\(output.stderr)")
+        killed.signal(SIGKILL)
+        _ = await killed.waitForExit()
+        await reader.rollBack()
+        // As a run killed after its first step leaves it: ids bounded below the first of a
+        // month, checked for new rows only. New deliveries' ids, made from time, lie below it.
+        let bound = Int64(Self.firstOfTheMonth(after: Date().addingTimeInterval(40 * 86_400)).timeIntervalSince1970) << 21
+        try await PostgresTestDatabase.execute(
+            "ALTER TABLE deliveries ADD CONSTRAINT deliveries_legacy_bound CHECK (id < \(bound)) NOT VALID", on: database)
+        let (halfwayStatus, halfway) = try await LoadHarness.request(
+            .POST, "\(herald.url)/api/notifications", key: Self.admin, body: #"{"type":"comment","title":"halfway","user_ids":["seed-user-57"]}"#)
+        #expect(halfwayStatus == 202, "\(halfway)")
+        let halfwayID = try #require(halfway["id"] as? String)
+        #expect(try await Self.waitForHistory(of: herald, toShow: halfwayID, user: "seed-user-57"), "the notification accepted half way is delivered")
+
+        // Run again, it carries on; accepts go on while it converts: every one is taken.
         let stop = Mutex(false)
         let accepting = Task {
             var accepted: [String] = []
@@ -105,11 +132,13 @@ import Testing
         stop.withLock { $0 = true }
         let during = try await accepting.value
         #expect(converted.status == 0, "\(converted.stdout)\(converted.stderr)")
+        #expect(converted.stdout.contains("carrying on: the keys of deliveries are bounded below \(bound)"), "\(converted.stdout)")
         #expect(converted.stdout.contains("deliveries is partitioned by month"), "\(converted.stdout)")
         #expect(converted.stdout.contains("events is partitioned by month"), "\(converted.stdout)")
         #expect(!during.isEmpty)
 
         let partitioned = try await Self.deliveries(of: seededIDs, on: herald)
+        #expect(try await Self.deliveries(of: [halfwayID], on: herald)[halfwayID]?.isEmpty == false, "the half way notification's deliveries kept")
         #expect(partitioned == before, "the seeded deliveries read the same once partitioned: \(Self.compact(before)) \(Self.compact(partitioned))")
         let (status, accepted) = try await LoadHarness.request(
             .POST, "\(herald.url)/api/notifications", key: Self.admin, body: #"{"type":"comment","title":"after","user_ids":["seed-user-57"]}"#)
