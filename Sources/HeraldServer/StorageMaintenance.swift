@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCore
 public import Logging
 public import ServiceLifecycle
+import Synchronization
 
 /// Keeps storage from growing forever: prunes devices not registered again for
 /// `devices.stale_after`, and purges finished deliveries, idempotency keys, and (when
@@ -63,6 +64,16 @@ public struct StorageMaintenance: Service {
     let logger: Logger
     let metrics: HeraldMetrics
     let modulePurges: [ModulePurge]
+    /// Where the notifications' purge goes on at the next pass.
+    let notificationsCursor = NotificationsCursor()
+
+    final class NotificationsCursor: Sendable {
+        private let value = Mutex<String?>(nil)
+        var position: String? {
+            get { value.withLock { $0 } }
+            set { value.withLock { $0 = newValue } }
+        }
+    }
 
     public init(
         store: any HeraldStorage, policy: Policy, modulePurges: [ModulePurge] = [], interval: Duration = .seconds(60), logger: Logger,
@@ -117,7 +128,10 @@ public struct StorageMaintenance: Service {
             logger.warning("could not prepare storage ahead, trying again next pass: \(error)")
         }
         func purge(_ kind: String, _ body: (Int) async throws -> Int) async throws {
-            let (count, cutShort) = try await batches(body)
+            let (count, cutShort) = try await batches { size in
+                let removed = try await body(size)
+                return (removed, removed >= size)
+            }
             report.removed[kind, default: 0] += count
             if cutShort { report.behind.insert(kind) }
         }
@@ -134,7 +148,20 @@ public struct StorageMaintenance: Service {
             try await purge(module.kind) { try await module.purge(cutoff(module.retention), $0) }
         }
         // A notification goes once nothing refers to it: its deliveries and its history rows.
-        try await purge("notifications") { try await store.purgeNotifications(before: cutoff(policy.deliveries), limit: $0) }
+        // Where history outlives deliveries most past the cutoff are still referred to, so the
+        // purge steps on from where the last step stopped (one sweep a pass at most) instead of
+        // reading them all again; it is behind only when cut short among notifications to delete.
+        var sweptFrom = notificationsCursor.position
+        var dense = false
+        let (notifications, cutShort) = try await batches { size in
+            let step = try await store.purgeNotifications(before: cutoff(policy.deliveries), after: sweptFrom, limit: size)
+            sweptFrom = step.last
+            dense = step.deleted * 2 > size
+            return (step.deleted, step.last != nil)
+        }
+        notificationsCursor.position = sweptFrom
+        report.removed["notifications", default: 0] += notifications
+        if cutShort && dense { report.behind.insert("notifications") }
         for (kind, count) in report.removed { metrics.retention(kind: kind, purged: count, behind: report.behind.contains(kind)) }
         report.removed = report.removed.filter { $0.value > 0 }
         if let stale = report.removed["devices"] { metrics.devicesRemoved(reason: "stale", count: stale) }
@@ -149,16 +176,16 @@ public struct StorageMaintenance: Service {
     /// Runs `purge` in batches until one comes back short (nothing left), or the kind's share of
     /// the pass is used up (cut short). Each batch is sized from the last one's time, so a slow
     /// disk gets small batches and a fast one large.
-    private func batches(_ purge: (Int) async throws -> Int) async throws -> (removed: Int, cutShort: Bool) {
+    private func batches(_ purge: (Int) async throws -> (removed: Int, more: Bool)) async throws -> (removed: Int, cutShort: Bool) {
         let clock = ContinuousClock()
         let started = clock.now
         var size = max(1, policy.batchSize)
         var total = 0
         while true {
             let batchStarted = clock.now
-            let count = try await purge(size)
+            let (count, more) = try await purge(size)
             total += count
-            if count < size { return (total, false) }
+            if !more { return (total, false) }
             if Task.isShuttingDownGracefully || Task.isCancelled { return (total, true) }
             let now = clock.now
             if now - started >= policy.timePerKind { return (total, true) }

@@ -85,4 +85,37 @@ import Testing
         #expect(rows.left == 0)
         #expect(try await pace.pass().behind.isEmpty)
     }
+
+    /// Where history outlives deliveries, most notifications past the cutoff are still referred
+    /// to. A pass cut short among them is not behind, and the next one goes on where it stopped:
+    /// starting again from the first, no pass would reach the one that can go.
+    @Test func notificationsStillReferredToAreSteppedThroughAcrossPasses() async throws {
+        let herald = try await TestHerald.make()
+        let store = herald.server.store
+        let ids = ObjectIDGenerator()
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        for index in 0..<12 {
+            let at = t0.addingTimeInterval(Double(index))
+            let notification = HeraldNotification(
+                id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(["a"]))
+            _ = try await store.accept(notification, recipients: 1, deliveries: [], idempotencySince: at)
+            if index != 10 { try await store.appendHistory([(notification.id, "a")], at: at) }
+        }
+        var policy = StorageMaintenance.Policy(
+            staleDevicesAfter: .seconds(86_400), deliveries: .seconds(86_400), idempotency: .seconds(86_400), history: nil, archive: nil)
+        policy.batchSize = 2
+        policy.maxBatchSize = 2
+        policy.timePerKind = .zero // one batch a kind a pass
+        let maintenance = StorageMaintenance(store: store, policy: policy, logger: Logger(label: "test"), metrics: HeraldMetrics())
+        var passes = 0
+        var removed = 0
+        while removed == 0 && passes < 20 {
+            let report = try await maintenance.pass(now: t0.addingTimeInterval(2 * 86_400))
+            #expect(!report.behind.contains("notifications"), "cut short among notifications still referred to")
+            removed += report.removed["notifications"] ?? 0
+            passes += 1
+        }
+        #expect(removed == 1)
+        #expect(passes == 6, "two looked at a pass: the sixth pass reaches the eleventh")
+    }
 }

@@ -230,6 +230,47 @@ import Testing
         await store.close()
     }
 
+    /// The notifications' purge steps on from where the last step stopped, so the ones still
+    /// referred to are read once a sweep, not at every batch; newer ones are never read.
+    @Test(arguments: StoreKind.allCases)
+    func notificationPurgeStepsThroughWhatIsStillReferredTo(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        // Six old notifications, the 2nd, 3rd and 5th still in a user's history; one newer.
+        var old: [ObjectID] = []
+        for index in 0..<6 {
+            let at = t0.addingTimeInterval(Double(index))
+            let notification = HeraldNotification(
+                id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(["a"]))
+            _ = try await store.accept(notification, recipients: 1, deliveries: [], idempotencySince: at)
+            if [1, 2, 4].contains(index) { try await store.appendHistory([(notification.id, "a")], at: at) }
+            old.append(notification.id)
+        }
+        let cutoff = t0.addingTimeInterval(3600)
+        let newer = HeraldNotification(
+            id: ids.next(at: cutoff), type: "comment", title: "T", body: "B", url: nil, timestamp: cutoff, target: .users(["a"]))
+        _ = try await store.accept(newer, recipients: 1, deliveries: [], idempotencySince: cutoff)
+
+        var steps: [NotificationPurgeStep] = []
+        var after: String?
+        repeat {
+            let step = try await store.purgeNotifications(before: cutoff, after: after, limit: 2)
+            steps.append(step)
+            after = step.last
+        } while after != nil && steps.count < 10
+        #expect(
+            steps == [
+                NotificationPurgeStep(deleted: 1, last: old[1].hex), NotificationPurgeStep(deleted: 1, last: old[3].hex),
+                NotificationPurgeStep(deleted: 1, last: old[5].hex), NotificationPurgeStep(deleted: 0, last: nil),
+            ], "two looked at a step, the referred-to kept, the sweep ended past the last old one")
+        for (index, id) in old.enumerated() {
+            #expect((try await store.status(of: id) != nil) == [1, 2, 4].contains(index), "notification \(index)")
+        }
+        #expect(try await store.status(of: newer.id) != nil, "the newer one is not past the cutoff")
+        // A step that starts past the last one reaches the end at once.
+        #expect(try await store.purgeNotifications(before: cutoff, after: old[5].hex, limit: 2) == NotificationPurgeStep(deleted: 0, last: nil))
+        await store.close()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func purgesRemoveOnlyWhatIsOldEnoughAndFinished(_ kind: StoreKind) async throws {
         let store = try await kind.make()
@@ -249,14 +290,14 @@ import Testing
         #expect(try await store.status(of: old.id)?.deliveries.map(\.sink) == ["fcm"])
         #expect(try await store.purgeIdempotencyKeys(before: later, limit: 100) == 1)
         #expect(try await store.receipt(for: IdempotencyClaim(scope: "", key: "k-old", requestHash: ""), since: .distantPast) == nil)
-        #expect(try await store.purgeNotifications(before: later, limit: 100) == 0, "a delivery and a history row still refer to it")
+        #expect(try await store.purgeNotifications(before: later, after: nil, limit: 100).deleted == 0, "a delivery and a history row still refer to it")
         #expect(try await store.purgeHistory(before: t0, limit: 100) == 0)
         #expect(try await store.purgeHistory(before: later, limit: 100) == 1)
         #expect(try await store.history(userID: "a", limit: 10, before: nil).items.isEmpty)
         let claimedAgain = try await store.claimDue(now: later, limit: 10, lease: .seconds(30))
         try await store.record(claimedAgain.map { DeliveryUpdate(id: $0.id, state: .failed, attempts: 2, lastError: "x") }, at: later)
         #expect(try await store.purgeFinishedDeliveries(before: later.addingTimeInterval(1), limit: 100) == 1)
-        #expect(try await store.purgeNotifications(before: later, limit: 100) == 1, "nothing refers to it any more")
+        #expect(try await store.purgeNotifications(before: later, after: nil, limit: 100).deleted == 1, "nothing refers to it any more")
         #expect(try await store.status(of: old.id) == nil)
         // The archive, by the message's own (millisecond) timestamp.
         let message = HeraldNotification(id: ids.next(at: t0), type: "message", title: "M", body: "d", url: nil, timestamp: t0, target: .topic("c-a-s"))

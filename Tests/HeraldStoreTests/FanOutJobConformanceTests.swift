@@ -164,7 +164,7 @@ import Testing
         let tree = try await prepare(store)
         let n = notification(.topic(tree.optIn.topicKey))
         _ = try await accept(store, n, .routedTopic, tree, inlineLimit: 1)
-        #expect(try await store.purgeNotifications(before: Date().addingTimeInterval(3600), limit: 100) == 0)
+        #expect(try await store.purgeNotifications(before: Date().addingTimeInterval(3600), after: nil, limit: 100).deleted == 0)
         #expect(try await store.pendingFanOuts(limit: 10).map(\.notification.id) == [n.id])
     }
 }

@@ -60,7 +60,7 @@ import Testing
         #expect(try await store.foldHeld(limit: 100) == 4, "each notification counted once, whatever its devices")
         // Nor what a digest not yet released holds.
         _ = try await store.purgeFinishedDeliveries(before: later, limit: 100)
-        #expect(try await store.purgeNotifications(before: later, limit: 100) == 0)
+        #expect(try await store.purgeNotifications(before: later, after: nil, limit: 100).deleted == 0)
         #expect(try await states(sent[3].id, store)["push"] == [.folded: 2])
         #expect(try await store.foldHeld(limit: 100) == 0)
         for item in sent.prefix(2) { #expect(try await states(item.id, store)["push"] == [.pending: 2]) }

@@ -311,6 +311,20 @@ public protocol TopicLookup: Sendable {
     func isSubscribed(userID: String, topicKey: String) async throws -> Bool
 }
 
+/// What one step of the notifications' purge did (``RetentionStore/purgeNotifications(before:after:limit:)``).
+public struct NotificationPurgeStep: Sendable, Equatable {
+    /// The notifications deleted.
+    public var deleted: Int
+    /// The last id looked at, where the next step goes on; nil when the step reached the end.
+    public var last: String?
+
+    /// A step's outcome.
+    public init(deleted: Int, last: String?) {
+        self.deleted = deleted
+        self.last = last
+    }
+}
+
 /// What the maintenance loop purges, in small batches so no purge holds a write lock for long.
 public protocol RetentionStore: Sendable {
     /// Delivered, failed and dead deliveries last changed before `before`.
@@ -321,8 +335,12 @@ public protocol RetentionStore: Sendable {
     func purgeHistory(before: Date, limit: Int) async throws -> Int
     /// Message Hub archive entries posted before `before`.
     func purgeArchive(before: Date, limit: Int) async throws -> Int
-    /// Notifications accepted before `before` that no delivery and no history row refers to.
-    func purgeNotifications(before: Date, limit: Int) async throws -> Int
+    /// One step through the notifications accepted before `before`: looks at up to `limit` of
+    /// them whose ids follow `after` (from the first when nil), in id order, and deletes those
+    /// that no delivery, history row, fan-out, scheduled recipient or digest refers to. Steps
+    /// go on from the `last` one returned, so that a pass never reads again the notifications
+    /// still referred to that it has passed (docs/durability.md, "Retention").
+    func purgeNotifications(before: Date, after: String?, limit: Int) async throws -> NotificationPurgeStep
     /// Makes what the coming weeks' writes need before they arrive: on PostgreSQL, history's, deliveries' and events'
     /// partitions for this month and the next two (docs/durability.md).
     func prepareAhead(now: Date) async throws

@@ -45,19 +45,34 @@ extension PostgresStore {
             "DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE timestamp < \(Self.micros(before) / 1000) LIMIT \(limit)) RETURNING 1")
     }
 
-    public func purgeNotifications(before: Date, limit: Int) async throws -> Int {
-        try await purge(
-            """
-            DELETE FROM notifications WHERE id IN (
-                SELECT id FROM notifications n WHERE timestamp < \(Self.micros(before))
-                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
-                    AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
-                    AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
-                    AND \(unescaped: FoldingSQL.stillWaiting)
-                LIMIT \(limit))
-            RETURNING 1
-            """
-        )
+    /// The step's notifications are read in id order from `after` up to the cutoff's second
+    /// (ids begin with it), and found again by an array, so a step reads `limit` of them
+    /// whatever the table holds.
+    public func purgeNotifications(before: Date, after: String?, limit: Int) async throws -> NotificationPurgeStep {
+        let cutoff = Self.micros(before)
+        let idBound = NotificationRetention.idBound(before: cutoff)
+        let from = after ?? ""
+        return try await Self.retryingConflicts(logger: logger) {
+            try await self.withConnection { session in
+                let row = try await session.row(
+                    """
+                    WITH candidates AS MATERIALIZED (
+                        SELECT id FROM notifications WHERE id > \(from) AND id < \(idBound) AND timestamp < \(cutoff) ORDER BY id LIMIT \(limit)
+                    ), gone AS (
+                        DELETE FROM notifications n WHERE n.id = ANY(ARRAY(SELECT id FROM candidates))
+                            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
+                            AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
+                            AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
+                            AND \(unescaped: FoldingSQL.stillWaiting)
+                        RETURNING 1
+                    )
+                    SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT count(*) FROM candidates) AS examined, (SELECT max(id) FROM candidates) AS last
+                    """)
+                guard let row else { return NotificationPurgeStep(deleted: 0, last: nil) }
+                let examined = try row.integer("examined")
+                return NotificationPurgeStep(deleted: Int(try row.integer("deleted")), last: examined < limit ? nil : try row.optionalText("last"))
+            }
+        }
     }
 
     /// One bounded delete, committed by itself, run again when PostgreSQL rolled it back to

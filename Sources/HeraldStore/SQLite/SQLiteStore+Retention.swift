@@ -23,18 +23,26 @@ extension SQLiteStore {
         try await purge("DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE timestamp < ? LIMIT ?)", Self.micros(before) / 1000, limit)
     }
 
-    public func purgeNotifications(before: Date, limit: Int) async throws -> Int {
-        try await purge(
-            """
-            DELETE FROM notifications WHERE id IN (
-                SELECT id FROM notifications n WHERE timestamp < ?
-                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
-                    AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
-                    AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
-                    AND \(FoldingSQL.stillWaiting)
-                LIMIT ?)
-            """, Self.micros(before), limit
-        )
+    /// The step's notifications are read in id order from `after` up to the cutoff's second
+    /// (ids begin with it), so a step reads `limit` of them whatever the table holds.
+    public func purgeNotifications(before: Date, after: String?, limit: Int) async throws -> NotificationPurgeStep {
+        let cutoff = Self.micros(before)
+        let idBound = NotificationRetention.idBound(before: cutoff)
+        return try await writer.write { db in
+            let candidates = try String.fetchAll(
+                db, sql: "SELECT id FROM notifications WHERE id > ? AND id < ? AND timestamp < ? ORDER BY id LIMIT ?",
+                arguments: [after ?? "", idBound, cutoff, limit])
+            guard let last = candidates.last else { return NotificationPurgeStep(deleted: 0, last: nil) }
+            try db.execute(
+                sql: """
+                    DELETE FROM notifications AS n WHERE id >= ? AND id <= ? AND timestamp < ?
+                        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
+                        AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
+                        AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
+                        AND \(FoldingSQL.stillWaiting)
+                    """, arguments: [candidates[0], last, cutoff])
+            return NotificationPurgeStep(deleted: db.changesCount, last: candidates.count < limit ? nil : last)
+        }
     }
 
     /// One bounded delete in a transaction of its own. - Returns: the rows deleted.

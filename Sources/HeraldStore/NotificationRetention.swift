@@ -1,0 +1,12 @@
+import Foundation
+
+/// The notifications' purge reads ids up to its cutoff's second: an id begins with the second
+/// it was made in (8 hex digits), so an index walk in id order stops there instead of reading
+/// every newer notification to fill its batch.
+enum NotificationRetention {
+    /// The first id past every id made before the second after `micros` (microseconds since 1970).
+    static func idBound(before micros: Int64) -> String {
+        let second = UInt32(clamping: micros / 1_000_000 + 1)
+        return String(format: "%08x", second)
+    }
+}
