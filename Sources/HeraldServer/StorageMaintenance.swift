@@ -48,6 +48,9 @@ public struct StorageMaintenance: Service {
         public var writerShare = 0.5
         /// How long one kind may purge in one pass before the others get their turn.
         public var timePerKind: Duration = .seconds(10)
+        /// How many notifications still referred to a pass reads at most on its way through
+        /// them (docs/durability.md, "Retention").
+        public var notificationsExaminedPerPass = 20_000
 
         public init(staleDevicesAfter: Duration, deliveries: Duration, idempotency: Duration, history: Duration?, archive: Duration?) {
             self.staleDevicesAfter = staleDevicesAfter
@@ -153,11 +156,15 @@ public struct StorageMaintenance: Service {
         // reading them all again; it is behind only when cut short among notifications to delete.
         var sweptFrom = notificationsCursor.position
         var dense = false
+        var examined = 0
         let (notifications, cutShort) = try await batches { size in
             let step = try await store.purgeNotifications(before: cutoff(policy.deliveries), after: sweptFrom, limit: size)
             sweptFrom = step.last
             dense = step.deleted * 2 > size
-            return (step.deleted, step.last != nil)
+            examined += size
+            // Among notifications still referred to, a pass reads a bounded number and stops:
+            // reading them is the cost, and they are read again only a sweep later.
+            return (step.deleted, step.last != nil && (dense || examined < policy.notificationsExaminedPerPass))
         }
         notificationsCursor.position = sweptFrom
         report.removed["notifications", default: 0] += notifications
