@@ -27,19 +27,7 @@ import Testing
         let before = try await Self.views(of: herald)
 
         // A long read holds history: the conversion waits for its lock, and is killed waiting.
-        let reader = try await PostgresLockHolder.start(url: database, running: "LOCK TABLE history IN ACCESS SHARE MODE")
-        let output = try OutputCollector()
-        let converting = makeProcess(
-            Binaries.path("herald"), ["migrate", "--partition-history", "--database", database], environment: [:], in: directory, collecting: output)
-        try converting.run()
-        defer { converting.terminate() }
-        for _ in 0..<600 where !output.stdout.contains("waiting for the lock on history") && converting.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(output.stdout.contains("waiting for the lock on history"), "\(output.stdout)\(output.stderr)")
-        converting.signal(SIGKILL)
-        _ = await converting.waitForExit()
-        await reader.rollBack()
+        try await Self.killWhileWaitingForLock(on: "history", converting: ["--partition-history"], database: database, in: directory)
         // As a run killed after its first step leaves it: history's ids bounded below the first
         // of a month, checked yet, the scan not (the next run validates it and carries on).
         let bound = String(format: "%08x", Int(Self.firstOfTheMonth(after: Date().addingTimeInterval(40 * 86_400)).timeIntervalSince1970))
@@ -89,20 +77,8 @@ import Testing
 
         // Killed while it waits for its lock (a long read holds deliveries), it leaves Herald
         // accepting.
-        let reader = try await PostgresLockHolder.start(url: database, running: "LOCK TABLE deliveries IN ACCESS SHARE MODE")
-        let output = try OutputCollector()
-        let killed = makeProcess(
-            Binaries.path("herald"), ["migrate", "--partition-deliveries", "--partition-events", "--database", database], environment: [:],
-            in: directory, collecting: output)
-        try killed.run()
-        defer { killed.terminate() }
-        for _ in 0..<600 where !output.stdout.contains("waiting for the lock on deliveries") && killed.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(output.stdout.contains("waiting for the lock on deliveries"), "\(output.stdout)\(output.stderr)")
-        killed.signal(SIGKILL)
-        _ = await killed.waitForExit()
-        await reader.rollBack()
+        try await Self.killWhileWaitingForLock(
+            on: "deliveries", converting: ["--partition-deliveries", "--partition-events"], database: database, in: directory)
         // As a run killed after its first step leaves it: ids bounded below the first of a
         // month, checked for new rows only. New deliveries' ids, made from time, lie below it.
         let bound = Int64(Self.firstOfTheMonth(after: Date().addingTimeInterval(40 * 86_400)).timeIntervalSince1970) << 21
@@ -169,6 +145,24 @@ import Testing
         var id: Int64
         var sink: String
         var state: String
+    }
+
+    /// Runs `herald migrate` with `flags` while a long read holds `table`, and kills it with
+    /// SIGKILL once it says it waits for the lock.
+    static func killWhileWaitingForLock(on table: String, converting flags: [String], database: String, in directory: URL) async throws {
+        let reader = try await PostgresLockHolder.start(url: database, running: "LOCK TABLE \(table) IN ACCESS SHARE MODE")
+        let output = try OutputCollector()
+        let converting = makeProcess(
+            Binaries.path("herald"), ["migrate"] + flags + ["--database", database], environment: [:], in: directory, collecting: output)
+        try converting.run()
+        defer { converting.terminate() }
+        for _ in 0..<600 where !output.stdout.contains("waiting for the lock on \(table)") && converting.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(output.stdout.contains("waiting for the lock on \(table)"), "\(output.stdout)\(output.stderr)")
+        converting.signal(SIGKILL)
+        _ = await converting.waitForExit()
+        await reader.rollBack()
     }
 
     static func compact(_ found: [String: [StoredDelivery]]) -> String {
