@@ -60,10 +60,7 @@ extension PostgresStore {
                         SELECT id FROM notifications WHERE id > \(from) AND id < \(idBound) AND timestamp < \(cutoff) ORDER BY id LIMIT \(limit)
                     ), gone AS (
                         DELETE FROM notifications n WHERE n.id = ANY(ARRAY(SELECT id FROM candidates))
-                            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
-                            AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
-                            AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
-                            AND \(unescaped: FoldingSQL.stillWaiting)
+                            AND \(unescaped: NotificationRetention.unreferenced)
                         RETURNING 1
                     )
                     SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT count(*) FROM candidates) AS examined, (SELECT max(id) FROM candidates) AS last

@@ -35,11 +35,7 @@ extension SQLiteStore {
             guard let last = candidates.last else { return NotificationPurgeStep(deleted: 0, last: nil) }
             try db.execute(
                 sql: """
-                    DELETE FROM notifications AS n WHERE id >= ? AND id <= ? AND timestamp < ?
-                        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)
-                        AND NOT EXISTS (SELECT 1 FROM history h WHERE h.notification_id = n.id)
-                        AND NOT EXISTS (SELECT 1 FROM fanout_jobs j WHERE j.notification_id = n.id AND j.done_at IS NULL)
-                        AND \(FoldingSQL.stillWaiting)
+                    DELETE FROM notifications AS n WHERE id >= ? AND id <= ? AND timestamp < ? AND \(NotificationRetention.unreferenced)
                     """, arguments: [candidates[0], last, cutoff])
             return NotificationPurgeStep(deleted: db.changesCount, last: candidates.count < limit ? nil : last)
         }
