@@ -199,6 +199,14 @@ import Testing
                 let id = try await messageHub(store, topic: topic, inlineLimit: 1)
                 _ = try await store.writeFanOutPage(of: id, pageSize: 10) { _ in [] }
             })
+        // And a scheduled send's page, which writes the rows of those it routes to history.
+        #expect(
+            try await wait(for: .history(users: ["i"])) {
+                let n = HeraldNotification(id: ids.next(at: t0), type: "comment", title: "T", body: "B", url: nil, timestamp: t0, target: .users(["i"]))
+                _ = try await store.acceptScheduled(
+                    n, recipients: .users(["i"]), dueAt: Date().addingTimeInterval(-1), idempotency: nil, idempotencySince: t0)
+                _ = try await store.writeFanOutPage(of: n.id, pageSize: 10, route: historyOnly)
+            })
         #expect(try await wait(for: .attributes(users: ["c"])) { try await store.setAttributes(UserAttributes(tierID: "gold"), userID: "c") })
         // A feature module's transaction announces what it names, once committed.
         #expect(try await wait(for: .content) { _ = try await store.transaction([SharedStatement("SELECT 1 AS one")], announcing: .content) })

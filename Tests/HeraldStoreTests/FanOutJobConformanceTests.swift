@@ -100,6 +100,9 @@ import Testing
         let inlineReceipt = try await accept(store, inline, c, tree, inlineLimit: .max).receipt
         #expect(try await store.status(of: inline.id)?.fanOut == nil, "an inline fan-out has no job")
         let expected = try await written(store, inline.id)
+        // Every kind writes its recipients' history rows with its deliveries, as an accept for
+        // users does: none is left for the history sink.
+        #expect(!expected.history.isEmpty && expected.rows.allSatisfy { $0.sink != "history" || $0.state == "delivered" })
 
         let later = notification(.topic(tree.optIn.topicKey))
         let receipt = try await accept(store, later, c, tree, inlineLimit: 1).receipt

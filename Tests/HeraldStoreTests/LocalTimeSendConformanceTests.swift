@@ -16,8 +16,9 @@ import Testing
         return notification
     }
 
+    /// A push each: a delivery left for a worker, which a cancel can still take.
     let route: @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery] = { _, recipient, _ in
-        [PlannedDelivery(sink: "history", userID: recipient.userID, distribution: .alert)]
+        [PlannedDelivery(sink: "push", userID: recipient.userID, distribution: .alert)]
     }
 
     /// Microseconds, as stored.
@@ -64,14 +65,26 @@ import Testing
         let seen = RecordedInstants()
         let routed = try await store.writeDueRecipients(limit: 10) { job, recipient, instant in
             seen.add(recipient.userID, instant, job.notification.id)
-            return [PlannedDelivery(sink: "history", userID: recipient.userID, distribution: .alert)]
+            return [
+                PlannedDelivery(sink: "history", userID: recipient.userID, distribution: .alert),
+                PlannedDelivery(sink: "push", userID: recipient.userID, distribution: .alert),
+            ]
         }
         #expect(routed == 2)
         #expect(seen.all == ["ann": past, "bob": past.addingTimeInterval(-1)], "each routed at their own instant")
         #expect(seen.notifications == [sent.id])
         let rows = try #require(try await store.status(of: sent.id)).deliveries
-        #expect(rows.map(\.userID).sorted() == ["ann", "bob"])
-        #expect(rows.first { $0.userID == "bob" }?.updatedAt == past.addingTimeInterval(-1), "dated with the recipient's instant")
+        #expect(rows.filter { $0.sink == "push" }.map(\.userID).sorted() == ["ann", "bob"])
+        let bobs = rows.filter { $0.userID == "bob" }
+        #expect(bobs.count == 2 && bobs.allSatisfy { $0.updatedAt == past.addingTimeInterval(-1) }, "dated with the recipient's instant")
+        #expect(bobs.first { $0.sink == "push" }?.state == .pending && bobs.first { $0.sink == "push" }?.nextAttemptAt == past.addingTimeInterval(-1))
+        // The history rows are written as the recipients are routed, as an accept writes them:
+        // nothing is left for the history sink.
+        #expect(rows.filter { $0.sink == "history" }.map(\.state) == [.delivered, .delivered])
+        let bobsHistory = try await store.history(userID: "bob", after: 0, limit: 10).map(\.item)
+        #expect(bobsHistory.map(\.notificationID) == [sent.id])
+        #expect(try await store.history(userID: "cy", after: 0, limit: 10).isEmpty, "cy's instant has not come")
+        #expect(try await store.claimDue(now: Date(), limit: 10, lease: .seconds(60)).map(\.sink) == ["push", "push"])
         #expect(try await store.writeDueRecipients(limit: 10, route: route) == 0, "each once")
         let until = try #require(try await store.untilNextScheduledFanOut())
         #expect(until > .seconds(3000) && until <= .seconds(3600), "cy is next")
@@ -131,7 +144,7 @@ import Testing
         }
         #expect(routed == 300)
         let summary = try #require(try await store.status(of: sent.id)).summary
-        #expect(summary["history"]?[.pending] == 300, "one row each")
+        #expect(summary["push"]?[.pending] == 300, "one row each")
         await store.close()
     }
 }
@@ -174,7 +187,7 @@ extension LocalTimeSendConformanceTests {
         }
         let cancelled = try #require(cancellation)
         #expect(routed + cancelled.recipients == 400, "routed \(routed), cancelled before routing \(cancelled.recipients)")
-        let summary = try #require(try await store.status(of: sent.id)).summary["history"] ?? [:]
+        let summary = try #require(try await store.status(of: sent.id)).summary["push"] ?? [:]
         #expect(summary.values.reduce(0, +) == routed, "one row per routed recipient")
         // A recipient routed before the cancel took its turn has rows waiting for an attempt
         // (nothing delivers here): the cancel takes them too.

@@ -43,10 +43,23 @@ import Testing
         let pending = try await store.pendingFanOuts(limit: 10)
         #expect(pending.map(\.notification.id) == [due.id])
         #expect(pending.first?.routedAt == dueNow, "routed at its instant")
-        #expect(try await store.writeFanOutPage(of: due.id, pageSize: 10, route: route)?.done == true)
+        let routeWithPush: @Sendable (RecipientContext) -> [PlannedDelivery] = { recipient in
+            [
+                PlannedDelivery(sink: "history", userID: recipient.userID, distribution: .alert),
+                PlannedDelivery(sink: "push", userID: recipient.userID, distribution: .alert),
+            ]
+        }
+        #expect(try await store.writeFanOutPage(of: due.id, pageSize: 10, route: routeWithPush)?.done == true)
         let rows = try #require(try await store.status(of: due.id)).deliveries
-        #expect(rows.map(\.userID) == ["cy"])
-        #expect(rows.first?.updatedAt == dueNow && rows.first?.nextAttemptAt == dueNow, "the rows carry the instant")
+        #expect(rows.map(\.userID) == ["cy", "cy"])
+        #expect(rows.allSatisfy { $0.updatedAt == dueNow }, "the rows carry the instant")
+        let push = try #require(rows.first { $0.sink == "push" })
+        #expect(push.state == .pending && push.nextAttemptAt == dueNow)
+        // The page writes the history row, as an accept for users does: nothing is left for the
+        // history sink.
+        #expect(rows.first { $0.sink == "history" }?.state == .delivered)
+        #expect(try await store.history(userID: "cy", after: 0, limit: 10).map(\.item.notificationID) == [due.id])
+        #expect(try await store.claimDue(now: Date(), limit: 10, lease: .seconds(60)).map(\.sink) == ["push"])
         #expect(try await store.pendingFanOuts(limit: 10).isEmpty)
         #expect(try #require(try await store.untilNextScheduledFanOut()) > .seconds(3000), "the later one is next")
         await store.close()

@@ -88,7 +88,10 @@ extension PostgresStore {
     }
 
     /// Keyset pages: each page's settings and devices are read, routed and written before the
-    /// next is read. - Returns: the number of users paged through.
+    /// next is read, with the history rows routed to (``insert(_:of:_:at:writingHistory:modules:)``)
+    /// under the page's users' locks, taken in user order page after page as an accept takes
+    /// them; unless only users with devices are paged, whose history was written for every
+    /// recipient. - Returns: the number of users paged through.
     private static func routePages(
         _ notification: HeraldNotification, _ recipients: FanOutRecipients, withDevicesOnly: Bool, pageSize: Int,
         _ route: (RecipientContext) -> [PlannedDelivery], _ session: PostgresSession, at now: Int64, modules: StorageModules
@@ -98,7 +101,10 @@ extension PostgresStore {
         while true {
             let page = try await session.rows(recipients.page(after: after, limit: pageSize, withDevicesOnly: withDevicesOnly)).map { try $0.text("user_id") }
             guard let last = page.last else { break }
-            try await insert(try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now, modules: modules)
+            if !withDevicesOnly { try await lockHistory(of: page, session) }
+            try await insert(
+                try await Self.recipients(session, userIDs: page).flatMap(route), of: notification.id, session, at: now, writingHistory: !withDevicesOnly,
+                modules: modules)
             paged += page.count
             after = last
         }

@@ -134,31 +134,92 @@ extension PostgresStore {
     public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
         guard !pages.isEmpty else { return [] }
         return try await transaction { session -> [FanOutProgress?] in
+            // Every job's page is read, its lock taken, before any history lock: a batch takes its
+            // jobs' locks in listing order and then the history locks all at once, so it never
+            // holds a history lock while it waits for a job another batch holds.
+            var read: [JobPage?] = []
+            for page in pages { read.append(try await Self.readPage(page, pageSize: pageSize, session)) }
+            try await Self.lockHistory(for: read.compactMap { $0 }, session)
             var progress: [FanOutProgress?] = []
-            for page in pages { progress.append(try await Self.writePage(page, pageSize: pageSize, session, modules: self.modules)) }
+            for page in read {
+                guard let page else {
+                    progress.append(nil)
+                    continue
+                }
+                progress.append(try await Self.writePage(page, session, modules: self.modules))
+            }
             return progress
         }
     }
 
-    /// The next page of one job, in the caller's transaction.
-    /// - Returns: its progress; nil for no job.
-    private static func writePage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress? {
+    /// One job's next page, read under the job's lock, with what writing it needs.
+    struct JobPage {
+        var request: FanOutPage
+        var kind: FanOutKind
+        /// The job's progress before this page; `done` when it had finished already.
+        var progress: FanOutProgress
+        var cursor: String
+        var size: Int
+        var users: [String]
+        /// Its notification's distribution and type, and the time its rows carry: the accept's,
+        /// a scheduled send's instant. Nil for a notification gone since.
+        var notification: (distribution: String, type: String, at: Int64)?
+
+        /// Whether it writes history rows for every user of the page at once (``lockAllHistory(_:)``).
+        var writesAllHistory: Bool { !progress.done && !users.isEmpty && request.localInstant == nil && kind != .route }
+        /// The users whose history it may write one by one, as an accept does (``lockHistory(of:_:)``).
+        var routedUsers: [String] { !progress.done && request.localInstant == nil && kind == .route ? users : [] }
+    }
+
+    /// The next page of one job, in the caller's transaction, which it holds the job's lock for.
+    /// - Returns: nil for no job.
+    private static func readPage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession) async throws -> JobPage? {
         let id = request.id
         // Processes working the same job take turns here; each reads the cursor the last left.
         // A batch locks its jobs in the order they were listed (oldest first, as every process
         // lists them), so two batches never wait for each other in a circle.
         guard let job = try await session.row("SELECT * FROM fanout_jobs WHERE notification_id = \(id.hex) FOR UPDATE") else { return nil }
         let (total, written) = (try job.int("recipients"), try job.int("written"))
-        guard try job.optionalInteger("done_at") == nil else { return FanOutProgress(recipients: total, written: written, done: true) }
+        let cursor = try job.text("cursor")
         let kind = try FanOutJobSQL.kind(job)
+        var page = JobPage(
+            request: request, kind: kind, progress: FanOutProgress(recipients: total, written: written, done: true), cursor: cursor,
+            size: max(pageSize, 1), users: [])
+        guard try job.optionalInteger("done_at") == nil else { return page }
+        page.progress.done = false
         let source = try FanOutRecipients(
             source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience"))
-        let cursor = try job.text("cursor")
-        let size = max(pageSize, 1)
-        let page = try await session.rows(source.page(after: cursor, limit: size)).map { try $0.text("user_id") }
+        page.users = try await session.rows(source.page(after: cursor, limit: page.size)).map { try $0.text("user_id") }
+        if !page.users.isEmpty, let notification = try await session.row("SELECT timestamp, distribution, type FROM notifications WHERE id = \(id.hex)") {
+            // Rows carry the accept's time, as the accepting transaction would have written
+            // them (a scheduled send's: its instant).
+            page.notification = (
+                try notification.text("distribution"), try notification.text("type"),
+                try job.optionalInteger("due_at") ?? notification.integer("timestamp")
+            )
+        }
+        return page
+    }
+
+    /// The history locks a batch's pages need, in one statement: every user's when one of them
+    /// writes a whole page's history at once, else the routed pages' users, each.
+    private static func lockHistory(for pages: [JobPage], _ session: PostgresSession) async throws {
+        if pages.contains(where: \.writesAllHistory) {
+            try await lockAllHistory(session)
+        } else {
+            let users = pages.flatMap(\.routedUsers)
+            if !users.isEmpty { try await lockHistory(of: users, session) }
+        }
+    }
+
+    /// Writes one page read by ``readPage(_:pageSize:_:)``, after ``lockHistory(for:_:)``.
+    /// - Returns: the job's progress.
+    private static func writePage(_ page: JobPage, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress {
+        guard !page.progress.done else { return page.progress }
+        let id = page.request.id
         let now = micros(Date())
-        if let localInstant = request.localInstant, !page.isEmpty {
-            let recipients = try await recipients(session, userIDs: page)
+        if let localInstant = page.request.localInstant, !page.users.isEmpty {
+            let recipients = try await recipients(session, userIDs: page.users)
             let (users, instants) = (recipients.map(\.userID), recipients.map { micros(localInstant($0)) })
             try await session.execute(
                 """
@@ -169,33 +230,32 @@ extension PostgresStore {
             )
             // Every process's worker sleeps no longer than until the first of them is due.
             try await session.notifyWork()
-        } else if !page.isEmpty, let notification = try await session.row("SELECT timestamp, distribution FROM notifications WHERE id = \(id.hex)") {
-            // Rows carry the accept's time, as the accepting transaction would have written
-            // them (a scheduled send's: its instant).
-            let acceptedAt = try job.optionalInteger("due_at") ?? notification.integer("timestamp")
-            switch kind {
+        } else if let notification = page.notification {
+            let route = page.request.route
+            switch page.kind {
             case .route:
-                try await insert(try await recipients(session, userIDs: page).flatMap(request.route), of: id, session, at: acceptedAt, modules: modules)
+                let planned = try await recipients(session, userIDs: page.users).flatMap(route)
+                try await insert(planned, of: id, session, at: notification.at, writingHistory: true, modules: modules)
             case .history, .historyAndDevices:
-                _ = try await writeFanOutHistory(of: id, distribution: try notification.text("distribution"), for: .listed(page), session, at: acceptedAt)
-                if kind == .historyAndDevices {
+                _ = try await writeFanOutHistory(of: id, distribution: notification.distribution, for: .listed(page.users), session, at: notification.at)
+                if page.kind == .historyAndDevices {
                     let withDevices = try await session.rows(
-                        "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page)::text[]) ORDER BY user_id"
+                        "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page.users)::text[]) ORDER BY user_id"
                     ).map { try $0.text("user_id") }
                     try await insert(
-                        try await recipients(session, userIDs: withDevices).flatMap(request.route), of: id, session, at: acceptedAt, modules: modules)
+                        try await recipients(session, userIDs: withDevices).flatMap(route), of: id, session, at: notification.at, modules: modules)
                 }
             }
             try await session.notifyWork()
         }
-        let done = page.count < size
+        let done = page.users.count < page.size
         try await session.execute(
             """
-            UPDATE fanout_jobs SET cursor = \(page.last ?? cursor), written = written + \(page.count), updated_at = \(now),
+            UPDATE fanout_jobs SET cursor = \(page.users.last ?? page.cursor), written = written + \(page.users.count), updated_at = \(now),
                 done_at = \(done ? now : nil) WHERE notification_id = \(id.hex)
             """
         )
-        return FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done)
+        return FanOutProgress(recipients: page.progress.recipients, written: page.progress.written.saturatingAdd(page.users.count), done: done)
     }
 
     public func writeDueRecipients(
@@ -213,13 +273,16 @@ extension PostgresStore {
                 """
             ).map(DueRecipient.init)
             guard !due.isEmpty else { return 0 }
+            // Their history rows are written as an accept's are, under their users' locks, all
+            // taken at once.
+            try await Self.lockHistory(of: due.map(\.user), session)
             for (notificationID, recipients) in Dictionary(grouping: due, by: \.notification) {
                 guard let row = try await session.row("\(unescaped: FanOutJobSQL.jobColumns) WHERE j.notification_id = \(notificationID)") else { continue }
                 let job = try FanOutJobSQL.pendingJob(row)
                 let contexts = try await Self.recipients(session, userIDs: recipients.map(\.user))
                 // Each recipient's rows are dated with their own instant.
                 for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: contexts, route: route) {
-                    try await Self.insert(planned, of: job.notification.id, session, at: at, modules: self.modules)
+                    try await Self.insert(planned, of: job.notification.id, session, at: at, writingHistory: true, modules: self.modules)
                 }
             }
             try await session.notifyWork()

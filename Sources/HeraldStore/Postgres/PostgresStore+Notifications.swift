@@ -273,11 +273,19 @@ extension PostgresStore {
 
     /// Inserts one notification's deliveries (``write(_:_:)`` for those of several), then runs
     /// the modules' statements for them.
+    /// - Parameter writingHistory: their history rows (``PlannedDelivery/isHistoryWrite``) are
+    ///   written too, their history deliveries stored as delivered, as an accept for users writes
+    ///   them, so the history sink has nothing left to claim for them (docs/performance.md,
+    ///   "Scheduled sends at scale"); the caller holds ``lockHistory(of:_:)`` for their users.
     static func insert(
-        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64, modules: StorageModules
+        _ deliveries: [PlannedDelivery], of notification: ObjectID, _ session: PostgresSession, at now: Int64, writingHistory: Bool = false,
+        modules: StorageModules
     ) async throws {
-        let stored = deliveries.map { StoredDelivery(notification: notification, at: now, delivery: $0) }
-        try await write(StoredWrites(deliveries: stored), session)
+        let stored = deliveries.map {
+            StoredDelivery(notification: notification, at: now, delivery: $0, historyWritten: writingHistory && $0.isHistoryWrite)
+        }
+        let history = stored.filter(\.historyWritten).map { (notification.hex, $0.delivery.userID, now) }
+        try await write(StoredWrites(history: history, deliveries: stored), session)
         try await runModuleStatements(after: stored, modules, session)
     }
 

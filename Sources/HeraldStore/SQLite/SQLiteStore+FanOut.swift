@@ -32,7 +32,7 @@ extension SQLiteStore {
                     _ = try Self.routePages(
                         notification, from: source, arguments, withDevicesOnly: true, pageSize: pageSize, route, db, at: now, modules: modules)
                 case .route(let route):
-                    count = try Self.routePages(
+                    (count, historyUsers) = try Self.routePages(
                         notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now, modules: modules)
                 }
             }
@@ -63,23 +63,25 @@ extension SQLiteStore {
         try Self.checkFile(file)
         let recipients = FanOutRecipients.audience(audience)
         let job = try await jobRecipientCount(recipients, inlineLimit: inlineLimit)
-        return try await writer.write { db in
+        let (result, historyUsers) = try await writer.write { [modules] db -> (AcceptResult, [String]) in
             let now = Self.micros(notification.timestamp)
             if let earlier = try Self.insert(notification, recipients: 0, db, idempotency: idempotency, since: idempotencySince) {
-                return earlier
+                return (earlier, [])
             }
-            let count: Int
+            var (count, historyUsers) = (0, [String]())
             if let job {
                 count = job
                 try Self.insertJob(notification, kind: .route, recipients, count: count, db, at: now)
             } else {
                 let (source, arguments) = try recipients.source
-                count = try Self.routePages(
+                (count, historyUsers) = try Self.routePages(
                     notification, from: source, arguments, withDevicesOnly: false, pageSize: pageSize, route, db, at: now, modules: modules)
             }
             try Self.recordRecipients(count, of: notification, idempotency: idempotency, db)
-            return .accepted(NotificationReceipt(id: notification.id, recipients: count))
+            return (.accepted(NotificationReceipt(id: notification.id, recipients: count)), historyUsers)
         }
+        if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
+        return result
     }
 
     /// Whether a fan-out is written later, by a job: its recipients counted, in a read that does
@@ -166,13 +168,16 @@ extension SQLiteStore {
     }
 
     /// Keyset pages: each page's settings and devices are read, routed and written before the
-    /// next is read. - Returns: the number of users paged through.
+    /// next is read, with the history rows routed to (``insertWritingHistory(_:of:type:_:at:handOff:modules:)``),
+    /// unless only users with devices are paged, whose history was written for every recipient.
+    /// - Returns: the number of users paged through, and those whose history rows were written.
     private static func routePages(
         _ notification: HeraldNotification, from source: String, _ arguments: StatementArguments, withDevicesOnly: Bool, pageSize: Int,
         _ route: (RecipientContext) -> [PlannedDelivery], _ db: Database, at now: Int64, modules: StorageModules
-    ) throws -> Int {
+    ) throws -> (paged: Int, historyUsers: [String]) {
         let filter = withDevicesOnly ? " AND EXISTS (SELECT 1 FROM devices d WHERE d.user_id = s.user_id)" : ""
         var paged = 0
+        var historyUsers: [String] = []
         var after = ""
         while true {
             let page = try String.fetchAll(
@@ -180,11 +185,16 @@ extension SQLiteStore {
                 arguments: arguments + [after, pageSize]
             )
             guard let last = page.last else { break }
-            try insert(try recipients(db, userIDs: page).flatMap(route), of: notification.id, db, at: now, modules: modules)
+            let planned = try recipients(db, userIDs: page).flatMap(route)
+            if withDevicesOnly {
+                try insert(planned, of: notification.id, db, at: now, modules: modules)
+            } else {
+                historyUsers += try insertWritingHistory(planned, of: notification.id, type: notification.type, db, at: now, modules: modules).historyUsers
+            }
             paged += page.count
             after = last
         }
-        return paged
+        return (paged, historyUsers)
     }
 
     public func messages(topicKey: String?, limit: Int, before: String?) async throws -> MessagePage {

@@ -63,7 +63,9 @@ extension SQLiteStore {
         _ request: FanOutPage, pageSize: Int, _ db: Database, modules: StorageModules
     ) throws -> (progress: FanOutProgress?, historyUsers: [String]) {
         let id = request.id
-        guard let job = try Row.fetchOne(db, sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?", arguments: [id.hex]) else { return (nil, []) }
+        guard let job = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?"), arguments: [id.hex]) else {
+            return (nil, [])
+        }
         let (total, written) = (try job.int("recipients"), try job.int("written"))
         guard try job.optionalInteger("done_at") == nil else { return (FanOutProgress(recipients: total, written: written, done: true), []) }
         let kind = try FanOutJobSQL.kind(job)
@@ -73,7 +75,7 @@ extension SQLiteStore {
         let cursor = try job.text("cursor")
         let size = max(pageSize, 1)
         let page = try String.fetchAll(
-            db, sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?", arguments: arguments + [cursor, size])
+            db.cachedStatement(sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?"), arguments: arguments + [cursor, size])
         let now = micros(Date())
         var historyUsers: [String] = []
         if let localInstant = request.localInstant, !page.isEmpty {
@@ -84,31 +86,31 @@ extension SQLiteStore {
         } else if !page.isEmpty {
             // Rows carry the accept's time, as the accepting transaction would have written them
             // (a scheduled send's: its instant).
-            if let notification = try Row.fetchOne(db, sql: "SELECT timestamp, distribution FROM notifications WHERE id = ?", arguments: [id.hex]) {
+            if let notification = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT timestamp, distribution, type FROM notifications WHERE id = ?"), arguments: [id.hex])
+            {
                 historyUsers = try writePage(
-                    page, of: id, distribution: try notification.text("distribution"), kind: kind, route: request.route, db,
-                    at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"), modules: modules)
+                    page, of: id, distribution: try notification.text("distribution"), type: try notification.text("type"), kind: kind,
+                    route: request.route, db, at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"), modules: modules)
             }
         }
         let done = page.count < size
-        try db.execute(
-            sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?",
-            arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex]
-        )
+        try db.cachedStatement(sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?")
+            .execute(arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex])
         return (FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done), historyUsers)
     }
 
     /// One page of a job's rows, as the accepting transaction would have written them.
     /// - Returns: the users whose history rows were written now.
     private static func writePage(
-        _ page: [String], of id: ObjectID, distribution: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery], _ db: Database,
-        at acceptedAt: Int64, modules: StorageModules
+        _ page: [String], of id: ObjectID, distribution: String, type: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery],
+        _ db: Database, at acceptedAt: Int64, modules: StorageModules
     ) throws -> [String] {
         let list = try StoredJSON.encode(page)
         switch kind {
         case .route:
-            try insert(try recipients(db, userIDs: page).flatMap(route), of: id, db, at: acceptedAt, modules: modules)
-            return []
+            let planned = try recipients(db, userIDs: page).flatMap(route)
+            return try insertWritingHistory(planned, of: id, type: type, db, at: acceptedAt, modules: modules).historyUsers
         case .history, .historyAndDevices:
             let (_, written) = try writeFanOutHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
             if kind == .historyAndDevices {
@@ -123,11 +125,12 @@ extension SQLiteStore {
     public func writeDueRecipients(
         limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
     ) async throws -> Int {
-        try await writer.write { [modules] db -> Int in
+        let (count, historyUsers) = try await writer.write { [modules] db -> (Int, [String]) in
             let due = try Row.fetchAll(
                 db, sql: "SELECT notification_id, user_id, due_at FROM scheduled_recipients WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 arguments: [Self.micros(Date()), max(limit, 1)])
-            guard !due.isEmpty else { return 0 }
+            guard !due.isEmpty else { return (0, []) }
+            var historyUsers: [String] = []
             let waiting = try due.map(DueRecipient.init)
             for (notificationID, recipients) in Dictionary(grouping: waiting, by: \.notification) {
                 let users = recipients.map(\.user)
@@ -141,11 +144,15 @@ extension SQLiteStore {
                 let job = try FanOutJobSQL.pendingJob(row)
                 // Each recipient's rows are dated with their own instant.
                 for (at, planned) in DueRecipient.planned(recipients, of: job, contexts: try Self.recipients(db, userIDs: users), route: route) {
-                    try Self.insert(planned, of: job.notification.id, db, at: at, modules: modules)
+                    historyUsers += try Self.insertWritingHistory(
+                        planned, of: job.notification.id, type: job.notification.type, db, at: at, modules: modules
+                    ).historyUsers
                 }
             }
-            return waiting.count
+            return (waiting.count, historyUsers)
         }
+        if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
+        return count
     }
 
     public func cancel(id: ObjectID, at date: Date) async throws -> Cancellation? {

@@ -38,15 +38,35 @@ extension SQLiteStore {
         }
         // A scheduled broadcast's deliveries wait for its instant.
         let at = micros(notification.goesOutAt)
-        let history = writesHistory ? deliveries.filter(\.isHistoryWrite).map(\.userID) : []
-        try writeHistory(history.map { (notification.id.hex, $0) }, type: notification.type, at: at, db)
-        historyUsers += history
-        let handOff = writesHistory ? request.handOff.map { HandOffPlan($0, notification: notification, recipients: recipients) } : nil
-        let leased = try insert(deliveries, of: notification.id, db, at: at, historyWritten: writesHistory, handOff: handOff, modules: modules)
+        var handedOff: [Delivery] = []
+        if writesHistory {
+            let handOff = request.handOff.map { HandOffPlan($0, notification: notification, recipients: recipients) }
+            let written = try insertWritingHistory(deliveries, of: notification.id, type: notification.type, db, at: at, handOff: handOff, modules: modules)
+            historyUsers += written.historyUsers
+            handedOff = handOff.map { plan in written.leased.map { plan.delivery($0.delivery, id: $0.id) } } ?? []
+        } else {
+            try insert(deliveries, of: notification.id, db, at: at, modules: modules)
+        }
         return AcceptOutcome(
             result: .accepted(NotificationReceipt(id: notification.id, recipients: count)),
-            handedOff: handOff.map { plan in leased.map { plan.delivery($0.delivery, id: $0.id) } } ?? []
+            handedOff: handedOff
         )
+    }
+
+    /// Routed deliveries with their history rows (``PlannedDelivery/isHistoryWrite``) written
+    /// in the same transaction, their history deliveries stored as delivered: an accept for
+    /// users, a job's page and recipients due at their local time all write them so, and the
+    /// history sink has nothing left to claim for them (docs/performance.md, "Scheduled sends at
+    /// scale").
+    /// - Returns: the users whose history rows were written, and the deliveries stored leased.
+    static func insertWritingHistory(
+        _ deliveries: [PlannedDelivery], of notification: ObjectID, type: String, _ db: Database, at now: Int64, handOff: HandOffPlan? = nil,
+        modules: StorageModules
+    ) throws -> (historyUsers: [String], leased: [(delivery: PlannedDelivery, id: Int64)]) {
+        let history = deliveries.filter(\.isHistoryWrite).map(\.userID)
+        try writeHistory(history.map { (notification.hex, $0) }, type: type, at: now, db)
+        let leased = try insert(deliveries, of: notification, db, at: now, historyWritten: true, handOff: handOff, modules: modules)
+        return (history, leased)
     }
 
     /// Inserts the notification and claims its idempotency key; returns what the key stands for
