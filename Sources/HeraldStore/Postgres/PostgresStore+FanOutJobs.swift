@@ -137,7 +137,7 @@ extension PostgresStore {
             // Every job's page is read, its lock taken, before any history lock: a batch takes its
             // jobs' locks in listing order and then the history locks all at once, so it never
             // holds a history lock while it waits for a job another batch holds.
-            var read: [JobPage?] = []
+            var read: [FanOutJobPage?] = []
             for page in pages { read.append(try await Self.readPage(page, pageSize: pageSize, session)) }
             try await Self.lockHistory(for: read.compactMap { $0 }, session)
             var progress: [FanOutProgress?] = []
@@ -152,58 +152,28 @@ extension PostgresStore {
         }
     }
 
-    /// One job's next page, read under the job's lock, with what writing it needs.
-    struct JobPage {
-        var request: FanOutPage
-        var kind: FanOutKind
-        /// The job's progress before this page; `done` when it had finished already.
-        var progress: FanOutProgress
-        var cursor: String
-        var size: Int
-        var users: [String]
-        /// Its notification's distribution and type, and the time its rows carry: the accept's,
-        /// a scheduled send's instant. Nil for a notification gone since.
-        var notification: (distribution: String, type: String, at: Int64)?
-
-        /// Whether it writes history rows for every user of the page at once (``lockAllHistory(_:)``).
-        var writesAllHistory: Bool { !progress.done && !users.isEmpty && request.localInstant == nil && kind != .route }
-        /// The users whose history it may write one by one, as an accept does (``lockHistory(of:_:)``).
-        var routedUsers: [String] { !progress.done && request.localInstant == nil && kind == .route ? users : [] }
-    }
-
     /// The next page of one job, in the caller's transaction, which it holds the job's lock for.
     /// - Returns: nil for no job.
-    private static func readPage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession) async throws -> JobPage? {
+    private static func readPage(_ request: FanOutPage, pageSize: Int, _ session: PostgresSession) async throws -> FanOutJobPage? {
         let id = request.id
         // Processes working the same job take turns here; each reads the cursor the last left.
         // A batch locks its jobs in the order they were listed (oldest first, as every process
         // lists them), so two batches never wait for each other in a circle.
         guard let job = try await session.row("SELECT * FROM fanout_jobs WHERE notification_id = \(id.hex) FOR UPDATE") else { return nil }
-        let (total, written) = (try job.int("recipients"), try job.int("written"))
-        let cursor = try job.text("cursor")
-        let kind = try FanOutJobSQL.kind(job)
-        var page = JobPage(
-            request: request, kind: kind, progress: FanOutProgress(recipients: total, written: written, done: true), cursor: cursor,
-            size: max(pageSize, 1), users: [])
-        guard try job.optionalInteger("done_at") == nil else { return page }
-        page.progress.done = false
+        var page = try FanOutJobPage(request, job: job, pageSize: pageSize)
+        guard !page.progress.done else { return page }
         let source = try FanOutRecipients(
             source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience"))
-        page.users = try await session.rows(source.page(after: cursor, limit: page.size)).map { try $0.text("user_id") }
+        page.users = try await session.rows(source.page(after: page.cursor, limit: page.size)).map { try $0.text("user_id") }
         if !page.users.isEmpty, let notification = try await session.row("SELECT timestamp, distribution, type FROM notifications WHERE id = \(id.hex)") {
-            // Rows carry the accept's time, as the accepting transaction would have written
-            // them (a scheduled send's: its instant).
-            page.notification = (
-                try notification.text("distribution"), try notification.text("type"),
-                try job.optionalInteger("due_at") ?? notification.integer("timestamp")
-            )
+            try page.carry(notification, job: job)
         }
         return page
     }
 
     /// The history locks a batch's pages need, in one statement: every user's when one of them
     /// writes a whole page's history at once, else the routed pages' users, each.
-    private static func lockHistory(for pages: [JobPage], _ session: PostgresSession) async throws {
+    private static func lockHistory(for pages: [FanOutJobPage], _ session: PostgresSession) async throws {
         if pages.contains(where: \.writesAllHistory) {
             try await lockAllHistory(session)
         } else {
@@ -214,7 +184,7 @@ extension PostgresStore {
 
     /// Writes one page read by ``readPage(_:pageSize:_:)``, after ``lockHistory(for:_:)``.
     /// - Returns: the job's progress.
-    private static func writePage(_ page: JobPage, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress {
+    private static func writePage(_ page: FanOutJobPage, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress {
         guard !page.progress.done else { return page.progress }
         let id = page.request.id
         let now = micros(Date())
@@ -248,14 +218,13 @@ extension PostgresStore {
             }
             try await session.notifyWork()
         }
-        let done = page.users.count < page.size
         try await session.execute(
             """
             UPDATE fanout_jobs SET cursor = \(page.users.last ?? page.cursor), written = written + \(page.users.count), updated_at = \(now),
-                done_at = \(done ? now : nil) WHERE notification_id = \(id.hex)
+                done_at = \(page.finishes ? now : nil) WHERE notification_id = \(id.hex)
             """
         )
-        return FanOutProgress(recipients: page.progress.recipients, written: page.progress.written.saturatingAdd(page.users.count), done: done)
+        return page.progressAfter
     }
 
     public func writeDueRecipients(

@@ -51,75 +51,83 @@ extension SQLiteStore {
 
     public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
         guard !pages.isEmpty else { return [] }
-        let written = try await writer.write { [modules] db in try pages.map { try Self.writePage($0, pageSize: pageSize, db, modules: modules) } }
+        let written = try await writer.write { [modules] db -> [(progress: FanOutProgress?, historyUsers: [String])] in
+            // Every job's page first, then the settings and devices of all their recipients in
+            // one read: a transaction of many small jobs (sends scheduled for one user each) read
+            // them a job at a time, two statements each.
+            let read = try pages.map { try Self.readPage($0, pageSize: pageSize, db) }
+            let recipients = try Self.recipientsByID(db, userIDs: read.flatMap { $0?.readsRecipients ?? [] })
+            return try read.map { page in
+                guard let page else { return (nil, []) }
+                let contexts = page.readsRecipients.map { recipients[$0] ?? RecipientContext(userID: $0) }
+                return (page.progressAfter, try Self.writePage(page, recipients: contexts, db, modules: modules))
+            }
+        }
         let historyUsers = written.flatMap(\.historyUsers)
         if !historyUsers.isEmpty { changes.send(.history(users: historyUsers)) }
         return written.map(\.progress)
     }
 
-    /// The next page of one job, in the caller's transaction.
-    /// - Returns: its progress (nil for no job), and the users whose history rows were written.
-    private static func writePage(
-        _ request: FanOutPage, pageSize: Int, _ db: Database, modules: StorageModules
-    ) throws -> (progress: FanOutProgress?, historyUsers: [String]) {
+    /// The next page of one job, in the caller's transaction. - Returns: nil for no job.
+    private static func readPage(_ request: FanOutPage, pageSize: Int, _ db: Database) throws -> FanOutJobPage? {
         let id = request.id
         guard let job = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM fanout_jobs WHERE notification_id = ?"), arguments: [id.hex]) else {
-            return (nil, [])
+            return nil
         }
-        let (total, written) = (try job.int("recipients"), try job.int("written"))
-        guard try job.optionalInteger("done_at") == nil else { return (FanOutProgress(recipients: total, written: written, done: true), []) }
-        let kind = try FanOutJobSQL.kind(job)
+        var page = try FanOutJobPage(request, job: job, pageSize: pageSize)
+        guard !page.progress.done else { return page }
         let (source, arguments) = try FanOutRecipients(
             source: try job.text("source"), topic: try job.optionalText("topic_key"), audience: try job.optionalText("audience")
         ).source
-        let cursor = try job.text("cursor")
-        let size = max(pageSize, 1)
-        let page = try String.fetchAll(
-            db.cachedStatement(sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?"), arguments: arguments + [cursor, size])
-        let now = micros(Date())
-        var historyUsers: [String] = []
-        if let localInstant = request.localInstant, !page.isEmpty {
-            let waiting = try db.cachedStatement(sql: "INSERT OR IGNORE INTO scheduled_recipients (notification_id, user_id, due_at) VALUES (?, ?, ?)")
-            for recipient in try recipients(db, userIDs: page) {
-                try waiting.execute(arguments: [id.hex, recipient.userID, micros(localInstant(recipient))])
-            }
-        } else if !page.isEmpty {
-            // Rows carry the accept's time, as the accepting transaction would have written them
-            // (a scheduled send's: its instant).
-            if let notification = try Row.fetchOne(
+        page.users = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT user_id FROM (\(source)) WHERE user_id > ? ORDER BY user_id LIMIT ?"),
+            arguments: arguments + [page.cursor, page.size])
+        if !page.users.isEmpty,
+            let notification = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT timestamp, distribution, type FROM notifications WHERE id = ?"), arguments: [id.hex])
-            {
-                historyUsers = try writePage(
-                    page, of: id, distribution: try notification.text("distribution"), type: try notification.text("type"), kind: kind,
-                    route: request.route, db, at: try job.optionalInteger("due_at") ?? notification.integer("timestamp"), modules: modules)
-            }
+        {
+            try page.carry(notification, job: job)
         }
-        let done = page.count < size
-        try db.cachedStatement(sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?")
-            .execute(arguments: [page.last ?? cursor, page.count, now, done ? now : nil, id.hex])
-        return (FanOutProgress(recipients: total, written: written.saturatingAdd(page.count), done: done), historyUsers)
+        return page
     }
 
-    /// One page of a job's rows, as the accepting transaction would have written them.
+    /// Writes one page read by ``readPage(_:pageSize:_:)``, as the accepting transaction would
+    /// have written its rows, and moves its job's cursor past it.
+    /// - Parameter recipients: the settings and devices of its ``FanOutJobPage/readsRecipients``.
     /// - Returns: the users whose history rows were written now.
     private static func writePage(
-        _ page: [String], of id: ObjectID, distribution: String, type: String, kind: FanOutKind, route: (RecipientContext) -> [PlannedDelivery],
-        _ db: Database, at acceptedAt: Int64, modules: StorageModules
+        _ page: FanOutJobPage, recipients: [RecipientContext], _ db: Database, modules: StorageModules
     ) throws -> [String] {
-        let list = try StoredJSON.encode(page)
-        switch kind {
-        case .route:
-            let planned = try recipients(db, userIDs: page).flatMap(route)
-            return try insertWritingHistory(planned, of: id, type: type, db, at: acceptedAt, modules: modules).historyUsers
-        case .history, .historyAndDevices:
-            let (_, written) = try writeFanOutHistory(of: id, distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: acceptedAt)
-            if kind == .historyAndDevices {
-                let withDevices = try String.fetchAll(
-                    db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
-                try insert(try recipients(db, userIDs: withDevices).flatMap(route), of: id, db, at: acceptedAt, modules: modules)
+        guard !page.progress.done else { return [] }
+        let id = page.request.id
+        let now = micros(Date())
+        var historyUsers: [String] = []
+        if let localInstant = page.request.localInstant {
+            let waiting = try db.cachedStatement(sql: "INSERT OR IGNORE INTO scheduled_recipients (notification_id, user_id, due_at) VALUES (?, ?, ?)")
+            for recipient in recipients {
+                try waiting.execute(arguments: [id.hex, recipient.userID, micros(localInstant(recipient))])
             }
-            return written
+        } else if let notification = page.notification {
+            switch page.kind {
+            case .route:
+                historyUsers = try insertWritingHistory(
+                    recipients.flatMap(page.request.route), of: id, type: notification.type, db, at: notification.at, modules: modules
+                ).historyUsers
+            case .history, .historyAndDevices:
+                let list = try StoredJSON.encode(page.users)
+                historyUsers = try writeFanOutHistory(
+                    of: id, notification.distribution, from: "SELECT value AS user_id FROM json_each(?)", [list], db, at: notification.at
+                ).written
+                if page.kind == .historyAndDevices {
+                    let withDevices = try String.fetchAll(
+                        db, sql: "SELECT DISTINCT user_id FROM devices WHERE user_id IN (SELECT value FROM json_each(?)) ORDER BY user_id", arguments: [list])
+                    try insert(try Self.recipients(db, userIDs: withDevices).flatMap(page.request.route), of: id, db, at: notification.at, modules: modules)
+                }
+            }
         }
+        try db.cachedStatement(sql: "UPDATE fanout_jobs SET cursor = ?, written = written + ?, updated_at = ?, done_at = ? WHERE notification_id = ?")
+            .execute(arguments: [page.users.last ?? page.cursor, page.users.count, now, page.finishes ? now : nil, id.hex])
+        return historyUsers
     }
 
     public func writeDueRecipients(

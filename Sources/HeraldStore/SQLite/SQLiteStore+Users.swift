@@ -185,7 +185,7 @@ extension SQLiteStore {
 
     /// Each of `userIDs` with its stored settings and devices (defaults and none for a user
     /// Herald does not know), by user.
-    private static func recipientsByID(_ db: Database, userIDs: [String]) throws -> [String: RecipientContext] {
+    static func recipientsByID(_ db: Database, userIDs: [String]) throws -> [String: RecipientContext] {
         var settings: [String: UserSettings] = [:]
         var devices: [String: [Device]] = [:]
         let unique = userIDs.uniqued()
