@@ -72,7 +72,7 @@ extension PostgresStore {
             outcomes.append(AcceptOutcome(result: .accepted(NotificationReceipt(id: notification.id, recipients: count))))
         }
         // Only named users' history is written here, and their locks are held (above).
-        let history = deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }
+        let history = StoredWrites.historyRows(of: deliveries)
         // Other processes' workers are woken only for rows they may claim now.
         let claimable = deliveries.contains { !$0.historyWritten && $0.leasedUntil == nil }
         let leasedIDs = try await write(
@@ -108,6 +108,12 @@ extension PostgresStore {
         var deliveries: [StoredDelivery] = []
         /// Wakes idle workers in every process once the transaction commits.
         var wakeWorkers = false
+
+        /// The history rows of those of `deliveries` stored as delivered because their rows are
+        /// written with them (``StoredDelivery/historyWritten``).
+        static func historyRows(of deliveries: [StoredDelivery]) -> [(notification: String, user: String, at: Int64)] {
+            deliveries.filter(\.historyWritten).map { ($0.notification.hex, $0.delivery.userID, $0.at) }
+        }
     }
 
     /// Everything in `writes` in one statement (``WriteStatement``).
@@ -284,8 +290,7 @@ extension PostgresStore {
         let stored = deliveries.map {
             StoredDelivery(notification: notification, at: now, delivery: $0, historyWritten: writingHistory && $0.isHistoryWrite)
         }
-        let history = stored.filter(\.historyWritten).map { (notification.hex, $0.delivery.userID, now) }
-        try await write(StoredWrites(history: history, deliveries: stored), session)
+        try await write(StoredWrites(history: StoredWrites.historyRows(of: stored), deliveries: stored), session)
         try await runModuleStatements(after: stored, modules, session)
     }
 
