@@ -36,11 +36,38 @@ import Testing
         }
         let statements = Self.statements(inLog: text)
         let (scans, unplanned) = try await Self.fullScans(statements, admin)
+        try await Self.expectDueReadsThroughTheirKindsIndexes(statements, admin)
         let (control, _) = try await Self.fullScans(["SELECT count(*) FROM history h WHERE h.type = $1"], admin)
         #expect(!control.isEmpty, "the check sees a scan (one per partition of history), aliased or not")
         #expect(statements.count > 30, "the workload ran: \(statements.count) statements")
         #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
         #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")
+    }
+
+    /// A claim reads first attempts and retries each through an index whose condition is its
+    /// kind's (DueDeliveriesSQL): through one index of every pending delivery, each claim's
+    /// read of retries walked every first attempt due. A locking read keeps the index's
+    /// condition as a filter (PostgreSQL checks it again on a row changed meanwhile), so the
+    /// plan names each scan's kind below its index; the index's own definition must hold it.
+    static func expectDueReadsThroughTheirKindsIndexes(_ statements: Set<String>, _ store: PostgresStore) async throws {
+        let reads = statements.filter { $0.contains("FROM deliveries WHERE state = 'pending'") && $0.contains("attempts") }
+        var scans: [(index: String, kind: String)] = []
+        for plan in try await Self.plans(reads, store).plans.values {
+            var index: String?
+            for line in plan {
+                if let scan = line.firstMatch(of: /Index (?:Only )?Scan using (\w+) on/) { index = String(scan.1) }
+                if let index, let kind = line.firstMatch(of: /\(attempts [=>] 0\)/) { scans.append((index, String(kind.0))) }
+            }
+        }
+        #expect(Set(scans.map(\.kind)).count == 2, "both kinds read through an index: \(scans)\n\(reads)")
+        let names = scans.map(\.index)
+        let definitions = try await store.withConnection { session in
+            try await session.rows("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(\(names))")
+                .reduce(into: [String: String]()) { $0[try $1.text("indexname")] = try $1.text("indexdef") }
+        }
+        for scan in scans {
+            #expect(definitions[scan.index]?.contains(scan.kind) == true, "\(scan.kind) read through \(definitions[scan.index] ?? scan.index)")
+        }
     }
 
     /// The log's size now; a server whose log is elsewhere (not `scripts/test`'s) fails here, saying so.
@@ -74,11 +101,22 @@ import Testing
     /// that grows, each with its plan line; and those that could not be planned on their own
     /// (a trigger's statements name its transition tables).
     static func fullScans(_ statements: Set<String>, _ store: PostgresStore) async throws -> (scans: [String], unplanned: [String]) {
+        let (plans, unplanned) = try await Self.plans(statements, store)
+        let scans = plans.sorted { $0.key < $1.key }.flatMap { sql, plan in
+            plan.filter { line in line.firstMatch(of: /Seq Scan on (\w+)/).map { !small.contains(String($0.1)) } ?? false }
+                .map { "\($0.trimmingCharacters(in: .whitespaces)): \(sql)" }
+        }
+        return (scans, unplanned)
+    }
+
+    /// Each plannable statement's generic plan, with sequential scans disabled, by line; and
+    /// those that could not be planned on their own (a trigger's statements name its transition tables).
+    static func plans(_ statements: Set<String>, _ store: PostgresStore) async throws -> (plans: [String: [String]], unplanned: [String]) {
         let planned = statements.filter(QueryPlanTests.isPlannable)
         return try await store.withConnection { session in
             try await session.execute("SET enable_seqscan = off")
             try await session.execute("SET plan_cache_mode = force_generic_plan")
-            var scans: [String] = []
+            var plans: [String: [String]] = [:]
             var unplanned: [String] = []
             for sql in planned.sorted() {
                 let parameters = sql.matches(of: /\$(\d+)/).compactMap { Int($0.1) }.max() ?? 0
@@ -91,14 +129,9 @@ import Testing
                 let arguments = parameters == 0 ? "" : "(" + Array(repeating: "NULL", count: parameters).joined(separator: ", ") + ")"
                 let plan = try await session.rows(PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE herald_plan" + arguments))
                 try await session.execute("DEALLOCATE herald_plan")
-                for row in plan {
-                    let line = try row.text("QUERY PLAN")
-                    if let scan = line.firstMatch(of: /Seq Scan on (\w+)/), !small.contains(String(scan.1)) {
-                        scans.append("\(line.trimmingCharacters(in: .whitespaces)): \(sql)")
-                    }
-                }
+                plans[sql] = try plan.map { try $0.text("QUERY PLAN") }
             }
-            return (scans, unplanned)
+            return (plans, unplanned)
         }
     }
 }

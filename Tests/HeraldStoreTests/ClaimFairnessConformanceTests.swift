@@ -1,7 +1,9 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldStore
 import HeraldTestSupport
+import PostgresNIO
 import Testing
 
 /// A retry storm cannot starve first attempts: while new deliveries wait, retries take at most
@@ -36,5 +38,60 @@ import Testing
         #expect(rest.count == 10 && rest.filter { $0.attempt > 1 }.count == 5, "the other five retries and the other five new ones")
         for n in 0..<6 { try await accept("g\(n)", at: t0.addingTimeInterval(30), into: store) }
         #expect(try await store.claimDue(now: t0.addingTimeInterval(31), limit: 4, lease: .seconds(30)).count == 4)
+    }
+
+    /// A database from before the due deliveries' two indexes (one index of every pending
+    /// delivery, `deliveries_due`) is given them by the migration, which drops the old one, and
+    /// what was waiting in it is claimed afterwards: a retry and a first attempt.
+    @Test(arguments: StoreKind.allCases)
+    func anUpgradedDatabaseClaimsBothKindsThroughTheirIndexes(_ kind: StoreKind) async throws {
+        let store = try await kind.make()
+        try await accept("retried", at: t0, into: store)
+        let first = try await store.claimDue(now: t0, limit: 1, lease: .seconds(30))
+        try await store.record(
+            first.map { DeliveryUpdate(id: $0.id, state: .pending, attempts: $0.attempt, lastError: "503", nextAttemptAt: t0.addingTimeInterval(5)) }, at: t0)
+        try await accept("new", at: t0.addingTimeInterval(1), into: store)
+        // Back to the schema before the migration, rows and all.
+        let columns = kind == .postgres ? "(next_attempt_at, id)" : "(next_attempt_at)"
+        try await Self.run(
+            [
+                "DROP INDEX deliveries_first_due", "DROP INDEX deliveries_retry_due",
+                "CREATE INDEX deliveries_due ON deliveries \(columns) WHERE state = 'pending'",
+                kind == .postgres
+                    ? "DELETE FROM herald_migrations WHERE name = 'v25-due-kinds'" : "DELETE FROM grdb_migrations WHERE identifier = 'v25-due-kinds'",
+            ], on: store)
+        #expect(try await Self.indexes(of: store) == ["deliveries_due"])
+        try await store.migrate()
+        #expect(try await Self.indexes(of: store) == ["deliveries_first_due", "deliveries_retry_due"])
+        #expect(try await store.nextDueDate(sinks: .all) == t0.addingTimeInterval(1))
+        let claimed = try await store.claimDue(now: t0.addingTimeInterval(10), limit: 10, lease: .seconds(30))
+        #expect(claimed.map(\.recipient.userID).sorted() == ["new", "retried"])
+        #expect(claimed.map(\.attempt).sorted() == [1, 2])
+    }
+
+    /// Runs `statements` on the store's database, outside the store's API.
+    static func run(_ statements: [String], on store: any ServerStorage) async throws {
+        if let store = store as? PostgresStore {
+            try await store.withConnection { session in
+                for statement in statements { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+            }
+        } else if let store = store as? SQLiteStore {
+            try await store.writer.write { db in for statement in statements { try db.execute(sql: statement) } }
+        }
+    }
+
+    /// The names of the deliveries table's indexes of due rows (on PostgreSQL, the parent's).
+    static func indexes(of store: any ServerStorage) async throws -> [String] {
+        if let store = store as? PostgresStore {
+            return try await store.withConnection { session in
+                try await session.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'deliveries' AND indexname LIKE '%\\_due' ORDER BY indexname")
+                    .map { try $0.text("indexname") }
+            }
+        }
+        let store = try #require(store as? SQLiteStore)
+        return try await store.writer.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND name LIKE '%\\_due' ESCAPE '\\' ORDER BY name")
+        }
     }
 }

@@ -41,8 +41,7 @@ extension MonthPartitionedTable {
             ) PARTITION BY RANGE (id)
             """
         },
-        indexes: [
-            ("deliveries_due", "(next_attempt_at, id) WHERE state = 'pending'"),
+        indexes: DueDeliveriesSQL.indexes(columns: DueDeliveriesSQL.postgresColumns) + [
             ("deliveries_by_notification", "(notification_id)"),
             ("deliveries_pending_by_device", "(device_id) WHERE state = 'pending'"),
             ("deliveries_finished_by_age", "(updated_at) WHERE state <> 'pending'"),

@@ -364,6 +364,8 @@ enum PostgresSchema {
         ("v23-delivery-partitions", MonthPartitionedTable.deliveriesMigration),
         // Events partitioned by the month they were received, when still empty (docs/durability.md).
         ("v24-event-partitions", [MonthPartitionedTable.events.migration()]),
+        // As SQLite's v25: first attempts and retries due, each in its own index (DueDeliveriesSQL).
+        ("v25-due-kinds", DueDeliveriesSQL.migration(columns: DueDeliveriesSQL.postgresColumns)),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -30,13 +30,13 @@ extension PostgresStore {
             query = """
                 WITH firsts AS (
                     SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
-                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND attempts = 0
+                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND \(unescaped: DueDeliveriesSQL.firstAttempt)
                             AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
                         ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                     ) f
                 ), retries AS (
                     SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
-                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND attempts > 0
+                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND \(unescaped: DueDeliveriesSQL.retry)
                             AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
                         ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                     ) r
@@ -154,8 +154,12 @@ extension PostgresStore {
         return try await withConnection { session in
             try await session.row(
                 """
-                SELECT MIN(next_attempt_at) AS due FROM deliveries
-                WHERE state = 'pending' AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
+                SELECT LEAST(
+                    (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.firstAttempt)
+                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))),
+                    (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.retry)
+                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included)))
+                ) AS due
                 """
             )?.optionalDate("due")
         }

@@ -158,17 +158,23 @@ extension PostgresStore {
             // All of their queued deliveries at once, in id order: failed device by device, the
             // rows of two devices interleave, and a worker's heartbeat taking them in id order
             // could hold one of the second device's while waiting for one of the first's.
+            // Found through the queue's indexes (DueDeliveriesSQL.unfinished), not among every
+            // delivery ever stored.
+            let unfinished = "ARRAY(\(DueDeliveriesSQL.unfinished(user: "(SELECT user_id FROM erased)")))"
             try await session.execute(
-                "SELECT id FROM deliveries WHERE state IN ('pending', 'held', 'folded') AND user_id = \(userID) ORDER BY id FOR UPDATE")
+                """
+                WITH erased AS (SELECT \(userID)::text AS user_id)
+                SELECT id FROM deliveries WHERE id = ANY(\(unescaped: unfinished)) ORDER BY id FOR UPDATE
+                """)
             for id in devices { try await Self.removeDevice(session, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
             // What is still queued for them in other sinks (history, webhooks) is never done
             // (those rows are locked already, above).
             try await session.execute(
                 """
-                WITH failed AS (
+                WITH erased AS (SELECT \(userID)::text AS user_id), failed AS (
                     UPDATE deliveries SET state = 'failed', last_error = 'the user was erased', next_attempt_at = NULL, updated_at = \(now)
-                    WHERE state IN ('pending', 'held', 'folded') AND user_id = \(userID)
+                    WHERE id = ANY(\(unescaped: unfinished))
                     RETURNING id, leased
                 ), \(unescaped: WithdrawalMessage.notices(of: "failed"))
                 SELECT COUNT(*) AS notices FROM withdrawn

@@ -374,6 +374,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v24-inbox") { db in
             for statement in InboxSQL.columns + InboxSQL.sqliteTriggers { try db.execute(sql: statement) }
         }
+        // First attempts and retries due, each in its own index (DueDeliveriesSQL).
+        migrator.registerMigration("v25-due-kinds") { db in
+            for statement in DueDeliveriesSQL.migration(columns: "(next_attempt_at)") { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

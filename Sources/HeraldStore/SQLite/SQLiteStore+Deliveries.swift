@@ -16,9 +16,10 @@ extension SQLiteStore {
                     arguments: [nowMicros] + filterArguments + [limit]
                 )
             }
-            // First attempts and retries apart: retries take a bounded share (RetryShare).
-            let firsts = try due("attempts = 0")
-            let retries = try due("attempts > 0").prefix(RetryShare.of(limit, firstAttempts: firsts.count))
+            // First attempts and retries apart, each through its own index (DueDeliveriesSQL):
+            // retries take a bounded share (RetryShare).
+            let firsts = try due(DueDeliveriesSQL.firstAttempt)
+            let retries = try due(DueDeliveriesSQL.retry).prefix(RetryShare.of(limit, firstAttempts: firsts.count))
             let ids = Array(retries) + firsts.prefix(max(0, limit - retries.count))
             guard !ids.isEmpty else { return [] }
             // The lease is the next due time: a worker that dies before recording leaves the
@@ -100,10 +101,7 @@ extension SQLiteStore {
     public func nextDueDate(sinks: SinkFilter) async throws -> Date? {
         try await writer.read { db in
             let (filter, arguments) = Self.sinkCondition(sinks)
-            return Self.date(
-                try Int64.fetchOne(
-                    try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending'\(filter)"), arguments: arguments)
-            )
+            return Self.date(try Int64.fetchOne(try db.cachedStatement(sql: DueDeliveriesSQL.nextDue(filter: filter)), arguments: arguments + arguments))
         }
     }
 

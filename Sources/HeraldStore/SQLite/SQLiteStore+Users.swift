@@ -219,11 +219,10 @@ extension SQLiteStore {
             for id in devices { try Self.removeDevice(db, id: id, reason: "the user was erased", at: now) }
             erased.devices = devices.count
             // What is still queued for them in other sinks (history, webhooks) is never done.
-            // Pending rows only: `deliveries_due` covers them, and the queue is short.
             try db.execute(
                 sql: """
-                    UPDATE deliveries SET state = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ?
-                    WHERE state IN ('pending', 'held', 'folded') AND user_id = ?
+                    UPDATE deliveries SET state = 'failed', last_error = ?1, next_attempt_at = NULL, updated_at = ?2
+                    WHERE id IN (\(DueDeliveriesSQL.unfinished(user: "?3")))
                     """,
                 arguments: ["the user was erased", now, userID]
             )
