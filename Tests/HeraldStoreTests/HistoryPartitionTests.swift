@@ -85,6 +85,32 @@ import Testing
         #expect(try await store.purgeHistory(before: cutoff, limit: 1000) == 0, "nothing left past the cutoff")
     }
 
+    /// Retention reads a table's months from the catalog at most once a minute, not at every
+    /// batch; a month another process dropped meanwhile is passed over, and one that expires
+    /// in this process's own list is still dropped.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func monthsReadAWhileAgoAreDroppedOnceWhateverTheOtherProcessDid() async throws {
+        let url = try await PostgresTestDatabase.create()
+        let (one, other) = (try await Self.store(url), try await Self.store(url))
+        try await one.migrate()
+        _ = try await one.createPartitions(of: .history, from: Self.date(2025, 1), through: Self.date(2025, 2))
+        for month in [1, 2] {
+            try await Self.insert(store: one, month: month)
+        }
+        // Both processes read the months; then one drops January, and the other, working from
+        // the list it read, finds it gone and goes on to February.
+        #expect(try await one.purgeHistory(before: Self.date(2024, 12), limit: 1000) == 0)
+        #expect(try await other.purgeHistory(before: Self.date(2024, 12), limit: 1000) == 0)
+        #expect(try await one.purgeHistory(before: Self.date(2025, 2), limit: 1000) == 1, "January")
+        #expect(try await other.purgeHistory(before: Self.date(2025, 3), limit: 1000) == 1, "February, January being gone")
+        #expect(try await other.partitionNames(of: .history).filter { $0.hasPrefix("history_y2025") }.isEmpty)
+        #expect(try await one.purgeHistory(before: Self.date(2025, 3), limit: 1000) == 0, "nothing left, and no error for the month it read")
+    }
+
+    static func insert(store: PostgresStore, month: Int) async throws {
+        try await insert(store, id: ObjectIDGenerator().next(at: date(2025, month, 3)).hex, user: "ada", createdAt: date(2025, month, 3))
+    }
+
     /// A mark of every item names no month, so its plan holds the parent while it waits for
     /// each month. A drop waiting for the parent while holding the month would wait on such a
     /// mark waiting on it, at every try (docs/durability.md).

@@ -20,6 +20,7 @@ extension PostgresStore {
     /// bound, so the maintenance pass warns of a conversion left half done.
     /// - Parameter progress: one line per step, for the operator.
     package func partition(_ table: MonthPartitionedTable, now: Date = Date(), progress: @escaping @Sendable (String) -> Void) async throws {
+        defer { forgetPartitions(of: table) }
         do {
             try await convert(table, now: now, progress: progress)
         } catch let error as HeraldError {

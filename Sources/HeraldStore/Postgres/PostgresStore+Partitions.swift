@@ -14,7 +14,9 @@ extension PostgresStore {
     public func prepareAhead(now: Date) async throws {
         for table in Self.partitionedTables {
             let through = MonthPartitionedTable.monthStart(now, offset: MonthPartitionedTable.monthsAhead)
-            guard let created = try await transaction({ session in try await table.create(from: now, through: through, session) }) else {
+            let created = try await transaction({ session in try await table.create(from: now, through: through, session) })
+            forgetPartitions(of: table)
+            guard let created else {
                 try await warnOfHalfDoneConversion(table, now: now)
                 continue
             }
@@ -47,7 +49,23 @@ extension PostgresStore {
     /// Creates a table's months from `from`'s through `through`'s that no partition covers (a
     /// seed's or an import's past rows). - Returns: the names created.
     package func createPartitions(of table: MonthPartitionedTable, from: Date, through: Date) async throws -> [String] {
-        try await transaction { session in try await table.create(from: from, through: through, session) } ?? []
+        defer { forgetPartitions(of: table) }
+        return try await transaction { session in try await table.create(from: from, through: through, session) } ?? []
+    }
+
+    /// A table's months as read from the catalog at most a minute ago (nil: not partitioned).
+    /// Retention looks for expired months at every batch, and a month expires once a month;
+    /// this process's creations and drops are seen at once, another process's within the minute.
+    func recentPartitions(of table: MonthPartitionedTable) async throws -> [MonthPartitionedTable.Partition]? {
+        let now = ContinuousClock.now
+        if let recent = partitionLists.withLock({ $0[table.table] }), now - recent.read < .seconds(60) { return recent.partitions }
+        let partitions = try await withConnection { session in try await table.partitions(session) }
+        partitionLists.withLock { $0[table.table] = (now, partitions) }
+        return partitions
+    }
+
+    func forgetPartitions(of table: MonthPartitionedTable) {
+        partitionLists.withLock { $0[table.table] = nil }
     }
 
     /// Drops each of a table's partitions whose keys all lie before `before` and whose rows
@@ -58,11 +76,9 @@ extension PostgresStore {
         let now = ContinuousClock.now
         let waiting = partitionDropsResume.withLock { $0 }
         let cutoff = Self.micros(before)
-        let expired = try await withConnection { session in
-            (try await table.partitions(session) ?? []).filter { partition in
-                guard !partition.isDefault, let upper = partition.upper, waiting[partition.name].map({ now >= $0 }) ?? true else { return false }
-                return upper * 1_000_000 <= cutoff
-            }
+        let expired = (try await recentPartitions(of: table) ?? []).filter { partition in
+            guard !partition.isDefault, let upper = partition.upper, waiting[partition.name].map({ now >= $0 }) ?? true else { return false }
+            return upper * 1_000_000 <= cutoff
         }
         var dropped = 0
         for partition in expired.sorted(by: { ($0.upper ?? 0) < ($1.upper ?? 0) }) {
@@ -77,9 +93,13 @@ extension PostgresStore {
                     if table.dropRule.keptQuery != nil { partitionDropsResume.withLock { $0[partition.name] = now + .seconds(600) } }
                     continue
                 }
+                forgetPartitions(of: table)
                 logger.info("dropped \(table.table) partition \(partition.name): \(deleted + rows) rows past retention, in \(ContinuousClock.now - started)")
                 partitionDropsResume.withLock { $0[partition.name] = nil }
                 dropped += rows
+            } catch let error where PostgresPool.sqlState(error) == "42P01" {
+                // Dropped meanwhile by another process: the list read a while ago is read again.
+                forgetPartitions(of: table)
             } catch let error where PostgresPool.sqlState(error) == "55P03" {
                 // lock_timeout: readers or writers held the table; the next pass tries again.
                 logger.notice("\(table.table) partition \(partition.name) was busy; trying it again in 10 s")

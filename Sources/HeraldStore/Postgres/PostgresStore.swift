@@ -38,6 +38,9 @@ public final class PostgresStore: HeraldStorage, PortalSessionStore {
     /// When a month that was busy or kept may be looked at again, by partition
     /// (``dropExpiredPartitions(of:before:)``).
     let partitionDropsResume = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Each partitioned table's months as last read from the catalog, and when
+    /// (``recentPartitions(of:)``).
+    let partitionLists = Mutex<[String: (read: ContinuousClock.Instant, partitions: [MonthPartitionedTable.Partition]?)]>([:])
 
     /// - Parameter url: `postgres://user:password@host:port/database`, optionally with
     ///   `?sslmode=disable|prefer|require` (default `prefer`).
