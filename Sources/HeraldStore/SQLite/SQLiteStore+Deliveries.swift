@@ -4,7 +4,7 @@ import HeraldCore
 
 extension SQLiteStore {
     public func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
-        try await writer.write { db in
+        try await backgroundWrite { db in
             let nowMicros = Self.micros(now)
             let (filter, filterArguments) = Self.sinkCondition(sinks)
             func due(_ attempts: String) throws -> [Int64] {
@@ -48,7 +48,7 @@ extension SQLiteStore {
 
     public func record(_ updates: [DeliveryUpdate], at date: Date) async throws {
         guard !updates.isEmpty else { return }
-        try await writer.write { db in
+        try await backgroundWrite { db in
             let now = Self.micros(date)
             // Fenced by the attempt: a stale worker's outcome changes nothing.
             let statement = try db.cachedStatement(
@@ -75,6 +75,8 @@ extension SQLiteStore {
 
     public func extendLeases(_ leases: [DeliveryLease], until: Date) async throws {
         guard !leases.isEmpty else { return }
+        // Not in the background writes' turns: a heartbeat is small, and one waiting behind
+        // claims and pages could let the leases it keeps run out.
         try await writer.write { db in
             let statement = try db.cachedStatement(
                 sql: "UPDATE deliveries SET next_attempt_at = ? WHERE id = ? AND attempts = ? AND state = 'pending' AND leased = 1"

@@ -51,7 +51,7 @@ extension SQLiteStore {
 
     public func writeFanOutPages(_ pages: [FanOutPage], pageSize: Int) async throws -> [FanOutProgress?] {
         guard !pages.isEmpty else { return [] }
-        let written = try await writer.write { [modules] db -> [(progress: FanOutProgress?, historyUsers: [String])] in
+        let written = try await backgroundWrite { [modules] db -> [(progress: FanOutProgress?, historyUsers: [String])] in
             // Every job's page first, then the settings and devices of all their recipients in
             // one read: a transaction of many small jobs (sends scheduled for one user each) read
             // them a job at a time, two statements each.
@@ -133,7 +133,7 @@ extension SQLiteStore {
     public func writeDueRecipients(
         limit: Int, route: @escaping @Sendable (FanOutJob, RecipientContext, Date) -> [PlannedDelivery]
     ) async throws -> Int {
-        let (count, historyUsers) = try await writer.write { [modules] db -> (Int, [String]) in
+        let (count, historyUsers) = try await backgroundWrite { [modules] db -> (Int, [String]) in
             let due = try Row.fetchAll(
                 db, sql: "SELECT notification_id, user_id, due_at FROM scheduled_recipients WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 arguments: [Self.micros(Date()), max(limit, 1)])

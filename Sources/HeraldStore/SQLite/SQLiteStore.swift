@@ -17,6 +17,8 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
     /// group commit whatever their kind (``groupCommitted(_:)``): one fsync each held SQLite's
     /// single writer for about a millisecond.
     let appWrites: GroupCommit<AppWrite, any Sendable>
+    /// Claims, records and fan-out pages, one at a time (``BackgroundWriteTurns``).
+    let backgroundWrites = BackgroundWriteTurns()
     /// This process's commits (``CommitCounter``): a read answered from memory is current while the count has not moved.
     package let commits = CommitCounter()
     /// Only this process writes the file, so its own commits are every change there is.
@@ -74,6 +76,11 @@ public final class SQLiteStore: HeraldStorage, PortalSessionStore {
             try Self.checkFile(file)
             return try await writer.write { db in try requests.map { try $0.run(db) } }
         }
+    }
+
+    /// A write of the delivery engine or the fan-out worker, in its turn (``BackgroundWriteTurns``).
+    func backgroundWrite<Result: Sendable>(_ updates: @escaping @Sendable (Database) throws -> Result) async throws -> Result {
+        try await backgroundWrites.run { try await writer.write(updates) }
     }
 
     /// The database file, nil in memory.
