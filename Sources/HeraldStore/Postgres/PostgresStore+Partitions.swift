@@ -64,6 +64,7 @@ extension PostgresStore {
         return partitions
     }
 
+    /// The next look at the table's months reads the catalog (``recentPartitions(of:)``).
     func forgetPartitions(of table: MonthPartitionedTable) {
         partitionLists.withLock { $0[table.table] = nil }
     }
