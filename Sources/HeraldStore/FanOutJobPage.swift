@@ -1,8 +1,8 @@
 import HeraldCore
 
 /// One fan-out job's next page as a transaction of pages reads it, before any of them is
-/// written: both engines read every job's page first, then what the pages need all at once (on
-/// PostgreSQL the history locks, on SQLite the recipients of them all), then write each.
+/// written: both engines read every job's page first, then what the pages need all at once (the
+/// recipients of them all, and on PostgreSQL the history locks), then write each.
 struct FanOutJobPage {
     var request: FanOutPage
     var kind: FanOutKind
@@ -42,6 +42,11 @@ struct FanOutJobPage {
     /// The users whose settings and devices it reads: those it routes, and those it gives an
     /// instant in their own zone.
     var readsRecipients: [String] { progress.done || (request.localInstant == nil && kind != .route) ? [] : users }
+    /// The settings and devices of its ``readsRecipients``, from those read for a whole
+    /// transaction of pages (a user without a row has the defaults and no device).
+    func recipients(from read: [String: RecipientContext]) -> [RecipientContext] {
+        readsRecipients.map { read[$0] ?? RecipientContext(userID: $0) }
+    }
     /// Whether it is the job's last.
     var finishes: Bool { users.count < size }
     /// The job's progress once it is written.

@@ -140,14 +140,26 @@ extension PostgresStore {
             var read: [FanOutJobPage?] = []
             for page in pages { read.append(try await Self.readPage(page, pageSize: pageSize, session)) }
             try await Self.lockHistory(for: read.compactMap { $0 }, session)
+            // The settings and devices of every page's recipients in one read, where a
+            // transaction of one-user jobs (scheduled sends) read them a round trip per job.
+            let userIDs = read.flatMap { $0?.readsRecipients ?? [] }.uniqued()
+            let recipients =
+                userIDs.isEmpty
+                ? [:] : Dictionary(try await Self.recipients(session, userIDs: userIDs).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
             var progress: [FanOutProgress?] = []
+            var wrote = false
             for page in read {
                 guard let page else {
                     progress.append(nil)
                     continue
                 }
-                progress.append(try await Self.writePage(page, session, modules: self.modules))
+                let (after, written) = try await Self.writePage(page, recipients: page.recipients(from: recipients), session, modules: self.modules)
+                progress.append(after)
+                wrote = wrote || written
             }
+            // Every process's idle workers look for what the pages queued (and sleep no longer
+            // than until the first recipient given their own time is due): once a transaction.
+            if wrote { try await session.notifyWork() }
             return progress
         }
     }
@@ -183,13 +195,17 @@ extension PostgresStore {
     }
 
     /// Writes one page read by ``readPage(_:pageSize:_:)``, after ``lockHistory(for:_:)``.
-    /// - Returns: the job's progress.
-    private static func writePage(_ page: FanOutJobPage, _ session: PostgresSession, modules: StorageModules) async throws -> FanOutProgress {
-        guard !page.progress.done else { return page.progress }
+    /// - Parameter recipients: the settings and devices of its ``FanOutJobPage/readsRecipients``.
+    /// - Returns: the job's progress, and whether it queued work (deliveries, or recipients
+    ///   waiting for their own time) that workers must be told of.
+    private static func writePage(
+        _ page: FanOutJobPage, recipients: [RecipientContext], _ session: PostgresSession, modules: StorageModules
+    ) async throws -> (FanOutProgress, queued: Bool) {
+        guard !page.progress.done else { return (page.progress, false) }
         let id = page.request.id
         let now = micros(Date())
+        var queued = false
         if let localInstant = page.request.localInstant, !page.users.isEmpty {
-            let recipients = try await recipients(session, userIDs: page.users)
             let (users, instants) = (recipients.map(\.userID), recipients.map { micros(localInstant($0)) })
             try await session.execute(
                 """
@@ -198,14 +214,12 @@ extension PostgresStore {
                 ON CONFLICT DO NOTHING
                 """
             )
-            // Every process's worker sleeps no longer than until the first of them is due.
-            try await session.notifyWork()
+            queued = true
         } else if let notification = page.notification {
             let route = page.request.route
             switch page.kind {
             case .route:
-                let planned = try await recipients(session, userIDs: page.users).flatMap(route)
-                try await insert(planned, of: id, session, at: notification.at, writingHistory: true, modules: modules)
+                try await insert(recipients.flatMap(route), of: id, session, at: notification.at, writingHistory: true, modules: modules)
             case .history, .historyAndDevices:
                 _ = try await writeFanOutHistory(of: id, distribution: notification.distribution, for: .listed(page.users), session, at: notification.at)
                 if page.kind == .historyAndDevices {
@@ -213,10 +227,10 @@ extension PostgresStore {
                         "SELECT DISTINCT user_id FROM devices WHERE user_id = ANY(\(page.users)::text[]) ORDER BY user_id"
                     ).map { try $0.text("user_id") }
                     try await insert(
-                        try await recipients(session, userIDs: withDevices).flatMap(route), of: id, session, at: notification.at, modules: modules)
+                        try await Self.recipients(session, userIDs: withDevices).flatMap(route), of: id, session, at: notification.at, modules: modules)
                 }
             }
-            try await session.notifyWork()
+            queued = true
         }
         try await session.execute(
             """
@@ -224,7 +238,7 @@ extension PostgresStore {
                 done_at = \(page.finishes ? now : nil) WHERE notification_id = \(id.hex)
             """
         )
-        return page.progressAfter
+        return (page.progressAfter, queued)
     }
 
     public func writeDueRecipients(

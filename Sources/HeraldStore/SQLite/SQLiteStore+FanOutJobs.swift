@@ -59,8 +59,7 @@ extension SQLiteStore {
             let recipients = try Self.recipientsByID(db, userIDs: read.flatMap { $0?.readsRecipients ?? [] })
             return try read.map { page in
                 guard let page else { return (nil, []) }
-                let contexts = page.readsRecipients.map { recipients[$0] ?? RecipientContext(userID: $0) }
-                return (page.progressAfter, try Self.writePage(page, recipients: contexts, db, modules: modules))
+                return (page.progressAfter, try Self.writePage(page, recipients: page.recipients(from: recipients), db, modules: modules))
             }
         }
         let historyUsers = written.flatMap(\.historyUsers)
