@@ -142,10 +142,7 @@ extension PostgresStore {
             try await Self.lockHistory(for: read.compactMap { $0 }, session)
             // The settings and devices of every page's recipients in one read, where a
             // transaction of one-user jobs (scheduled sends) read them a round trip per job.
-            let userIDs = read.flatMap { $0?.readsRecipients ?? [] }.uniqued()
-            let recipients =
-                userIDs.isEmpty
-                ? [:] : Dictionary(try await Self.recipients(session, userIDs: userIDs).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+            let recipients = try await Self.recipientsByID(session, userIDs: read.flatMap { $0?.readsRecipients ?? [] }.uniqued())
             var progress: [FanOutProgress?] = []
             var wrote = false
             for page in read {

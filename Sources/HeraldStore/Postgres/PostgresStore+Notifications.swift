@@ -36,7 +36,7 @@ extension PostgresStore {
         // between this read and the commit failed nothing of this batch, and its hand-off
         // pushed to the device's new owner. The same locks order the history rows written below.
         if !named.isEmpty { try await lockHistory(of: named, session) }
-        let contexts = named.isEmpty ? [:] : Dictionary(try await recipients(session, userIDs: named).map { ($0.userID, $0) }) { first, _ in first }
+        let contexts = try await Self.recipientsByID(session, userIDs: named)
         let earlier = try await claimInKeyOrder(requests, session)
         var outcomes: [AcceptOutcome] = []
         var stored: [(notification: HeraldNotification, recipients: Int)] = []

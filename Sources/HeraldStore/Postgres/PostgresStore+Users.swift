@@ -111,6 +111,12 @@ extension PostgresStore {
         return userIDs.map { RecipientContext(userID: $0, settings: settings[$0] ?? UserSettings(), devices: devices[$0] ?? []) }
     }
 
+    /// ``recipients(_:userIDs:)`` by user id; none read (no round trip) for no user.
+    static func recipientsByID(_ session: PostgresSession, userIDs: [String]) async throws -> [String: RecipientContext] {
+        guard !userIDs.isEmpty else { return [:] }
+        return Dictionary(try await recipients(session, userIDs: userIDs).map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Named users' settings and devices in one read (a round trip saved): a row per device,
     /// or one without when a user has none.
     struct RecipientsStatement: PreparedQuery {
