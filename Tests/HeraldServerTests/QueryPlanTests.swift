@@ -117,7 +117,7 @@ import Testing
                 json: js(["events": [["event_id": "e1", "type": "reaction", "reaction": "tfu", "card": "c1", "at": "2026-11-30T00:00:00Z"]]]))
             _ = try await client.call(.get, "/api/events/stats?card=c1", backend)
             // What a backend asks of one notification and one user, a scheduled send cancelled,
-            // subscriptions, the queue's health, sign-out and erasure: each must be served, or
+            // subscriptions, the queue's health and metrics, sign-out and erasure: each must be served, or
             // its statements are not the ones a request runs.
             func served(_ response: TestResponse, _ what: String) -> TestResponse {
                 #expect(response.status.code < 300, "\(what): \(response.status) \(response.errorMessage)")
@@ -137,6 +137,7 @@ import Testing
             _ = served(try await client.call(.delete, "/api/notifications/\(later.object["id"] as? String ?? "")", backend), "cancel")
             _ = served(try await client.call(.get, "/api/notifications/subscriptions", ada), "subscriptions")
             _ = served(try await client.call(.get, "/health/sinks", headers(herald.admin)), "sinks' health")
+            _ = served(try await client.call(.get, "/metrics", headers(herald.admin)), "metrics")
             _ = served(try await client.call(.put, "/api/users/bob", backend, json: js([String: String]())), "attributes")
             _ = served(try await client.call(.post, "/api/users/ada/sign-out", backend), "sign-out")
             _ = served(try await client.call(.delete, "/api/users/bob", backend), "erasure")
