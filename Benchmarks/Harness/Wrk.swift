@@ -22,6 +22,8 @@ struct Wrk {
         var method = "GET"
         var headers: [String: String] = [:]
         var body: String?
+        /// Headers that vary per request: Lua expressions over `n`, as the body's arguments.
+        var varyingHeaders: [String: String] = [:]
 
         static func get(headers: [String: String] = [:]) -> Request { Request(headers: headers) }
 
@@ -65,8 +67,16 @@ struct Wrk {
     static func script(_ request: Request) -> String {
         var lines = ["wrk.method = \(luaString(request.method))"]
         for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) { lines.append("wrk.headers[\(luaString(name))] = \(luaString(value))") }
-        if let body = request.body {
-            lines += ["local n = 0", "request = function()", "  n = n + 1", "  return wrk.format(nil, nil, nil, \(body))", "end"]
+        if request.body != nil || !request.varyingHeaders.isEmpty {
+            lines += ["local n = 0", "request = function()", "  n = n + 1"]
+            var headers = "nil"
+            if !request.varyingHeaders.isEmpty {
+                lines.append("  local h = {}")
+                lines.append("  for k, v in pairs(wrk.headers) do h[k] = v end")
+                for (name, value) in request.varyingHeaders.sorted(by: { $0.key < $1.key }) { lines.append("  h[\(luaString(name))] = \(value)") }
+                headers = "h"
+            }
+            lines += ["  return wrk.format(nil, nil, \(headers), \(request.body ?? "nil"))", "end"]
         }
         lines += [
             "done = function(summary, latency, requests)",

@@ -43,6 +43,15 @@ struct Year: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Then let the seeded year's oldest month expire under accepts (the seeded database is used up).")
     var retention = true
 
+    @Flag(help: "Only the purge (with --marks, its baseline too), on the seeded database: no empty database, no request paths.")
+    var purgeOnly = false
+
+    @Option(
+        help:
+            "Connections marking ordinary users' inboxes all seen beside the purge's accepts (0: none). With marks, the purge's accept p99 is set against the same load on the same database without a purge."
+    )
+    var marks = 0
+
     @Option(help: "Where the results go as JSON.")
     var output = "Benchmarks/results/year.json"
 
@@ -53,6 +62,8 @@ struct Year: AsyncParsableCommand {
         guard history >= 0, history <= 10_000_000_000 else { throw ValidationError("--history must be 0 to 10000000000") }
         guard seconds >= 1, seconds <= 3_600 else { throw ValidationError("--seconds must be 1 to 3600") }
         guard concurrency >= 1, concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1 to 10000") }
+        guard marks >= 0, marks <= 10_000 else { throw ValidationError("--marks must be 0 to 10000") }
+        guard !purgeOnly || retention else { throw ValidationError("--purge-only needs the purge (not --no-retention)") }
         guard postgresSeeded == nil || postgres != nil else {
             throw ValidationError("--postgres-seeded needs --postgres (the server the empty database goes to)")
         }
@@ -103,12 +114,12 @@ struct Year: AsyncParsableCommand {
             for engine in engines {
                 // Empty then seeded, back to back: the closer in time, the less the machine's drift counts.
                 var figures: [[String: Double]] = []
-                for database in [engine.empty, engine.seeded] {
+                for database in purgeOnly ? [] : [engine.empty, engine.seeded] {
                     progress("\(engine.name): \(database == engine.empty ? "empty" : "seeded") database")
                     figures.append(
                         try await measure(database, heraldPath: heraldPath, account: account, emulator: emulator, driver: driver, directory: directory))
                 }
-                for (name, target) in Self.figures {
+                for (name, target) in Self.figures where !purgeOnly {
                     let (empty, seeded) = (figures[0][name] ?? 0, figures[1][name] ?? 0)
                     let ratio = seeded / max(empty, 1e-9)
                     let (goal, met) =
@@ -124,7 +135,8 @@ struct Year: AsyncParsableCommand {
                 if retention {
                     progress("\(engine.name): the oldest month expiring under accepts")
                     try await measurePurge(
-                        engine.name, engine.seeded, acceptP99: figures[1]["accept p99"] ?? 0, heraldPath: heraldPath, account: account, emulator: emulator,
+                        engine.name, engine.seeded, acceptP99: purgeOnly ? nil : figures[1]["accept p99"], heraldPath: heraldPath, account: account,
+                        emulator: emulator,
                         directory: directory, report: &report)
                     if engine.seeded == "sqlite:" + seededFile {
                         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: seededFile + suffix) }
@@ -178,6 +190,9 @@ struct Year: AsyncParsableCommand {
         return (server, admin)
     }
 
+    /// Retention long enough that nothing of the seeded year expires.
+    static let longRetention = ["HERALD_RETENTION_DELIVERIES": "3650d", "HERALD_RETENTION_EVENTS": "3650d"]
+
     /// `wrk`'s accepts: a comment for one of the heavy users (each has a device, so a push each).
     static func acceptLoad(admin: String) -> Wrk.Request {
         .post(
@@ -191,9 +206,7 @@ struct Year: AsyncParsableCommand {
     ) async throws -> [String: Double] {
         // Retention long enough that nothing of the year is purged while it is measured: the
         // purge is measured on its own (docs/performance.md, "Retention under load").
-        let (server, admin) = try await serve(
-            database, heraldPath: heraldPath, account: account, emulator: emulator,
-            environment: ["HERALD_RETENTION_DELIVERIES": "3650d", "HERALD_RETENTION_EVENTS": "3650d"])
+        let (server, admin) = try await serve(database, heraldPath: heraldPath, account: account, emulator: emulator, environment: Self.longRetention)
         var figures: [String: Double] = [:]
         let wrk = Wrk(directory: directory, connections: concurrency, duration: .seconds(seconds))
         let heavy = "seed-user-0"
