@@ -145,22 +145,32 @@ public final class PostgresCardStore: CardStore {
 
     public func cardState(userID: String) async throws -> CardState {
         try await store.withConnection { session in
-            guard
-                let row = try await session.row(
-                    """
-                    SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
-                        (SELECT seq FROM card_users WHERE user_id = \(userID)) AS seq,
-                        (SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1) AS newest,
-                        (SELECT CAST(SUM(CASE WHEN unread > 0 THEN unread ELSE 0 END) AS BIGINT) FROM inbox_counts WHERE user_id = \(userID)) AS unread,
-                        (SELECT settings FROM users WHERE id = \(userID)) AS settings
-                    """
-                )
-            else { throw StoredRecords.corrupt("card_clock", "missing") }
+            guard let row = try await session.row(CardStateStatement(userID: userID)) else { throw StoredRecords.corrupt("card_clock", "missing") }
             return CardState(
                 mark: CardMark(cardsClock: try row.optionalInteger("clock") ?? 0, userSeq: try row.optionalInteger("seq") ?? 0),
                 newestNotification: try row.optionalText("newest"), unread: try row.optionalInteger("unread").map(Int.init) ?? 0,
                 settingsJSON: try row.optionalText("settings")
             )
+        }
+    }
+
+    /// What the pull's ETag is made of, in one read: the statement every poll runs, prepared.
+    /// Its plan names every history month (the newest row is found per month and merged), and
+    /// planning it took about 1.3 ms against 0.4 ms to run it (docs/performance.md, "The cards'
+    /// 304 on PostgreSQL").
+    struct CardStateStatement: HeraldStore.PreparedQuery {
+        static let name = "herald_card_state"
+        static let sql = CardStateStatement(userID: "").query.sql
+        let query: PostgresQuery
+
+        init(userID: String) {
+            query = """
+                SELECT (SELECT value FROM card_clock WHERE id = 1) AS clock,
+                    (SELECT seq FROM card_users WHERE user_id = \(userID)) AS seq,
+                    (SELECT notification_id FROM history WHERE user_id = \(userID) ORDER BY seq DESC LIMIT 1) AS newest,
+                    (SELECT CAST(SUM(CASE WHEN unread > 0 THEN unread ELSE 0 END) AS BIGINT) FROM inbox_counts WHERE user_id = \(userID)) AS unread,
+                    (SELECT settings FROM users WHERE id = \(userID)) AS settings
+                """
         }
     }
 

@@ -12,15 +12,15 @@ import Synchronization
 /// never `unescaped:`), which ``PostgresSession/rows(_:)-(PreparedQuery)`` checks. It lists the
 /// columns it returns rather than `*`: PostgreSQL refuses to run a prepared statement whose
 /// result columns a migration by another process changed, until the connection closes.
-protocol PreparedQuery: PostgresPreparedStatement where Row == PostgresRow {
+package protocol PreparedQuery: PostgresPreparedStatement where Row == PostgresRow {
     /// The statement for one input.
     var query: PostgresQuery { get }
 }
 
 extension PreparedQuery {
-    func makeBindings() -> PostgresBindings { query.binds }
+    package func makeBindings() -> PostgresBindings { query.binds }
 
-    func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+    package func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
 }
 
 /// Whether a store's ``PreparedQuery``s are prepared, or sent unnamed like any other query.
@@ -56,7 +56,7 @@ final class StatementPreparation: Sendable {
 
 extension PostgresSession {
     /// Runs `statement`, prepared on this connection the first time it runs here.
-    func rows<Statement: PreparedQuery>(_ statement: Statement) async throws -> [PostgresRandomAccessRow] {
+    package func rows<Statement: PreparedQuery>(_ statement: Statement) async throws -> [PostgresRandomAccessRow] {
         guard preparation.isEnabled else { return try await rows(statement.query) }
         // Another text under the same name would run the prepared one with these binds.
         guard statement.query.sql == Statement.sql else {
@@ -75,7 +75,7 @@ extension PostgresSession {
         }
     }
 
-    func row<Statement: PreparedQuery>(_ statement: Statement) async throws -> PostgresRandomAccessRow? {
+    package func row<Statement: PreparedQuery>(_ statement: Statement) async throws -> PostgresRandomAccessRow? {
         try await rows(statement).first
     }
 }
