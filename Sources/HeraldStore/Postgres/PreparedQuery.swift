@@ -2,10 +2,12 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// A statement Herald runs for every group commit or delivery batch, prepared once per pooled
-/// connection (postgres-nio keeps it there by ``name``). PostgreSQL then parses and analyses it
-/// once per connection rather than on every execution, and plans it once when it settles on a
-/// generic plan; under the accept load that work was about a fifth of the server's CPU.
+/// A statement Herald runs for every group commit or delivery batch, or for a read apps poll
+/// (the cards' 304, history pages), prepared once per pooled connection (postgres-nio keeps it
+/// there by ``name``). PostgreSQL then parses and analyses it once per connection rather than on
+/// every execution, and plans it once when it settles on a generic plan; under the accept load
+/// that work was about a fifth of the server's CPU, and a read that names every history month
+/// took longer to plan than to run.
 ///
 /// The text is written with the same interpolation as any other query, and ``sql`` is the text
 /// built for a sample input: every input must give the same text (values travel as binds,
