@@ -35,6 +35,10 @@ import Testing
             ),
             (PostgresStore.RecipientsStatement.name, PostgresStore.RecipientsStatement.sql, PostgresStore.RecipientsStatement(userIDs: ["a"]).query.sql),
             (PostgresStore.HistoryLockStatement.name, PostgresStore.HistoryLockStatement.sql, PostgresStore.HistoryLockStatement(users: ["a"]).query.sql),
+            (
+                PostgresStore.HistoryPageStatement.name, PostgresStore.HistoryPageStatement.sql,
+                PostgresStore.HistoryPageStatement(userID: "a", before: 42, limit: 51).query.sql
+            ),
         ]
         for (name, prepared, built) in texts {
             #expect(!prepared.isEmpty && built == prepared, "\(name)")
