@@ -1,5 +1,6 @@
 import Foundation
 import HeraldTestSupport
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -67,7 +68,23 @@ final class ChildProcess: Sendable {
         let process = SpawnedProcess(
             executable: executable, arguments: arguments, environment: environment ?? ProcessInfo.processInfo.environment, collecting: output)
         try process.run()
+        started.withLock { $0.append(process) }
         return (process, output)
+    }
+
+    /// Every process the harness started, so none outlives it when a step fails between a
+    /// child's start and its `stop()` (``stopAll()``).
+    private static let started = Mutex<[SpawnedProcess]>([])
+
+    /// Stops whatever the harness started that still runs: SIGTERM, then SIGKILL after 5 s.
+    static func stopAll() async {
+        let running = started.withLock { started in
+            defer { started.removeAll() }
+            return started.filter(\.isRunning)
+        }
+        for process in running { process.terminate() }
+        for _ in 0..<100 where running.contains(where: \.isRunning) { try? await Task.sleep(for: .milliseconds(50)) }
+        for process in running where process.isRunning { process.signal(SIGKILL) }
     }
 }
 

@@ -16,6 +16,24 @@ struct HeraldBench: AsyncParsableCommand {
         subcommands: [Run.self, Faults.self, Timing.self, Seed.self, Year.self, EchoServer.self],
         defaultSubcommand: Run.self
     )
+
+    /// Runs the subcommand, then stops every child process it left running: a step that fails
+    /// throws past the `stop()` calls, and a Herald or an emulator left behind would take the
+    /// cores of the next run.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            await ChildProcess.stopAll()
+            exit(withError: error)
+        }
+        await ChildProcess.stopAll()
+    }
 }
 
 struct Run: AsyncParsableCommand {
