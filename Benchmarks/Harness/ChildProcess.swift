@@ -57,9 +57,15 @@ final class ChildProcess: Sendable {
     }
 
     func stop() async {
-        process.terminate()
-        for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { process.signal(SIGKILL) }
+        await Self.stop([process])
+    }
+
+    /// SIGTERM to each process, then SIGKILL to those still running after 10 s; all at once, so
+    /// stopping several waits 10 s at most, not 10 s each.
+    static func stop(_ processes: [SpawnedProcess]) async {
+        for process in processes { process.terminate() }
+        for _ in 0..<200 where processes.contains(where: \.isRunning) { try? await Task.sleep(for: .milliseconds(50)) }
+        for process in processes where process.isRunning { process.signal(SIGKILL) }
     }
 
     /// Starts `executable` with stdout and stderr going to a new collector's files.
@@ -76,15 +82,13 @@ final class ChildProcess: Sendable {
     /// child's start and its `stop()` (``stopAll()``).
     private static let started = Mutex<[SpawnedProcess]>([])
 
-    /// Stops whatever the harness started that still runs: SIGTERM, then SIGKILL after 5 s.
+    /// Stops whatever the harness started that still runs (``stop(_:)``).
     static func stopAll() async {
         let running = started.withLock { started in
             defer { started.removeAll() }
             return started.filter(\.isRunning)
         }
-        for process in running { process.terminate() }
-        for _ in 0..<100 where running.contains(where: \.isRunning) { try? await Task.sleep(for: .milliseconds(50)) }
-        for process in running where process.isRunning { process.signal(SIGKILL) }
+        await stop(running)
     }
 }
 
