@@ -571,6 +571,7 @@ let package = Package(
                 "HeraldServer",
                 "HeraldTopics",
                 "HeraldFeed",
+                "HeraldInbox",
                 "HeraldHTTP",
                 "HeraldProcessTuning",
                 "HeraldTestSupport",

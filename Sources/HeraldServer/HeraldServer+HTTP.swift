@@ -94,14 +94,9 @@ extension HeraldServer {
         return router
     }
 
-    /// The runnable application: the HTTP server, plus, unless `deliveryWorkers` is false (tests
-    /// that drive ``DeliveryEngine/drain()`` themselves), the delivery workers, the sinks that
-    /// are services and the store. At shutdown they stop in reverse order: the server stops
-    /// accepting, the workers drain, the sinks release their clients, and the store closes,
-    /// however the group ends.
-    public func application(
-        deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
+    /// The storage maintenance the application runs: the core's retention, and the inbox's and
+    /// the cards module's purges beside it (tests run its passes themselves).
+    public func storageMaintenance() -> StorageMaintenance {
         let policy = StorageMaintenance.Policy(
             staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
             idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
@@ -115,12 +110,23 @@ extension HeraldServer {
             inboxPurges.append(
                 .init(kind: "inbox_read", retention: retention, purge: { [inbox] in try await inbox.purge(archived: false, before: $0, limit: $1) }))
         }
-        let maintenance = StorageMaintenance(
+        return StorageMaintenance(
             store: store, policy: policy,
             modulePurges: [
                 .init(kind: "events", retention: configuration.eventRetention, purge: { [cards] in try await cards.purgeEvents(before: $0, limit: $1) })
             ] + inboxPurges,
             logger: logger, metrics: metrics)
+    }
+
+    /// The runnable application: the HTTP server, plus, unless `deliveryWorkers` is false (tests
+    /// that drive ``DeliveryEngine/drain()`` themselves), the delivery workers, the sinks that
+    /// are services and the store. At shutdown they stop in reverse order: the server stops
+    /// accepting, the workers drain, the sinks release their clients, and the store closes,
+    /// however the group ends.
+    public func application(
+        deliveryWorkers: Bool = true, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let maintenance = storageMaintenance()
         let named: [(String, any Service)] =
             [("storage", StorageService(store: store))] + sinks.sinks.compactMap { sink in (sink as? any Service).map { ("sink \(sink.name)", $0) } }
             + [

@@ -34,9 +34,11 @@ enum FoldingSQL {
     ]
 
     /// Deliveries retention may purge (with `updated_at` old enough): finished ones, never one
-    /// waiting for an attempt or a count, nor one folded into a digest not yet released.
+    /// waiting for an attempt or a count, nor one folded into a digest not yet released. Its
+    /// first term is `deliveries_finished_by_age`'s condition word for word: SQLite uses a
+    /// partial index only for a query that repeats it (`NOT IN ('pending', …)` scanned the table).
     static let finishedDelivery = """
-        state NOT IN ('pending', 'held') AND NOT (state = 'folded' AND EXISTS (
+        state <> 'pending' AND state <> 'held' AND NOT (state = 'folded' AND EXISTS (
             SELECT 1 FROM digest_items d WHERE d.notification_id = deliveries.notification_id AND d.user_id = deliveries.user_id))
         """
 

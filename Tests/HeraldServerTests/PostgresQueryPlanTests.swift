@@ -9,14 +9,46 @@ import Testing
 /// PostgreSQL, every statement Herald sent recorded by the server itself (`log_statement = all`
 /// for the test's database alone, read back from the log `scripts/test`'s server writes beside
 /// its data folder), and the generic plan of each, with sequential scans disabled so that one
-/// left in a plan means no index could serve it, may not scan a table that grows.
-@Suite(.cleansUp) struct PostgresQueryPlanTests {
+/// left in a plan means no index could serve it, may not scan a table that grows. Serialized:
+/// the log holds every logged database's statements, and only one test's may be logged at a time.
+@Suite(.cleansUp, .serialized) struct PostgresQueryPlanTests {
     /// Tables that stay small whatever the traffic: ``QueryPlanTests/small``, and the migrations'
     /// table under its PostgreSQL name.
     static let small = QueryPlanTests.small.union(["herald_migrations"])
 
     @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
     func noRequestPathScansAGrowingTable() async throws {
+        let (statements, admin) = try await Self.recordedStatements { try await QueryPlanTests.exerciseRequestPaths($0) }
+        let (scans, unplanned) = try await Self.fullScans(statements, admin)
+        try await Self.expectDueReadsThroughTheirKindsIndexes(statements, admin)
+        let (control, _) = try await Self.fullScans(["SELECT count(*) FROM history h WHERE h.type = $1"], admin)
+        #expect(!control.isEmpty, "the check sees a scan (one per partition of history), aliased or not")
+        #expect(statements.count > 30, "the workload ran: \(statements.count) statements")
+        #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
+        #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")
+    }
+
+    /// ``BackgroundWorkQueryPlanTests`` on PostgreSQL, where retention drops whole months
+    /// first (a statement with no plan) and deletes what is left in batches.
+    @Test(.enabled(if: PostgresTestDatabase.serverURL != nil, "no PostgreSQL test server"))
+    func noBackgroundWorkScansAGrowingTable() async throws {
+        let (statements, admin) = try await Self.recordedStatements(configure: BackgroundWorkQueryPlanTests.configure) {
+            try await BackgroundWorkQueryPlanTests.exercise($0)
+        }
+        let (scans, unplanned) = try await Self.fullScans(statements, admin)
+        for part in BackgroundWorkQueryPlanTests.expectedStatements {
+            #expect(statements.contains { $0.contains(part) }, "the workload ran \(part): \(statements.sorted().joined(separator: "\n"))")
+        }
+        #expect(statements.contains { $0.hasPrefix("DROP TABLE history_") }, "history's months were dropped")
+        #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
+        #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")
+    }
+
+    /// Every statement a Herald on a fresh PostgreSQL database (configured by `configure`) sent
+    /// while `work` ran, read back from the server's log; and a store on that database.
+    static func recordedStatements(
+        configure: (inout HeraldConfiguration) -> Void = { _ in }, _ work: (TestHerald) async throws -> Void
+    ) async throws -> (Set<String>, PostgresStore) {
         let url = try await PostgresTestDatabase.create()
         let name = try #require(URLComponents(string: url)?.path.dropFirst()).description
         let admin = try PostgresStore(url: url)
@@ -27,21 +59,17 @@ import Testing
             return URL(fileURLWithPath: data).deletingLastPathComponent().appendingPathComponent("server.log").path
         }
         // Herald's connections open after the setting, so each statement it sends is logged;
-        // those of its start (the migrations' one-off backfills) are not a request's.
-        let herald = try await TestHerald.make { $0.database = url }
+        // those of its start (the migrations' one-off backfills) are not the work's.
+        let herald = try await TestHerald.make {
+            configure(&$0)
+            $0.database = url
+        }
         let start = try await Self.logSize(log, admin)
-        try await QueryPlanTests.exerciseRequestPaths(herald)
+        try await work(herald)
         let text = try await admin.withConnection { session in
             try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_read_file('\(log)', \(start), 67108864) AS text"))?.text("text") ?? ""
         }
-        let statements = Self.statements(inLog: text)
-        let (scans, unplanned) = try await Self.fullScans(statements, admin)
-        try await Self.expectDueReadsThroughTheirKindsIndexes(statements, admin)
-        let (control, _) = try await Self.fullScans(["SELECT count(*) FROM history h WHERE h.type = $1"], admin)
-        #expect(!control.isEmpty, "the check sees a scan (one per partition of history), aliased or not")
-        #expect(statements.count > 30, "the workload ran: \(statements.count) statements")
-        #expect(statements.count - unplanned.count > 30, "most are planned: \(unplanned.joined(separator: "\n"))")
-        #expect(scans.isEmpty, "\(scans.joined(separator: "\n\n"))")
+        return (Self.statements(inLog: text), admin)
     }
 
     /// A claim reads first attempts and retries each through an index whose condition is its
