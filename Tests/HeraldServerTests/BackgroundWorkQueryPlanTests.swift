@@ -42,7 +42,6 @@ import Testing
         configuration.caps = [
             FrequencyCap(name: "votes", types: ["upvote"], max: 1, seconds: 1, digestType: "upvote", title: "{{count}} votes", body: "{{first_title}}")
         ]
-        configuration.preferences.critical = ["alert"]
         let day = Duration.seconds(86_400)
         configuration.historyRetention = day
         configuration.archiveRetention = day
