@@ -132,25 +132,14 @@ package enum StoredRecords {
         )
     }
 
-    static let queueStatsSQL = """
-        SELECT COUNT(*) AS pending, MIN(n.timestamp) AS oldest
-        FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending'
-        """
-
-    /// The oldest pending delivery's accept time, per sink: what `/health/sinks` shows as the
-    /// oldest waiting delivery's age.
-    static let oldestPendingBySinkSQL = """
-        SELECT d.sink AS sink, MIN(n.timestamp) AS oldest
-        FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.state = 'pending' GROUP BY d.sink
-        """
-
     package static func queueStats(_ row: some StoredRow) throws -> QueueStats {
         QueueStats(pending: try row.int("pending"), oldestPendingSince: try row.optionalDate("oldest"))
     }
 
     package static func oldestPendingBySink(_ rows: [some StoredRow]) throws -> [String: Date] {
         var bySink: [String: Date] = [:]
-        for row in rows { bySink[try row.text("sink")] = try row.date("oldest") }
+        // A sink whose oldest pending delivery lost its notification shows no age.
+        for row in rows { bySink[try row.text("sink")] = try row.optionalDate("oldest") }
         return bySink
     }
 

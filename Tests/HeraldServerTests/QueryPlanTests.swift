@@ -42,7 +42,9 @@ import Testing
 
     /// A claim reads first attempts and retries each through its own kind's index, and so does
     /// the engine's look for the next due time (DueDeliveriesSQL): through one index of every
-    /// pending delivery, each claim's read of retries walked every first attempt due.
+    /// pending delivery, each claim's read of retries walked every first attempt due. The same
+    /// with a sink named (a circuit's probe) or left out (open circuits), where the index of
+    /// pending deliveries by sink (QueueStatsSQL) would read the sink's whole backlog.
     @Test func dueDeliveriesAreReadThroughTheirKindsIndexes() async throws {
         let (store, recorder) = try await Self.recordedHerald { herald in
             try await herald.test { client in
@@ -51,13 +53,18 @@ import Testing
                     .post, "/api/notifications", headers(herald.backend), json: js(["type": "comment", "title": "T", "user_ids": ["ada"]]))
                 try await herald.deliver()
             }
-            _ = try await herald.server.store.nextDueDate(sinks: .all)
+            let store = herald.server.store
+            for sinks in [SinkFilter.all, .only("fcm"), .excluding(["fcm"])] {
+                _ = try await store.nextDueDate(sinks: sinks)
+                _ = try await store.claimDue(now: Date(), limit: 10, lease: .seconds(30), sinks: sinks)
+            }
         }
         let reads = recorder.all.filter { $0.contains("FROM deliveries WHERE state = 'pending'") && $0.contains("next_attempt_at") }
         let plans = try await store.writer.read { db in
             try reads.map { sql in (sql, try Self.plan(of: sql, in: db)) }
         }
-        #expect(plans.count >= 3, "the claim's two reads and the next due time's: \(reads)")
+        #expect(plans.count >= 9, "the claim's two reads and the next due time's, for each filter: \(reads)")
+        #expect(reads.contains { $0.contains("sink IN") } && reads.contains { $0.contains("sink NOT IN") }, "both filters ran")
         for (sql, plan) in plans {
             let indexes = ["deliveries_first_due": "attempts = 0", "deliveries_retry_due": "attempts > 0"].filter { sql.contains($0.value) }.keys
             #expect(!indexes.isEmpty, "a read of due deliveries names its kind: \(sql)")

@@ -49,18 +49,38 @@ import Testing
     func queueStatsCountPendingAndTheOldest(_ kind: StoreKind) async throws {
         let store = try await kind.make()
         #expect(try await store.queueStats() == QueueStats(pending: 0, oldestPendingSince: nil))
-        for (offset, users, sink) in [(0.0, ["a", "b"], "history"), (30.0, ["c"], "hook")] {
+        #expect(try await store.oldestPendingBySink().isEmpty)
+        // Four sinks, their deliveries interleaved in time, so each sink's oldest is found
+        // among the others' (QueueStatsSQL steps from sink to sink through one index).
+        let plan: [(offset: Double, users: [String], sink: String)] = [
+            (0, ["a", "b"], "history"), (10, ["c"], "webhook"), (20, ["d"], "apns"), (30, ["e"], "hook"), (40, ["f"], "history"), (50, ["g"], "hook"),
+        ]
+        for (offset, users, sink) in plan {
             let at = t0.addingTimeInterval(offset)
             let n = HeraldNotification(id: ids.next(at: at), type: "comment", title: "T", body: "B", url: nil, timestamp: at, target: .users(users))
             _ = try await store.accept(
                 n, recipients: users.count, deliveries: users.map { PlannedDelivery(sink: sink, userID: $0, distribution: .alert) }, idempotencySince: t0)
         }
-        #expect(try await store.queueStats() == QueueStats(pending: 3, oldestPendingSince: t0))
-        #expect(try await store.oldestPendingBySink() == ["history": t0, "hook": t0.addingTimeInterval(30)], "each sink's oldest waiting delivery")
-        let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 2, lease: .seconds(30))
-        try await store.record(claimed.map { DeliveryUpdate(id: $0.id, state: .delivered, attempts: 1) }, at: t0.addingTimeInterval(60))
-        let after = try await store.queueStats()
-        #expect(after.pending == 1 && after.oldestPendingSince == t0.addingTimeInterval(30), "delivered ones leave the queue")
+        #expect(try await store.queueStats() == QueueStats(pending: 7, oldestPendingSince: t0))
+        #expect(
+            try await store.oldestPendingBySink() == [
+                "apns": t0.addingTimeInterval(20), "history": t0, "hook": t0.addingTimeInterval(30), "webhook": t0.addingTimeInterval(10),
+            ], "each sink's oldest waiting delivery")
+        // The five first due are claimed: history's two, webhook's, apns' and the first hook's. The
+        // history's are delivered, webhook's fails for good, apns' is retried later and the
+        // hook's lease is left to run out: a retry and a leased delivery still wait.
+        let claimed = try await store.claimDue(now: t0.addingTimeInterval(60), limit: 5, lease: .seconds(30))
+        #expect(claimed.map(\.sink).sorted() == ["apns", "history", "history", "hook", "webhook"])
+        let outcome: [String: DeliveryState] = ["history": .delivered, "webhook": .failed, "apns": .pending]
+        try await store.record(
+            claimed.compactMap { delivery in
+                outcome[delivery.sink].map { DeliveryUpdate(id: delivery.id, state: $0, attempts: 1, nextAttemptAt: t0.addingTimeInterval(600)) }
+            }, at: t0.addingTimeInterval(60))
+        #expect(try await store.queueStats() == QueueStats(pending: 4, oldestPendingSince: t0.addingTimeInterval(20)), "finished ones leave the queue")
+        #expect(
+            try await store.oldestPendingBySink() == [
+                "apns": t0.addingTimeInterval(20), "history": t0.addingTimeInterval(40), "hook": t0.addingTimeInterval(30),
+            ], "a sink with nothing left waiting is not listed; a retry and a lease still wait")
         await store.close()
     }
 

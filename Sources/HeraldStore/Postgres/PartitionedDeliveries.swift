@@ -46,6 +46,7 @@ extension MonthPartitionedTable {
             ("deliveries_pending_by_device", "(device_id) WHERE state = 'pending'"),
             ("deliveries_finished_by_age", "(updated_at) WHERE state <> 'pending'"),
             ("deliveries_held", "(id) WHERE state = 'held'"),
+            QueueStatsSQL.index,
         ],
         partitionIndexes: [],
         constraintIndexes: ["deliveries_pkey"],

@@ -366,6 +366,8 @@ enum PostgresSchema {
         ("v24-event-partitions", [MonthPartitionedTable.events.migration()]),
         // As SQLite's v25: first attempts and retries due, each in its own index (DueDeliveriesSQL).
         ("v25-due-kinds", DueDeliveriesSQL.migration(columns: DueDeliveriesSQL.postgresColumns)),
+        // As SQLite's v26: pending deliveries by sink and notification (QueueStatsSQL).
+        ("v26-pending-by-sink", QueueStatsSQL.migration),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -136,7 +136,7 @@ extension PostgresStore {
 
     public func queueStats() async throws -> QueueStats {
         try await withConnection { session in
-            guard let row = try await session.row(PostgresQuery(unsafeSQL: StoredRecords.queueStatsSQL)) else {
+            guard let row = try await session.row(PostgresQuery(unsafeSQL: QueueStatsSQL.queueStats)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
             return try StoredRecords.queueStats(row)
@@ -145,7 +145,7 @@ extension PostgresStore {
 
     public func oldestPendingBySink() async throws -> [String: Date] {
         try await withConnection { session in
-            try StoredRecords.oldestPendingBySink(try await session.rows(PostgresQuery(unsafeSQL: StoredRecords.oldestPendingBySinkSQL)))
+            try StoredRecords.oldestPendingBySink(try await session.rows(PostgresQuery(unsafeSQL: QueueStatsSQL.oldestBySink)))
         }
     }
 

@@ -378,6 +378,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v25-due-kinds") { db in
             for statement in DueDeliveriesSQL.migration(columns: "(next_attempt_at)") { try db.execute(sql: statement) }
         }
+        // Pending deliveries by sink and notification, for the queue's gauges (QueueStatsSQL).
+        migrator.registerMigration("v26-pending-by-sink") { db in
+            for statement in QueueStatsSQL.migration { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -87,7 +87,7 @@ extension SQLiteStore {
 
     public func queueStats() async throws -> QueueStats {
         try await writer.read { db in
-            guard let row = try Row.fetchOne(try db.cachedStatement(sql: StoredRecords.queueStatsSQL)) else {
+            guard let row = try Row.fetchOne(try db.cachedStatement(sql: QueueStatsSQL.queueStats)) else {
                 return QueueStats(pending: 0, oldestPendingSince: nil)
             }
             return try StoredRecords.queueStats(row)
@@ -96,7 +96,7 @@ extension SQLiteStore {
 
     public func oldestPendingBySink() async throws -> [String: Date] {
         try await writer.read { db in
-            try StoredRecords.oldestPendingBySink(try Row.fetchAll(try db.cachedStatement(sql: StoredRecords.oldestPendingBySinkSQL)))
+            try StoredRecords.oldestPendingBySink(try Row.fetchAll(try db.cachedStatement(sql: QueueStatsSQL.oldestBySink)))
         }
     }
 
@@ -107,10 +107,15 @@ extension SQLiteStore {
         }
     }
 
-    /// ` AND sink [NOT] IN (…)` for a filter, with its arguments.
+    /// ` AND +sink [NOT] IN (…)` for a filter, with its arguments.
+    ///
+    /// The `+` keeps SQLite from reading a due read through `deliveries_pending_by_sink`
+    /// (QueueStatsSQL): for a circuit's probe (`sink IN (?)`) it would read every delivery the
+    /// sink has waiting, a whole outage's backlog, and sort them, where the kind's due index is
+    /// read in order and stops at the batch.
     static func sinkCondition(_ sinks: SinkFilter) -> (String, StatementArguments) {
         let (included, names) = sinks.names
         guard !names.isEmpty else { return ("", []) }
-        return (" AND sink \(included ? "" : "NOT ")IN (\(placeholders(names.count)))", StatementArguments(names))
+        return (" AND +sink \(included ? "" : "NOT ")IN (\(placeholders(names.count)))", StatementArguments(names))
     }
 }
