@@ -17,23 +17,37 @@ package enum QueueStatsSQL {
     /// The migration that makes the index on a database made before it.
     static let migration = ["CREATE INDEX IF NOT EXISTS \(index.name) ON deliveries \(index.definition)"]
 
-    /// `pending_sinks`, each sink with a pending delivery; `oldest_pending`, each sink's oldest
-    /// accept time among them (NULL when the notification is gone).
-    private static let oldestBySinkCTE = """
+    /// `pending_sinks`: each sink with a pending delivery, then a NULL row, found by one search
+    /// of the index a sink (a claim's and the next due time's reads start from it too).
+    package static let pendingSinks = """
         WITH RECURSIVE pending_sinks(sink) AS (
             SELECT MIN(sink) FROM deliveries WHERE state = 'pending'
             UNION ALL
             SELECT (SELECT MIN(d.sink) FROM deliveries d WHERE d.state = 'pending' AND d.sink > pending_sinks.sink)
             FROM pending_sinks WHERE pending_sinks.sink IS NOT NULL
-        ),
-        oldest_pending(sink, oldest) AS (
-            SELECT pending_sinks.sink, (
-                SELECT n.timestamp FROM notifications n
-                WHERE n.id = (SELECT MIN(d.notification_id) FROM deliveries d WHERE d.state = 'pending' AND d.sink = pending_sinks.sink)
-            )
-            FROM pending_sinks WHERE pending_sinks.sink IS NOT NULL
         )
         """
+
+    /// The sinks with a pending delivery, by name: the sinks a claim reads.
+    package static let sinksWithPending =
+        pendingSinks + """
+
+            SELECT sink FROM pending_sinks WHERE sink IS NOT NULL
+            """
+
+    /// ``pendingSinks``, and `oldest_pending`: each sink's oldest accept time (NULL when the
+    /// notification is gone).
+    private static let oldestBySinkCTE =
+        pendingSinks + """
+            ,
+            oldest_pending(sink, oldest) AS (
+                SELECT pending_sinks.sink, (
+                    SELECT n.timestamp FROM notifications n
+                    WHERE n.id = (SELECT MIN(d.notification_id) FROM deliveries d WHERE d.state = 'pending' AND d.sink = pending_sinks.sink)
+                )
+                FROM pending_sinks WHERE pending_sinks.sink IS NOT NULL
+            )
+            """
 
     /// One row: `pending`, the count, and `oldest`, the oldest accept time of any.
     package static let queueStats =

@@ -43,8 +43,7 @@ import Testing
     /// A claim reads first attempts and retries each through its own kind's index, and so does
     /// the engine's look for the next due time (DueDeliveriesSQL): through one index of every
     /// pending delivery, each claim's read of retries walked every first attempt due. The same
-    /// with a sink named (a circuit's probe) or left out (open circuits), where the index of
-    /// pending deliveries by sink (QueueStatsSQL) would read the sink's whole backlog.
+    /// with a sink named (a circuit's probe) or left out (open circuits).
     @Test func dueDeliveriesAreReadThroughTheirKindsIndexes() async throws {
         let (store, recorder) = try await Self.recordedHerald { herald in
             try await herald.test { client in
@@ -63,7 +62,7 @@ import Testing
         let plans = try await store.writer.read { db in
             try reads.map { sql in (sql, try Self.plan(of: sql, in: db)) }
         }
-        #expect(plans.count >= 9, "the claim's two reads and the next due time's, for each filter: \(reads)")
+        #expect(plans.count >= 5, "the claim's two reads, and the next due time's for each filter: \(reads)")
         #expect(reads.contains { $0.contains("sink IN") } && reads.contains { $0.contains("sink NOT IN") }, "both filters ran")
         for (sql, plan) in plans {
             let indexes = ["deliveries_first_due": "attempts = 0", "deliveries_retry_due": "attempts > 0"].filter { sql.contains($0.value) }.keys

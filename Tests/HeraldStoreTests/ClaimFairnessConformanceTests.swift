@@ -41,8 +41,8 @@ import Testing
     }
 
     /// A database from before the due deliveries' two indexes (one index of every pending
-    /// delivery, `deliveries_due`) is given them by the migration, which drops the old one, and
-    /// what was waiting in it is claimed afterwards: a retry and a first attempt.
+    /// delivery, `deliveries_due`) is given them by the migrations, by sink, and the old one is
+    /// dropped; what was waiting in it is claimed afterwards: a retry and a first attempt.
     @Test(arguments: StoreKind.allCases)
     func anUpgradedDatabaseClaimsBothKindsThroughTheirIndexes(_ kind: StoreKind) async throws {
         let store = try await kind.make()
@@ -58,11 +58,15 @@ import Testing
                 "DROP INDEX deliveries_first_due", "DROP INDEX deliveries_retry_due",
                 "CREATE INDEX deliveries_due ON deliveries \(columns) WHERE state = 'pending'",
                 kind == .postgres
-                    ? "DELETE FROM herald_migrations WHERE name = 'v25-due-kinds'" : "DELETE FROM grdb_migrations WHERE identifier = 'v25-due-kinds'",
+                    ? "DELETE FROM herald_migrations WHERE name IN ('v25-due-kinds', 'v27-due-by-sink')"
+                    : "DELETE FROM grdb_migrations WHERE identifier IN ('v25-due-kinds', 'v27-due-by-sink')",
             ], on: store)
         #expect(try await Self.indexes(of: store) == ["deliveries_due"])
         try await store.migrate()
         #expect(try await Self.indexes(of: store) == ["deliveries_first_due", "deliveries_retry_due"])
+        for definition in try await Self.definitions(of: store) {
+            #expect(definition.contains("(sink, next_attempt_at"), "by sink, then due: \(definition)")
+        }
         #expect(try await store.nextDueDate(sinks: .all) == t0.addingTimeInterval(1))
         let claimed = try await store.claimDue(now: t0.addingTimeInterval(10), limit: 10, lease: .seconds(30))
         #expect(claimed.map(\.recipient.userID).sorted() == ["new", "retried"])
@@ -77,6 +81,21 @@ import Testing
             }
         } else if let store = store as? SQLiteStore {
             try await store.writer.write { db in for statement in statements { try db.execute(sql: statement) } }
+        }
+    }
+
+    /// The definitions of the deliveries table's indexes of due rows (on PostgreSQL, the parent's).
+    static func definitions(of store: any ServerStorage) async throws -> [String] {
+        if let store = store as? PostgresStore {
+            return try await store.withConnection { session in
+                try await session.rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'deliveries' AND indexname LIKE '%\\_due' ORDER BY indexname")
+                    .map { try $0.text("indexdef") }
+            }
+        }
+        let store = try #require(store as? SQLiteStore)
+        return try await store.writer.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND name LIKE '%\\_due' ESCAPE '\\' ORDER BY name")
         }
     }
 

@@ -44,9 +44,9 @@ import Testing
         #expect(Set(claimed.map(\.id)).count == 120, "each delivery claimed once")
         #expect(claimed.allSatisfy { $0.attempt == 1 }, "a repeated id in the padded list counts one attempt")
         let after = try await store.writer.write { db in Self.preparedStatements(db) }
-        // The two first SELECTs (first attempts, retries), then fifteen lengths in five powers of
-        // two for the UPDATE and the SELECT.
-        #expect(after - before == 12, "\(after - before) statements prepared by the claims")
+        // The sinks with a pending delivery, the two first SELECTs (a sink's first attempts, its
+        // retries), then fifteen lengths in five powers of two for the UPDATE and the SELECT.
+        #expect(after - before == 13, "\(after - before) statements prepared by the claims")
         await store.close()
     }
 

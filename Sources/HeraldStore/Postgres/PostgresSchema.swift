@@ -368,6 +368,8 @@ enum PostgresSchema {
         ("v25-due-kinds", DueDeliveriesSQL.migration(columns: DueDeliveriesSQL.postgresColumns)),
         // As SQLite's v26: pending deliveries by sink and notification (QueueStatsSQL).
         ("v26-pending-by-sink", QueueStatsSQL.migration),
+        // As SQLite's v27: due deliveries by sink (DueDeliveriesSQL).
+        ("v27-due-by-sink", DueDeliveriesSQL.bySinkMigration(columns: DueDeliveriesSQL.postgresColumns)),
     ]
 
     /// Applies every migration not yet recorded. Several processes may start at once: an

@@ -25,20 +25,31 @@ extension PostgresStore {
         init(now: Int64, leaseUntil: Int64, limit: Int, sinks: SinkFilter) {
             let (included, names) = sinks.names
             // First attempts and retries apart: retries take at most what first attempts leave,
-            // and at least half the batch (RetryShare). Rows looked at and not taken are locked
-            // only for this statement.
+            // and at least half the batch (RetryShare). Each sink taken is read on its own
+            // (LATERAL), earliest first, and the earliest of all kept, so that an open circuit's
+            // backlog left out is not walked (DueDeliveriesSQL). Rows looked at and not taken are
+            // locked only for this statement.
             query = """
-                WITH firsts AS (
+                \(unescaped: QueueStatsSQL.pendingSinks), claimed_sinks AS (
+                    SELECT sink FROM pending_sinks
+                    WHERE sink IS NOT NULL AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
+                ), firsts AS (
                     SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
-                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND \(unescaped: DueDeliveriesSQL.firstAttempt)
-                            AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
-                        ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                        SELECT due.id, due.next_attempt_at FROM claimed_sinks CROSS JOIN LATERAL (
+                            SELECT id, next_attempt_at FROM deliveries
+                            WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.firstAttempt) AND sink = claimed_sinks.sink AND next_attempt_at <= \(now)
+                            ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                        ) due
+                        ORDER BY due.next_attempt_at, due.id LIMIT \(limit)
                     ) f
                 ), retries AS (
                     SELECT id, row_number() OVER (ORDER BY next_attempt_at, id) AS n FROM (
-                        SELECT id, next_attempt_at FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now) AND \(unescaped: DueDeliveriesSQL.retry)
-                            AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))
-                        ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                        SELECT due.id, due.next_attempt_at FROM claimed_sinks CROSS JOIN LATERAL (
+                            SELECT id, next_attempt_at FROM deliveries
+                            WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.retry) AND sink = claimed_sinks.sink AND next_attempt_at <= \(now)
+                            ORDER BY next_attempt_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                        ) due
+                        ORDER BY due.next_attempt_at, due.id LIMIT \(limit)
                     ) r
                 ), taken AS (
                     SELECT id FROM retries WHERE n <= GREATEST(\(limit) - (SELECT count(*) FROM firsts), (\(limit) + 1) / 2)
@@ -151,17 +162,11 @@ extension PostgresStore {
 
     public func nextDueDate(sinks: SinkFilter) async throws -> Date? {
         let (included, names) = sinks.names
-        return try await withConnection { session in
-            try await session.row(
-                """
-                SELECT LEAST(
-                    (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.firstAttempt)
-                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included))),
-                    (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = 'pending' AND \(unescaped: DueDeliveriesSQL.retry)
-                        AND (cardinality(\(names)::text[]) = 0 OR (sink = ANY(\(names)::text[])) = \(included)))
-                ) AS due
-                """
-            )?.optionalDate("due")
-        }
+        var binds = PostgresBindings()
+        binds.append(names)
+        binds.append(included)
+        let query = PostgresQuery(
+            unsafeSQL: DueDeliveriesSQL.nextDue(filter: " AND (cardinality($1::text[]) = 0 OR (pending_sinks.sink = ANY($1::text[])) = $2)"), binds: binds)
+        return try await withConnection { session in try await session.row(query)?.optionalDate("due") }
     }
 }

@@ -376,11 +376,15 @@ enum SQLiteSchema {
         }
         // First attempts and retries due, each in its own index (DueDeliveriesSQL).
         migrator.registerMigration("v25-due-kinds") { db in
-            for statement in DueDeliveriesSQL.migration(columns: "(next_attempt_at)") { try db.execute(sql: statement) }
+            for statement in DueDeliveriesSQL.migration(columns: DueDeliveriesSQL.sqliteColumns) { try db.execute(sql: statement) }
         }
         // Pending deliveries by sink and notification, for the queue's gauges (QueueStatsSQL).
         migrator.registerMigration("v26-pending-by-sink") { db in
             for statement in QueueStatsSQL.migration { try db.execute(sql: statement) }
+        }
+        // Due deliveries by sink, so a claim that leaves an open circuit out does not walk its backlog (DueDeliveriesSQL).
+        migrator.registerMigration("v27-due-by-sink") { db in
+            for statement in DueDeliveriesSQL.bySinkMigration(columns: DueDeliveriesSQL.sqliteColumns) { try db.execute(sql: statement) }
         }
         return migrator
     }

@@ -6,15 +6,20 @@ extension SQLiteStore {
     public func claimDue(now: Date, limit: Int, lease: Duration, sinks: SinkFilter) async throws -> [Delivery] {
         try await backgroundWrite { db in
             let nowMicros = Self.micros(now)
-            let (filter, filterArguments) = Self.sinkCondition(sinks)
+            let claimed = try Self.sinksToClaim(sinks, db)
+            // Each sink read on its own, earliest first, and the earliest of all kept: the same
+            // deliveries as one read in due order, without walking an open circuit's backlog
+            // (DueDeliveriesSQL).
             func due(_ attempts: String) throws -> [Int64] {
-                try Int64.fetchAll(
-                    try db.cachedStatement(
-                        sql:
-                            "SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ? AND \(attempts)\(filter) ORDER BY next_attempt_at, id LIMIT ?"
-                    ),
-                    arguments: [nowMicros] + filterArguments + [limit]
-                )
+                let statement = try db.cachedStatement(sql: DueDeliveriesSQL.dueOfSink(attempts))
+                var rows: [(id: Int64, due: Int64)] = []
+                for sink in claimed {
+                    for row in try Row.fetchAll(statement, arguments: [sink, nowMicros, limit]) {
+                        rows.append((try row.decode(Int64.self, atIndex: 0), try row.decode(Int64.self, atIndex: 1)))
+                    }
+                }
+                if claimed.count > 1 { rows.sort { ($0.due, $0.id) < ($1.due, $1.id) } }
+                return rows.prefix(max(limit, 0)).map(\.id)
             }
             // First attempts and retries apart, each through its own index (DueDeliveriesSQL):
             // retries take a bounded share (RetryShare).
@@ -107,15 +112,19 @@ extension SQLiteStore {
         }
     }
 
-    /// ` AND +sink [NOT] IN (…)` for a filter, with its arguments.
-    ///
-    /// The `+` keeps SQLite from reading a due read through `deliveries_pending_by_sink`
-    /// (QueueStatsSQL): for a circuit's probe (`sink IN (?)`) it would read every delivery the
-    /// sink has waiting, a whole outage's backlog, and sort them, where the kind's due index is
-    /// read in order and stops at the batch.
+    /// The sinks a claim reads: the one probed, or every sink with a pending delivery
+    /// (``QueueStatsSQL/pendingSinks``, one search each) but those left out.
+    static func sinksToClaim(_ sinks: SinkFilter, _ db: Database) throws -> [String] {
+        if case .only(let sink) = sinks { return [sink] }
+        let pending = try String.fetchAll(try db.cachedStatement(sql: QueueStatsSQL.sinksWithPending))
+        guard case .excluding(let left) = sinks else { return pending }
+        return pending.filter { !left.contains($0) }
+    }
+
+    /// ` AND pending_sinks.sink [NOT] IN (…)` for a filter, with its arguments.
     static func sinkCondition(_ sinks: SinkFilter) -> (String, StatementArguments) {
         let (included, names) = sinks.names
         guard !names.isEmpty else { return ("", []) }
-        return (" AND +sink \(included ? "" : "NOT ")IN (\(placeholders(names.count)))", StatementArguments(names))
+        return (" AND pending_sinks.sink \(included ? "" : "NOT ")IN (\(placeholders(names.count)))", StatementArguments(names))
     }
 }
