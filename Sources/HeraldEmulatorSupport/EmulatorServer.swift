@@ -10,7 +10,8 @@ import NIOSSL
 /// What every provider emulator does around its routes: serve them on loopback (HTTP/1.1, or
 /// HTTP/2 over TLS with a minted certificate), report the bound port, answer JSON.
 public enum EmulatorServer {
-    /// Serves `router` until cancelled; `onRunning` gets the bound port.
+    /// Serves `router` until cancelled, then stops gracefully (``runUntilCancelled(_:grace:logger:)``);
+    /// `onRunning` gets the bound port.
     /// - Parameter certificate: when given, TLS with HTTP/2 (ALPN), as APNs serves.
     public static func run<Context: RequestContext>(
         _ router: Router<Context>, name: String, host: String, port: Int, certificate: SelfSignedCertificate? = nil,
@@ -27,10 +28,10 @@ public enum EmulatorServer {
             )
             let app = Application(
                 router: router, server: try .http2Upgrade(tlsConfiguration: tls), configuration: configuration, onServerRunning: running, logger: logger)
-            try await app.run()
+            try await runUntilCancelled(app, logger: logger)
         } else {
             let app = Application(router: router, configuration: configuration, onServerRunning: running, logger: logger)
-            try await app.run()
+            try await runUntilCancelled(app, logger: logger)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldEmulatorSupport
 import Hummingbird
 import NIOCore
 import Synchronization
@@ -42,7 +43,7 @@ public final class Receiver: Sendable {
             onServerRunning: { channel in
                 self.port.withLock { $0 = channel.localAddress?.port }
             })
-        task.withLock { $0 = Task { try await app.run() } }
+        task.withLock { $0 = Task { try await runUntilCancelled(app, logger: app.logger) } }
         for _ in 0..<200 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
     }
 
