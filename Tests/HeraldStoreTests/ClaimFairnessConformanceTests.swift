@@ -84,33 +84,30 @@ import Testing
         }
     }
 
-    /// The definitions of the deliveries table's indexes of due rows (on PostgreSQL, the parent's).
-    static func definitions(of store: any ServerStorage) async throws -> [String] {
-        if let store = store as? PostgresStore {
-            return try await store.withConnection { session in
-                try await session.rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'deliveries' AND indexname LIKE '%\\_due' ORDER BY indexname")
-                    .map { try $0.text("indexdef") }
-            }
-        }
-        let store = try #require(store as? SQLiteStore)
-        return try await store.writer.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND name LIKE '%\\_due' ESCAPE '\\' ORDER BY name")
-        }
-    }
-
     /// The names of the deliveries table's indexes of due rows (on PostgreSQL, the parent's).
     static func indexes(of store: any ServerStorage) async throws -> [String] {
+        try await dueIndexes(of: store).map(\.name)
+    }
+
+    /// Their definitions, in the same order.
+    static func definitions(of store: any ServerStorage) async throws -> [String] {
+        try await dueIndexes(of: store).map(\.definition)
+    }
+
+    static func dueIndexes(of store: any ServerStorage) async throws -> [(name: String, definition: String)] {
         if let store = store as? PostgresStore {
             return try await store.withConnection { session in
-                try await session.rows("SELECT indexname FROM pg_indexes WHERE tablename = 'deliveries' AND indexname LIKE '%\\_due' ORDER BY indexname")
-                    .map { try $0.text("indexname") }
+                try await session.rows(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'deliveries' AND indexname LIKE '%\\_due' ORDER BY indexname"
+                ).map { (try $0.text("indexname"), try $0.text("indexdef")) }
             }
         }
         let store = try #require(store as? SQLiteStore)
         return try await store.writer.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND name LIKE '%\\_due' ESCAPE '\\' ORDER BY name")
+            try Row.fetchAll(
+                db,
+                sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND name LIKE '%\\_due' ESCAPE '\\' ORDER BY name"
+            ).map { row -> (name: String, definition: String) in (try row.decode(forColumn: "name"), try row.decode(forColumn: "sql")) }
         }
     }
 }
