@@ -52,6 +52,9 @@ struct Year: AsyncParsableCommand {
     )
     var marks = 0
 
+    @Option(help: "The purge's share of the database while it is behind (Herald's `retention.purge_share`; default Herald's own).")
+    var purgeShare: Double?
+
     @Option(help: "Where the results go as JSON.")
     var output = "Benchmarks/results/year.json"
 
@@ -64,6 +67,7 @@ struct Year: AsyncParsableCommand {
         guard concurrency >= 1, concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1 to 10000") }
         guard marks >= 0, marks <= 10_000 else { throw ValidationError("--marks must be 0 to 10000") }
         guard !purgeOnly || retention else { throw ValidationError("--purge-only needs the purge (not --no-retention)") }
+        guard purgeShare.map({ $0 >= 0.05 && $0 <= 1 }) ?? true else { throw ValidationError("--purge-share must be 0.05 to 1") }
         guard postgresSeeded == nil || postgres != nil else {
             throw ValidationError("--postgres-seeded needs --postgres (the server the empty database goes to)")
         }

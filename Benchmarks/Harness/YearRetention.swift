@@ -37,7 +37,9 @@ extension Year {
         }
         let (server, admin) = try await serve(
             database, heraldPath: heraldPath, account: account, emulator: emulator,
-            environment: ["HERALD_RETENTION_HISTORY": kept, "HERALD_RETENTION_DELIVERIES": kept, "HERALD_RETENTION_EVENTS": kept])
+            environment: ["HERALD_RETENTION_HISTORY": kept, "HERALD_RETENTION_DELIVERIES": kept, "HERALD_RETENTION_EVENTS": kept].merging(
+                purgeShare.map { ["HERALD_RETENTION_PURGE_SHARE": "\($0)"] } ?? [:]
+            ) { given, _ in given })
         let started = ContinuousClock.now
         let (accepts, marked) = try await purgeLoad(server.url, admin: admin, directory: directory)
         var purged: [String: Double] = [:]

@@ -97,10 +97,7 @@ extension HeraldServer {
     /// The storage maintenance the application runs: the core's retention, and the inbox's and
     /// the cards module's purges beside it (tests run its passes themselves).
     public func storageMaintenance() -> StorageMaintenance {
-        let policy = StorageMaintenance.Policy(
-            staleDevicesAfter: configuration.staleDevicesAfter, deliveries: configuration.deliveryRetention,
-            idempotency: configuration.idempotencyRetention, history: configuration.historyRetention, archive: configuration.archiveRetention
-        )
+        let policy = configuration.storagePolicy
         var inboxPurges: [StorageMaintenance.ModulePurge] = []
         if let retention = configuration.inboxArchivedRetention {
             inboxPurges.append(

@@ -210,3 +210,14 @@ public struct StorageMaintenance: Service {
         }
     }
 }
+
+extension HeraldConfiguration {
+    /// The core's retention settings (`retention.*`, `devices.stale_after`) as a maintenance policy.
+    public var storagePolicy: StorageMaintenance.Policy {
+        var policy = StorageMaintenance.Policy(
+            staleDevicesAfter: staleDevicesAfter, deliveries: deliveryRetention, idempotency: idempotencyRetention, history: historyRetention,
+            archive: archiveRetention)
+        policy.writerShare = purgeShare
+        return policy
+    }
+}

@@ -57,6 +57,9 @@ import Testing
             (["HERALD_RETENTION_IDEMPOTENCY": "1h"], "retention.idempotency"),
             (["HERALD_DEVICES_MAX_PER_USER": "0"], "devices.max_per_user"),
             (["HERALD_RETENTION_HISTORY": "-3d"], "retention.history"),
+            (["HERALD_RETENTION_PURGE_SHARE": "0"], "retention.purge_share"),
+            (["HERALD_RETENTION_PURGE_SHARE": "1.5"], "retention.purge_share"),
+            (["HERALD_RETENTION_PURGE_SHARE": "half"], "retention.purge_share"),
         ] as [([String: String], String?)])
     func retentionSettingsParseOrAreRefused(_ environment: [String: String], _ refusedKey: String?) async throws {
         do {
@@ -66,6 +69,10 @@ import Testing
             #expect(configuration.historyRetention == .seconds(400 * 86_400))
             #expect(configuration.staleDevicesAfter == .seconds(60 * 86_400))
             #expect(configuration.archiveRetention == nil, "the archive is kept forever by default")
+            #expect(configuration.purgeShare == 0.5, "a purge that is behind takes half the database's time by default")
+            let quieter = try await HeraldConfiguration.load(configFile: nil, environment: environment.merging(["HERALD_RETENTION_PURGE_SHARE": "0.25"]) { $1 })
+            #expect(quieter.purgeShare == 0.25)
+            #expect(quieter.storagePolicy.writerShare == 0.25)
         } catch let error as HeraldError {
             let key = try #require(refusedKey, "\(error)")
             #expect(error.message.hasPrefix(key), "\(error.message)")

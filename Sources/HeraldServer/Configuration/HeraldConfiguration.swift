@@ -86,6 +86,9 @@ public struct HeraldConfiguration: Sendable {
     public var historyRetention: Duration?
     /// How long Message Hub archive entries are kept; nil keeps them forever.
     public var archiveRetention: Duration?
+    /// The share of the database's time a purge that is behind may take (`retention.purge_share`):
+    /// after each batch it rests so that writes waiting behind it get the rest.
+    public var purgeShare = 0.5
     /// Whether `GET /channel` answers without credentials (`topics.public_read`).
     public var topicsPublicRead = false
     /// Whether Herald keeps provider-side topic membership equal to its subscriptions, through
@@ -262,6 +265,9 @@ public struct HeraldConfiguration: Sendable {
         idempotencyRetention = try reader.duration(forKey: "retention.idempotency", in: 86_400...(365 * 86_400)) ?? idempotencyRetention
         historyRetention = try reader.duration(forKey: "retention.history", in: 86_400...(36_500 * 86_400))
         archiveRetention = try reader.duration(forKey: "retention.archive", in: 86_400...(36_500 * 86_400))
+        let share = try reader.requiredDouble(forKey: "retention.purge_share", default: purgeShare)
+        guard share.isFinite, share >= 0.05, share <= 1 else { throw Self.invalid("retention.purge_share", "must be between 0.05 and 1") }
+        purgeShare = share
     }
 
     /// `topics.*`, `timestamps`, `events.*` and `inbox.*`.
