@@ -12,7 +12,7 @@ struct Seed: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a grown deployment's database: users with devices and settings, a year of history with its deliveries, engagement events.",
         discussion: """
-            The database is created (or migrated) first; the rows go to tables that must hold no seeded rows yet. \
+            The database is created when missing (a PostgreSQL server's too) and migrated first; the rows go to tables that must hold no seeded rows yet. \
             Rows are spread evenly over --days days ending now; every --recipients-th history row goes to one of \
             \(SeedPlan.heavyUsers) heavy users (seed-user-0 to seed-user-\(SeedPlan.heavyUsers - 1)), who end up with deep histories.
             """
@@ -373,6 +373,7 @@ struct PostgresSeeder {
     let plan: SeedPlan
 
     func seed() async throws {
+        try await Self.createDatabaseIfMissing(url)
         try await PostgresStore.using(url) { store in
             if plan.partitioned {
                 try await store.migrate()
@@ -424,6 +425,24 @@ struct PostgresSeeder {
                 try await session.row(PostgresQuery(unsafeSQL: "SELECT pg_database_size(current_database()) AS size"))?.integer("size") ?? 0
             }
             SeedPlan.progress("database: \(size / 1_048_576) MiB")
+        }
+    }
+}
+
+extension PostgresSeeder {
+    /// Creates the URL's database when the server has none of that name (asked through the
+    /// server's `postgres` database), so a seed can go to a new database by naming it.
+    static func createDatabaseIfMissing(_ url: String) async throws {
+        guard var components = URLComponents(string: url) else { throw ValidationError("--database is not a URL: \(url)") }
+        let name = String(components.path.drop { $0 == "/" })
+        components.path = "/postgres"
+        guard !name.isEmpty, let server = components.string else { throw ValidationError("--database must name a database: \(url)") }
+        let exists = try await PostgresStore.using(server) { store in
+            try await store.withConnection { session in try await session.row("SELECT 1 AS found FROM pg_database WHERE datname = \(name)") } != nil
+        }
+        if !exists {
+            _ = try await PostgresStore.createDatabase(named: name, onServer: server)
+            SeedPlan.progress("database \(name) created")
         }
     }
 }
