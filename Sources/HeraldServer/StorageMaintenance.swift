@@ -45,7 +45,9 @@ public struct StorageMaintenance: Service {
         public var batchTarget: Duration = .milliseconds(2)
         /// The share of the writer's time a purge may take while it is behind: after each batch
         /// it rests as long as the batch took (one half), so writes waiting behind it go first.
-        public var writerShare = 0.5
+        public var writerShare = Self.defaultWriterShare
+        /// `retention.purge_share` when a deployment sets none.
+        public static let defaultWriterShare = 0.5
         /// How long one kind may purge in one pass before the others get their turn.
         public var timePerKind: Duration = .seconds(10)
         /// How many notifications still referred to a pass reads at most on its way through

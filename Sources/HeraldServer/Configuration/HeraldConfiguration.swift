@@ -88,7 +88,7 @@ public struct HeraldConfiguration: Sendable {
     public var archiveRetention: Duration?
     /// The share of the database's time a purge that is behind may take (`retention.purge_share`):
     /// after each batch it rests so that writes waiting behind it get the rest.
-    public var purgeShare = 0.5
+    public var purgeShare = StorageMaintenance.Policy.defaultWriterShare
     /// Whether `GET /channel` answers without credentials (`topics.public_read`).
     public var topicsPublicRead = false
     /// Whether Herald keeps provider-side topic membership equal to its subscriptions, through
