@@ -25,6 +25,12 @@ struct Year: AsyncParsableCommand {
     @Option(help: "Concurrent connections for the accept load (the GET loads use the same).")
     var concurrency = 16
 
+    @Option(
+        help:
+            "Measures of each database, in the order empty, seeded, seeded, empty, ... (each figure is their mean: a drift of the machine's speed through the run weighs on both alike)."
+    )
+    var rounds = 2
+
     @Option(help: "A PostgreSQL server (postgres://user@host:port/db) to run the same on; none runs SQLite alone.")
     var postgres: String?
 
@@ -65,6 +71,7 @@ struct Year: AsyncParsableCommand {
         guard history >= 0, history <= 10_000_000_000 else { throw ValidationError("--history must be 0 to 10000000000") }
         guard seconds >= 1, seconds <= 3_600 else { throw ValidationError("--seconds must be 1 to 3600") }
         guard concurrency >= 1, concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1 to 10000") }
+        guard rounds >= 1, rounds <= 10 else { throw ValidationError("--rounds must be 1 to 10") }
         guard marks >= 0, marks <= 10_000 else { throw ValidationError("--marks must be 0 to 10000") }
         guard !purgeOnly || retention else { throw ValidationError("--purge-only needs the purge (not --no-retention)") }
         guard purgeShare.map({ $0 >= 0.05 && $0 <= 1 }) ?? true else { throw ValidationError("--purge-share must be 0.05 to 1") }
@@ -116,15 +123,25 @@ struct Year: AsyncParsableCommand {
                 engines.append(("PostgreSQL", empty, seeded))
             }
             for engine in engines {
-                // Empty then seeded, back to back: the closer in time, the less the machine's drift counts.
-                var figures: [[String: Double]] = []
-                for database in purgeOnly ? [] : [engine.empty, engine.seeded] {
-                    progress("\(engine.name): \(database == engine.empty ? "empty" : "seeded") database")
-                    figures.append(
-                        try await measure(database, heraldPath: heraldPath, account: account, emulator: emulator, driver: driver, directory: directory))
+                var figures: (empty: [[String: Double]], seeded: [[String: Double]]) = ([], [])
+                for round in purgeOnly ? [] : Array(0..<rounds) {
+                    // Empty then seeded, then the other way round: a drift of the machine's speed
+                    // (and a seed's file still settling in memory, which slowed the first measure
+                    // after each 50 M-row seed) weighs on both databases alike.
+                    let order = round.isMultiple(of: 2) ? [true, false] : [false, true]
+                    for empty in order {
+                        progress("\(engine.name): \(empty ? "empty" : "seeded") database, round \(round + 1) of \(rounds)")
+                        let measured = try await measure(
+                            empty ? engine.empty : engine.seeded, heraldPath: heraldPath, account: account, emulator: emulator, driver: driver,
+                            directory: directory)
+                        progress(
+                            "\(engine.name) \(empty ? "empty" : "seeded"), round \(round + 1): "
+                                + Self.figures.map { "\($0.0) \(Self.rounded(measured[$0.0] ?? 0))" }.joined(separator: ", "))
+                        if empty { figures.empty.append(measured) } else { figures.seeded.append(measured) }
+                    }
                 }
                 for (name, target) in Self.figures where !purgeOnly {
-                    let (empty, seeded) = (figures[0][name] ?? 0, figures[1][name] ?? 0)
+                    let (empty, seeded) = (Self.mean(name, of: figures.empty), Self.mean(name, of: figures.seeded))
                     let ratio = seeded / max(empty, 1e-9)
                     let (goal, met) =
                         switch target {
@@ -139,7 +156,8 @@ struct Year: AsyncParsableCommand {
                 if retention {
                     progress("\(engine.name): the oldest month expiring under accepts")
                     try await measurePurge(
-                        engine.name, engine.seeded, acceptP99: purgeOnly ? nil : figures[1]["accept p99"], heraldPath: heraldPath, account: account,
+                        engine.name, engine.seeded, acceptP99: purgeOnly ? nil : Self.mean("accept p99", of: figures.seeded), heraldPath: heraldPath,
+                        account: account,
                         emulator: emulator,
                         directory: directory, report: &report)
                     if engine.seeded == "sqlite:" + seededFile {
@@ -166,6 +184,17 @@ struct Year: AsyncParsableCommand {
         ("history deep page p99", .latency), ("inbox counts", .rate), ("inbox counts p99", .latency),
         ("registrations", .rate), ("registration p99", .latency), ("feed 304", .rate), ("cards pull 304", .rate), ("peak RSS", .memory),
     ]
+
+    /// A figure over the rounds: the mean, but the peak of peak RSS.
+    static func mean(_ name: String, of rounds: [[String: Double]]) -> Double {
+        let values = rounds.map { $0[name] ?? 0 }
+        if name == "peak RSS" { return values.max() ?? 0 }
+        return values.reduce(0, +) / Double(max(values.count, 1))
+    }
+
+    static func rounded(_ value: Double) -> String {
+        value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value)
+    }
 
     static func unit(_ name: String) -> String {
         if name.hasSuffix("p99") { return "ms" }
