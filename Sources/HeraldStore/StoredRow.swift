@@ -143,6 +143,18 @@ package enum StoredRecords {
         return bySink
     }
 
+    /// ``SinkCountersSQL``'s rows (`sink`, `state`, `n`) as counters, sorted by sink. A state
+    /// this build does not know (written by a newer one) is left out.
+    package static func sinkCounters(_ rows: [some StoredRow]) throws -> [SinkCounters] {
+        var counters: [String: SinkCounters] = [:]
+        for row in rows {
+            let sink = try row.text("sink")
+            guard let state = DeliveryState(rawValue: try row.text("state")) else { continue }
+            counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = try row.int("n")
+        }
+        return counters.values.sorted { $0.sink < $1.sink }
+    }
+
     /// Claimed rows to deliveries, decoding each notification once.
     package static func claimedDeliveries(_ rows: [some StoredRow]) throws -> [Delivery] {
         var notifications: [String: HeraldNotification] = [:]

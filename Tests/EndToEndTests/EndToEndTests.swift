@@ -527,6 +527,11 @@ import Testing
         // Its services were cancelled as it ended: no storage failure was reported for that.
         #expect(!taken.stderr.contains("CancellationError"), "\(taken.stderr)")
         await holder.expectCleanStop()
+        // `herald sinks` counts the finished deliveries of a window, named by `--since`.
+        let badWindow = try await runCommand(Binaries.path("herald"), ["sinks", "--since", "8d", "--database", database], in: directory)
+        #expect(badWindow.status != 0 && badWindow.stderr.contains("--since must be a duration such as 90s"), "\(badWindow.stderr)")
+        let sinks = try await runCommand(Binaries.path("herald"), ["sinks", "--since", "90m", "--database", database], in: directory)
+        #expect(sinks.status == 0 && sinks.stdout.contains("in the last 90m.\nSINK "), "\(sinks.stdout)\n\(sinks.stderr)")
     }
 
     /// A command whose output cannot be written (a full disk) says so and exits 74 (EX_IOERR):

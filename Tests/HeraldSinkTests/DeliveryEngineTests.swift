@@ -284,7 +284,7 @@ import Testing
         #expect(try await store.history(userID: "user-01234", limit: 5, before: nil).items.map(\.notificationID) == [receipt.id])
         let engine = DeliveryEngine(queue: store, sinks: sinks)
         try await engine.drain()
-        let counters = try await store.sinkCounters()
+        let counters = try await store.sinkCounters(finishedSince: .distantPast)
         #expect(counters.first { $0.sink == "history" }?.counts == [.delivered: subscribers], "exactly one history delivery per subscriber")
         #expect(push.received.map(\.recipient.userID) == ["user-00007"])
         #expect(try await store.history(userID: "user-02344", limit: 5, before: nil).items.map(\.notificationID) == [receipt.id])

@@ -35,7 +35,7 @@ import Testing
             try db.execute(sql: "UPDATE deliveries SET sink = x'00ff' WHERE notification_id = ?", arguments: [id.hex])
         }
         await #expect(throws: (any Error).self) { try await store.status(of: id) }
-        await #expect(throws: (any Error).self) { try await store.sinkCounters() }
+        await #expect(throws: (any Error).self) { try await store.sinkCounters(finishedSince: .distantPast) }
         #expect(try await store.settings(userID: "a") == UserSettings(), "the store still answers")
     }
 

@@ -530,25 +530,43 @@ import Testing
         await store.close()
     }
 
+    /// What waits is counted whenever it was accepted; what finished, and the latest error,
+    /// only when it finished inside the window.
     @Test(arguments: StoreKind.allCases)
     func sinkCountersCountByState(_ kind: StoreKind) async throws {
         let store = try await kind.make()
-        #expect(try await store.sinkCounters().isEmpty)
-        let n = notification(["a", "b"])
+        #expect(try await store.sinkCounters(finishedSince: t0).isEmpty)
+        let old = notification(["a", "b"])
+        _ = try await store.accept(
+            old, recipients: 2, deliveries: [PlannedDelivery(sink: "webhook:x", userID: "a", distribution: .alert)], idempotencySince: t0)
+        let oldClaim = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+        try await store.record([DeliveryUpdate(id: oldClaim[0].id, state: .dead, attempts: 1, lastError: "500 long ago")], at: t0)
+        let later = t0.addingTimeInterval(86_400)
+        let n = notification(["a", "b"], at: later)
         _ = try await store.accept(
             n, recipients: 2, deliveries: historyDeliveries(["a", "b"]) + [PlannedDelivery(sink: "webhook:x", userID: "a", distribution: .alert)],
-            idempotencySince: t0)
-        let claimed = try await store.claimDue(now: t0, limit: 10, lease: .seconds(30))
+            idempotencySince: later)
+        let claimed = try await store.claimDue(now: later, limit: 10, lease: .seconds(30))
         try await store.record(
             [
                 DeliveryUpdate(id: claimed[0].id, state: .delivered, attempts: 1),
                 DeliveryUpdate(id: claimed[2].id, state: .dead, attempts: 1, lastError: "410 Gone"),
-            ], at: t0)
-        let counters = try await store.sinkCounters()
+            ], at: later)
         #expect(
-            counters == [
+            try await store.sinkCounters(finishedSince: later.addingTimeInterval(-3600)) == [
                 SinkCounters(sink: "history", counts: [.delivered: 1, .pending: 1], lastError: nil),
                 SinkCounters(sink: "webhook:x", counts: [.dead: 1], lastError: "410 Gone"),
+            ])
+        #expect(
+            try await store.sinkCounters(finishedSince: t0) == [
+                SinkCounters(sink: "history", counts: [.delivered: 1, .pending: 1], lastError: nil),
+                SinkCounters(sink: "webhook:x", counts: [.dead: 2], lastError: "410 Gone"),
+            ])
+        // After the window: what waits, and the error of a delivery still retrying.
+        try await store.record([DeliveryUpdate(id: claimed[1].id, state: .pending, attempts: 1, lastError: "503 busy", nextAttemptAt: later)], at: later)
+        #expect(
+            try await store.sinkCounters(finishedSince: later.addingTimeInterval(60)) == [
+                SinkCounters(sink: "history", counts: [.pending: 1], lastError: "503 busy")
             ])
     }
 

@@ -29,13 +29,14 @@ public struct NotificationStatus: Sendable, Equatable {
     }
 }
 
-/// Deliveries of one sink counted by state, for `herald sinks`.
+/// Deliveries of one sink counted by state, for `herald sinks`: waiting now, or reached in a
+/// recent window (``NotificationStore/sinkCounters(finishedSince:)``).
 public struct SinkCounters: Sendable, Equatable {
     /// The sink counted.
     public var sink: String
     /// Its deliveries per state.
     public var counts: [DeliveryState: Int]
-    /// The most recently recorded error, if any.
+    /// The most recently recorded error in the window, if any.
     public var lastError: String?
 
     /// Counts for `sink`.

@@ -167,8 +167,11 @@ public protocol NotificationStore: Sendable {
     /// Every delivery of notification `id` to `userID`, in creation order (one recipient's
     /// explanation, however many deliveries the notification has).
     func deliveries(of id: ObjectID, userID: String) async throws -> [DeliveryRecord]
-    /// Deliveries per sink and state, with each sink's latest error, sorted by sink name.
-    func sinkCounters() async throws -> [SinkCounters]
+    /// Deliveries per sink and state, sorted by sink name: those waiting now (pending, held),
+    /// and those that reached another state since `finishedSince`; with each sink's latest
+    /// error, of a delivery still retrying or one finished since then. Read through indexes, so
+    /// its cost is the backlog and the window's traffic, not every delivery kept.
+    func sinkCounters(finishedSince: Date) async throws -> [SinkCounters]
 }
 
 extension NotificationStore {

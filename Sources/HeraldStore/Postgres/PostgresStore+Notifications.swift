@@ -374,23 +374,22 @@ extension PostgresStore {
         }
     }
 
-    public func sinkCounters() async throws -> [SinkCounters] {
-        try await withConnection { session in
-            var counters: [String: SinkCounters] = [:]
-            for row in try await session.rows("SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state") {
-                let sink = try row.text("sink")
-                guard let state = DeliveryState(rawValue: try row.text("state")) else { continue }
-                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = try row.int("n")
+    public func sinkCounters(finishedSince: Date) async throws -> [SinkCounters] {
+        var binds = PostgresBindings()
+        binds.append(Self.micros(finishedSince))
+        let finished = PostgresQuery(unsafeSQL: SinkCountersSQL.finishedSince, binds: binds)
+        return try await withConnection { session in
+            let rows =
+                try await session.rows(PostgresQuery(unsafeSQL: SinkCountersSQL.waiting))
+                + session.rows(finished)
+            var counters = try StoredRecords.sinkCounters(rows)
+            for index in counters.indices {
+                var binds = PostgresBindings()
+                binds.append(counters[index].sink)
+                binds.append(Self.micros(finishedSince))
+                counters[index].lastError = try await session.row(PostgresQuery(unsafeSQL: SinkCountersSQL.lastError, binds: binds))?.optionalText("last_error")
             }
-            for sink in counters.keys {
-                counters[sink]?.lastError = try await session.row(
-                    """
-                    SELECT last_error FROM deliveries WHERE sink = \(sink) AND last_error IS NOT NULL
-                    ORDER BY updated_at DESC, id DESC LIMIT 1
-                    """
-                )?.optionalText("last_error")
-            }
-            return counters.values.sorted { $0.sink < $1.sink }
+            return counters
         }
     }
 }

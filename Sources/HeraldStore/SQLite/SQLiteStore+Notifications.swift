@@ -197,23 +197,18 @@ extension SQLiteStore {
         }
     }
 
-    public func sinkCounters() async throws -> [SinkCounters] {
-        try await writer.read { db in
-            var counters: [String: SinkCounters] = [:]
-            for row in try Row.fetchAll(try db.cachedStatement(sql: "SELECT sink, state, COUNT(*) AS n FROM deliveries GROUP BY sink, state")) {
-                let sink: String = try row.decode(forColumn: "sink")
-                let stateText: String = try row.decode(forColumn: "state")
-                guard let state = DeliveryState(rawValue: stateText) else { continue }
-                counters[sink, default: SinkCounters(sink: sink, counts: [:], lastError: nil)].counts[state] = try row.decode(forColumn: "n")
+    public func sinkCounters(finishedSince: Date) async throws -> [SinkCounters] {
+        let since = Self.micros(finishedSince)
+        return try await writer.read { db in
+            let rows =
+                try Row.fetchAll(try db.cachedStatement(sql: SinkCountersSQL.waiting))
+                + Row.fetchAll(try db.cachedStatement(sql: SinkCountersSQL.finishedSince), arguments: [since])
+            var counters = try StoredRecords.sinkCounters(rows)
+            for index in counters.indices {
+                counters[index].lastError = try String.fetchOne(
+                    try db.cachedStatement(sql: SinkCountersSQL.lastError), arguments: [counters[index].sink, since])
             }
-            for sink in counters.keys {
-                counters[sink]?.lastError = try String.fetchOne(
-                    try db.cachedStatement(
-                        sql: "SELECT last_error FROM deliveries WHERE sink = ? AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1"),
-                    arguments: [sink]
-                )
-            }
-            return counters.values.sorted { $0.sink < $1.sink }
+            return counters
         }
     }
 
