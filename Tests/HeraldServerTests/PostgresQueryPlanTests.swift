@@ -49,7 +49,7 @@ import Testing
     ) async throws -> (Set<String>, PostgresStore) {
         let url = try await PostgresTestDatabase.create()
         let name = try #require(URLComponents(string: url)?.path.dropFirst()).description
-        let admin = try PostgresStore(url: url)
+        let admin = try PostgresStore.patient(url: url)
         TestResources.register { await admin.close() }
         let log = try await admin.withConnection { session in
             try await session.execute(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(name)\" SET log_statement = 'all'"))

@@ -34,9 +34,11 @@ public enum PostgresTestDatabase {
         return try await PostgresStore.createDatabase(named: name, onServer: serverURL)
     }
 
-    /// Runs `statement` in a transaction of its own on the database at `url`.
+    /// Runs `statement` in a transaction of its own on the database at `url`, waiting as long as
+    /// a test's store does for its connection (``PostgresStore/patientAcquireTimeout``): with the
+    /// default 2 s, a check after a seed failed on the clean clone's starved machine.
     public static func execute(_ statement: String, on url: String) async throws {
-        let store = try PostgresStore(url: url, maxConnections: 1)
+        let store = try PostgresStore(url: url, maxConnections: 1, acquireTimeout: PostgresStore.patientAcquireTimeout)
         do {
             try await store.transaction { session in try await session.execute(PostgresQuery(unsafeSQL: statement)) }
         } catch {
